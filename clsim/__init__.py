@@ -1,0 +1,36 @@
+"""clsim: OpenCL kernels written in Python, run with exact OpenCL semantics, checked and counted.
+
+Write a kernel with ``@clsim.kernel`` using the OpenCL builtin names exported here, then launch
+it with ``clsim.run(kernel, global_size, local_size, args)``. See README.md for a guide.
+"""
+
+from clsim import api as _api
+from clsim.api import *  # noqa: F403
+from clsim.api import func, kernel
+from clsim.errors import (
+    BarrierDivergenceError,
+    DataRaceError,
+    DeviceError,
+    DivisionByZeroError,
+    InvalidArgumentError,
+    InvalidNDRangeError,
+    KernelCompileError,
+    OutOfBoundsError,
+    ProfileError,
+    SimulationError,
+    SubGroupError,
+    UninitializedReadError,
+    VerificationError,
+)
+from clsim.runtime.launch import RunResult, run
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BarrierDivergenceError", "DataRaceError", "DeviceError", "DivisionByZeroError",
+    "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "OutOfBoundsError",
+    "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
+    "VerificationError", "func", "kernel", "run",
+    *_api.BUILTIN_NAMES,
+    *[n for n in dir(_api) if n.isupper()],
+]

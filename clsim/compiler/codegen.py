@@ -1,0 +1,408 @@
+"""Statement and region code generation: the work-group function and its work-item loops.
+
+The kernel becomes ``_group(...)``, which runs one work-group: group-level code (hoisted uniform
+statements, barrier bookkeeping, conditions of loops and ifs that contain barriers) around
+``for _lid in range(_NL)`` loops, one per region. Helpers without barriers become plain
+functions called per work-item. Module assembly (constants, helpers, launcher) is in
+``module``.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from contextlib import contextmanager
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
+from clsim.compiler.emit_expr import ExprEmitter
+from clsim.compiler.frontend import builtin_name, compile_error
+from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
+
+# Extension statement emitters (atomics used as statements...): name -> callable(gen, node).
+EXTRA_STATEMENTS: dict = {}
+# Emitters for cut builtins other than barrier (sub-group collectives): name -> callable.
+EXTRA_CUTS: dict = {}
+
+
+class FunctionEmitter(ExprEmitter):
+    """Emits one function body (the work-group function or a helper)."""
+
+    def __init__(self, module, storage: dict[str, str], env: dict, *, in_group_fn: bool,
+                 ret_type=None):
+        self.module = module
+        self.storage = storage
+        self.env = env
+        self.lines: list[str] = []
+        self.level = 1
+        self.in_wi = not in_group_fn
+        self.in_group_fn = in_group_fn
+        self.ret_type = ret_type
+        self.bounds_checks = True
+        self.stmt_checked = False
+        self.loop_depth = 0  # loops inside the current region (for return handling)
+        self.counter = itertools.count()
+        self.pending: list[str] = []
+        self.err_return = self._err_return()
+
+    def _err_return(self) -> str:
+        if self.in_group_fn or self.ret_type is None:
+            return "return"
+        return f"return {self.module.const(0, self.ret_type)}"
+
+    # -- output -----------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        for part in line.split("\n"):
+            self.lines.append("    " * self.level + part)
+
+    @contextmanager
+    def indented(self):
+        self.level += 1
+        start = len(self.lines)
+        yield
+        if len(self.lines) == start:
+            self.emit("pass")
+        self.level -= 1
+
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}{next(self.counter)}"
+
+    def pre(self, line: str) -> None:
+        """A line that must run before the statement being emitted (temporaries, checks)."""
+        self.pending.append(line)
+
+    def statement(self, build) -> None:
+        """Emit one statement built by ``build()``, with its pre-lines and error check."""
+        self.stmt_checked = False
+        saved, self.pending = self.pending, []
+        code = build()
+        for line in self.pending:
+            self.emit(line)
+        self.pending = saved
+        if code is not None:
+            self.emit(code)
+        if self.stmt_checked:
+            self.emit(f"if _err[0] != 0:\n    {self.err_return}")
+
+    # -- variables --------------------------------------------------------------------------
+    def read_var(self, name: str) -> str:
+        kind = self.storage.get(name, "local")
+        if kind == "ctx":
+            return f"v_{name}__c[{self.lid_code()}]"
+        return f"v_{name}"
+
+    def write_var(self, name: str) -> str:
+        return self.read_var(name)
+
+    # -- per-work-item statements -----------------------------------------------------------
+    def stmts_wi(self, stmts) -> None:
+        for s in stmts:
+            self.stmt_wi(s)
+
+    def stmt_wi(self, s) -> None:
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise compile_error(s.loc, f"'{type(s).__name__}' is not supported here")
+        method(s)
+
+    def s_Pass(self, s):
+        self.emit("pass")
+
+    def s_Break(self, s):
+        self.emit("break")
+
+    def s_Continue(self, s):
+        self.emit("continue")
+
+    def s_Expr(self, s):
+        v = s.value
+        if isinstance(v, ast.Constant):
+            return
+        name = builtin_name(v)
+        if name in ("barrier", "work_group_barrier"):
+            raise compile_error(s.loc, "internal: barrier inside a region")
+        if name == "mem_fence":
+            return
+        if name and name.startswith("vstore"):
+            self.statement(lambda: self.vstore(v, int(name[6:])))
+            return
+        if name in EXTRA_STATEMENTS:
+            self.statement(lambda: EXTRA_STATEMENTS[name](self, v))
+            return
+        self.statement(lambda: self.expr(v))
+
+    def s_Return(self, s):
+        if not self.in_group_fn:
+            if s.value is None:
+                self.emit("return")
+            else:
+                self.statement(lambda: f"return {self.typed(s.value, self.ret_type)}")
+            return
+        if s.value is not None:
+            raise compile_error(s.loc, "kernels return nothing; write results to a buffer")
+        self.emit("_exited[_lid] = True")
+        self.emit("break" if self.loop_depth else "continue")
+
+    def _after_exit_check(self, node) -> None:
+        if self.in_group_fn and any(isinstance(n, ast.Return) for n in ast.walk(node)):
+            self.emit("if _exited[_lid]:")
+            self.emit("    " + ("break" if self.loop_depth else "continue"))
+
+    def s_Assign(self, s):
+        target = s.targets[0]
+        if isinstance(target, ast.Name):
+            t = self.env[target.id]
+            if isinstance(t, ct.ArrayT):
+                return  # local_array/private_array declarations are allocated per group
+            self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
+        elif isinstance(target, ast.Subscript):
+            self.store(target, s.value)
+        elif isinstance(target, ast.Tuple):
+            def build():
+                temps = []
+                for t_node, v_node in zip(target.elts, s.value.elts, strict=True):
+                    tmp = self.fresh("_t")
+                    self.pre(f"{tmp} = {self.typed(v_node, self.env[t_node.id])}")
+                    temps.append(tmp)
+                for t_node, tmp in zip(target.elts, temps, strict=True):
+                    self.pre(f"{self.write_var(t_node.id)} = {tmp}")
+                return None
+            self.statement(build)
+
+    def s_AugAssign(self, s):
+        op = ast.BinOp(left=s.target, op=s.op, right=s.value)
+        op.loc = s.loc
+        if isinstance(s.target, ast.Name):
+            t = self.env[s.target.id]
+            load = ast.Name(id=s.target.id, ctx=ast.Load())
+            load.ctype = t
+            load.loc = s.loc
+            op.left = load
+            op.ctype = _binop_result(s, t, s.value.ctype)
+            self.statement(lambda: f"{self.write_var(s.target.id)} = {self.typed(op, t)}")
+        else:
+            self.aug_store(s, op)
+
+    def s_If(self, s):
+        cond = self.fresh("_b")
+        self.statement(lambda: f"{cond} = {self.typed(s.test, 'bool')}")
+        self.emit(f"if {cond}:")
+        with self.indented():
+            self.stmts_wi(s.body)
+        if s.orelse:
+            self.emit("else:")
+            with self.indented():
+                self.stmts_wi(s.orelse)
+        self._after_exit_check(s)
+
+    def s_While(self, s):
+        if s.orelse:
+            raise compile_error(s.loc, "while/else is not supported")
+        cond = self.fresh("_b")
+        self.emit("while True:")
+        self.loop_depth += 1
+        with self.indented():
+            self.statement(lambda: f"{cond} = {self.typed(s.test, 'bool')}")
+            self.emit(f"if not {cond}:\n    break")
+            self.stmts_wi(s.body)
+        self.loop_depth -= 1
+        self._after_exit_check(s)
+
+    def s_For(self, s):
+        t = self.env[s.target.id]
+        it = s.iter
+        var = self.fresh("_r")
+        self.statement(lambda: f"{var}a = ({', '.join(self.typed(a, 'int64') for a in it.args)},)")
+        self.emit(f"for {var} in range(*{var}a):")
+        self.loop_depth += 1
+        with self.indented():
+            self.emit(f"{self.write_var(s.target.id)} = np.{t}({var})")
+            self.stmts_wi(s.body)
+        self.loop_depth -= 1
+        self._after_exit_check(s)
+
+    # -- stores -----------------------------------------------------------------------------
+    def store(self, target: ast.Subscript, value) -> None:
+        arrt = target.value.ctype
+
+        def build():
+            v = self.fresh("_v")
+            self.pre(f"{v} = {self.typed(value, arrt.dtype)}")
+            idx = self.store_index(target)
+            return f"{self.array_access(target, 'store', idx)} = {v}"
+
+        self.statement(build)
+
+    def store_index(self, target: ast.Subscript, kind: str = "store") -> list[str]:
+        """Index temporaries of a store, checked before the store happens."""
+        arr = target.value
+        arrt = arr.ctype
+        base, lead = self.array_base(arr.id, arrt)
+        idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        site = self.module.site(target, arr.id, kind, arrt.space, arrt.dtype)
+        temps = []
+        for dim, ix in enumerate(idx_nodes):
+            tmp = self.fresh("_i")
+            self.pre(f"{tmp} = {self.typed(ix, 'int64')}")
+            if self.bounds_checks:
+                length = f"{base}.shape[{dim + len(lead)}]"
+                self.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
+                         f"    {self.helper('_oob')}(_err, 2, {site}, {tmp}, {length}, "
+                         f"{self.lid_code()})\n    {self.err_return}")
+            temps.append(tmp)
+        self.on_access(site, arr.id, arrt, temps, kind)
+        return temps
+
+    def aug_store(self, s: ast.AugAssign, op: ast.BinOp) -> None:
+        target = s.target
+        arrt = target.value.ctype
+
+        def build():
+            v = self.fresh("_v")
+            self.pre(f"{v} = {self.typed(s.value, s.value.ctype)}")
+            idx = self.store_index(target, "load")
+            site = self.module.site(target, target.value.id, "store", arrt.space, arrt.dtype)
+            self.on_access(site, target.value.id, arrt, idx, "store")
+            access = self.array_access(target, "store", idx)
+            res = _binop_result(s, arrt.dtype, s.value.ctype)
+            holder = ast.Name(id=v, ctx=ast.Load())
+            holder.ctype = s.value.ctype
+            cur = self.fresh("_c")
+            self.pre(f"{cur} = {access}")
+            left = ast.Name(id=cur, ctx=ast.Load())
+            left.ctype = arrt.dtype
+            expr = ast.BinOp(left=left, op=s.op, right=holder)
+            expr.ctype, expr.loc = res, s.loc
+            return f"{access} = {self.cast(self._raw_binop(expr), res, arrt.dtype)}"
+
+        self.statement(build)
+
+    def _raw_binop(self, expr: ast.BinOp) -> str:
+        saved = self.read_var
+        self.read_var = lambda name: name if name.startswith("_") else saved(name)
+        try:
+            return self.e_BinOp(expr)
+        finally:
+            self.read_var = saved
+
+    def vstore(self, call: ast.Call, width: int) -> str:
+        vec, offset_node, buf = call.args
+        arrt = buf.ctype
+        base, lead = self.array_base(buf.id, arrt)
+        v = self.fresh("_vv")
+        self.pre(f"{v} = {self.expr(vec)}")
+        o = self.fresh("_vo")
+        self.pre(f"{o} = {self.typed(offset_node, 'int64')} * {width}")
+        site = self.module.site(call, buf.id, "store", arrt.space, arrt.dtype, width=width)
+        if self.bounds_checks:
+            length = f"{base}.shape[{len(lead)}]"
+            self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
+                     f"    {self.helper('_oob')}(_err, 2, {site}, {o} + {width - 1}, {length}, "
+                     f"{self.lid_code()})\n    {self.err_return}")
+        self.on_access(site, buf.id, arrt, [o], "store")
+        lead_code = ", ".join(lead) + ", " if lead else ""
+        for k in range(width):
+            self.pre(f"{base}[{lead_code}{o} + {k}] = "
+                     f"{self.cast(f'{v}[{k}]', vec.ctype.dtype, arrt.dtype)}")
+        return None
+
+    # -- group level ------------------------------------------------------------------------
+    def items(self, items) -> None:
+        for item in items:
+            getattr(self, "g_" + type(item).__name__)(item)
+
+    def g_Hoisted(self, item: Hoisted):
+        self.in_wi = False
+        try:
+            self.stmt_wi(item.stmt)
+        finally:
+            self.in_wi = True
+
+    def wi_loop_header(self, ue: set[str]) -> None:
+        self.emit("for _lid in range(_NL):")
+        self.level += 1
+        if self.module.has_exit:
+            self.emit("if _exited[_lid]:\n    continue")
+        self.emit(self.module.id_decode)
+        self.module.on_region_start(self)
+
+    def g_Region(self, item: Region):
+        self.in_wi = True
+        self.wi_loop_header(item.ue)
+        self.stmts_wi(item.stmts)
+        self.level -= 1
+
+    def g_Cut(self, item: Cut):
+        name = builtin_name(item.stmt.value)
+        site = self.module.site(item.stmt, "", "barrier", "none", "none")
+        if self.module.has_exit:
+            self.emit("_nx = 0\nfor _lid in range(_NL):\n    if _exited[_lid]:\n        _nx += 1")
+            self.emit("if _nx == _NL:\n    return")
+            self.emit(f"if _nx != 0:\n    _err[0] = {hp.ERR_EXIT_BEFORE_BARRIER}\n"
+                      f"    _err[1] = {site}\n    _err[5] = _nx\n    _err[6] = _NL - _nx\n"
+                      "    return")
+        if name in EXTRA_CUTS:
+            EXTRA_CUTS[name](self, item)
+        else:
+            self.module.on_barrier(self, item.stmt, site)
+
+    def g_GroupJump(self, item: GroupJump):
+        self.emit("break" if isinstance(item.node, ast.Break) else "continue")
+
+    def uniform_test(self, test, ue: set[str], uniform: bool, what: str) -> str:
+        """Code for a condition at group level; checks it agrees across work-items."""
+        if uniform:
+            self.in_wi = False
+            saved = self.stmt_checked
+            code = self.typed(test, "bool")
+            self.stmt_checked = saved
+            self.in_wi = True
+            return code
+        k = next(self.counter)
+        site = self.module.site(test, "", what, "none", "none")
+        self.emit(f"_nt{k} = 0\n_nf{k} = 0\n_ft{k} = -1\n_ff{k} = -1")
+        self.wi_loop_header(ue)
+        self.statement(lambda: f"_cv{k} = {self.typed(test, 'bool')}")
+        self.emit(f"if _cv{k}:\n    _nt{k} += 1\n    if _ft{k} < 0:\n        _ft{k} = _lid")
+        self.emit(f"else:\n    _nf{k} += 1\n    if _ff{k} < 0:\n        _ff{k} = _lid")
+        self.level -= 1
+        self.emit(f"if _nt{k} != 0 and _nf{k} != 0:\n"
+                  f"    _err[0] = {hp.ERR_DIVERGENT_BRANCH}\n    _err[1] = {site}\n"
+                  f"    _err[5] = _nt{k}\n    _err[6] = _nf{k}\n    _err[4] = _ff{k}\n"
+                  f"    _err[10] = _ft{k}\n    return")
+        return f"(_nt{k} != 0)"
+
+    def g_CutIf(self, item: CutIf):
+        cond = self.uniform_test(item.node.test, item.ue, item.uniform, "if")
+        self.emit(f"if {cond}:")
+        with self.indented():
+            self.items(item.body)
+        if item.orelse:
+            self.emit("else:")
+            with self.indented():
+                self.items(item.orelse)
+
+    def g_CutLoop(self, item: CutLoop):
+        node = item.node
+        if isinstance(node, ast.For):
+            t = self.env[node.target.id]
+            self.in_wi = False
+            args = [self.typed(a, "int64") for a in node.iter.args]
+            self.in_wi = True
+            var = f"_gr{next(self.counter)}"
+            self.emit(f"for {var} in range({', '.join(args)}):")
+            with self.indented():
+                self.emit(f"v_{node.target.id} = np.{t}({var})")
+                self.items(item.body)
+            return
+        self.emit("while True:")
+        with self.indented():
+            cond = self.uniform_test(node.test, item.ue, item.uniform, "while")
+            self.emit(f"if not {cond}:\n    break")
+            self.items(item.body)
+
+
+def _binop_result(s, left_t, right_t):
+    from clsim.compiler.infer import _OPS, binop_type
+
+    return binop_type(_OPS[type(s.op)], left_t, right_t, s.loc)

@@ -1,0 +1,122 @@
+"""OpenCL C's type rules over numpy dtypes: literals, promotions, usual arithmetic conversions.
+
+Numba and numpy promote differently from C (int32 + int32 is int64 in Numba, int32 + float32 is
+float64), so the compiler types every expression itself with these rules and the code generator
+casts explicitly to the type computed here. Scalars are dtype names ("int32", "float32", "bool");
+arrays and vectors are the small frozen records below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+FLOAT_TYPES = ("float16", "float32", "float64")
+SCALAR_TYPES = ("bool", *INT_TYPES, *FLOAT_TYPES)
+
+
+@dataclass(frozen=True)
+class ArrayT:
+    """A buffer (global/constant), a local array, or a private array."""
+
+    dtype: str
+    ndim: int
+    space: str  # "global", "local", "private"
+    shape: tuple[int, ...] | None = None  # known for local and private arrays
+
+
+@dataclass(frozen=True)
+class VecT:
+    """An OpenCL vector value (float4...), produced by vloadN and consumed by vstoreN."""
+
+    dtype: str
+    width: int
+
+
+def is_int(t) -> bool:
+    return t in INT_TYPES
+
+
+def is_float(t) -> bool:
+    return t in FLOAT_TYPES
+
+
+def is_scalar(t) -> bool:
+    return isinstance(t, str) and t in SCALAR_TYPES
+
+
+def bits(t: str) -> int:
+    return 8 if t == "bool" else np.dtype(t).itemsize * 8
+
+
+def is_signed(t: str) -> bool:
+    return t.startswith("int") or t.startswith("float")
+
+
+def int_literal_type(value: int) -> str:
+    """C gives an unsuffixed decimal literal the first of int, long that holds it."""
+    if -(2**31) <= value < 2**31:
+        return "int32"
+    if -(2**63) <= value < 2**63:
+        return "int64"
+    return "uint64"
+
+
+def promote(t: str) -> str:
+    """Integer promotion: bool, char and short compute as int."""
+    if t == "bool" or (is_int(t) and bits(t) < 32):
+        return "int32"
+    return t
+
+
+def _unsigned_of(t: str) -> str:
+    return "u" + t if not t.startswith("u") else t
+
+
+def arithmetic(a: str, b: str) -> str:
+    """The usual arithmetic conversions of C99 6.3.1.8 (OpenCL C inherits them)."""
+    if is_float(a) or is_float(b):
+        floats = [t for t in (a, b) if is_float(t)]
+        return max(floats, key=bits)
+    a, b = promote(a), promote(b)
+    if a == b:
+        return a
+    if is_signed(a) == is_signed(b):
+        return a if bits(a) >= bits(b) else b
+    signed, unsigned = (a, b) if is_signed(a) else (b, a)
+    if bits(unsigned) >= bits(signed):
+        return unsigned
+    if bits(signed) > bits(unsigned):
+        return signed
+    return _unsigned_of(signed)
+
+
+def join(a, b):
+    """The type a variable gets when assigned values of types a and b, or None if they clash.
+
+    Variables are declared implicitly by their first assignment in Python; the compiler widens
+    within a kind (int32 then int64 gives int64) but refuses to mix integer and float, which in C
+    would silently truncate.
+    """
+    if a == b:
+        return a
+    if not (is_scalar(a) and is_scalar(b)):
+        return None
+    if a == "bool":
+        return b if is_int(b) else None
+    if b == "bool":
+        return a if is_int(a) else None
+    if is_int(a) != is_int(b):
+        return None
+    return arithmetic(a, b)
+
+
+def short(t) -> str:
+    """Readable C-ish name for messages."""
+    if isinstance(t, ArrayT):
+        return f"{t.space} {t.dtype}[]"
+    if isinstance(t, VecT):
+        return f"{t.dtype}{t.width}"
+    return str(t)

@@ -1,0 +1,300 @@
+"""Expression code generation: typed Python expressions with explicit C conversions.
+
+Every operand is cast to the type ``infer`` computed, and every 8/16/32-bit integer result is
+wrapped back to its width, so Numba (which widens int32 to int64) and numpy scalars (no-JIT
+mode) both compute exactly what OpenCL C computes. Memory reads go through bounds-checked index
+helpers that record an error and return a safe index; the statement emitter then stops the
+work-group. Statements, regions and the module are in ``codegen``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import RULES
+from clsim.compiler.frontend import compile_error
+from clsim.compiler.infer import _CMPS, _OPS, EXTRA_RULES
+
+# Extension emitters (sub-groups, atomics): name -> callable(gen, node) -> code.
+EXTRA_EMITTERS: dict = {}
+
+_WI_CODE = {
+    "get_local_id": "_l{d}",
+    "get_group_id": "_g{d}",
+    "get_local_size": "_L{d}",
+    "get_enqueued_local_size": "_E{d}",
+    "get_global_size": "_G{d}",
+    "get_num_groups": "_NG{d}",
+    "get_global_offset": "_O{d}",
+    "get_global_id": "(_g{d} * _E{d} + _l{d} + _O{d})",
+}
+_AXES = "xyz"
+
+
+class ExprEmitter:
+    """Mixin of ``codegen.FunctionEmitter``: turns typed expression nodes into source."""
+
+    # -- small pieces -----------------------------------------------------------------------
+    def const(self, value, t: str) -> str:
+        return self.module.const(value, t)
+
+    def helper(self, name: str) -> str:
+        self.module.helpers_used.add(name)
+        return name
+
+    def cast(self, code: str, src, dst) -> str:
+        if src == dst or dst is None:
+            return code
+        if dst == "bool":
+            return f"({code} != 0)"
+        if ct.is_float(dst):
+            return f"np.{dst}({code})"
+        if src == "bool" or ct.is_int(src):
+            return self.helper(f"_w_{dst}") + f"({code})"
+        return self.helper(f"_f2i_{dst}") + f"({code})"
+
+    def wrap(self, code: str, t: str) -> str:
+        if ct.is_int(t) and ct.bits(t) <= 32:
+            return self.helper(f"_w_{t}") + f"({code})"
+        return code
+
+    def bitcast(self, code: str, src: str, dst: str) -> str:
+        return self.helper(f"_bits_{src}_{dst}") + f"({code})" if self.module.register_bitcast(
+            src, dst) else code
+
+    def lid_code(self) -> str:
+        return "_lid" if self.in_wi else "0"
+
+    def checked(self) -> None:
+        self.stmt_checked = True
+
+    # -- expressions ------------------------------------------------------------------------
+    def expr(self, node) -> str:
+        resolved = getattr(node, "resolved", None)
+        if resolved is not None and resolved[0] == "const":
+            return self.const(resolved[1], node.ctype)
+        method = getattr(self, "e_" + type(node).__name__, None)
+        if method is None:
+            raise compile_error(node.loc, f"cannot generate code for {type(node).__name__}")
+        return method(node)
+
+    def typed(self, node, to) -> str:
+        value = _constant_value(node)
+        if value is not None and ct.is_scalar(to) and ct.is_scalar(node.ctype) and to != "bool":
+            same_kind = ct.is_float(to) or not ct.is_float(node.ctype)
+            if same_kind and np.dtype(to).type(value) == value:
+                return self.const(value, to)
+        return self.cast(self.expr(node), node.ctype, to)
+
+    def e_Constant(self, node):
+        return self.const(node.value, node.ctype)
+
+    def e_Name(self, node):
+        return self.read_var(node.id)
+
+    def e_BinOp(self, node):
+        op = _OPS[type(node.op)]
+        res = node.ctype
+        if op in ("<<", ">>"):
+            a = self.typed(node.left, res)
+            b = self.typed(node.right, res)
+            mask = self.const(ct.bits(res) - 1, res)
+            return self.wrap(f"({a} {op} ({b} & {mask}))", res)
+        a = self.typed(node.left, res)
+        b = self.typed(node.right, res)
+        if op in ("//", "%"):
+            helper = self.helper("_idiv" if op == "//" else "_irem")
+            site = self.module.site(node, "", "arith", "none", res)
+            self.checked()
+            return self.wrap(f"{helper}({a}, {b}, _err, {site}, {self.lid_code()})", res)
+        self.count_flop(op, res)
+        return self.wrap(f"({a} {op} {b})", res)
+
+    def e_UnaryOp(self, node):
+        t = node.ctype
+        if isinstance(node.op, ast.Not):
+            return f"(not {self.typed(node.operand, 'bool')})"
+        x = self.typed(node.operand, t)
+        if isinstance(node.op, ast.USub):
+            return self.wrap(f"(-{x})", t)
+        if isinstance(node.op, ast.Invert):
+            return self.wrap(f"(~{x})", t)
+        return x
+
+    def e_BoolOp(self, node):
+        joiner = " and " if isinstance(node.op, ast.And) else " or "
+        return "(" + joiner.join(self.typed(v, "bool") for v in node.values) + ")"
+
+    def e_Compare(self, node):
+        parts = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            t = ct.arithmetic(left.ctype, right.ctype)
+            parts.append(f"({self.typed(left, t)} {_CMPS[type(op)]} {self.typed(right, t)})")
+            left = right
+        return parts[0] if len(parts) == 1 else "(" + " and ".join(parts) + ")"
+
+    def e_IfExp(self, node):
+        t = node.ctype
+        return (f"({self.typed(node.body, t)} if {self.typed(node.test, 'bool')} "
+                f"else {self.typed(node.orelse, t)})")
+
+    def e_Tuple(self, node):
+        t = node.ctype.dtype
+        return "(" + ", ".join(self.typed(e, t) for e in node.elts) + ",)"
+
+    def e_Attribute(self, node):
+        return f"{self.expr(node.value)}[{'xyzw'.index(node.attr)}]"
+
+    def e_Subscript(self, node):
+        if isinstance(node.value.ctype, ct.VecT):
+            return f"{self.expr(node.value)}[{node.slice.value}]"
+        return self.array_access(node, "load")
+
+    # -- memory -----------------------------------------------------------------------------
+    def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
+        """``buf[i]`` for a load (or the target of a store when index_codes is given)."""
+        arr = node.value
+        if not isinstance(arr, ast.Name):
+            raise compile_error(node.loc, "index arrays by name (x[i]), not expressions")
+        arrt: ct.ArrayT = arr.ctype
+        base, lead = self.array_base(arr.id, arrt)
+        if index_codes is None:
+            index_codes = self.index_codes(node, kind)
+        return f"{base}[{', '.join(lead + index_codes)}]"
+
+    def index_codes(self, node: ast.Subscript, kind: str) -> list[str]:
+        arr = node.value
+        arrt: ct.ArrayT = arr.ctype
+        base, lead = self.array_base(arr.id, arrt)
+        idx = node.slice
+        indices = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        site = self.module.site(node, arr.id, kind, arrt.space, arrt.dtype)
+        codes = []
+        for dim, ix in enumerate(indices):
+            code = self.typed(ix, "int64")
+            if self.bounds_checks:
+                length = f"{base}.shape[{dim + len(lead)}]"
+                code = f"{self.helper('_ck')}({code}, {length}, _err, {site}, {self.lid_code()})"
+                self.checked()
+            codes.append(code)
+        self.on_access(site, arr.id, arrt, codes, kind)
+        return codes
+
+    def on_access(self, site, name, arrt, codes, kind) -> None:
+        """Hook for analyses (traffic, races); the base engine records nothing."""
+
+    def count_flop(self, op, t) -> None:
+        """Hook for the flop counter."""
+
+    # -- calls ------------------------------------------------------------------------------
+    def e_Call(self, node):
+        kind, value = node.func.resolved
+        if kind == "dtype":
+            return self.typed(node.args[0], value)
+        if kind == "func":
+            return self.call_func(node, value)
+        name = value
+        if name in _WI_CODE:
+            d = node.args[0].value
+            if name == "get_local_id":
+                return f"_l{_AXES[d]}"
+            if name == "get_group_id":
+                return f"_g{_AXES[d]}"
+            if name == "get_global_id":
+                return f"(_g{_AXES[d]} * _E{d} + _l{_AXES[d]} + _O{d})"
+            return _WI_CODE[name].format(d=d)
+        if name == "get_work_dim":
+            return self.const(self.module.work_dim, "int64")
+        if name == "get_local_linear_id":
+            return "np.int64(_lid)"
+        if name == "get_global_linear_id":
+            return ("((_gz * _E2 + _lz) * _G1 * _G0 + (_gy * _E1 + _ly) * _G0 + "
+                    "(_gx * _E0 + _lx))")
+        if name.startswith("vload"):
+            return self.vload(node, int(name[5:]))
+        if name in EXTRA_EMITTERS:
+            return EXTRA_EMITTERS[name](self, node)
+        rule = RULES.get(name) or EXTRA_RULES.get(name)
+        if rule is None or rule.emit is None:
+            raise compile_error(node.loc, f"{name}() cannot be used in an expression here")
+        if rule.flop:
+            self.count_flop(rule.flop, node.ctype)
+        args = [self.expr(a) for a in node.args]
+        return rule.emit(self, args, [a.ctype for a in node.args], node)
+
+    def vload(self, node, width: int) -> str:
+        offset_node, buf = node.args
+        if not isinstance(buf, ast.Name):
+            raise compile_error(node.loc, "vload's buffer must be a buffer name")
+        arrt = buf.ctype
+        base, lead = self.array_base(buf.id, arrt)
+        offset = self.typed(offset_node, "int64")
+        tmp = self.fresh("_vo")
+        self.pre(f"{tmp} = {offset} * {width}")
+        site = self.module.site(node, buf.id, "load", arrt.space, arrt.dtype, width=width)
+        if self.bounds_checks:
+            self.pre(f"{self.helper('_ck')}({tmp} + {width - 1}, {base}.shape[{len(lead)}], "
+                     f"_err, {site}, {self.lid_code()})")
+            self.pre(f"{self.helper('_ck')}({tmp}, {base}.shape[{len(lead)}], _err, {site}, "
+                     f"{self.lid_code()})")
+            self.checked()
+            self.pre(f"if _err[0] != 0:\n    {self.err_return}")
+        self.on_access(site, buf.id, arrt, [tmp], "load")
+        lead_code = ", ".join(lead) + ", " if lead else ""
+        return "(" + ", ".join(f"{base}[{lead_code}{tmp} + {k}]" for k in range(width)) + ",)"
+
+    def call_func(self, node, kfn) -> str:
+        spec = self.module.program.funcs[(kfn.name, tuple(a.ctype for a in node.args))]
+        args = []
+        for a, pt in zip(node.args, spec.param_types, strict=True):
+            if isinstance(pt, ct.ArrayT):
+                if not isinstance(a, ast.Name):
+                    raise compile_error(node.loc, "pass arrays to helpers by name")
+                base, lead = self.array_base(a.id, pt)
+                args.append(f"{base}[{lead[0]}]" if lead else base)
+            else:
+                args.append(self.typed(a, pt))
+        self.module.emit_func(spec)
+        self.checked()
+        return f"{spec.mangled}({', '.join(args)}, {HIDDEN_ARGS})"
+
+    def array_base(self, name: str, arrt) -> tuple[str, list[str]]:
+        storage = self.storage.get(name)
+        if storage == "parray":
+            return f"v_{name}__c", [self.lid_code()]
+        return f"v_{name}", []
+
+
+def _constant_value(node):
+    resolved = getattr(node, "resolved", None)
+    if resolved is not None and resolved[0] == "const":
+        value = resolved[1]
+    elif isinstance(node, ast.Constant):
+        value = node.value
+    else:
+        return None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+        return None
+    return value
+
+
+HIDDEN_ARGS = ("_err, _lid, _lx, _ly, _lz, _gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, "
+               "_NG0, _NG1, _NG2, _O0, _O1, _O2")
+
+
+def literal(value, t: str) -> str:
+    """Source text of a numpy scalar constant of type t (module level, not in loops)."""
+    if t == "bool":
+        return "True" if value else "False"
+    v = np.dtype(t).type(value)
+    if ct.is_float(t):
+        if np.isnan(v):
+            return f"np.{t}(math.nan)"
+        if np.isinf(v):
+            return f"np.{t}({'-' if v < 0 else ''}math.inf)"
+        return f"np.{t}({float(v)!r})"
+    return f"np.{t}({int(v)})"

@@ -1,0 +1,260 @@
+"""Front end: a kernel's Python source to a checked, name-resolved AST.
+
+Parses the function, rejects Python constructs OpenCL C has no counterpart for (with the line and
+what to write instead), resolves every free name (builtins, helpers, numbers, numpy dtypes) and
+inlines ``@func`` helpers that contain barriers, so the later passes see one function body.
+Helpers without barriers stay separate functions (``Program.callees``). Typing and code
+generation are not done here.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clsim.api import KernelFunction, builtin_by_identity
+from clsim.errors import KernelCompileError
+
+CUT_BUILTINS = {"barrier", "work_group_barrier"}
+# Builtins that make a helper a cut function too (extended by the sub-group module).
+EXTRA_CUT_BUILTINS: set[str] = set()
+
+PY_BUILTIN_MAP = {"min": "min", "max": "max", "abs": "abs"}
+PY_CONVERSIONS = {"int": "int32", "float": "float32", "bool": "bool"}
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where a node came from: file, absolute line, the function it was written in."""
+
+    file: str
+    line: int
+    func: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.file.rsplit('/', 1)[-1]}:{self.line} in {self.func}"
+
+
+@dataclass
+class Parsed:
+    """One parsed kernel or helper."""
+
+    fn: KernelFunction
+    tree: ast.FunctionDef
+    params: list[str]
+    locals: set[str]
+    callees: dict[str, Parsed] = field(default_factory=dict)
+    has_cut: bool = False
+
+
+_REJECTED = {
+    ast.List: "lists do not exist in OpenCL C; use private_array(n, np.float32)",
+    ast.ListComp: "comprehensions do not exist in OpenCL C; write a for loop",
+    ast.DictComp: "comprehensions do not exist in OpenCL C; write a for loop",
+    ast.SetComp: "comprehensions do not exist in OpenCL C; write a for loop",
+    ast.GeneratorExp: "generators do not exist in OpenCL C; write a for loop",
+    ast.Dict: "dicts do not exist in OpenCL C",
+    ast.Set: "sets do not exist in OpenCL C",
+    ast.Lambda: "lambdas do not exist in OpenCL C; write a @clsim.func helper",
+    ast.Try: "OpenCL C has no exceptions; remove try/except",
+    ast.With: "'with' has no OpenCL C counterpart",
+    ast.Raise: "OpenCL C has no exceptions; remove raise",
+    ast.Assert: "assert is not supported in kernels; use an if and write a flag to a buffer",
+    ast.Global: "kernels cannot rebind module globals; pass a buffer",
+    ast.Nonlocal: "kernels cannot rebind enclosing variables; pass a buffer",
+    ast.Import: "import at module level, not inside the kernel",
+    ast.ImportFrom: "import at module level, not inside the kernel",
+    ast.FunctionDef: "define helpers at module level with @clsim.func",
+    ast.ClassDef: "classes do not exist in OpenCL C",
+    ast.JoinedStr: "strings do not exist in OpenCL C",
+    ast.Delete: "'del' has no OpenCL C counterpart",
+    ast.Starred: "star-arguments are not supported in kernels",
+    ast.Yield: "generators do not exist in OpenCL C",
+    ast.Await: "async code does not exist in OpenCL C",
+    ast.AsyncFor: "async code does not exist in OpenCL C",
+    ast.NamedExpr: "':=' is not supported; assign on its own line",
+    ast.Slice: "slices are not supported; index one element at a time (or use vload4)",
+    ast.MatMult: "'@' is not supported; write the loops",
+}
+
+
+def compile_error(loc: Loc | None, what: str) -> KernelCompileError:
+    where = f"{loc}: " if loc else ""
+    line = f"\n    {loc.text.strip()}" if loc and loc.text.strip() else ""
+    return KernelCompileError(
+        f"{where}{what}{line}",
+        file=loc.file if loc else None,
+        line=loc.line if loc else None,
+        kernel=loc.func if loc else None,
+    )
+
+
+class _Annotator(ast.NodeVisitor):
+    """Attaches a Loc to every node and rejects unsupported constructs."""
+
+    def __init__(self, file: str, first_line: int, lines: list[str], func: str):
+        self.file, self.first, self.lines, self.func = file, first_line, lines, func
+
+    def generic_visit(self, node):
+        if hasattr(node, "lineno"):
+            line = self.first + node.lineno - 1
+            rel = node.lineno - 1
+            text = self.lines[rel] if 0 <= rel < len(self.lines) else ""
+            node.loc = Loc(self.file, line, self.func, text)
+        for bad, why in _REJECTED.items():
+            if isinstance(node, bad) and not (isinstance(node, ast.FunctionDef) and node is self.top):
+                raise compile_error(getattr(node, "loc", None), why)
+        super().generic_visit(node)
+
+    def run(self, tree: ast.FunctionDef) -> None:
+        self.top = tree
+        self.visit(tree)
+
+
+def _resolve_value(obj, loc: Loc, name: str):
+    """Classify the Python object a free name refers to."""
+    bname = builtin_by_identity(obj)
+    if bname is not None:
+        return ("builtin", bname)
+    if isinstance(obj, KernelFunction):
+        if obj.is_kernel:
+            raise compile_error(loc, f"'{name}' is a kernel; kernels cannot call kernels. "
+                                     "Mark the callee @clsim.func")
+        return ("func", obj)
+    if isinstance(obj, type) and issubclass(obj, np.generic):
+        return ("dtype", np.dtype(obj).name)
+    if isinstance(obj, np.dtype):
+        return ("dtype", obj.name)
+    if isinstance(obj, bool | int | float | np.number | np.bool_):
+        return ("const", obj)
+    if isinstance(obj, types.ModuleType):
+        return ("module", obj)
+    if obj is py_builtins.range:
+        return ("range", None)
+    for pyname, mapped in PY_BUILTIN_MAP.items():
+        if obj is getattr(py_builtins, pyname):
+            return ("builtin", mapped)
+    for pyname, dtype in PY_CONVERSIONS.items():
+        if obj is getattr(py_builtins, pyname):
+            return ("dtype", dtype)
+    kind = type(obj).__name__
+    raise compile_error(
+        loc,
+        f"'{name}' (a {kind}) cannot be used inside a kernel: only numbers, numpy dtypes, clsim "
+        "builtins and @clsim.func helpers are visible there. Pass data as a buffer argument",
+    )
+
+
+class _Resolver(ast.NodeTransformer):
+    """Annotates free names and attribute chains with what they resolve to."""
+
+    def __init__(self, fn, local_names: set[str]):
+        self.fn = fn
+        self.local_names = local_names
+        closure = inspect.getclosurevars(fn)
+        self.scope = {**fn.__globals__, **closure.nonlocals}
+
+    def _lookup(self, name: str, loc: Loc):
+        if name in self.scope:
+            return self.scope[name]
+        if hasattr(py_builtins, name):
+            return getattr(py_builtins, name)
+        raise compile_error(loc, f"name '{name}' is not defined")
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.local_names:
+            return node
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        node.resolved = _resolve_value(self._lookup(node.id, node.loc), node.loc, node.id)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute):
+        chain = []
+        base = node
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        if isinstance(base, ast.Name) and base.id not in self.local_names:
+            obj = self._lookup(base.id, node.loc)
+            for attr in reversed(chain):
+                if not hasattr(obj, attr):
+                    raise compile_error(node.loc, f"'{base.id}' has no attribute '{attr}'")
+                obj = getattr(obj, attr)
+            node.resolved = _resolve_value(obj, node.loc, ast.unparse(node))
+            return node
+        # v.x on a vector value: handled by the type checker.
+        self.generic_visit(node)
+        return node
+
+
+def _assigned_names(tree: ast.FunctionDef) -> set[str]:
+    names = {a.arg for a in tree.args.args}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+_PARSE_CACHE: dict[int, Parsed] = {}
+
+
+def parse(fn: KernelFunction) -> Parsed:
+    """Parse, check and resolve ``fn`` and, recursively, the helpers it calls."""
+    key = id(fn)
+    if key in _PARSE_CACHE and _PARSE_CACHE[key].fn is fn:
+        return _PARSE_CACHE[key]
+    py = fn.fn
+    try:
+        lines, first = inspect.getsourcelines(py)
+    except (OSError, TypeError) as exc:
+        raise KernelCompileError(f"cannot read the source of {fn.name}: {exc}") from exc
+    source = textwrap.dedent("".join(lines))
+    module = ast.parse(source)
+    tree = next(n for n in module.body if isinstance(n, ast.FunctionDef))
+    tree.decorator_list = []
+    tree.returns = None
+    file = inspect.getsourcefile(py) or "<unknown>"
+    _Annotator(file, first, source.splitlines(), fn.name).run(tree)
+    args = tree.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        raise compile_error(tree.loc, "kernel parameters must be plain positional names")
+    local_names = _assigned_names(tree)
+    tree = _Resolver(py, local_names).visit(tree)
+    parsed = Parsed(fn=fn, tree=tree, params=[a.arg for a in args.args], locals=local_names)
+    _PARSE_CACHE[key] = parsed
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            target = getattr(node.func, "resolved", None)
+            if target and target[0] == "func":
+                callee = parse(target[1])
+                parsed.callees[target[1].name] = callee
+                parsed.has_cut |= callee.has_cut
+            elif target and target[0] == "builtin" and (
+                target[1] in CUT_BUILTINS or target[1] in EXTRA_CUT_BUILTINS
+            ):
+                parsed.has_cut = True
+    return parsed
+
+
+def builtin_name(call: ast.AST) -> str | None:
+    if isinstance(call, ast.Call):
+        target = getattr(call.func, "resolved", None)
+        if target and target[0] == "builtin":
+            return target[1]
+    return None
+
+
+def func_target(call: ast.AST) -> KernelFunction | None:
+    if isinstance(call, ast.Call):
+        target = getattr(call.func, "resolved", None)
+        if target and target[0] == "func":
+            return target[1]
+    return None

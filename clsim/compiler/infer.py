@@ -1,0 +1,385 @@
+"""Type inference with OpenCL C rules.
+
+Gives every expression node a ``ctype`` and every variable one type (the join of what is
+assigned to it, see ``ctypes.join``), so the code generator can cast explicitly and the result
+never depends on Numba's or numpy's own promotions. Helpers (``@func`` without barriers) are
+typed per argument-type signature through ``Program.specialize``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import RULES
+from clsim.compiler.frontend import builtin_name, compile_error, func_target
+
+WORKITEM_FUNCS = {
+    "get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size",
+    "get_enqueued_local_size", "get_num_groups", "get_global_offset",
+}
+WORKITEM_SCALARS = {"get_work_dim", "get_global_linear_id", "get_local_linear_id"}
+# Result types of extension builtins (sub-groups, atomics) register here: name -> rule.
+EXTRA_RULES: dict = {}
+
+_OPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+    ast.Mod: "%", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+    ast.BitXor: "^", ast.Pow: "**",
+}
+_CMPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def const_type(value):
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, np.generic):
+        return value.dtype.name
+    if isinstance(value, int):
+        return ct.int_literal_type(value)
+    if isinstance(value, float):
+        return "float32"  # a bare Python float literal is a float (0.1f), as the docs promise
+    return None
+
+
+def binop_type(op: str, a, b, loc):
+    if not (ct.is_scalar(a) and ct.is_scalar(b)):
+        raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)} is not "
+                                 "supported; index arrays and vectors element by element")
+    if op == "/" and ct.is_int(ct.promote(a)) and ct.is_int(ct.promote(b)):
+        raise compile_error(loc, "'/' between two integers: write '//' for C integer "
+                                 "division (truncates toward zero), or convert one side to float")
+    if op == "**":
+        raise compile_error(loc, "'**' is not supported: write pow(x, y), pown, or x * x")
+    if op in ("<<", ">>", "&", "|", "^", "%", "//") and not (
+        ct.is_int(ct.promote(a)) and ct.is_int(ct.promote(b))
+    ):
+        if op == "//":
+            raise compile_error(loc, "'//' on floats: write floor(x / y)")
+        if op == "%":
+            raise compile_error(loc, "'%' on floats: write fmod(x, y)")
+        raise compile_error(loc, f"'{op}' needs integer operands, got {a} and {b}")
+    if op in ("<<", ">>"):
+        return ct.promote(a)
+    return ct.arithmetic(a, b)
+
+
+class Typer:
+    """Types one function body. ``env`` maps variable names to types."""
+
+    def __init__(self, program, params: dict[str, object], name: str):
+        self.program = program
+        self.env: dict[str, object] = dict(params)
+        self.params = set(params)
+        self.name = name
+        self.returns: list = []
+        self.final = False
+
+    # -- statements -------------------------------------------------------------------------
+    def run(self, body: list[ast.stmt]) -> None:
+        for _ in range(12):
+            before = dict(self.env)
+            self.returns = []
+            self.block(body)
+            if self.env == before:
+                break
+        self.final = True
+        self.returns = []
+        self.block(body)
+
+    def block(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def assign_name(self, name: str, t, loc, aug: bool = False):
+        if t is None:
+            return
+        old = self.env.get(name)
+        if name in self.params and isinstance(old, ct.ArrayT):
+            raise compile_error(loc, f"buffer parameter '{name}' cannot be reassigned")
+        if old is None:
+            self.env[name] = t
+            return
+        if aug:
+            if ct.is_int(old) and ct.is_float(t):
+                raise compile_error(
+                    loc, f"'{name}' is {old} but this update computes {t}, which C would "
+                         f"truncate; initialise '{name}' with a float (e.g. 0.0)")
+            return
+        joined = ct.join(old, t)
+        if joined is None:
+            raise compile_error(
+                loc, f"'{name}' holds {ct.short(old)} elsewhere but {ct.short(t)} here; a "
+                     "variable has one type in OpenCL C. Convert explicitly, e.g. "
+                     "np.float32(x) or convert_int(x), or use 0.0 for a float start value")
+        self.env[name] = joined
+
+    def stmt(self, s):
+        loc = s.loc
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1:
+                raise compile_error(loc, "chained assignment 'a = b = x': write two lines")
+            self.assign_target(s.targets[0], s.value, loc)
+        elif isinstance(s, ast.AugAssign):
+            if isinstance(s.target, ast.Name):
+                cur = self.env.get(s.target.id)
+                if cur is None and self.final:
+                    raise compile_error(loc, f"'{s.target.id}' is updated before it is assigned")
+                vt = self.expr(s.value)
+                if cur is not None and vt is not None:
+                    binop_type(_OPS[type(s.op)], cur, vt, loc)
+                    self.assign_name(s.target.id, cur, loc, aug=True)
+                    if ct.is_int(cur) and ct.is_float(vt):
+                        self.assign_name(s.target.id, vt, loc, aug=True)
+            elif isinstance(s.target, ast.Subscript):
+                et = self.expr(s.target)
+                vt = self.expr(s.value)
+                if et is not None and vt is not None:
+                    binop_type(_OPS[type(s.op)], et, vt, loc)
+            else:
+                raise compile_error(loc, "unsupported augmented assignment target")
+        elif isinstance(s, ast.If | ast.While):
+            self.expr(s.test)
+            self.block(s.body)
+            self.block(s.orelse)
+        elif isinstance(s, ast.For):
+            self.for_stmt(s)
+        elif isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+                return
+            self.expr(s.value)
+        elif isinstance(s, ast.Return):
+            if s.value is not None:
+                t = self.expr(s.value)
+                if t is not None:
+                    self.returns.append(t)
+        elif isinstance(s, ast.Break | ast.Continue | ast.Pass):
+            return
+        elif isinstance(s, ast.AnnAssign):
+            raise compile_error(loc, "annotated assignment: drop the annotation and convert the "
+                                     "value instead, e.g. x = np.float32(0)")
+        else:
+            raise compile_error(loc, f"'{type(s).__name__}' statements are not supported")
+
+    def assign_target(self, target, value, loc):
+        if isinstance(target, ast.Name):
+            self.assign_name(target.id, self.expr(value), loc)
+        elif isinstance(target, ast.Subscript):
+            tt = self.expr(target)
+            vt = self.expr(value)
+            if tt is not None and vt is not None and not ct.is_scalar(vt):
+                raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
+        elif isinstance(target, ast.Tuple):
+            if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts):
+                raise compile_error(loc, "tuple assignment needs a tuple of the same length on "
+                                         "the right, e.g. a, b = b, a")
+            for t, v in zip(target.elts, value.elts, strict=True):
+                if not isinstance(t, ast.Name):
+                    raise compile_error(loc, "tuple assignment targets must be plain names")
+                self.assign_name(t.id, self.expr(v), loc)
+            value.ctype = None
+        else:
+            raise compile_error(loc, "unsupported assignment target")
+
+    def for_stmt(self, s: ast.For):
+        loc = s.loc
+        it = s.iter
+        if not (isinstance(it, ast.Call) and getattr(it.func, "resolved", (None,))[0] == "range"):
+            raise compile_error(loc, "only 'for i in range(...)' loops exist in kernels")
+        if not isinstance(s.target, ast.Name):
+            raise compile_error(loc, "the loop variable must be a plain name")
+        if s.orelse:
+            raise compile_error(loc, "for/else is not supported")
+        if not 1 <= len(it.args) <= 3:
+            raise compile_error(loc, "range() takes 1 to 3 arguments")
+        types = [self.expr(a) for a in it.args]
+        t = "int32"
+        for a in types:
+            if a is None:
+                return
+            if not ct.is_int(ct.promote(a)):
+                raise compile_error(loc, f"range() needs integers, got {a}")
+            t = ct.arithmetic(t, a)
+        it.ctype = t
+        self.assign_name(s.target.id, t, loc)
+        self.block(s.body)
+
+    # -- expressions ------------------------------------------------------------------------
+    def expr(self, node):
+        t = self._expr(node)
+        node.ctype = t
+        return t
+
+    def _expr(self, node):
+        loc = getattr(node, "loc", None)
+        resolved = getattr(node, "resolved", None)
+        if resolved is not None:
+            kind, value = resolved
+            if kind == "const":
+                t = const_type(value)
+                if t is None:
+                    raise compile_error(loc, f"unsupported constant {value!r}")
+                return t
+            raise compile_error(loc, f"'{ast.unparse(node)}' is not a value here")
+        if isinstance(node, ast.Constant):
+            t = const_type(node.value)
+            if t is None:
+                raise compile_error(loc, f"constant {node.value!r} is not a number")
+            return t
+        if isinstance(node, ast.Name):
+            if node.id not in self.env:
+                if self.final:
+                    raise compile_error(loc, f"'{node.id}' is used before it is assigned")
+                return None
+            return self.env[node.id]
+        if isinstance(node, ast.BinOp):
+            a, b = self.expr(node.left), self.expr(node.right)
+            if a is None or b is None:
+                return None
+            return binop_type(_OPS[type(node.op)], a, b, loc)
+        if isinstance(node, ast.UnaryOp):
+            t = self.expr(node.operand)
+            if t is None:
+                return None
+            if isinstance(node.op, ast.Not):
+                return "bool"
+            if isinstance(node.op, ast.Invert) and not ct.is_int(ct.promote(t)):
+                raise compile_error(loc, "'~' needs an integer")
+            return ct.promote(t)
+        if isinstance(node, ast.BoolOp):
+            for v in node.values:
+                self.expr(v)
+            return "bool"
+        if isinstance(node, ast.Compare):
+            types = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+            for t in types:
+                if t is not None and not ct.is_scalar(t):
+                    raise compile_error(loc, f"cannot compare {ct.short(t)}")
+            return "bool"
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test)
+            a, b = self.expr(node.body), self.expr(node.orelse)
+            if a is None or b is None:
+                return None
+            return ct.arithmetic(a, b)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Attribute):
+            base = self.expr(node.value)
+            if isinstance(base, ct.VecT) and node.attr in "xyzw" and len(node.attr) == 1:
+                if "xyzw".index(node.attr) >= base.width:
+                    raise compile_error(loc, f".{node.attr} is beyond a {base.width}-vector")
+                return base.dtype
+            raise compile_error(loc, f"attribute '.{node.attr}' is not supported here")
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Tuple):
+            types = [self.expr(e) for e in node.elts]
+            if any(t is None for t in types):
+                return None
+            if not types or not all(ct.is_scalar(t) for t in types):
+                raise compile_error(loc, "tuples of numbers only (vectors for vstore)")
+            t = types[0]
+            for other in types[1:]:
+                t = ct.arithmetic(t, other)
+            if len(types) not in (2, 3, 4, 8, 16):
+                raise compile_error(loc, "vectors have 2, 3, 4, 8 or 16 elements")
+            return ct.VecT(t, len(types))
+        raise compile_error(loc, f"'{type(node).__name__}' expressions are not supported")
+
+    def subscript(self, node: ast.Subscript):
+        loc = node.loc
+        base = self.expr(node.value)
+        idx = node.slice
+        indices = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        types = [self.expr(i) for i in indices]
+        if base is None:
+            return None
+        if isinstance(base, ct.VecT):
+            if len(indices) != 1 or not isinstance(indices[0], ast.Constant):
+                raise compile_error(loc, "index vectors with a constant (v[0]) or .x/.y/.z/.w")
+            if not 0 <= indices[0].value < base.width:
+                raise compile_error(loc, f"v[{indices[0].value}] is beyond a "
+                                         f"{base.width}-vector")
+            return base.dtype
+        if not isinstance(base, ct.ArrayT):
+            raise compile_error(loc, f"cannot index a {ct.short(base)}")
+        if len(indices) != base.ndim:
+            raise compile_error(
+                loc, f"'{ast.unparse(node.value)}' has {base.ndim} dimension(s) but is indexed "
+                     f"with {len(indices)}" + (
+                         "; global buffers are flat: index them as x[row * ncols + col]"
+                         if base.space == "global" else ""))
+        for t in types:
+            if t is not None and not ct.is_int(ct.promote(t)):
+                raise compile_error(loc, f"array index must be an integer, got {t}")
+        return base.dtype
+
+    def call(self, node: ast.Call):
+        loc = node.loc
+        if node.keywords:
+            raise compile_error(loc, "keyword arguments are not supported in kernels")
+        resolved = getattr(node.func, "resolved", None)
+        if resolved is None:
+            raise compile_error(loc, f"'{ast.unparse(node.func)}' is not callable in a kernel")
+        kind, value = resolved
+        if kind == "dtype":
+            if len(node.args) != 1:
+                raise compile_error(loc, f"{value}(x) converts one value")
+            t = self.expr(node.args[0])
+            if t is not None and not ct.is_scalar(t):
+                raise compile_error(loc, f"cannot convert {ct.short(t)} to {value}")
+            return value
+        if kind == "func":
+            types = [self.expr(a) for a in node.args]
+            if any(t is None for t in types):
+                return None
+            return self.program.specialize(value, tuple(types), loc)
+        if kind == "range":
+            raise compile_error(loc, "range() only in 'for i in range(...)'")
+        if kind != "builtin":
+            raise compile_error(loc, f"'{ast.unparse(node.func)}' is not callable in a kernel")
+        name = value
+        if name in ("local_array", "private_array"):
+            return self.array_decl(node, name)
+        types = [self.expr(a) for a in node.args]
+        if name in WORKITEM_FUNCS:
+            if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) or (
+                node.args[0].value not in (0, 1, 2)
+            ):
+                raise compile_error(loc, f"{name}(d) needs a constant dimension 0, 1 or 2")
+            return "int64"
+        if name in WORKITEM_SCALARS:
+            return "int64"
+        if name in ("barrier", "work_group_barrier", "mem_fence"):
+            return None
+        if any(t is None for t in types):
+            return None
+        rule = RULES.get(name) or EXTRA_RULES.get(name)
+        if rule is None:
+            raise compile_error(loc, f"builtin {name}() is not implemented yet")
+        return rule.result(types, loc)
+
+    def array_decl(self, node, name):
+        loc = node.loc
+        if len(node.args) != 2:
+            raise compile_error(loc, f"{name}(shape, dtype) takes a shape and a numpy dtype")
+        dt = getattr(node.args[1], "resolved", None)
+        if not dt or dt[0] != "dtype":
+            raise compile_error(loc, f"{name}: the second argument must be a numpy dtype such "
+                                     "as np.float32")
+        shape = self.program.const_shape(node.args[0], loc)
+        space = "local" if name == "local_array" else "private"
+        return ct.ArrayT(dt[1], len(shape), space, shape)
+
+
+def is_cut_call(node) -> bool:
+    from clsim.compiler.frontend import CUT_BUILTINS, EXTRA_CUT_BUILTINS
+
+    name = builtin_name(node)
+    return name in CUT_BUILTINS or name in EXTRA_CUT_BUILTINS
+
+
+__all__ = ["Typer", "binop_type", "const_type", "func_target", "is_cut_call"]

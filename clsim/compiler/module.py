@@ -1,0 +1,319 @@
+"""Assembly of the generated module: constants, helpers, helper functions, group function and
+launcher, plus the site table the runtime uses to turn error records into messages.
+
+``Program`` holds what one compilation knows (argument types, local size, helper
+specialisations); ``ModuleEmitter`` collects the pieces of source and renders the file. Loading
+and caching the file is ``clsim.runtime.cache``'s job.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
+from clsim.compiler.codegen import FunctionEmitter
+from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
+from clsim.compiler.frontend import Parsed, compile_error, parse
+from clsim.compiler.infer import Typer
+from clsim.compiler.inline import inline_cut_helpers
+from clsim.compiler.regions import Analysis
+
+
+@dataclass(frozen=True)
+class Site:
+    """A static program point the runtime may need to name: an access, a barrier, a branch."""
+
+    id: int
+    file: str
+    line: int
+    func: str
+    text: str
+    buffer: str
+    kind: str  # load, store, barrier, if, while, arith...
+    space: str
+    dtype: str
+    width: int = 1
+
+
+@dataclass
+class FuncSpec:
+    kfn: object
+    parsed: Parsed
+    param_types: tuple
+    ret_type: object
+    mangled: str
+    env: dict
+
+
+class Program:
+    """One compilation: the kernel plus the helper specialisations it needs."""
+
+    def __init__(self, parsed: Parsed, arg_types: dict, local_size: tuple[int, ...]):
+        self.parsed = parsed
+        self.arg_types = arg_types
+        self.local_size = tuple(local_size) + (1,) * (3 - len(local_size))
+        self.work_dim = len(local_size)
+        self.funcs: dict[tuple, FuncSpec] = {}
+        self._typing: set[tuple] = set()
+
+    def specialize(self, kfn, arg_types: tuple, loc):
+        key = (kfn.name, arg_types)
+        if key in self.funcs:
+            return self.funcs[key].ret_type
+        if key in self._typing:
+            raise compile_error(loc, f"{kfn.name}() calls itself; OpenCL C has no recursion")
+        parsed = parse(kfn)
+        if parsed.has_cut:
+            raise compile_error(loc, f"{kfn.name}() contains a barrier, so it must be called as "
+                                     "a statement on its own line")
+        if len(arg_types) != len(parsed.params):
+            raise compile_error(loc, f"{kfn.name}() takes {len(parsed.params)} arguments, got "
+                                     f"{len(arg_types)}")
+        self._typing.add(key)
+        typer = Typer(self, dict(zip(parsed.params, arg_types, strict=True)), kfn.name)
+        typer.run(parsed.tree.body)
+        self._typing.discard(key)
+        ret = None
+        for t in typer.returns:
+            ret = t if ret is None else ct.join(ret, t)
+            if ret is None:
+                raise compile_error(parsed.tree.loc, f"{kfn.name}() returns values of "
+                                                     "different kinds (int and float)")
+        mangled = f"_f_{kfn.name}_{len(self.funcs)}"
+        self.funcs[key] = FuncSpec(kfn, parsed, arg_types, ret, mangled, typer.env)
+        return ret
+
+    def const_shape(self, node, loc) -> tuple[int, ...]:
+        """Evaluate a local/private array shape: numbers, constants, get_local_size(d)."""
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        shape = tuple(self._const_int(e, loc) for e in elts)
+        if any(n <= 0 for n in shape):
+            raise compile_error(loc, f"array shape {shape} must be positive")
+        return shape
+
+    def _const_int(self, node, loc) -> int:
+        resolved = getattr(node, "resolved", None)
+        if resolved and resolved[0] == "const":
+            return int(resolved[1])
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Call):
+            target = getattr(node.func, "resolved", None)
+            if target and target[1] in ("get_local_size", "get_enqueued_local_size"):
+                return self.local_size[node.args[0].value]
+        if isinstance(node, ast.BinOp):
+            a, b = self._const_int(node.left, loc), self._const_int(node.right, loc)
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            if isinstance(node.op, ast.FloorDiv) and b:
+                return a // b
+            if type(node.op) in ops:
+                return ops[type(node.op)]
+        raise compile_error(loc, "array sizes must be compile-time constants: numbers, module "
+                                 "constants or get_local_size(d)")
+
+
+class ModuleEmitter:
+    """Collects the generated module's pieces and renders its source."""
+
+    def __init__(self, program: Program, kernel_name: str, jit: bool, parallel: bool):
+        self.program = program
+        self.kernel_name = kernel_name
+        self.jit = jit
+        self.parallel = parallel
+        self.work_dim = program.work_dim
+        self.consts: dict[tuple, str] = {}
+        self.const_lines: list[str] = []
+        self.helpers_used: set[str] = set()
+        self.bitcasts: set[tuple[str, str]] = set()
+        self.sites: list[Site] = []
+        self._site_keys: dict[tuple, int] = {}
+        self.func_sources: dict[str, str] = {}
+        self.has_exit = False
+        self.instruments: list = []
+
+    # -- registries used by the emitters ----------------------------------------------------
+    def const(self, value, t: str) -> str:
+        key = (repr(value), str(type(value)), t)
+        if key not in self.consts:
+            name = f"_K{len(self.consts)}"
+            self.consts[key] = name
+            self.const_lines.append(f"{name} = {literal(value, t)}")
+        return self.consts[key]
+
+    def site(self, node, buffer: str, kind: str, space: str, dtype: str, width: int = 1) -> int:
+        key = (id(node), kind, buffer)
+        if key not in self._site_keys:
+            loc = node.loc
+            self._site_keys[key] = len(self.sites)
+            self.sites.append(Site(len(self.sites), loc.file, loc.line, loc.func,
+                                   loc.text.strip(), buffer, kind, space, str(dtype), width))
+        return self._site_keys[key]
+
+    def register_bitcast(self, src: str, dst: str) -> bool:
+        if src == dst:
+            return False
+        self.bitcasts.add((src, dst))
+        return True
+
+    @property
+    def id_decode(self) -> str:
+        if self.work_dim == 1:
+            return "_lx = np.int64(_lid)"
+        if self.work_dim == 2:
+            return "_lx = np.int64(_lid % _L0)\n_ly = np.int64(_lid // _L0)"
+        return ("_lx = np.int64(_lid % _L0)\n_ly = np.int64((_lid // _L0) % _L1)\n"
+                "_lz = np.int64(_lid // (_L0 * _L1))")
+
+    def on_region_start(self, gen) -> None:
+        for inst in self.instruments:
+            inst.region_start(gen)
+
+    def on_barrier(self, gen, stmt, site) -> None:
+        for inst in self.instruments:
+            inst.barrier(gen, stmt, site)
+
+    # -- helper functions -------------------------------------------------------------------
+    def emit_func(self, spec: FuncSpec) -> None:
+        if spec.mangled in self.func_sources:
+            return
+        self.func_sources[spec.mangled] = ""  # reserve: recursion guard
+        typer = Typer(self.program, dict(zip(spec.parsed.params, spec.param_types,
+                                             strict=True)), spec.kfn.name)
+        typer.run(spec.parsed.tree.body)  # re-annotate nodes for this specialisation
+        storage = {p: "param" for p in spec.parsed.params}
+        gen = FunctionEmitter(self, storage, typer.env, in_group_fn=False,
+                              ret_type=spec.ret_type)
+        for name, t in typer.env.items():
+            if isinstance(t, ct.ArrayT) and name not in storage:
+                gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
+        gen.stmts_wi(spec.parsed.tree.body)
+        params = ", ".join(f"v_{p}" for p in spec.parsed.params)
+        head = f"def {spec.mangled}({params}{', ' if params else ''}{HIDDEN_ARGS}):"
+        self.func_sources[spec.mangled] = "\n".join([head, *gen.lines])
+
+    # -- rendering --------------------------------------------------------------------------
+    def render(self, group_lines: list[str], params: list[str]) -> str:
+        deco = "@_jit\n" if self.jit else ""
+        helper_src = [deco + src for src in hp.helper_sources(self.helpers_used)]
+        helper_src += [deco + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
+        funcs = [deco + src for src in self.func_sources.values()]
+        pnames = ", ".join(f"v_{p}" for p in params)
+        e = self.program.local_size
+        header = [
+            f"# Generated by clsim for kernel {self.kernel_name}; regenerated when it changes.",
+            "import math",
+            "import numpy as np",
+        ]
+        if self.jit:
+            header += [
+                "from numba import njit, prange",
+                "from clsim.runtime.intrinsics import *  # noqa: F403",
+                "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)",
+                "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True)",
+            ]
+        else:
+            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit"]
+        consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
+        group_sig = ("def _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
+                     f"_O0, _O1, _O2, {pnames}, _err):")
+        launch = _launcher_source(pnames, self.parallel, self.jit)
+        parts = [*header, "", *consts, "", *helper_src, *funcs,
+                 deco + group_sig + "\n" + "\n".join(group_lines), launch]
+        return "\n\n".join(p for p in parts if p is not None) + "\n"
+
+
+def _bitcast_source(src: str, dst: str, jit: bool) -> str:
+    name = f"_bits_{src}_{dst}"
+    if jit:
+        return (f"def {name}(x):\n    return _bitcast_{dst}(np.{src}(x))")
+    return (f"def {name}(x):\n    return np.array([x], dtype=np.{src}).view(np.{dst})[0]")
+
+
+def _launcher_source(pnames: str, parallel: bool, jit: bool) -> str:
+    loop = "prange" if parallel else "range"
+    row = "_c" if parallel else "0"
+    lines = [
+        "@_jitp" if (jit and parallel) else ("@_jit" if jit else ""),
+        "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
+        f"{pnames}, _errs):",
+        f"    for _c in {loop}(_count):",
+        "        _g = np.int64(_start + _c)",
+        "        _gx = np.int64(_g % _NG0)",
+        "        _gy = np.int64((_g // _NG0) % _NG1)",
+        "        _gz = np.int64(_g // (_NG0 * _NG1))",
+        "        _L0 = np.int64(min(_E0, _G0 - _gx * _E0))",
+        "        _L1 = np.int64(min(_E1, _G1 - _gy * _E1))",
+        "        _L2 = np.int64(min(_E2, _G2 - _gz * _E2))",
+        f"        _e = _errs[{row}]",
+        "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
+        f"_O0, _O1, _O2, {pnames}, _e)",
+        "        if _e[0] != 0:",
+        "            _e[7] = _gx",
+        "            _e[8] = _gy",
+        "            _e[9] = _gz",
+        "            _e[11] = _L0",
+        "            _e[12] = _L1",
+        "            _e[13] = _L2",
+    ]
+    if not parallel:
+        lines.append("            return")
+    return "\n".join(line for line in lines if line != "")
+
+
+def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, parallel: bool,
+             instruments=()) -> tuple[str, list[Site], dict]:
+    """Source of the module for ``kfn`` with these argument types and local size."""
+    parsed = parse(kfn)
+    program = Program(parsed, arg_types, local_size)
+    body = inline_cut_helpers(parsed)
+    typer = Typer(program, dict(arg_types), kfn.name)
+    typer.run(body)
+    analysis = Analysis(body, arg_types, typer.env)
+    module = ModuleEmitter(program, kfn.name, jit, parallel)
+    module.has_exit = analysis.has_exit
+    module.instruments = list(instruments)
+    storage = _storage(analysis, arg_types, typer.env)
+    gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
+    gen.emit("_NL = _L0 * _L1 * _L2")
+    if module.work_dim == 1:
+        gen.emit("_ly = np.int64(0)\n_lz = np.int64(0)")
+    elif module.work_dim == 2:
+        gen.emit("_lz = np.int64(0)")
+    gen.emit("_lid = 0\n_lx = np.int64(0)")
+    nl_max = program.local_size[0] * program.local_size[1] * program.local_size[2]
+    for name, kind in sorted(storage.items()):
+        t = typer.env[name]
+        if kind == "larray":
+            gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
+        elif kind == "parray":
+            gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, np.{t.dtype})")
+        elif kind == "ctx":
+            dtype = "np.bool_" if t == "bool" else f"np.{t}"
+            gen.emit(f"v_{name}__c = np.empty({nl_max}, {dtype})")
+    if module.has_exit:
+        gen.emit(f"_exited = np.zeros({nl_max}, np.bool_)")
+    for inst in module.instruments:
+        inst.group_start(gen)
+    gen.items(analysis.tree)
+    source = module.render(gen.lines, list(arg_types))
+    source += "\n_SITES = " + repr([tuple(vars(site).values()) for site in module.sites]) + "\n"
+    meta = {"work_dim": module.work_dim, "parallel": parallel, "jit": jit}
+    return source, module.sites, meta
+
+
+def _storage(analysis: Analysis, arg_types: dict, env: dict) -> dict[str, str]:
+    storage: dict[str, str] = {}
+    for name, t in env.items():
+        if name in arg_types:
+            storage[name] = "param"
+        elif isinstance(t, ct.ArrayT):
+            storage[name] = "larray" if t.space == "local" else "parray"
+        elif name in analysis.group_scalars:
+            storage[name] = "group"
+        elif name in analysis.ctx_vars:
+            storage[name] = "ctx"
+        else:
+            storage[name] = "local"
+    return storage

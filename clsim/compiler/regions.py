@@ -1,0 +1,410 @@
+"""Cut points, uniformity and the region tree (PoCL's parallel regions, MCUDA's loop fission).
+
+A *cut* is a barrier (later also a collective). Statements between cuts form a *region*, run as
+one loop over the work-items of a group. Compound statements that contain a cut stay at group
+level: their condition is evaluated per work-item and checked for uniformity at run time, unless
+it is provably uniform (depends only on arguments, constants, group ids and sizes), in which case
+it is evaluated once. Assignments of provably uniform values are hoisted out of the work-item
+loops into group-level scalars. Values that flow from one region into another are stored in
+context arrays of local-size length; everything else stays a plain local.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from clsim.compiler.frontend import builtin_name, compile_error, func_target
+from clsim.compiler.infer import is_cut_call
+
+UNIFORM_BUILTINS = {
+    "get_group_id", "get_global_size", "get_local_size", "get_enqueued_local_size",
+    "get_num_groups", "get_work_dim", "get_global_offset",
+}
+VARYING_BUILTINS = {
+    "get_local_id", "get_global_id", "get_global_linear_id", "get_local_linear_id",
+    "vload2", "vload4", "vload8", "local_array", "private_array",
+}
+# Extension builtins whose result differs per work-item (sub-group lanes, atomics...).
+EXTRA_VARYING: set[str] = set()
+
+
+@dataclass
+class Region:
+    stmts: list[ast.stmt]
+    ue: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Hoisted:
+    stmt: ast.stmt
+
+
+@dataclass
+class Cut:
+    """A barrier (or another cut builtin) as a statement."""
+
+    stmt: ast.Expr
+
+
+@dataclass
+class CutIf:
+    node: ast.If
+    body: list
+    orelse: list
+    uniform: bool
+    ue: set[str] = field(default_factory=set)
+
+
+@dataclass
+class CutLoop:
+    node: ast.While | ast.For
+    body: list
+    uniform: bool
+    ue: set[str] = field(default_factory=set)
+
+
+@dataclass
+class GroupJump:
+    node: ast.Break | ast.Continue
+
+
+def reads(node) -> set[str]:
+    return {
+        n.id for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and not hasattr(n, "resolved")
+    }
+
+
+def _contains_barrier(stmt) -> bool:
+    return any(isinstance(n, ast.Expr) and is_cut_call(n.value) for n in ast.walk(stmt))
+
+
+class Analysis:
+    """Cut structure, uniformity and storage classes of one (inlined) kernel body."""
+
+    def __init__(self, body: list[ast.stmt], params: dict, env: dict):
+        self.body = body
+        self.params = params
+        self.env = env
+        self.cut_nodes: set[int] = set()
+        self.varying: set[str] = set()
+        self.group_scalars: set[str] = set()
+        self.has_exit = False
+        self._mark_cuts(body, loops=[])
+        self._uniformity()
+        self._group_scalars()
+        self.tree = self.build(body)
+        self.ctx_vars = self._context_vars()
+
+    # -- cuts -------------------------------------------------------------------------------
+    def is_cut(self, stmt) -> bool:
+        return id(stmt) in self.cut_nodes
+
+    def _mark_cuts(self, stmts, loops):
+        """Marks cut statements; returns whether any jump in ``stmts`` leaves a cut loop."""
+        jumps_out = False
+        for s in stmts:
+            if isinstance(s, ast.Expr) and is_cut_call(s.value):
+                self.cut_nodes.add(id(s))
+                continue
+            if isinstance(s, ast.Return):
+                self.has_exit = True
+            if isinstance(s, ast.Break | ast.Continue):
+                if loops and loops[-1][1]:
+                    self.cut_nodes.add(id(s))
+                    jumps_out = True
+                continue
+            if isinstance(s, ast.While | ast.For):
+                cut = _contains_barrier(s)
+                if cut:
+                    self.cut_nodes.add(id(s))
+                self._mark_cuts(s.body, [*loops, (s, cut)])
+                self._mark_cuts(s.orelse, loops)
+            elif isinstance(s, ast.If):
+                inner = self._mark_cuts(s.body, loops) | self._mark_cuts(s.orelse, loops)
+                if inner or _contains_barrier(s):
+                    self.cut_nodes.add(id(s))
+                jumps_out |= inner
+        return jumps_out
+
+    # -- uniformity -------------------------------------------------------------------------
+    def expr_varying(self, node) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in self.varying and not hasattr(n, "resolved"):
+                return True
+            if isinstance(n, ast.Subscript) and isinstance(
+                    getattr(n.value, "ctype", None), object) and not self._is_vector(n.value):
+                return True
+            if isinstance(n, ast.Call):
+                name = builtin_name(n)
+                if func_target(n) is not None or name in VARYING_BUILTINS or (
+                    name in EXTRA_VARYING
+                ):
+                    return True
+        return False
+
+    def _is_vector(self, node) -> bool:
+        from clsim.compiler.ctypes import VecT
+
+        return isinstance(getattr(node, "ctype", None), VecT)
+
+    def _uniformity(self):
+        for name, t in self.params.items():
+            del name, t
+        for _ in range(20):
+            before = len(self.varying)
+            self._walk_uniform(self.body, ctrl=False)
+            if len(self.varying) == before:
+                break
+
+    def _walk_uniform(self, stmts, ctrl: bool):
+        for s in stmts:
+            if isinstance(s, ast.Assign):
+                for tgt, val in self._pairs(s.targets[0], s.value):
+                    if ctrl or self.expr_varying(val):
+                        self.varying.add(tgt)
+            elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                if ctrl or self.expr_varying(s.value):
+                    self.varying.add(s.target.id)
+            elif isinstance(s, ast.If):
+                inner = ctrl or self.expr_varying(s.test)
+                self._walk_uniform(s.body, inner)
+                self._walk_uniform(s.orelse, inner)
+            elif isinstance(s, ast.While | ast.For):
+                head = s.test if isinstance(s, ast.While) else s.iter
+                inner = ctrl or self.expr_varying(head) or self._varying_jump(s.body)
+                if isinstance(s, ast.For) and inner:
+                    self.varying.add(s.target.id)
+                self._walk_uniform(s.body, inner)
+
+    def _varying_jump(self, body) -> bool:
+        """A break/continue/return under varying control makes the loop's trip count varying."""
+        for s in body:
+            for n in ast.walk(s):
+                if isinstance(n, ast.If) and self.expr_varying(n.test):
+                    if any(isinstance(m, ast.Break | ast.Continue | ast.Return)
+                           for m in ast.walk(n)):
+                        return True
+        return False
+
+    @staticmethod
+    def _pairs(target, value):
+        if isinstance(target, ast.Name):
+            return [(target.id, value)]
+        if isinstance(target, ast.Tuple):
+            return [(t.id, v) for t, v in zip(target.elts, value.elts, strict=True)]
+        return []
+
+    # -- group scalars ----------------------------------------------------------------------
+    def group_evaluable(self, node, scalars=None) -> bool:
+        scalars = self.group_scalars if scalars is None else scalars
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
+                if n.id not in scalars and n.id not in self.params:
+                    return False
+            if isinstance(n, ast.Subscript) and not self._is_vector(n.value):
+                return False
+            if isinstance(n, ast.Call):
+                name = builtin_name(n)
+                resolved = getattr(n.func, "resolved", ("",))[0]
+                if resolved == "func" or name in VARYING_BUILTINS or name in EXTRA_VARYING:
+                    return False
+                if name is not None and is_cut_call(n):
+                    return False
+        return True
+
+    def _top_level_assignments(self, stmts, out):
+        for s in stmts:
+            if isinstance(s, ast.Assign | ast.AugAssign):
+                out.append(s)
+            elif self.is_cut(s) and isinstance(s, ast.If | ast.While | ast.For):
+                self._top_level_assignments(s.body, out)
+                self._top_level_assignments(s.orelse, out)
+
+    def _group_scalars(self):
+        top: list = []
+        self._top_level_assignments(self.body, top)
+        top_ids = {id(s) for s in top}
+        assigns: dict[str, list] = {}
+        for s in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            if isinstance(s, ast.Assign):
+                for name in self._assigned_by(s.targets[0]):
+                    assigns.setdefault(name, []).append(s)
+            elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                assigns.setdefault(s.target.id, []).append(s)
+            elif isinstance(s, ast.For):
+                assigns.setdefault(s.target.id, []).append(s)
+        candidates = set()
+        for name, stmts in assigns.items():
+            if name in self.varying or name in self.params:
+                continue
+            from clsim.compiler.ctypes import ArrayT
+
+            if isinstance(self.env.get(name), ArrayT):
+                continue
+            if all(self._hoistable_shape(s, top_ids) for s in stmts):
+                candidates.add(name)
+        while True:
+            drop = {
+                name for name in candidates
+                if not all(self._reads_ok(s, candidates) for s in assigns[name])
+            }
+            if not drop:
+                break
+            candidates -= drop
+        self.group_scalars = candidates
+
+    def _hoistable_shape(self, s, top_ids) -> bool:
+        if isinstance(s, ast.For):
+            return id(s) in self.cut_nodes
+        if id(s) not in top_ids:
+            return False
+        if isinstance(s, ast.Assign):
+            return isinstance(s.targets[0], ast.Name)
+        return isinstance(s.target, ast.Name)
+
+    def _reads_ok(self, s, scalars) -> bool:
+        node = s.iter if isinstance(s, ast.For) else s.value
+        return self.group_evaluable(node, scalars)
+
+    @staticmethod
+    def _assigned_by(target):
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, ast.Tuple):
+            return [t.id for t in target.elts if isinstance(t, ast.Name)]
+        return []
+
+    def is_hoisted(self, s) -> bool:
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            return s.targets[0].id in self.group_scalars
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            return s.target.id in self.group_scalars
+        return False
+
+    # -- region tree ------------------------------------------------------------------------
+    def build(self, stmts) -> list:
+        items: list = []
+        current: list = []
+        pending: list = []
+
+        def flush():
+            items.extend(Hoisted(p) for p in pending)
+            pending.clear()
+            if current:
+                items.append(Region(list(current)))
+                current.clear()
+
+        for s in stmts:
+            if self.is_hoisted(s):
+                name = s.targets[0].id if isinstance(s, ast.Assign) else s.target.id
+                if any(name in reads(c) or name in self._assigned_in(c) for c in current):
+                    flush()
+                    items.append(Hoisted(s))
+                else:
+                    pending.append(s)
+            elif self.is_cut(s):
+                flush()
+                items.append(self._cut_item(s))
+            else:
+                current.append(s)
+        flush()
+        return items
+
+    @staticmethod
+    def _assigned_in(stmt) -> set[str]:
+        return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Store)}
+
+    def _cut_item(self, s):
+        if isinstance(s, ast.Expr):
+            return Cut(s)
+        if isinstance(s, ast.Break | ast.Continue):
+            return GroupJump(s)
+        if isinstance(s, ast.If):
+            uniform = self.group_evaluable(s.test)
+            return CutIf(s, self.build(s.body), self.build(s.orelse), uniform)
+        if isinstance(s, ast.While):
+            if s.orelse:
+                raise compile_error(s.loc, "while/else is not supported")
+            return CutLoop(s, self.build(s.body), self.group_evaluable(s.test))
+        if isinstance(s, ast.For):
+            if not self.group_evaluable(s.iter):
+                raise compile_error(
+                    s.loc, "this loop contains a barrier but its range differs between "
+                           "work-items (or reads memory); every work-item of a group must run "
+                           "a barrier loop the same number of times. Compute the bounds from "
+                           "arguments, group ids and sizes, or use a while loop")
+            if s.target.id not in self.group_scalars:
+                raise compile_error(s.loc, f"the loop variable '{s.target.id}' of a loop with a "
+                                           "barrier must not be assigned elsewhere")
+            return CutLoop(s, self.build(s.body), True)
+        raise compile_error(s.loc, "unsupported statement around a barrier")
+
+    # -- context variables ------------------------------------------------------------------
+    def _context_vars(self) -> set[str]:
+        needed: set[str] = set()
+        self._collect_ue(self.tree, needed)
+        return {n for n in needed if n not in self.group_scalars and n not in self.params}
+
+    def _collect_ue(self, items, needed):
+        for item in items:
+            if isinstance(item, Region):
+                item.ue = upward_exposed(item.stmts)
+                needed |= item.ue
+            elif isinstance(item, CutIf):
+                if not item.uniform:
+                    item.ue = reads(item.node.test)
+                    needed |= item.ue
+                self._collect_ue(item.body, needed)
+                self._collect_ue(item.orelse, needed)
+            elif isinstance(item, CutLoop):
+                if not item.uniform:
+                    item.ue = reads(item.node.test)
+                    needed |= item.ue
+                self._collect_ue(item.body, needed)
+
+
+def upward_exposed(stmts: list[ast.stmt]) -> set[str]:
+    """Names a block reads before it has surely assigned them."""
+    ue: set[str] = set()
+    _ue_block(stmts, set(), ue)
+    return ue
+
+
+def _ue_block(stmts, defined: set[str], ue: set[str]) -> set[str]:
+    for s in stmts:
+        defined = _ue_stmt(s, defined, ue)
+    return defined
+
+
+def _ue_stmt(s, defined, ue):
+    if isinstance(s, ast.Assign):
+        ue |= reads(s.value) - defined
+        target = s.targets[0]
+        if isinstance(target, ast.Subscript):
+            ue |= reads(target) - defined
+        return defined | {n.id for n in ast.walk(target)
+                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if isinstance(s, ast.AugAssign):
+        ue |= (reads(s.value) | reads(s.target)) - defined
+        if isinstance(s.target, ast.Name):
+            ue.add(s.target.id) if s.target.id not in defined else None
+            return defined | {s.target.id}
+        return defined
+    if isinstance(s, ast.If):
+        ue |= reads(s.test) - defined
+        a = _ue_block(s.body, set(defined), ue)
+        b = _ue_block(s.orelse, set(defined), ue)
+        return a & b
+    if isinstance(s, ast.While):
+        ue |= reads(s.test) - defined
+        _ue_block(s.body, set(defined), ue)
+        return defined
+    if isinstance(s, ast.For):
+        ue |= reads(s.iter) - defined
+        _ue_block(s.body, defined | {s.target.id}, ue)
+        return defined
+    ue |= reads(s) - defined
+    return defined

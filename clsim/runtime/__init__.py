@@ -1,0 +1,1 @@
+"""Running compiled kernels: ND-range checks, arguments, the module cache, error decoding."""

@@ -1,0 +1,109 @@
+"""Kernel specs: everything needed to run, check and verify one kernel besides its body.
+
+A spec ties a Python kernel to its numpy reference, its input generator, its launch plan and the
+matching ``.cl`` twin. The CLI (``clsim run``), the verifier and the traffic report all work from
+specs, so a kernel written once is runnable, checkable and verifiable everywhere. This module
+holds only the records and the registry; it runs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+KERNELS_CL_DIR = Path(__file__).resolve().parent.parent / "kernels_cl"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How one output must agree with the simulator: bitwise, or within ``ulps`` ULPs."""
+
+    kind: str  # "exact" or "ulp"
+    ulps: float = 0.0
+
+    def __str__(self) -> str:
+        return "exact" if self.kind == "exact" else f"ulp({self.ulps:g})"
+
+
+EXACT = Policy("exact")
+
+
+def ulp(n: float) -> Policy:
+    return Policy("ulp", float(n))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One ND-range launch: sizes plus the kernel arguments in parameter order."""
+
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A runnable, verifiable kernel.
+
+    ``make_inputs(rng, shape)`` returns every buffer and scalar by kernel parameter name
+    (outputs included, pre-filled). ``launch(inputs, shape, local_size)`` returns the
+    ``Launch`` (``local_size`` overrides the default when not None). ``reference(inputs)``
+    returns the expected value of each output buffer. ``outputs`` maps each output buffer to
+    its agreement policy against a device, ``tolerance`` is (rtol, atol) against the numpy
+    reference, which is not bit-exact for transcendentals or reordered sums.
+    """
+
+    name: str
+    description: str
+    kernel: Any
+    cl_file: str
+    make_inputs: Callable[[np.random.Generator, Mapping[str, int]], dict[str, Any]]
+    launch: Callable[[Mapping[str, Any], Mapping[str, int], tuple[int, ...] | None], Launch]
+    reference: Callable[[Mapping[str, Any]], dict[str, np.ndarray]]
+    outputs: Mapping[str, Policy]
+    default_shape: Mapping[str, int]
+    tolerance: tuple[float, float] = (0.0, 0.0)
+    cl_kernel: str | None = None
+    family: str | None = None
+    subgroup_size: int | None = None
+    requires: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def cl_kernel_name(self) -> str:
+        return self.cl_kernel or self.kernel.name
+
+    @property
+    def cl_path(self) -> Path:
+        return KERNELS_CL_DIR / self.cl_file
+
+    @property
+    def family_name(self) -> str:
+        return self.family or self.name
+
+
+_REGISTRY: dict[str, KernelSpec] = {}
+
+
+def register(spec: KernelSpec) -> KernelSpec:
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def all_specs() -> dict[str, KernelSpec]:
+    import kernels_py  # noqa: F401  (importing the package registers the library's kernels)
+
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_spec(name: str) -> KernelSpec:
+    from clsim.errors import SimulationError
+
+    specs = all_specs()
+    if name not in specs:
+        known = ", ".join(specs)
+        raise SimulationError(f"no kernel named {name!r}. Known kernels: {known}")
+    return specs[name]

@@ -1,0 +1,8 @@
+"""The library's kernels: Python kernels line for line as in OpenCL C, with numpy references.
+
+Importing this package registers every spec with ``clsim.spec``; each module holds one kernel
+family (kernel body, reference, input generator, launch plan). Their ``.cl`` twins live in
+``kernels_cl/`` under the same names.
+"""
+
+from kernels_py import argmax, softmax, vector_add  # noqa: F401

@@ -1,0 +1,88 @@
+"""argmax: index of the largest element, one work-group, local-memory tree reduction.
+
+Ties go to the lowest index. NaN policy (same as numpy.argmax): NaN counts as larger than every
+number, so the result is the index of the first NaN when there is one.
+"""
+
+import numpy as np
+
+import clsim
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    get_local_id,
+    get_local_size,
+    kernel,
+    local_array,
+)
+from clsim.spec import EXACT, KernelSpec, Launch, register
+
+MAX_WG = 1024
+
+
+@clsim.func
+def beats(value, index, best_value, best_index):
+    """True when (value, index) should replace (best_value, best_index) under the NaN policy."""
+    if clsim.isnan(best_value):
+        return clsim.isnan(value) and index < best_index
+    if clsim.isnan(value):
+        return True
+    return value > best_value or (value == best_value and index < best_index)
+
+
+@kernel
+def argmax(x, out, n):
+    lid = get_local_id(0)
+    wg = get_local_size(0)
+    values = local_array(MAX_WG, np.float32)
+    indices = local_array(MAX_WG, np.int32)
+    best_value = -clsim.INFINITY
+    best_index = n
+    for i in range(lid, n, wg):
+        v = x[i]
+        if beats(v, i, best_value, best_index):
+            best_value = v
+            best_index = i
+    values[lid] = best_value
+    indices[lid] = best_index
+    barrier(CLK_LOCAL_MEM_FENCE)
+    active = wg
+    while active > 1:
+        half = (active + 1) // 2
+        if lid < active - half:
+            if beats(values[lid + half], indices[lid + half], values[lid], indices[lid]):
+                values[lid] = values[lid + half]
+                indices[lid] = indices[lid + half]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        active = half
+    if lid == 0:
+        out[0] = indices[0]
+
+
+def make_inputs(rng, shape):
+    n = shape["n"]
+    x = rng.standard_normal(n, dtype=np.float32)
+    return {"x": x, "out": np.full(1, -1, np.int32), "n": np.int32(n)}
+
+
+def launch(inputs, shape, local_size=None):
+    local = local_size or (256,)
+    return Launch(local, local, (inputs["x"], inputs["out"], inputs["n"]))
+
+
+def reference(inputs):
+    x = inputs["x"][: int(inputs["n"])]
+    return {"out": np.array([np.argmax(x)], np.int32)}
+
+
+SPEC = register(KernelSpec(
+    name="argmax",
+    description="index of the largest float (first on ties, first NaN wins), one work-group",
+    kernel=argmax,
+    cl_file="argmax.cl",
+    make_inputs=make_inputs,
+    launch=launch,
+    reference=reference,
+    outputs={"out": EXACT},
+    default_shape={"n": 1 << 16},
+))

@@ -1,0 +1,241 @@
+"""Device tests: discovery, the .cl twins on real OpenCL devices, and the verifier's errors.
+
+Each kernel test runs once per device kind (``verify.testing.device_params``); an absent device
+is a skip with a reason. Narrow with ``CLSIM_TEST_DEVICES=pocl,intel-cpu``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clsim.errors import DeviceError, DeviceLacksFeature, DeviceUnavailable, InvalidArgumentError
+from verify.clrun import LocalMem, run_cl
+from verify.devices import format_devices, get_device, list_devices
+from verify.testing import device_params
+
+KERNELS_CL = Path(__file__).resolve().parents[2] / "kernels_cl"
+BROKEN_SOURCE = "__kernel void broken(__global float* x) { x[0] = undeclared_thing; }\n"
+SUBGROUP_SOURCE = """
+#ifdef CLSIM_SUBGROUP_SIZE
+__attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
+#endif
+__kernel void sg(__global int* out, __local int* scratch)
+{
+    scratch[get_local_id(0)] = get_sub_group_size();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = scratch[get_local_id(0)];
+}
+"""
+
+
+def _source(name: str) -> str:
+    return (KERNELS_CL / name).read_text()
+
+
+def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ULPs between float32 arrays, over the ordered integer line (sign changes included)."""
+    def ordered(x: np.ndarray) -> np.ndarray:
+        bits = x.astype(np.float32).view(np.int32).astype(np.int64)
+        return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+    return np.abs(ordered(a) - ordered(b))
+
+
+# --- discovery --------------------------------------------------------------------------------
+
+
+def test_discovery_finds_pocl():
+    """pocl (a hard dependency) is always discovered, once, with its known capabilities."""
+    names = [d.short_name for d in list_devices()]
+    assert names.count("pocl") == 1
+    pocl = get_device("pocl")
+    assert pocl.platform == "Portable Computing Language"
+    assert pocl.max_work_group_size >= 256 and pocl.local_mem_size >= 32 * 1024
+    assert pocl.fp64 and not pocl.fp16 and not pocl.has_subgroups and pocl.subgroup_sizes == ()
+
+
+def test_short_names_unique_and_stable():
+    """Short names are unique and the same on a fresh discovery; pocl is the default device."""
+    first = [d.short_name for d in list_devices()]
+    again = [d.short_name for d in list_devices(refresh=True)]
+    assert first == again and len(set(first)) == len(first)
+    assert get_device(None).short_name == "pocl"
+
+
+def test_get_device_by_substring():
+    """get_device accepts a case-insensitive substring of the platform or full device name."""
+    assert get_device("portable computing").short_name == "pocl"
+
+
+def test_get_device_missing_lists_available():
+    """An absent device raises DeviceUnavailable whose message lists every short name present."""
+    with pytest.raises(DeviceUnavailable) as info:
+        get_device("no-such-gpu")
+    present = [d.short_name for d in list_devices()]
+    assert info.value.available == tuple(present)
+    for name in present:
+        assert name in str(info.value)
+
+
+def test_format_devices_table():
+    """The devices table has a header and one row per device, starting with its short name."""
+    devices = list_devices()
+    lines = format_devices(devices).splitlines()
+    assert lines[0].split()[:3] == ["name", "platform", "OpenCL"]
+    assert [line.split()[0] for line in lines[1:]] == [d.short_name for d in devices]
+
+
+def test_icd_folder_names_absolute_libraries():
+    """The ICD setup points OCL_ICD_VENDORS at our folder, whose wheel entries are absolute
+    paths that exist (the intel-opencl-rt .icd's placeholder path is replaced)."""
+    list_devices()
+    folder = Path(os.environ["OCL_ICD_VENDORS"])
+    libs = [p.read_text().strip() for p in folder.glob("*.icd")]
+    assert any("pocl" in lib for lib in libs)
+    for lib in libs:
+        if "pocl" in lib or "oclgrind" in lib or "intelocl" in lib:
+            assert os.path.isabs(lib) and os.path.exists(lib), lib
+    assert not any("anaconda1anaconda2" in lib for lib in libs)
+
+
+# --- the .cl twins ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("n", [1, 1000, 4096])
+def test_vector_add_bit_exact(device, n):
+    """vector_add.cl equals numpy's float32 a + b bit for bit (tail guarded), and the caller's
+    arrays are left untouched."""
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal(n, np.float32), rng.standard_normal(n, np.float32)
+    c = np.zeros(n, np.float32)
+    run = run_cl(device, _source("vector_add.cl"), "vector_add", -(-n // 64) * 64, 64,
+                 [a, b, c, np.int32(n)])
+    assert run.device == device and run.buffers[3] is None
+    np.testing.assert_array_equal(run.buffers[2].view(np.int32), (a + b).view(np.int32))
+    assert not c.any()
+    assert run.time_ns is None or run.time_ns >= 0
+
+
+def _argmax_case(case: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    if case == "random":
+        return rng.standard_normal(n, np.float32)
+    if case == "ties":  # few distinct values: the maximum occurs many times, first must win
+        return rng.integers(0, 4, n).astype(np.float32)
+    if case == "nan":  # NaN beats every number; the first NaN wins
+        x = rng.standard_normal(n, np.float32)
+        x[[n // 3, n // 2]] = np.nan
+        x[n - 1] = np.inf
+        return x
+    return np.full(n, -np.inf, np.float32)  # "all-inf": index 0, as numpy
+
+
+@pytest.mark.parametrize("device", device_params(only=("pocl", "intel-cpu")))
+@pytest.mark.parametrize("case", ["random", "ties", "nan", "all-inf"])
+@pytest.mark.parametrize(("n", "wg"), [(5000, 256), (77, 100), (4096, 1024)])
+def test_argmax_matches_numpy(device, case, n, wg):
+    """argmax.cl returns numpy.argmax: first index on ties, first NaN when there is one, for
+    power-of-two and other work-group sizes, also with fewer elements than work-items."""
+    x = _argmax_case(case, n)
+    run = run_cl(device, _source("argmax.cl"), "argmax", wg, wg,
+                 [x, np.full(1, -1, np.int32), np.int32(n)])
+    assert int(run.buffers[1][0]) == int(np.argmax(x))
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("scale", [1.0, 4.0])
+@pytest.mark.parametrize(("rows", "cols", "wg"), [(16, 300, 64), (4, 1024, 256), (3, 37, 16)])
+def test_softmax_within_16_ulp(device, scale, rows, cols, wg):
+    """softmax.cl is within 16 ulp of a float64 numpy softmax, keeps the 2-D shape, and sums
+    each row to 1. For x*4 inputs (the spec's) the reference rounds x - max to float32 as the
+    kernel does: that one rounding alone costs up to ~16 ulp once |x - max| nears 32."""
+    rng = np.random.default_rng(rows * cols)
+    x = (rng.standard_normal((rows, cols), np.float32) * np.float32(scale)).astype(np.float32)
+    run = run_cl(device, _source("softmax.cl"), "softmax", rows * wg, wg,
+                 [x, np.zeros_like(x), np.int32(cols)])
+    y = run.buffers[1]
+    assert y.shape == x.shape
+    shifted = x.astype(np.float64) - x.max(axis=1, keepdims=True)
+    if scale != 1.0:
+        shifted = (x - x.max(axis=1, keepdims=True)).astype(np.float64)
+    e = np.exp(shifted)
+    expected = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    assert _ulp_distance(y, expected).max() <= 16
+    np.testing.assert_allclose(y.sum(axis=1, dtype=np.float64), 1.0, rtol=1e-5)
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_broken_source_raises_device_error(device):
+    """A build failure raises DeviceError naming CL_BUILD_PROGRAM_FAILURE, with the build log,
+    the options, and the path of a saved copy of the source in the message."""
+    with pytest.raises(DeviceError) as info:
+        run_cl(device, BROKEN_SOURCE, "broken", 1, 1, [np.zeros(1, np.float32)],
+               options=["-DCLSIM_MARKER=1"])
+    err = info.value
+    message = str(err)
+    assert "CL_BUILD_PROGRAM_FAILURE" in message and err.status == "CL_BUILD_PROGRAM_FAILURE"
+    assert "undeclared_thing" in message and "undeclared_thing" in err.build_log
+    assert "-DCLSIM_MARKER=1" in message and err.source_path in message
+    assert Path(err.source_path).read_text() == BROKEN_SOURCE
+
+
+@pytest.mark.parametrize(("feature", "reason"), [
+    ("subgroups", "pocl lacks sub-groups"),
+    ("fp16", "pocl lacks cl_khr_fp16"),
+    ("subgroup_size:16", "pocl lacks cl_intel_required_subgroup_size"),
+    ("work_group_size:100000", "pocl lacks work-group size 100000"),
+])
+def test_missing_feature_raises_before_build(feature, reason):
+    """A required feature the device lacks raises DeviceLacksFeature with a reason, before the
+    source is built (this source would not even compile)."""
+    with pytest.raises(DeviceLacksFeature) as info:
+        run_cl("pocl", BROKEN_SOURCE, "broken", 1, 1, [], required_features=[feature])
+    assert info.value.reason.startswith(reason)
+    assert info.value.feature == feature and info.value.reason in str(info.value)
+
+
+def test_launch_error_names_status():
+    """A launch the device refuses raises DeviceError with the CL status name."""
+    with pytest.raises(DeviceError, match="CL_INVALID_WORK_GROUP_SIZE"):
+        run_cl("pocl", _source("vector_add.cl"), "vector_add", 100, 64,
+               [np.zeros(100, np.float32)] * 3 + [np.int32(100)])
+
+
+def test_python_scalar_rejected():
+    """A plain Python int argument is refused: scalars must carry a numpy dtype."""
+    with pytest.raises(InvalidArgumentError, match="argument 3 is a int"):
+        run_cl("pocl", _source("vector_add.cl"), "vector_add", 64, 64,
+               [np.zeros(64, np.float32)] * 3 + [64])
+
+
+@pytest.mark.parametrize("device", device_params(requires=("subgroups", "subgroup_size:8")))
+def test_subgroup_size_reported_and_forced(device):
+    """On a device with sub-groups, ClRun.subgroup_size is the kernel's size for the launch, and
+    subgroup_size=8 forces it through CLSIM_SUBGROUP_SIZE (intel_reqd_sub_group_size)."""
+    args = [np.zeros(64, np.int32), LocalMem(64 * 4)]
+    default = run_cl(device, SUBGROUP_SOURCE, "sg", 64, 64, args, required_features=["subgroups"])
+    assert default.subgroup_size in get_device(device).subgroup_sizes
+    assert (default.buffers[0] == default.subgroup_size).all()
+    forced = run_cl(device, SUBGROUP_SOURCE, "sg", 64, 64, args, subgroup_size=8)
+    assert forced.subgroup_size == 8 and (forced.buffers[0] == 8).all()
+
+
+def test_device_params_skips_have_reasons(monkeypatch):
+    """device_params never drops a device silently: an absent device or a missing feature is a
+    skip mark with a reason; CLSIM_TEST_DEVICES narrows the set in its own order."""
+    monkeypatch.setenv("CLSIM_TEST_DEVICES", "pocl,no-such-gpu")
+    params = device_params()
+    assert [p.id for p in params] == ["pocl", "no-such-gpu"]
+    assert not params[0].marks
+    assert "device no-such-gpu not present" in params[1].marks[0].kwargs["reason"]
+    fp16 = device_params(requires=("fp16",))
+    assert fp16[0].marks[0].kwargs["reason"] == "pocl lacks cl_khr_fp16"
+    none = device_params(only=("intel-cpu",))
+    assert none[0].marks[0].kwargs["reason"].startswith("no selected device")

@@ -1,0 +1,87 @@
+"""pytest helpers for device tests, in pyopencl's style: one param per device kind, stable ids.
+
+``device_params()`` lists every device kind we know (pocl, intel-cpu, oclgrind) plus any other
+device present, as ``pytest.param(short_name, id=short_name)``. A device that is absent, or
+lacks a required feature, stays in the list with a skip mark whose reason says why and how to
+get it: a test never vanishes silently. ``CLSIM_TEST_DEVICES=pocl,nvidia`` narrows the set (a
+named device that is absent is still reported as a skip).
+
+This module runs no kernels and does not define fixtures; tests/conftest.py may wrap these.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from verify.clrun import missing_feature
+from verify.devices import DeviceInfo, list_devices
+
+KNOWN_DEVICES = ("pocl", "intel-cpu", "oclgrind")
+ENV_VAR = "CLSIM_TEST_DEVICES"
+
+# How to get each device kind when it is absent (anything else is a GPU driver).
+_INSTALL_HINTS = {
+    "pocl": "pip install pocl-binary-distribution",
+    "intel-cpu": "pip install '.[devices]'",
+    "oclgrind": "pip install '.[devices]'",
+}
+
+
+def _install_hint(name: str) -> str:
+    return _INSTALL_HINTS.get(name, "install its OpenCL driver (an .icd in /etc/OpenCL/vendors)")
+
+
+def _present() -> tuple[dict[str, DeviceInfo], str | None]:
+    try:
+        return {d.short_name: d for d in list_devices()}, None
+    except Exception as err:  # discovery itself broke: every test must say so, not vanish
+        return {}, f"OpenCL discovery failed: {type(err).__name__}: {err}"
+
+
+def selected_names(present: Iterable[str]) -> list[str]:
+    """Device names to test: CLSIM_TEST_DEVICES if set, else the known kinds plus present."""
+    wanted = [n.strip() for n in os.environ.get(ENV_VAR, "").split(",") if n.strip()]
+    if wanted:
+        return list(dict.fromkeys(wanted))
+    return list(dict.fromkeys([*KNOWN_DEVICES, *present]))
+
+
+def _skip_reason(name: str, devices: dict[str, DeviceInfo], failure: str | None,
+                 requires: Sequence[str]) -> str | None:
+    if failure is not None:
+        return failure
+    if name not in devices:
+        return f"device {name} not present ({_install_hint(name)})"
+    for feature in requires:
+        reason = missing_feature(devices[name], feature)
+        if reason is not None:
+            return reason
+    return None
+
+
+def device_params(requires: Sequence[str] = (), only: Iterable[str] | None = None
+                  ) -> list[Any]:
+    """``pytest.param(short_name, id=short_name)`` per device, skip-marked with a reason when
+    the device is absent or lacks one of ``requires`` ("subgroups", "fp16", "fp64",
+    "subgroup_size:<n>", "work_group_size:<n>"). ``only`` restricts to those device names
+    (within what CLSIM_TEST_DEVICES selects)."""
+    devices, failure = _present()
+    names = selected_names(devices)
+    if only is not None:
+        keep = set(only)
+        names = [n for n in names if n in keep]
+    params = []
+    for name in names:
+        reason = _skip_reason(name, devices, failure, requires)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        params.append(pytest.param(name, id=name, marks=marks))
+    if not params:  # e.g. CLSIM_TEST_DEVICES names none of `only`: say so rather than vanish
+        wanted = os.environ.get(ENV_VAR, "")
+        params.append(pytest.param(
+            "none", id="no-device", marks=[pytest.mark.skip(
+                reason=f"no selected device for this test ({ENV_VAR}={wanted!r})")]))
+    return params
