@@ -233,7 +233,8 @@ class FunctionEmitter(ExprEmitter):
 
         self.statement(build)
 
-    def store_index(self, target: ast.Subscript, kind: str = "store") -> list[str]:
+    def store_index(self, target: ast.Subscript, kind: str = "store",
+                    instrument: bool = True) -> list[str]:
         """Index temporaries of a store, checked before the store happens."""
         arr = target.value
         arrt = arr.ctype
@@ -250,8 +251,9 @@ class FunctionEmitter(ExprEmitter):
                          f"    {self.helper('_oob')}(_err, 2, {site}, {tmp}, {length}, "
                          f"{self.lid_code()})\n    {self.err_return}")
             temps.append(tmp)
-        self.on_access(site, arr.id, arrt, temps, kind)
-        return temps
+        if not instrument:
+            return temps
+        return self.module.access(self, site, arr.id, arrt, temps, kind)
 
     def aug_store(self, s: ast.AugAssign, op: ast.BinOp) -> None:
         target = s.target
@@ -260,15 +262,18 @@ class FunctionEmitter(ExprEmitter):
         def build():
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(s.value, s.value.ctype)}")
-            idx = self.store_index(target, "load")
-            site = self.module.site(target, target.value.id, "store", arrt.space, arrt.dtype)
-            self.on_access(site, target.value.id, arrt, idx, "store")
-            access = self.array_access(target, "store", idx)
+            idx = self.store_index(target, "load", instrument=False)
+            name = target.value.id
+            load_site = self.module.site(target, name, "load", arrt.space, arrt.dtype)
+            store_site = self.module.site(target, name, "store", arrt.space, arrt.dtype)
+            load_idx = self.module.access(self, load_site, name, arrt, idx, "load")
+            store_idx = self.module.access(self, store_site, name, arrt, idx, "store")
+            access = self.array_access(target, "store", store_idx)
             res = _binop_result(s, arrt.dtype, s.value.ctype)
             holder = ast.Name(id=v, ctx=ast.Load())
             holder.ctype = s.value.ctype
             cur = self.fresh("_c")
-            self.pre(f"{cur} = {access}")
+            self.pre(f"{cur} = {self.array_access(target, 'load', load_idx)}")
             left = ast.Name(id=cur, ctx=ast.Load())
             left.ctype = arrt.dtype
             expr = ast.BinOp(left=left, op=s.op, right=holder)
@@ -299,7 +304,9 @@ class FunctionEmitter(ExprEmitter):
             self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
                      f"    {self.helper('_oob')}(_err, 2, {site}, {o} + {width - 1}, {length}, "
                      f"{self.lid_code()})\n    {self.err_return}")
-        self.on_access(site, buf.id, arrt, [o], "store")
+        wrapped = self.module.access(self, site, buf.id, arrt, [o], "store")[0]
+        if wrapped != o:
+            self.pre(f"{o} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
         for k in range(width):
             self.pre(f"{base}[{lead_code}{o} + {k}] = "
@@ -331,6 +338,7 @@ class FunctionEmitter(ExprEmitter):
         self.wi_loop_header(item.ue)
         self.stmts_wi(item.stmts)
         self.level -= 1
+        self.module.on_region_end(self)
 
     def g_Cut(self, item: Cut):
         name = builtin_name(item.stmt.value)
@@ -344,7 +352,11 @@ class FunctionEmitter(ExprEmitter):
         if name in EXTRA_CUTS:
             EXTRA_CUTS[name](self, item)
         else:
-            self.module.on_barrier(self, item.stmt, site)
+            call = item.stmt.value
+            self.in_wi = False
+            flags = self.typed(call.args[0], "int64") if call.args else self.const(3, "int64")
+            self.in_wi = True
+            self.module.on_barrier(self, item.stmt, site, flags)
 
     def g_GroupJump(self, item: GroupJump):
         self.emit("break" if isinstance(item.node, ast.Break) else "continue")
@@ -366,6 +378,7 @@ class FunctionEmitter(ExprEmitter):
         self.emit(f"if _cv{k}:\n    _nt{k} += 1\n    if _ft{k} < 0:\n        _ft{k} = _lid")
         self.emit(f"else:\n    _nf{k} += 1\n    if _ff{k} < 0:\n        _ff{k} = _lid")
         self.level -= 1
+        self.module.on_region_end(self)
         self.emit(f"if _nt{k} != 0 and _nf{k} != 0:\n"
                   f"    _err[0] = {hp.ERR_DIVERGENT_BRANCH}\n    _err[1] = {site}\n"
                   f"    _err[5] = _nt{k}\n    _err[6] = _nf{k}\n    _err[4] = _ff{k}\n"

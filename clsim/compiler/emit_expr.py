@@ -181,14 +181,10 @@ class ExprEmitter:
                 code = f"{self.helper('_ck')}({code}, {length}, _err, {site}, {self.lid_code()})"
                 self.checked()
             codes.append(code)
-        self.on_access(site, arr.id, arrt, codes, kind)
-        return codes
-
-    def on_access(self, site, name, arrt, codes, kind) -> None:
-        """Hook for analyses (traffic, races); the base engine records nothing."""
+        return self.module.access(self, site, arr.id, arrt, codes, kind)
 
     def count_flop(self, op, t) -> None:
-        """Hook for the flop counter."""
+        self.module.flop(self, op, t)
 
     # -- calls ------------------------------------------------------------------------------
     def e_Call(self, node):
@@ -243,7 +239,9 @@ class ExprEmitter:
                      f"{self.lid_code()})")
             self.checked()
             self.pre(f"if _err[0] != 0:\n    {self.err_return}")
-        self.on_access(site, buf.id, arrt, [tmp], "load")
+        wrapped = self.module.access(self, site, buf.id, arrt, [tmp], "load")[0]
+        if wrapped != tmp:
+            self.pre(f"{tmp} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
         return "(" + ", ".join(f"{base}[{lead_code}{tmp} + {k}]" for k in range(width)) + ",)"
 
@@ -260,7 +258,7 @@ class ExprEmitter:
                 args.append(self.typed(a, pt))
         self.module.emit_func(spec)
         self.checked()
-        return f"{spec.mangled}({', '.join(args)}, {HIDDEN_ARGS})"
+        return f"{spec.mangled}({', '.join(args)}, {self.module.hidden_args})"
 
     def array_base(self, name: str, arrt) -> tuple[str, list[str]]:
         storage = self.storage.get(name)

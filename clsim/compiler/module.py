@@ -132,6 +132,8 @@ class ModuleEmitter:
         self.func_sources: dict[str, str] = {}
         self.has_exit = False
         self.instruments: list = []
+        self.bounds = True
+        self.subgroup_size = 32
 
     # -- registries used by the emitters ----------------------------------------------------
     def const(self, value, t: str) -> str:
@@ -170,9 +172,37 @@ class ModuleEmitter:
         for inst in self.instruments:
             inst.region_start(gen)
 
-    def on_barrier(self, gen, stmt, site) -> None:
+    def on_region_end(self, gen) -> None:
         for inst in self.instruments:
-            inst.barrier(gen, stmt, site)
+            inst.region_end(gen)
+
+    def on_barrier(self, gen, stmt, site, flags) -> None:
+        for inst in self.instruments:
+            inst.barrier(gen, stmt, site, flags)
+
+    def access(self, gen, site, buffer, arrt, codes, kind, atomic=False) -> list[str]:
+        for inst in self.instruments:
+            codes = inst.access(gen, site, buffer, arrt, codes, kind, atomic)
+        return codes
+
+    _FLOP_KINDS = {"+": "add", "-": "add", "*": "mul", "/": "div"}
+
+    def flop(self, gen, op, t) -> None:
+        if not self.instruments:
+            return
+        kind = self._FLOP_KINDS.get(op, op)
+        if ct.is_int(t):
+            kind = "int"
+        for inst in self.instruments:
+            inst.flop(gen, kind, t)
+
+    @property
+    def state_args(self) -> list[str]:
+        return [name for inst in self.instruments for name in inst.state_args()]
+
+    @property
+    def hidden_args(self) -> str:
+        return ", ".join([HIDDEN_ARGS, *self.state_args])
 
     # -- helper functions -------------------------------------------------------------------
     def emit_func(self, spec: FuncSpec) -> None:
@@ -185,12 +215,13 @@ class ModuleEmitter:
         storage = {p: "param" for p in spec.parsed.params}
         gen = FunctionEmitter(self, storage, typer.env, in_group_fn=False,
                               ret_type=spec.ret_type)
+        gen.bounds_checks = self.bounds
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
                 gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
         gen.stmts_wi(spec.parsed.tree.body)
         params = ", ".join(f"v_{p}" for p in spec.parsed.params)
-        head = f"def {spec.mangled}({params}{', ' if params else ''}{HIDDEN_ARGS}):"
+        head = f"def {spec.mangled}({params}{', ' if params else ''}{self.hidden_args}):"
         self.func_sources[spec.mangled] = "\n".join([head, *gen.lines])
 
     # -- rendering --------------------------------------------------------------------------
@@ -216,9 +247,10 @@ class ModuleEmitter:
         else:
             header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit"]
         consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
+        state = "".join(", " + name for name in self.state_args)
         group_sig = ("def _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
-                     f"_O0, _O1, _O2, {pnames}, _err):")
-        launch = _launcher_source(pnames, self.parallel, self.jit)
+                     f"_O0, _O1, _O2, {pnames}, _err{state}):")
+        launch = _launcher_source(pnames + state, self.parallel, self.jit, state)
         parts = [*header, "", *consts, "", *helper_src, *funcs,
                  deco + group_sig + "\n" + "\n".join(group_lines), launch]
         return "\n\n".join(p for p in parts if p is not None) + "\n"
@@ -231,7 +263,7 @@ def _bitcast_source(src: str, dst: str, jit: bool) -> str:
     return (f"def {name}(x):\n    return np.array([x], dtype=np.{src}).view(np.{dst})[0]")
 
 
-def _launcher_source(pnames: str, parallel: bool, jit: bool) -> str:
+def _launcher_source(pnames: str, parallel: bool, jit: bool, state: str) -> str:
     loop = "prange" if parallel else "range"
     row = "_c" if parallel else "0"
     lines = [
@@ -248,7 +280,7 @@ def _launcher_source(pnames: str, parallel: bool, jit: bool) -> str:
         "        _L2 = np.int64(min(_E2, _G2 - _gz * _E2))",
         f"        _e = _errs[{row}]",
         "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
-        f"_O0, _O1, _O2, {pnames}, _e)",
+        f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state})",
         "        if _e[0] != 0:",
         "            _e[7] = _gx",
         "            _e[8] = _gy",
@@ -263,7 +295,8 @@ def _launcher_source(pnames: str, parallel: bool, jit: bool) -> str:
 
 
 def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, parallel: bool,
-             instruments=()) -> tuple[str, list[Site], dict]:
+             instruments=(), bounds: bool = True, subgroup_size: int = 32
+             ) -> tuple[str, list[Site], dict]:
     """Source of the module for ``kfn`` with these argument types and local size."""
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
@@ -272,10 +305,13 @@ def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, pa
     typer.run(body)
     analysis = Analysis(body, arg_types, typer.env)
     module = ModuleEmitter(program, kfn.name, jit, parallel)
+    module.bounds = bounds
+    module.subgroup_size = subgroup_size
     module.has_exit = analysis.has_exit
     module.instruments = list(instruments)
     storage = _storage(analysis, arg_types, typer.env)
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
+    gen.bounds_checks = bounds
     gen.emit("_NL = _L0 * _L1 * _L2")
     if module.work_dim == 1:
         gen.emit("_ly = np.int64(0)\n_lz = np.int64(0)")

@@ -20,6 +20,7 @@ from clsim.api import KernelFunction
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.frontend import parse
+from clsim.compiler.instrument import LaunchInfo, build_instruments
 from clsim.compiler.module import generate
 from clsim.errors import InvalidArgumentError, KernelCompileError
 from clsim.runtime.cache import load_source
@@ -120,14 +121,16 @@ def _arg_types(kfn: KernelFunction, params: list[str], args) -> tuple[dict, list
     return types, values
 
 
-def _compile(kfn, types: dict, nd: NDRange, jit: bool, parallel: bool) -> _Compiled:
+def _compile(kfn, types: dict, nd: NDRange, jit: bool, parallel: bool, instruments, bounds,
+             subgroup_size) -> _Compiled:
     key = (id(kfn), kfn.fn.__code__, tuple(types.items()), nd.local_size, nd.work_dim, jit,
-           parallel)
+           parallel, tuple(inst.key() for inst in instruments), bounds, subgroup_size)
     hit = _COMPILED.get(key)
     if hit is not None:
         return hit
     source, sites, _meta = generate(kfn, types, nd.local_size[: nd.work_dim], jit=jit,
-                                    parallel=parallel)
+                                    parallel=parallel, instruments=instruments, bounds=bounds,
+                                    subgroup_size=subgroup_size)
     module, path = load_source(kfn.name, source)
     compiled = _Compiled(module, module._SITES, str(path))
     _COMPILED[key] = compiled
@@ -138,22 +141,49 @@ def _has_global_atomics(kfn) -> bool:
     return getattr(parse(kfn), "uses_global_atomics", False)
 
 
+DEFAULT_SUBGROUP_SIZE = 32
+CHECK_MODES = ("default", "all", "races", "uninit", "bounds", "none")
+# Options consumed by instruments (traffic, race checks...); run() accepts them by name.
+INSTRUMENT_OPTIONS = {"report_all", "uninit", "reduction_order", "reduction_seed", "simd_width",
+                      "profile"}
+
+
 def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: bool | None = None,
         parallel: bool | None = None, global_offset=None, opencl_version: str = "3.0",
-        max_work_group_size: int = DEFAULT_MAX_WORK_GROUP_SIZE, **options) -> RunResult:
-    """Run ``kernel`` over the ND-range with OpenCL semantics; buffers are updated in place."""
+        max_work_group_size: int = DEFAULT_MAX_WORK_GROUP_SIZE,
+        subgroup_size: int | None = None, traffic: bool = False, checks: str = "default",
+        **options) -> RunResult:
+    """Run ``kernel`` over the ND-range with OpenCL semantics; buffers are updated in place.
+
+    ``checks``: "default" (bounds and barrier divergence), "all", "races", "uninit", "bounds"
+    or "none" (benchmarking only). ``traffic=True`` fills ``result.traffic``. ``subgroup_size``
+    (1-128, default 32) shapes sub-groups. ``jit=False`` (or ``CLSIM_JIT=0``) runs the same
+    generated code as plain Python, for pdb.
+    """
     if not isinstance(kernel, KernelFunction) or not kernel.is_kernel:
         raise KernelCompileError(f"{kernel!r} is not a @clsim.kernel")
-    if options:
-        raise InvalidArgumentError(f"run(): unknown options {sorted(options)}")
+    unknown = set(options) - INSTRUMENT_OPTIONS
+    if unknown:
+        raise InvalidArgumentError(f"run(): unknown options {sorted(unknown)}")
+    if checks not in CHECK_MODES:
+        raise InvalidArgumentError(f"run(): checks={checks!r}; use one of {CHECK_MODES}")
+    sg = DEFAULT_SUBGROUP_SIZE if subgroup_size is None else int(subgroup_size)
+    if not 1 <= sg <= 128:
+        raise InvalidArgumentError(f"run(): subgroup_size={subgroup_size} must be 1 to 128")
+    instruments = build_instruments(
+        {"traffic": traffic, "checks": checks, "subgroup_size": sg, **options})
     jit = _jit_default() if jit is None else bool(jit)
     parsed = parse(kernel)
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
                       opencl_version=opencl_version, max_work_group_size=max_work_group_size)
     types, values = _arg_types(kernel, parsed.params, tuple(args))
     if parallel is None:
-        parallel = jit and not _has_global_atomics(kernel) and nd.total_groups > 1
-    compiled = _compile(kernel, types, nd, jit, parallel)
+        parallel = (jit and not _has_global_atomics(kernel) and nd.total_groups > 1
+                    and all(inst.parallel_safe for inst in instruments))
+    compiled = _compile(kernel, types, nd, jit, parallel, instruments, checks != "none", sg)
+    info = LaunchInfo(kernel.name, nd, parsed.params, values, types, compiled.sites, sg)
+    state = [arr for inst in instruments for arr in inst.allocate(info)]
+    values = [*values, *state]
     ng = nd.num_groups
     sizes = (*ng, *nd.global_size, *nd.offset)
     sizes = tuple(np.int64(v) for v in sizes)
@@ -180,4 +210,10 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
                              nd.work_dim)
             start += count
     elapsed = time.perf_counter() - t0
-    return RunResult(kernel.name, nd, elapsed, compile_s, jit, parallel, compiled.path)
+    result = RunResult(kernel.name, nd, elapsed, compile_s, jit, parallel, compiled.path)
+    offset = 0
+    for inst in instruments:
+        count = len(inst.state_args())
+        inst.finalize(info, state[offset:offset + count], result)
+        offset += count
+    return result
