@@ -8,7 +8,8 @@ Each failure is a folder ``<dir>/<spec>-<device>-<timestamp>-<hash>/`` holding
   (written without pickle; values numpy cannot store that way are kept as ``repr`` text in
   ``meta.json`` and come back as that text);
 - ``meta.json``: spec name, device, seed, launch sizes, policy, the difference text, versions,
-  and how to restore each input (array, 0-d array, numpy scalar or Python scalar).
+  and how to restore each input (array, 0-d array, numpy scalar or Python scalar);
+- any text files the caller adds (the verifier stores the ``.cl`` source as ``kernel.cl``).
 
 The folder is written under a temporary name and renamed when complete, so a listed failure is
 never half written. This module does not compare, rerun or report; ``clsim verify --replay``
@@ -133,6 +134,7 @@ def save_failure(
     policy: Any = None,
     difference: str = "",
     extra: Mapping[str, Any] | None = None,
+    files: Mapping[str, str] | None = None,
 ) -> Path:
     """Write one failure and return its folder. Call it before reporting the disagreement.
 
@@ -140,8 +142,14 @@ def save_failure(
     ``launch`` holds ``global_size``, ``local_size``, ``subgroup_size`` and anything else needed
     to rerun; ``policy`` is a Policy, a mapping of buffer to Policy, or text (stored as text);
     ``difference`` is the human description (``Comparison.describe()``); ``extra`` lands in
-    ``meta.json`` under ``"extra"`` (e.g. a Hypothesis reproduce blob, the command line).
+    ``meta.json`` under ``"extra"`` (e.g. a Hypothesis reproduce blob, the command line);
+    ``files`` maps plain file names (no folders) to text written beside them (e.g. the ``.cl``
+    source as it was when the failure happened).
     """
+    for fname in files or {}:
+        if fname in (META, INPUTS) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", fname):
+            raise ValueError(f"save_failure: bad file name {fname!r}; use a plain name like "
+                             "'kernel.cl' (not meta.json or inputs.npz).")
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
@@ -178,6 +186,10 @@ def save_failure(
     with open(tmp / INPUTS, "wb") as f:
         np.savez(f, **arrays)
         _sync(f)
+    for fname, text in (files or {}).items():
+        with open(tmp / fname, "w", encoding="utf-8") as f:
+            f.write(text)
+            _sync(f)
     with open(tmp / META, "w", encoding="utf-8") as f:
         f.write(json.dumps(meta, indent=2) + "\n")
         _sync(f)

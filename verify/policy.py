@@ -19,13 +19,14 @@ This module only compares and describes; it does not run kernels, pick policies,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from clsim.spec import Policy
+from clsim.spec import EXACT, Policy, ulp
 
 # The distance reported for NaN vs a number: larger than any real distance (float64 spans < 2**64).
 NAN_DISTANCE = int(np.iinfo(np.uint64).max)
@@ -59,6 +60,25 @@ def _ordered(x: np.ndarray) -> np.ndarray:
     bits = x.view(signed).astype(np.int64)
     sign_min = np.int64(np.iinfo(signed).min)
     return np.where(bits < 0, sign_min - bits, bits)
+
+
+_ULP_TEXT = re.compile(r"^\s*ulp\s*[(:=]?\s*([0-9]+(?:\.[0-9]*)?)\s*\)?\s*$", re.IGNORECASE)
+
+
+def parse_policy(value: Policy | str) -> Policy:
+    """A Policy from itself or from text: ``"exact"``, ``"ulp(3)"``, ``"ulp:2.5"``.
+
+    Raises ValueError naming the accepted spellings for anything else.
+    """
+    if isinstance(value, Policy):
+        return value
+    text = str(value).strip()
+    if text.lower() == "exact":
+        return EXACT
+    match = _ULP_TEXT.match(text)
+    if match:
+        return ulp(float(match.group(1)))
+    raise ValueError(f"unknown policy {value!r}. Use 'exact', 'ulp(N)' or a clsim.spec.Policy.")
 
 
 def ulp_distance(a: Any, b: Any) -> np.ndarray:

@@ -62,8 +62,9 @@ class ExprEmitter:
         return code
 
     def bitcast(self, code: str, src: str, dst: str) -> str:
-        return self.helper(f"_bits_{src}_{dst}") + f"({code})" if self.module.register_bitcast(
-            src, dst) else code
+        if not self.module.register_bitcast(src, dst):
+            return code
+        return f"_bits_{src}_{dst}({code})"
 
     def lid_code(self) -> str:
         return "_lid" if self.in_wi else "0"

@@ -107,7 +107,7 @@ def _irem(a, b, err, site, lid):
 
 _MATH_UNARY = {
     "sqrt": "math.sqrt(v) if v >= 0.0 else math.nan",
-    "rsqrt": "1.0 / math.sqrt(v) if v > 0.0 else (math.inf if v == 0.0 else math.nan)",
+    "rsqrt": "1.0 / math.sqrt(v) if v > 0.0 else (math.copysign(math.inf, v) if v == 0.0 else math.nan)",
     "exp": "math.exp(v) if v < 709.0 else math.inf",
     "exp2": "2.0 ** v if v < 1024.0 else math.inf",
     "exp10": "10.0 ** v if v < 308.0 else math.inf",

@@ -1,0 +1,1 @@
+"""Subcommands of the ``clsim`` CLI that belong to the simulator itself (list, run)."""

@@ -1,0 +1,29 @@
+"""Shared test setup: import path, OpenCL ICD setup, Hypothesis profiles.
+
+``CLSIM_HYPOTHESIS_PROFILE`` picks the profile: ``ci`` (small, derandomised; the default when
+``CI`` is set), ``dev`` (the default otherwise) or ``thorough`` (many examples).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# The ICD loader reads OCL_ICD_VENDORS when pyopencl first lists platforms, so the project's
+# own vendor folder (Intel CPU runtime, PoCL, Oclgrind) must be in place before any import.
+from verify.devices import import_pyopencl  # noqa: E402
+
+import_pyopencl()
+
+_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                     HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=15, derandomize=True, print_blob=True, **_common)
+settings.register_profile("dev", max_examples=30, **_common)
+settings.register_profile("thorough", max_examples=400, **_common)
+settings.load_profile(
+    os.environ.get("CLSIM_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
