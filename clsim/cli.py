@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         help_text, add_arguments, main = entry
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+        p.add_argument("--debug", dest="debug_here", action="store_true", help=argparse.SUPPRESS)
         add_arguments(p)
         p.set_defaults(_main=main)
     return parser
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._main(args) or 0)
     except SimulationError as exc:
-        if args.debug:
+        if args.debug or getattr(args, "debug_here", False):
             raise
         first = str(exc).partition("\n")[0]
         print(f"clsim: error: {first}", file=sys.stderr)
