@@ -128,7 +128,7 @@ def _compile(kfn, types: dict, nd: NDRange, jit: bool, parallel: bool, instrumen
     hit = _COMPILED.get(key)
     if hit is not None:
         return hit
-    source, sites, _meta = generate(kfn, types, nd.local_size[: nd.work_dim], jit=jit,
+    source, _sites, _meta = generate(kfn, types, nd.local_size[: nd.work_dim], jit=jit,
                                     parallel=parallel, instruments=instruments, bounds=bounds,
                                     subgroup_size=subgroup_size)
     module, path = load_source(kfn.name, source)

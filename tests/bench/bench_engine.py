@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numba
@@ -23,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import append_section, best_of, machine  # noqa: E402
+from benchlib import append_section, best_of  # noqa: E402
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -92,7 +91,8 @@ _MEMORY_CHILD = """
 import resource, sys, numpy as np, clsim
 from kernels_py.vector_add import vector_add
 n = int(sys.argv[1])
-a = np.ones(n, np.float32); b = np.ones(n, np.float32); c = np.full(n, 0.5, np.float32)  # touched pages
+a = np.ones(n, np.float32); b = np.ones(n, np.float32)
+c = np.full(n, 0.5, np.float32)  # touch every page before measuring
 small = np.ones(1024, np.float32)
 clsim.run(vector_add, (1024,), (256,), (small, small, small.copy(), np.int32(1024)))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

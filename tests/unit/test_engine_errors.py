@@ -223,7 +223,7 @@ def test_ndrange_errors_mirror_opencl_status_names():
 
 def test_bad_arguments():
     """Python scalars, wrong counts and empty buffers are rejected with the parameter name."""
-    with pytest.raises(clsim.InvalidArgumentError, match="np.int32"):
+    with pytest.raises(clsim.InvalidArgumentError, match=r"np\.int32"):
         clsim.run(load_no_guard, (4,), (4,), (np.zeros(8, np.float32), np.zeros(4, np.float32),
                                                4), jit=False)
     with pytest.raises(clsim.InvalidArgumentError, match="takes 2 arguments"):

@@ -1,0 +1,319 @@
+"""Search for a disagreement between the simulator and a device over Hypothesis draws.
+
+``fuzz_spec`` draws shapes, local sizes and inputs for a ``KernelSpec`` (``spec_cases``);
+``fuzz`` takes a user's pair and a strategy of launches. Both drive Hypothesis from code (one
+property per device, ``max_examples`` draws, a recorded seed, no example database), let it
+shrink any disagreement to a minimal example and return a ``FuzzReport``.
+
+Nothing is lost: the first failing example is saved under ``failures_dir`` the moment it is
+found, before shrinking starts; the minimal one is saved before ``fuzz`` returns. Both folders
+replay with ``clsim replay``. An error on either side (the simulator's OutOfBoundsError, a
+launch the device refuses) counts as a failure too and is saved and shrunk the same way.
+
+This module prints nothing except an optional tqdm progress bar on stderr; ``verify.cli``
+formats reports.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Verbosity, given, seed, settings
+from hypothesis import strategies as st
+from tqdm import tqdm
+
+from clsim.api import KernelFunction
+from clsim.errors import DeviceLacksFeature, SimulationError
+from clsim.spec import KernelSpec, Launch, Policy
+from verify.devices import DeviceInfo, get_device
+from verify.failures import DEFAULT_DIR, save_failure
+from verify.runner import Case, LaunchComparison, Pair, make_case, make_pair, run_pair, spec_case
+from verify.runner import spec_pair as _spec_pair
+from verify.strategies import float_arrays, problem_sizes
+
+# Local sizes tried for a spec: powers of two, odd sizes, one past a power of two. A fixed set,
+# so the simulator generates few variants of each kernel.
+SPEC_LOCAL_SIZES = (1, 2, 3, 7, 16, 32, 33, 64, 100, 128, 256)
+# Drawn problems hold at most this many elements (Oclgrind interprets every work-item).
+MAX_ELEMENTS = 1 << 14
+DEFAULT_EXAMPLES = 100
+
+
+@dataclass(frozen=True)
+class Found:
+    """A failing example, minimal after shrinking: the comparison that failed, or the error
+    one side raised. ``path`` is its saved folder, ``first_path`` the first failing example's
+    (the same when no shrinking was possible)."""
+
+    case: Case
+    comparison: LaunchComparison | None
+    error: str | None
+    path: Path | None
+    first_path: Path | None
+
+
+@dataclass(frozen=True)
+class FuzzReport:
+    """The outcome of fuzzing one pair on one device.
+
+    ``examples``: launches run (shrinking included); ``max_ulp``: largest ULP distance seen per
+    float output over every example; ``skipped``: why the device could not run it.
+    """
+
+    name: str
+    device: str
+    seed: int
+    examples: int = 0
+    found: Found | None = None
+    max_ulp: Mapping[str, int] = field(default_factory=dict)
+    policies: Mapping[str, Policy] = field(default_factory=dict)
+    skipped: str | None = None
+
+    @property
+    def equal(self) -> bool:
+        """True when every example agreed (a skip is not a disagreement)."""
+        return self.found is None
+
+
+class _CaseFailed(Exception):
+    """Raised inside the property so Hypothesis shrinks; carries the case and what failed."""
+
+    def __init__(self, case: Case, comparison: LaunchComparison | None, error: str | None):
+        super().__init__(error or "outputs differ")
+        self.case, self.comparison, self.error = case, comparison, error
+
+
+# ---------------------------------------------------------------------------------------------
+# Strategies
+
+
+@st.composite
+def spec_shapes(draw: st.DrawFn, spec: KernelSpec, max_elements: int = MAX_ELEMENTS
+                ) -> dict[str, int]:
+    """A problem shape for ``spec``: each key of its default shape drawn with
+    ``problem_sizes`` (1, sizes next to powers of two, anything), the last key (the contiguous
+    one, e.g. cols) first, within ``max_elements`` in all. A spec attribute ``fuzz_shapes``
+    (a strategy of shape dicts) replaces this."""
+    custom = getattr(spec, "fuzz_shapes", None)
+    if custom is not None:
+        return dict(draw(custom))
+    shape: dict[str, int] = {}
+    budget = max_elements
+    for key, default in reversed(list(spec.default_shape.items())):
+        value = draw(problem_sizes(max(1, min(int(default), budget))))
+        shape[key] = value
+        budget = max(1, budget // value)
+    return {key: shape[key] for key in spec.default_shape}
+
+
+def _local_choices(default: tuple[int, ...] | None, max_local: int, vary: bool
+                   ) -> list[tuple[int, ...] | None]:
+    if not vary or default is None or len(default) != 1:
+        return [default]
+    cap = min(default[0], max_local)
+    return [(s,) for s in sorted({s for s in SPEC_LOCAL_SIZES if s <= cap} | {cap})]
+
+
+@st.composite
+def spec_cases(draw: st.DrawFn, spec: KernelSpec, max_elements: int = MAX_ELEMENTS,
+               max_local: int = 1024, vary_local: bool = True) -> Case:
+    """A Case for ``spec``: a drawn shape, a local size from SPEC_LOCAL_SIZES (up to the
+    spec's default, which may be sized to its local arrays; 1-D launches only), the spec's
+    generator with a drawn seed, and every float input buffer replaced by ``float_arrays``
+    (edge values, all-equal, seeded). Integer inputs keep the generator's values: their
+    range is meaningful (indices, counts, packed blocks). A spec attribute ``fuzz_floats``
+    (keyword arguments of ``float_arrays``, e.g. ``{"allow_nan": False}``) narrows the floats.
+    """
+    shape = draw(spec_shapes(spec, max_elements))
+    input_seed = draw(st.integers(0, 2**32 - 1))
+    inputs = spec.make_inputs(np.random.default_rng(input_seed), shape)
+    float_options = dict(getattr(spec, "fuzz_floats", None) or {})
+    for name, value in list(inputs.items()):
+        if (name not in spec.outputs and isinstance(value, np.ndarray) and value.ndim > 0
+                and value.dtype.kind == "f"):
+            inputs[name] = draw(float_arrays(value.shape, value.dtype, **float_options))
+    default = spec.launch(inputs, shape, None).local_size
+    local = draw(st.sampled_from(_local_choices(
+        None if default is None else tuple(default), max_local, vary_local)))
+    return spec_case(spec, inputs, shape, local, input_seed)
+
+
+def _launch_to_case(pair: Pair, drawn: Launch | Mapping[str, Any]) -> Case:
+    if isinstance(drawn, Launch):
+        return make_case(pair, drawn.global_size, drawn.local_size, drawn.args)
+    if isinstance(drawn, Case):
+        return drawn
+    return make_case(pair, drawn["global_size"], drawn.get("local_size"), drawn["args"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving
+
+
+def save_case(pair: Pair, case: Case, device: str, *, comparison: LaunchComparison | None,
+              error: str | None, seed_value: int | None, failures_dir: str | Path,
+              stage: str) -> Path:
+    """Write one failing case (inputs, launch, seed, device, .cl source) and return its folder."""
+    local = comparison.local_size if comparison is not None else case.local_size
+    launch = {
+        "global_size": case.global_size, "local_size": local,
+        "subgroup_size": comparison.subgroup_size if comparison else pair.subgroup_size,
+        "kernel_name": pair.kernel_name, "params": list(pair.params),
+        "shape": dict(case.shape or {}), "input_seed": case.seed, "options": list(pair.options),
+        "requires": sorted(pair.requires), "cl_path": pair.cl_path, "origin": dict(pair.origin),
+        "policies": {k: str(v) for k, v in pair.policy_map(case.args).items()},
+        "default_policy": str(pair.default_policy), "all_arrays": pair.policies is None,
+    }
+    difference = comparison.outputs.describe() if comparison is not None else (error or "")
+    return save_failure(
+        failures_dir, spec_name=pair.name, inputs=dict(case.args), launch=launch,
+        seed=seed_value, device=device, policy=pair.policy_map(case.args),
+        difference=difference, extra={"stage": stage, "error": error},
+        files={"kernel.cl": pair.source})
+
+
+# ---------------------------------------------------------------------------------------------
+# Search
+
+
+def _settings(examples: int) -> settings:
+    return settings(max_examples=max(1, int(examples)), deadline=None, database=None,
+                    derandomize=False, suppress_health_check=list(HealthCheck),
+                    verbosity=Verbosity.quiet, report_multiple_bugs=False, print_blob=False)
+
+
+@dataclass
+class _State:
+    runs: int = 0
+    first: Path | None = None
+    first_case: Case | None = None
+    max_ulp: dict[str, int] = field(default_factory=dict)
+
+
+def _try(pair: Pair, case: Case, info: DeviceInfo, state: _State, save: Callable[..., Path],
+         bar: Any) -> None:
+    state.runs += 1
+    bar.update(1)
+    try:
+        result = run_pair(pair, case, info)
+    except SimulationError as err:
+        if isinstance(err, DeviceLacksFeature):  # e.g. a local size over the device's maximum
+            raise
+        message = f"{type(err).__name__}: {err}"
+        if state.first is None:
+            state.first, state.first_case = save(case, None, message, "first"), case
+            bar.set_postfix_str("shrinking")
+        raise _CaseFailed(case, None, message) from err
+    for name, dist in result.max_ulp.items():
+        state.max_ulp[name] = max(state.max_ulp.get(name, 0), dist)
+    if not result.equal:
+        if state.first is None:
+            state.first, state.first_case = save(case, result, None, "first"), case
+            bar.set_postfix_str("shrinking")
+        raise _CaseFailed(case, result, None)
+
+
+def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo = "pocl", *,
+           examples: int = DEFAULT_EXAMPLES, seed_value: int | None = None,
+           failures_dir: str | Path = DEFAULT_DIR, progress: bool = False) -> FuzzReport:
+    """Run ``pair`` on up to ``examples`` drawn cases; shrink, save and return any failure."""
+    info = device if isinstance(device, DeviceInfo) else get_device(device)
+    seed_value = secrets.randbits(32) if seed_value is None else int(seed_value)
+    report = FuzzReport(pair.name, info.short_name, seed_value)
+    reason = pair.skip_reason(info)
+    if reason is not None:
+        return FuzzReport(pair.name, info.short_name, seed_value, skipped=reason)
+    state = _State()
+
+    def save(case: Case, comparison: LaunchComparison | None, error: str | None,
+             stage: str) -> Path:
+        return save_case(pair, case, info.short_name, comparison=comparison, error=error,
+                         seed_value=seed_value, failures_dir=failures_dir, stage=stage)
+
+    fits = cases.filter(lambda c: c.local_size is None
+                        or int(np.prod(c.local_size)) <= info.max_work_group_size)
+    bar = tqdm(total=examples, desc=f"{pair.name} on {info.short_name}", unit="ex",
+               leave=False, disable=not progress)
+
+    @_settings(examples)
+    @given(fits)
+    def prop(case: Case) -> None:
+        _try(pair, case, info, state, save, bar)
+
+    found = None
+    try:
+        seed(seed_value)(prop)()
+    except _CaseFailed as failed:
+        found = _found(failed.case, failed.comparison, failed.error, state, save)
+    except Exception as err:  # Flaky (the device answered differently twice), Unsatisfiable
+        if state.first is None and state.first_case is None:
+            raise
+        assert state.first_case is not None
+        found = Found(state.first_case, None, f"{type(err).__name__}: {err}", state.first,
+                      state.first)
+    finally:
+        bar.close()
+    return FuzzReport(report.name, report.device, seed_value, state.runs, found,
+                      dict(state.max_ulp), pair.policy_map(_example_args(found)), None)
+
+
+def _example_args(found: Found | None) -> Mapping[str, Any]:
+    return found.case.args if found is not None else {}
+
+
+def _found(case: Case, comparison: LaunchComparison | None, error: str | None, state: _State,
+           save: Callable[..., Path]) -> Found:
+    same = state.first_case is case or (
+        state.first_case is not None and _same_case(state.first_case, case))
+    path = state.first if same else save(case, comparison, error, "minimal")
+    return Found(case, comparison, error, path, state.first)
+
+
+def _same_case(a: Case, b: Case) -> bool:
+    if (a.global_size, a.local_size) != (b.global_size, b.local_size) or a.args.keys() != \
+            b.args.keys():
+        return False
+    return all(np.asarray(a.args[k]).dtype == np.asarray(b.args[k]).dtype
+               and np.array_equal(np.asarray(a.args[k]).view(np.uint8),
+                                  np.asarray(b.args[k]).view(np.uint8))
+               for k in a.args)
+
+
+def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo = "pocl", *,
+              examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
+              failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
+              cl_source: str | Path | None = None, max_elements: int = MAX_ELEMENTS,
+              pair: Pair | None = None) -> FuzzReport:
+    """Fuzz a library (or user) spec on one device: drawn shapes, local sizes and inputs.
+
+    ``cl_source`` (text or path) replaces the spec's ``.cl`` file, e.g. to check an edited
+    twin; ``pair`` replaces the whole pair (``clsim verify file.py::NAME`` passes one).
+    """
+    pair = pair or _spec_pair(spec, cl_source)
+    cases = spec_cases(spec, max_elements, vary_local=not (pair.uses_subgroups
+                                                          or "subgroups" in pair.requires))
+    return search(pair, cases, device, examples=examples, seed_value=seed,
+                  failures_dir=failures_dir, progress=progress)
+
+
+def fuzz(kernel: KernelFunction, cl_source: str | Path, *,
+         launches: st.SearchStrategy[Launch] | st.SearchStrategy[Mapping[str, Any]],
+         kernel_name: str | None = None, device: str = "pocl",
+         policy: Policy | str | Mapping[str, Policy | str] = "exact",
+         outputs: Sequence[str] | Mapping[str, Policy | str] | None = None,
+         examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
+         subgroup_size: int | None = None, options: str | Sequence[str] = (),
+         failures_dir: str | Path = DEFAULT_DIR, progress: bool = False) -> FuzzReport:
+    """``verify.compare`` over Hypothesis draws: ``launches`` yields ``clsim.spec.Launch``
+    (global size, local size, args in parameter order) or dicts with those keys. Returns a
+    FuzzReport whose ``found`` (None when all agreed) holds the minimal failing example."""
+    pair = make_pair(kernel, cl_source, kernel_name=kernel_name, policy=policy, outputs=outputs,
+                     subgroup_size=subgroup_size, options=options)
+    cases = launches.map(lambda drawn: _launch_to_case(pair, drawn))
+    return search(pair, cases, device, examples=examples, seed_value=seed,
+                  failures_dir=failures_dir, progress=progress)
