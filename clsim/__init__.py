@@ -34,3 +34,7 @@ __all__ = [
     *_api.BUILTIN_NAMES,
     *[n for n in dir(_api) if n.isupper()],
 ]
+
+# Registers the traffic instrument (run(..., traffic=True)); last, as it needs the engine.
+import clsim.traffic.instrument  # noqa: E402, F401
+import clsim.checks  # noqa: E402,F401

@@ -86,6 +86,28 @@ BUILTIN_NAMES = (
     "as_int", "as_uint", "as_float", "as_long", "as_ulong", "as_double",
     # vectors
     "vload2", "vload4", "vload8", "vstore2", "vstore4", "vstore8",
+    # sub-groups (cl_khr_subgroups and the cl_khr_subgroup_* extensions; docs/subgroups.md)
+    "get_sub_group_size", "get_max_sub_group_size", "get_num_sub_groups",
+    "get_enqueued_num_sub_groups", "get_sub_group_id", "get_sub_group_local_id",
+    "sub_group_barrier", "sub_group_reduce_add", "sub_group_reduce_min", "sub_group_reduce_max",
+    "sub_group_scan_inclusive_add", "sub_group_scan_inclusive_min",
+    "sub_group_scan_inclusive_max", "sub_group_scan_exclusive_add",
+    "sub_group_scan_exclusive_min", "sub_group_scan_exclusive_max", "sub_group_broadcast",
+    "sub_group_any", "sub_group_all", "sub_group_shuffle", "sub_group_shuffle_xor",
+    "sub_group_shuffle_up", "sub_group_shuffle_down", "sub_group_clustered_reduce_add",
+    "sub_group_clustered_reduce_min", "sub_group_clustered_reduce_max",
+    "sub_group_ballot", "sub_group_ballot_bit_count", "sub_group_ballot_bit_extract",
+    "sub_group_ballot_inclusive_scan", "sub_group_ballot_exclusive_scan",
+    "sub_group_ballot_find_lsb", "sub_group_ballot_find_msb",
+    # work-group collectives (OpenCL 2.0 work-group functions)
+    "work_group_reduce_add", "work_group_reduce_min", "work_group_reduce_max",
+    "work_group_broadcast", "work_group_scan_inclusive_add", "work_group_scan_inclusive_min",
+    "work_group_scan_inclusive_max", "work_group_scan_exclusive_add",
+    "work_group_scan_exclusive_min", "work_group_scan_exclusive_max", "work_group_any",
+    "work_group_all",
+    # atomics on global buffers and local arrays (docs/subgroups.md#atomics)
+    "atomic_add", "atomic_sub", "atomic_xchg", "atomic_min", "atomic_max", "atomic_and",
+    "atomic_or", "atomic_xor", "atomic_inc", "atomic_dec", "atomic_cmpxchg",
 )
 
 _builtins = {name: Builtin(name) for name in BUILTIN_NAMES}

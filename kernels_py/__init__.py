@@ -5,4 +5,11 @@ family (kernel body, reference, input generator, launch plan). Their ``.cl`` twi
 ``kernels_cl/`` under the same names.
 """
 
-from kernels_py import argmax, softmax, vector_add  # noqa: F401
+from kernels_py import (  # noqa: F401
+    argmax,
+    prefix_sum,
+    reduce_sum,
+    softmax,
+    softmax_subgroup,
+    vector_add,
+)

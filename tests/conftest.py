@@ -20,6 +20,9 @@ from verify.devices import import_pyopencl  # noqa: E402
 
 import_pyopencl()
 
+# Tests taking a `device` argument run once per OpenCL device present (skips state reasons).
+pytest_plugins = ["verify.pytest_plugin"]
+
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                      HealthCheck.data_too_large])
 settings.register_profile("ci", max_examples=15, derandomize=True, print_blob=True, **_common)

@@ -130,6 +130,15 @@ def exact_options(info: DeviceInfo) -> tuple[str, ...]:
         else ()
 
 
+def build_options(info: DeviceInfo, options: str | Sequence[str] = (),
+                  subgroup_size: int | None = None) -> tuple[str, ...]:
+    """Every build option ``run_cl`` uses: the caller's, ``-DCLSIM_SUBGROUP_SIZE=n`` when a
+    sub-group size is required, then ``exact_options``."""
+    user = tuple(shlex.split(options) if isinstance(options, str) else options)
+    defines = (f"-DCLSIM_SUBGROUP_SIZE={subgroup_size}",) if subgroup_size else ()
+    return user + defines + exact_options(info)
+
+
 def _build_log(cl: Any, context: Any, info: DeviceInfo, source: str, options: str) -> str | None:
     # pyopencl's cached build replaces the program object, so the failed one's log is gone; a
     # second, uncached build of the same source on the raw program object recovers it.
@@ -247,6 +256,14 @@ def _make_kernel(cl: Any, program: Any, info: DeviceInfo, kernel_name: str) -> A
             status=_status(cl, err)) from err
 
 
+def build_kernel(info: DeviceInfo, source: str, options: tuple[str, ...], kernel_name: str
+                 ) -> Any:
+    """Build (cached) and create ``kernel_name``: raises DeviceError with the build log, or
+    naming the kernels the program has, before anything is launched."""
+    program = build_program(info, source, options, kernel_name)
+    return _make_kernel(import_pyopencl(), program, info, kernel_name)
+
+
 def _launch(cl: Any, queue: Any, kernel: Any, info: DeviceInfo, kernel_name: str,
             global_size: tuple[int, ...], local: tuple[int, ...] | None) -> Any:
     try:
@@ -295,9 +312,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
     check_features(info, features)
     _check_args(args, kernel_name)
 
-    user = tuple(shlex.split(options) if isinstance(options, str) else options)
-    defines = (f"-DCLSIM_SUBGROUP_SIZE={subgroup_size}",) if subgroup_size else ()
-    all_options = user + defines + exact_options(info)
+    all_options = build_options(info, options, subgroup_size)
     cl = import_pyopencl()
     program = build_program(info, source, all_options, kernel_name)
     context, queue = _queue(info)

@@ -23,17 +23,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
 from tqdm import tqdm
 
 from clsim.api import KernelFunction
 from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, Launch, Policy
+from verify.clrun import build_kernel, build_options
 from verify.devices import DeviceInfo, get_device
 from verify.failures import DEFAULT_DIR, save_failure
-from verify.runner import Case, LaunchComparison, Pair, make_case, make_pair, run_pair, spec_case
-from verify.runner import spec_pair as _spec_pair
+from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_case
+from verify.pairs import spec_pair as _spec_pair
+from verify.runner import LaunchComparison, run_pair
 from verify.strategies import float_arrays, problem_sizes
 
 # Local sizes tried for a spec: powers of two, odd sizes, one past a power of two. A fixed set,
@@ -163,6 +167,7 @@ def save_case(pair: Pair, case: Case, device: str, *, comparison: LaunchComparis
     launch = {
         "global_size": case.global_size, "local_size": local,
         "subgroup_size": comparison.subgroup_size if comparison else pair.subgroup_size,
+        "forced_subgroup_size": pair.subgroup_size,
         "kernel_name": pair.kernel_name, "params": list(pair.params),
         "shape": dict(case.shape or {}), "input_seed": case.seed, "options": list(pair.options),
         "requires": sorted(pair.requires), "cl_path": pair.cl_path, "origin": dict(pair.origin),
@@ -224,10 +229,12 @@ def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo 
     """Run ``pair`` on up to ``examples`` drawn cases; shrink, save and return any failure."""
     info = device if isinstance(device, DeviceInfo) else get_device(device)
     seed_value = secrets.randbits(32) if seed_value is None else int(seed_value)
-    report = FuzzReport(pair.name, info.short_name, seed_value)
     reason = pair.skip_reason(info)
     if reason is not None:
         return FuzzReport(pair.name, info.short_name, seed_value, skipped=reason)
+    # A build failure fails every case: raise it (with its log) now, not after shrinking.
+    build_kernel(info, contract_off(pair.source),
+                 build_options(info, pair.options, pair.subgroup_size), pair.kernel_name)
     state = _State()
 
     def save(case: Case, comparison: LaunchComparison | None, error: str | None,
@@ -245,25 +252,33 @@ def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo 
     def prop(case: Case) -> None:
         _try(pair, case, info, state, save, bar)
 
-    found = None
     try:
-        seed(seed_value)(prop)()
-    except _CaseFailed as failed:
-        found = _found(failed.case, failed.comparison, failed.error, state, save)
-    except Exception as err:  # Flaky (the device answered differently twice), Unsatisfiable
-        if state.first is None and state.first_case is None:
-            raise
-        assert state.first_case is not None
-        found = Found(state.first_case, None, f"{type(err).__name__}: {err}", state.first,
-                      state.first)
+        found = _drive(prop, seed_value, state, save)
+    except Unsatisfiable:
+        return FuzzReport(pair.name, info.short_name, seed_value, state.runs, skipped=(
+            f"no drawn launch fits {info.short_name} (max work-group size "
+            f"{info.max_work_group_size})"))
     finally:
         bar.close()
-    return FuzzReport(report.name, report.device, seed_value, state.runs, found,
-                      dict(state.max_ulp), pair.policy_map(_example_args(found)), None)
+    return FuzzReport(pair.name, info.short_name, seed_value, state.runs, found,
+                      dict(state.max_ulp), dict(pair.policies or {}), None)
 
 
-def _example_args(found: Found | None) -> Mapping[str, Any]:
-    return found.case.args if found is not None else {}
+def _drive(prop: Callable[[], None], seed_value: int, state: _State,
+           save: Callable[..., Path]) -> Found | None:
+    """Run the property under ``seed_value``; the failure Hypothesis ends with, or None."""
+    try:
+        hypothesis_seed(seed_value)(prop)()
+    except _CaseFailed as failed:
+        return _found(failed.case, failed.comparison, failed.error, state, save)
+    except Unsatisfiable:
+        raise
+    except Exception as err:  # Flaky: the same case failed once, then passed
+        if state.first_case is None:
+            raise
+        return Found(state.first_case, None, f"{type(err).__name__}: {err}", state.first,
+                     state.first)
+    return None
 
 
 def _found(case: Case, comparison: LaunchComparison | None, error: str | None, state: _State,
@@ -275,13 +290,14 @@ def _found(case: Case, comparison: LaunchComparison | None, error: str | None, s
 
 
 def _same_case(a: Case, b: Case) -> bool:
-    if (a.global_size, a.local_size) != (b.global_size, b.local_size) or a.args.keys() != \
-            b.args.keys():
+    if (a.global_size, a.local_size) != (b.global_size, b.local_size) or \
+            a.args.keys() != b.args.keys():
         return False
-    return all(np.asarray(a.args[k]).dtype == np.asarray(b.args[k]).dtype
-               and np.array_equal(np.asarray(a.args[k]).view(np.uint8),
-                                  np.asarray(b.args[k]).view(np.uint8))
-               for k in a.args)
+    for key in a.args:
+        x, y = np.asarray(a.args[key]), np.asarray(b.args[key])
+        if (x.dtype, x.shape) != (y.dtype, y.shape) or x.tobytes() != y.tobytes():
+            return False
+    return True
 
 
 def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo = "pocl", *,

@@ -24,7 +24,6 @@ from clsim.compiler.ctypes import (
     short,
 )
 from clsim.compiler.helpers import MATH_UNARY_NAMES
-from clsim.errors import KernelCompileError
 
 
 @dataclass(frozen=True)
@@ -96,11 +95,11 @@ for _name in MATH_UNARY_NAMES:
 for _alias, _target in (
     ("native_exp", "exp"), ("native_log", "log"), ("native_sqrt", "sqrt"),
     ("native_rsqrt", "rsqrt"), ("native_sin", "sin"), ("native_cos", "cos"),
-    ("half_exp", "exp"), ("rint", "round"),
+    ("half_exp", "exp"),
 ):
     RULES[_alias] = RULES.get(_target) or BuiltinRule(_need_float(_alias), _math_emit(_target))
 RULES["round"] = BuiltinRule(_need_float("round"), _math_emit("round"), flop="add")
-RULES["rint"] = RULES["round"]  # see docs: rint rounds half away from zero here (ties rare)
+RULES["rint"] = BuiltinRule(_need_float("rint"), _math_emit("rint"), flop="add")
 RULES["pow"] = BuiltinRule(_float_n("pow", 2), _math_emit("pow"), flop="transcendental")
 RULES["powr"] = RULES["pow"]
 RULES["fmax"] = BuiltinRule(_float_n("fmax", 2), _math_emit("fmax"), flop="add")

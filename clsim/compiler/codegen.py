@@ -3,7 +3,8 @@
 The kernel becomes ``_group(...)``, which runs one work-group: group-level code (hoisted uniform
 statements, barrier bookkeeping, conditions of loops and ifs that contain barriers) around
 ``for _lid in range(_NL)`` loops, one per region. Helpers without barriers become plain
-functions called per work-item. Module assembly (constants, helpers, launcher) is in
+functions called per work-item. Control flow around sub-group cuts is masked (``masked``);
+collectives are emitted by ``subgroups``. Module assembly (constants, helpers, launcher) is in
 ``module``.
 """
 
@@ -17,6 +18,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.emit_expr import ExprEmitter
 from clsim.compiler.frontend import builtin_name, compile_error
+from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
 
 # Extension statement emitters (atomics used as statements...): name -> callable(gen, node).
@@ -25,7 +27,7 @@ EXTRA_STATEMENTS: dict = {}
 EXTRA_CUTS: dict = {}
 
 
-class FunctionEmitter(ExprEmitter):
+class FunctionEmitter(MaskedFlow, ExprEmitter):
     """Emits one function body (the work-group function or a helper)."""
 
     def __init__(self, module, storage: dict[str, str], env: dict, *, in_group_fn: bool,
@@ -44,6 +46,9 @@ class FunctionEmitter(ExprEmitter):
         self.counter = itertools.count()
         self.pending: list[str] = []
         self.err_return = self._err_return()
+        self.masks: list = []  # masked.Mask stack: innermost decides who runs a region
+        self.cut_loops: list = []  # (CutLoop, mask depth or None) for break/continue
+        self.allocs: list[str] = []  # per-group allocations made while emitting
 
     def _err_return(self) -> str:
         if self.in_group_fn or self.ret_type is None:
@@ -88,10 +93,16 @@ class FunctionEmitter(ExprEmitter):
     def read_var(self, name: str) -> str:
         kind = self.storage.get(name, "local")
         if kind == "ctx":
+            t = self.env.get(name)
+            if isinstance(t, ct.VecT):  # a vector context array is (local size, width)
+                lid = self.lid_code()
+                return "(" + ", ".join(f"v_{name}__c[{lid}, {k}]" for k in range(t.width)) + ",)"
             return f"v_{name}__c[{self.lid_code()}]"
         return f"v_{name}"
 
     def write_var(self, name: str) -> str:
+        if self.storage.get(name) == "ctx" and isinstance(self.env.get(name), ct.VecT):
+            return f"v_{name}__c[{self.lid_code()}]"
         return self.read_var(name)
 
     # -- per-work-item statements -----------------------------------------------------------
@@ -328,6 +339,9 @@ class FunctionEmitter(ExprEmitter):
     def wi_loop_header(self, ue: set[str]) -> None:
         self.emit("for _lid in range(_NL):")
         self.level += 1
+        if self.masks:
+            m = self.masks[-1]
+            self.emit(f"if {m.array}[_lid] != {m.value}:\n    continue")
         if self.module.has_exit:
             self.emit("if _exited[_lid]:\n    continue")
         self.emit(self.module.id_decode)
@@ -342,6 +356,11 @@ class FunctionEmitter(ExprEmitter):
 
     def g_Cut(self, item: Cut):
         name = builtin_name(item.stmt.value)
+        if name in EXTRA_CUTS:
+            EXTRA_CUTS[name](self, item)
+            return
+        if self.masks:
+            raise compile_error(item.stmt.loc, "internal: work-group barrier in masked code")
         site = self.module.site(item.stmt, "", "barrier", "none", "none")
         if self.module.has_exit:
             self.emit("_nx = 0\nfor _lid in range(_NL):\n    if _exited[_lid]:\n        _nx += 1")
@@ -349,16 +368,16 @@ class FunctionEmitter(ExprEmitter):
             self.emit(f"if _nx != 0:\n    _err[0] = {hp.ERR_EXIT_BEFORE_BARRIER}\n"
                       f"    _err[1] = {site}\n    _err[5] = _nx\n    _err[6] = _NL - _nx\n"
                       "    return")
-        if name in EXTRA_CUTS:
-            EXTRA_CUTS[name](self, item)
-        else:
-            call = item.stmt.value
-            self.in_wi = False
-            flags = self.typed(call.args[0], "int64") if call.args else self.const(3, "int64")
-            self.in_wi = True
-            self.module.on_barrier(self, item.stmt, site, flags)
+        call = item.stmt.value
+        self.in_wi = False
+        flags = self.typed(call.args[0], "int64") if call.args else self.const(3, "int64")
+        self.in_wi = True
+        self.module.on_barrier(self, item.stmt, site, flags)
 
     def g_GroupJump(self, item: GroupJump):
+        if self.cut_loops and self.cut_loops[-1][1] is not None:
+            self.masked_jump(item.node, self.cut_loops[-1][1])
+            return
         self.emit("break" if isinstance(item.node, ast.Break) else "continue")
 
     def uniform_test(self, test, ue: set[str], uniform: bool, what: str) -> str:
@@ -386,6 +405,9 @@ class FunctionEmitter(ExprEmitter):
         return f"(_nt{k} != 0)"
 
     def g_CutIf(self, item: CutIf):
+        if item.masked:
+            self.masked_if(item)
+            return
         cond = self.uniform_test(item.node.test, item.ue, item.uniform, "if")
         self.emit(f"if {cond}:")
         with self.indented():
@@ -396,6 +418,16 @@ class FunctionEmitter(ExprEmitter):
                 self.items(item.orelse)
 
     def g_CutLoop(self, item: CutLoop):
+        if item.masked:
+            self.masked_loop(item)
+            return
+        self.cut_loops.append((item, None))
+        try:
+            self._uniform_loop(item)
+        finally:
+            self.cut_loops.pop()
+
+    def _uniform_loop(self, item: CutLoop):
         node = item.node
         if isinstance(node, ast.For):
             t = self.env[node.target.id]

@@ -24,6 +24,8 @@ from clsim.errors import KernelCompileError
 CUT_BUILTINS = {"barrier", "work_group_barrier"}
 # Builtins that make a helper a cut function too (extended by the sub-group module).
 EXTRA_CUT_BUILTINS: set[str] = set()
+# Called with each freshly parsed function (its callees already parsed), e.g. to flag atomics.
+PARSE_HOOKS: list = []
 
 PY_BUILTIN_MAP = {"min": "min", "max": "max", "abs": "abs"}
 PY_CONVERSIONS = {"int": "int32", "float": "float32", "bool": "bool"}
@@ -109,7 +111,8 @@ class _Annotator(ast.NodeVisitor):
             text = self.lines[rel] if 0 <= rel < len(self.lines) else ""
             node.loc = Loc(self.file, line, self.func, text)
         for bad, why in _REJECTED.items():
-            if isinstance(node, bad) and not (isinstance(node, ast.FunctionDef) and node is self.top):
+            top = isinstance(node, ast.FunctionDef) and node is self.top
+            if isinstance(node, bad) and not top:
                 raise compile_error(getattr(node, "loc", None), why)
         super().generic_visit(node)
 
@@ -241,6 +244,8 @@ def parse(fn: KernelFunction) -> Parsed:
                 target[1] in CUT_BUILTINS or target[1] in EXTRA_CUT_BUILTINS
             ):
                 parsed.has_cut = True
+    for hook in PARSE_HOOKS:
+        hook(parsed)
     return parsed
 
 

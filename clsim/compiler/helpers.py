@@ -21,8 +21,16 @@ ERR_EXIT_BEFORE_BARRIER = 4
 ERR_DIV_ZERO = 5
 ERR_SUBGROUP = 6
 ERR_COLLECTIVE_DIVERGENCE = 7
+# Sub-groups, collectives and atomics (clsim.compiler.subgroups, atomics); field [14] holds the
+# sub-group id (-1 for a work-group collective), [10] a second work-item (first lane...).
+ERR_SG_BRANCH = 8  # condition around a sub-group collective differs within a sub-group
+ERR_SG_PARTIAL = 9  # a collective reached by some lanes of a sub-group (others returned)
+ERR_SG_NONUNIFORM_ARG = 10  # broadcast lane / work_group_broadcast id differs between lanes
+ERR_SG_RANGE = 11  # lane, shuffle source or local id out of range
+ERR_WG_PARTIAL = 12  # a work-group collective reached by some work-items (others returned)
+ERR_OOB_ATOMIC = 13  # atomic update outside a buffer or local array
 
-# Error record layout: [code, site, index, length, lid, a, b, gx, gy, gz, L0, L1, L2, ...]
+# Error record layout: [code, site, index, length, lid, a, b, gx, gy, gz, x, L0, L1, L2, sg, y]
 ERR_FIELDS = 16
 
 _SOURCES: dict[str, str] = {}
@@ -32,6 +40,11 @@ _DEPS: dict[str, tuple[str, ...]] = {}
 def _define(name: str, source: str, deps: tuple[str, ...] = ()) -> None:
     _SOURCES[name] = source.strip("\n")
     _DEPS[name] = deps
+
+
+def register_helper(name: str, source: str, deps: tuple[str, ...] = ()) -> None:
+    """Add a runtime helper (plain Python in Numba's subset) that ``gen.helper(name)`` pulls in."""
+    _define(name, source, deps)
 
 
 for _t in INT_TYPES:
@@ -107,7 +120,8 @@ def _irem(a, b, err, site, lid):
 
 _MATH_UNARY = {
     "sqrt": "math.sqrt(v) if v >= 0.0 else math.nan",
-    "rsqrt": "1.0 / math.sqrt(v) if v > 0.0 else (math.copysign(math.inf, v) if v == 0.0 else math.nan)",
+    "rsqrt": ("1.0 / math.sqrt(v) if v > 0.0 else "
+              "(math.copysign(math.inf, v) if v == 0.0 else math.nan)"),
     "exp": "math.exp(v) if v < 709.0 else math.inf",
     "exp2": "2.0 ** v if v < 1024.0 else math.inf",
     "exp10": "10.0 ** v if v < 308.0 else math.inf",
@@ -157,6 +171,18 @@ def _round_{_t}(x):
     if v != v or abs(v) >= 4.5e15:
         return np.{_t}(v)
     r = math.floor(abs(v) + 0.5)
+    return np.{_t}(math.copysign(r, v))
+""",
+    )
+    # rint rounds half to even (the current rounding mode); Python's round() does exactly that.
+    _define(
+        f"_rint_{_t}",
+        f"""
+def _rint_{_t}(x):
+    v = np.float64(x)
+    if v != v or abs(v) >= 4.5e15:
+        return np.{_t}(v)
+    r = np.float64(round(v))
     return np.{_t}(math.copysign(r, v))
 """,
     )

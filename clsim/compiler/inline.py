@@ -1,8 +1,10 @@
 """Inlining of ``@func`` helpers that contain barriers.
 
-A helper with a barrier must run inside the caller's work-group loops, so its body is copied into
-the caller at the call statement, its locals renamed apart and its parameters bound. Helpers
-without barriers are not touched here: they become ordinary functions.
+A helper with a barrier (or a collective) must run inside the caller's work-group loops, so its
+body is copied into the caller at the call statement, its locals renamed apart and its
+parameters bound. ``x = helper(...)`` works too when the helper's only ``return`` is its last
+statement (``return sub_group_reduce_add(v)``). Helpers without barriers are not touched here:
+they become ordinary functions.
 """
 
 from __future__ import annotations
@@ -67,7 +69,19 @@ class Inliner:
         for stmt in stmts:
             callee = self._cut_call(stmt, owner)
             if callee is not None:
-                out.extend(self.expand(stmt.value, callee))
+                target = stmt.targets[0] if isinstance(stmt, ast.Assign) else None
+                if target is not None and not isinstance(target, ast.Name):
+                    # out[i] = helper(...): the value goes through a temporary first.
+                    temp = ast.Name(id=f"_inl{next(self.counter)}", ctx=ast.Store())
+                    temp.loc = stmt.loc
+                    out.extend(self.expand(stmt.value, callee, temp))
+                    load = ast.Name(id=temp.id, ctx=ast.Load())
+                    load.loc = stmt.loc
+                    stmt = clone(stmt)  # the parsed tree is cached: do not edit it in place
+                    stmt.value = load
+                    out.append(stmt)
+                    continue
+                out.extend(self.expand(stmt.value, callee, target))
                 continue
             self._reject_nested_cut_calls(stmt, owner)
             for field in ("body", "orelse"):
@@ -77,7 +91,8 @@ class Inliner:
         return out
 
     def _cut_call(self, stmt, owner: Parsed) -> Parsed | None:
-        if isinstance(stmt, ast.Expr):
+        value_call = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        if isinstance(stmt, ast.Expr) or value_call:
             target = func_target(stmt.value)
             if target is not None:
                 callee = owner.callees[target.name]
@@ -105,7 +120,7 @@ class Inliner:
                     "on its own line (its result cannot be used in an expression)",
                 )
 
-    def expand(self, call: ast.Call, callee: Parsed) -> list[ast.stmt]:
+    def expand(self, call: ast.Call, callee: Parsed, result=None) -> list[ast.stmt]:
         k = next(self.counter)
         prefix = f"{callee.fn.name}{k}_"
         body = clone(callee.tree.body)
@@ -134,16 +149,27 @@ class Inliner:
             mapping[name] = prefix + name
         for i, stmt in enumerate(body):
             if any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
-                last_bare = i == len(body) - 1 and isinstance(stmt, ast.Return) and stmt.value is None
-                if not last_bare:
+                last = i == len(body) - 1 and isinstance(stmt, ast.Return)
+                last_ok = last and (stmt.value is None or result is not None)
+                if not last_ok:
                     node = next(n for n in ast.walk(stmt) if isinstance(n, ast.Return))
                     raise compile_error(
                         node.loc,
                         f"{callee.fn.name}() contains a barrier, so it is inlined and cannot "
                         "return early or return a value; write results to a local array",
                     )
+        tail = []
+        if result is not None:
+            if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+                raise compile_error(call.loc, f"{callee.fn.name}() returns no value; call it as a "
+                                              "statement on its own line")
+            ret = body[-1]
+            value = _Renamer(mapping).visit(ret.value)
+            assign = ast.Assign(targets=[clone(result)], value=value)
+            assign.loc = ret.loc
+            tail = [assign]
         body = [s for s in body if not isinstance(s, ast.Return)]
-        renamed = [_Renamer(mapping).visit(s) for s in body]
+        renamed = [_Renamer(mapping).visit(s) for s in body] + tail
         return prologue + self.block(renamed, callee)
 
 

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import ClassVar
 
+from clsim.compiler import (
+    atomics,  # noqa: F401  (registers the atomic builtins)
+    subgroups,  # noqa: F401  (registers sub-group builtins, collectives)
+)
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.codegen import FunctionEmitter
+from clsim.compiler.collectives import normalize_collectives
 from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
 from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
@@ -134,6 +140,8 @@ class ModuleEmitter:
         self.instruments: list = []
         self.bounds = True
         self.subgroup_size = 32
+        local = program.local_size
+        self.nl_max = local[0] * local[1] * local[2]
 
     # -- registries used by the emitters ----------------------------------------------------
     def const(self, value, t: str) -> str:
@@ -180,12 +188,16 @@ class ModuleEmitter:
         for inst in self.instruments:
             inst.barrier(gen, stmt, site, flags)
 
+    def on_subgroup_barrier(self, gen, stmt, site) -> None:
+        for inst in self.instruments:
+            inst.subgroup_barrier(gen, stmt, site)
+
     def access(self, gen, site, buffer, arrt, codes, kind, atomic=False) -> list[str]:
         for inst in self.instruments:
             codes = inst.access(gen, site, buffer, arrt, codes, kind, atomic)
         return codes
 
-    _FLOP_KINDS = {"+": "add", "-": "add", "*": "mul", "/": "div"}
+    _FLOP_KINDS: ClassVar[dict[str, str]] = {"+": "add", "-": "add", "*": "mul", "/": "div"}
 
     def flop(self, gen, op, t) -> None:
         if not self.instruments:
@@ -301,9 +313,10 @@ def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, pa
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
     body = inline_cut_helpers(parsed)
+    body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
-    analysis = Analysis(body, arg_types, typer.env)
+    analysis = Analysis(body, arg_types, typer.env, forced_varying=temps)
     module = ModuleEmitter(program, kfn.name, jit, parallel)
     module.bounds = bounds
     module.subgroup_size = subgroup_size
@@ -325,14 +338,18 @@ def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, pa
             gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
         elif kind == "parray":
             gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, np.{t.dtype})")
+        elif kind == "ctx" and isinstance(t, ct.VecT):
+            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), np.{t.dtype})")
         elif kind == "ctx":
             dtype = "np.bool_" if t == "bool" else f"np.{t}"
             gen.emit(f"v_{name}__c = np.empty({nl_max}, {dtype})")
     if module.has_exit:
         gen.emit(f"_exited = np.zeros({nl_max}, np.bool_)")
+    alloc_at = len(gen.lines)
     for inst in module.instruments:
         inst.group_start(gen)
     gen.items(analysis.tree)
+    gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
     source += "\n_SITES = " + repr([tuple(vars(site).values()) for site in module.sites]) + "\n"
     meta = {"work_dim": module.work_dim, "parallel": parallel, "jit": jit}

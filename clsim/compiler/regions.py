@@ -1,11 +1,14 @@
 """Cut points, uniformity and the region tree (PoCL's parallel regions, MCUDA's loop fission).
 
-A *cut* is a barrier (later also a collective). Statements between cuts form a *region*, run as
-one loop over the work-items of a group. Compound statements that contain a cut stay at group
-level: their condition is evaluated per work-item and checked for uniformity at run time, unless
-it is provably uniform (depends only on arguments, constants, group ids and sizes), in which case
-it is evaluated once. Assignments of provably uniform values are hoisted out of the work-item
-loops into group-level scalars. Values that flow from one region into another are stored in
+A *cut* is a barrier or a collective (sub-group or work-group). Statements between cuts form a
+*region*, run as one loop over the work-items of a group. Compound statements that contain a cut
+stay at group level: their condition is evaluated per work-item and checked for uniformity at run
+time, unless it is provably uniform (depends only on arguments, constants, group ids and sizes),
+in which case it is evaluated once. When a compound statement contains only sub-group cuts, its
+condition need only be uniform within each sub-group: it is *masked* (per-work-item active
+flags, checked per sub-group at run time) instead of requiring the whole group to agree.
+Assignments of provably uniform values are hoisted out of the work-item loops into group-level
+scalars. Values that flow from one region into another are stored in
 context arrays of local-size length; everything else stays a plain local.
 """
 
@@ -27,6 +30,9 @@ VARYING_BUILTINS = {
 }
 # Extension builtins whose result differs per work-item (sub-group lanes, atomics...).
 EXTRA_VARYING: set[str] = set()
+# Cut builtins that synchronise one sub-group only (sub_group_barrier, sub_group_* collectives);
+# every other cut (barrier, work_group_*) involves the whole work-group.
+SUBGROUP_CUTS: set[str] = set()
 
 
 @dataclass
@@ -54,6 +60,7 @@ class CutIf:
     orelse: list
     uniform: bool
     ue: set[str] = field(default_factory=set)
+    masked: bool = False  # only sub-group cuts inside: condition uniform per sub-group
 
 
 @dataclass
@@ -62,6 +69,7 @@ class CutLoop:
     body: list
     uniform: bool
     ue: set[str] = field(default_factory=set)
+    masked: bool = False  # only sub-group cuts inside: trip count may differ per sub-group
 
 
 @dataclass
@@ -76,21 +84,49 @@ def reads(node) -> set[str]:
     }
 
 
+def is_cut_stmt(s) -> bool:
+    """A barrier statement or a normalised collective (``_cl_rK = collective(...)``)."""
+    return isinstance(s, ast.Expr | ast.Assign) and is_cut_call(s.value)
+
+
 def _contains_barrier(stmt) -> bool:
-    return any(isinstance(n, ast.Expr) and is_cut_call(n.value) for n in ast.walk(stmt))
+    return any(is_cut_stmt(n) for n in ast.walk(stmt))
+
+
+def cut_levels(stmt) -> set[str]:
+    """"sub" and/or "work": which kinds of cut ``stmt`` contains."""
+    levels = set()
+    for n in ast.walk(stmt):
+        if is_cut_stmt(n):
+            levels.add("sub" if builtin_name(n.value) in SUBGROUP_CUTS else "work")
+    return levels
+
+
+def has_jumps(stmts) -> bool:
+    """A break/continue in ``stmts`` that targets the loop owning them (not an inner loop)."""
+    for s in stmts:
+        if isinstance(s, ast.Break | ast.Continue):
+            return True
+        if isinstance(s, ast.If) and (has_jumps(s.body) or has_jumps(s.orelse)):
+            return True
+    return False
 
 
 class Analysis:
     """Cut structure, uniformity and storage classes of one (inlined) kernel body."""
 
-    def __init__(self, body: list[ast.stmt], params: dict, env: dict):
+    def __init__(self, body: list[ast.stmt], params: dict, env: dict,
+                 forced_varying: set[str] | None = None):
         self.body = body
         self.params = params
         self.env = env
         self.cut_nodes: set[int] = set()
-        self.varying: set[str] = set()
+        # Collective temporaries and the counters of masked loops with jumps live per work-item.
+        self.forced: set[str] = set(forced_varying or ())
+        self.varying: set[str] = set(self.forced)
         self.group_scalars: set[str] = set()
         self.has_exit = False
+        self._loops: list[CutLoop] = []
         self._mark_cuts(body, loops=[])
         self._uniformity()
         self._group_scalars()
@@ -105,7 +141,7 @@ class Analysis:
         """Marks cut statements; returns whether any jump in ``stmts`` leaves a cut loop."""
         jumps_out = False
         for s in stmts:
-            if isinstance(s, ast.Expr) and is_cut_call(s.value):
+            if is_cut_stmt(s):
                 self.cut_nodes.add(id(s))
                 continue
             if isinstance(s, ast.Return):
@@ -119,6 +155,9 @@ class Analysis:
                 cut = _contains_barrier(s)
                 if cut:
                     self.cut_nodes.add(id(s))
+                    if (isinstance(s, ast.For) and cut_levels(s) == {"sub"}
+                            and has_jumps(s.body)):
+                        self.varying.add(s.target.id)  # masked: each lane keeps its counter
                 self._mark_cuts(s.body, [*loops, (s, cut)])
                 self._mark_cuts(s.orelse, loops)
             elif isinstance(s, ast.If):
@@ -318,18 +357,28 @@ class Analysis:
                 and isinstance(n.ctx, ast.Store)}
 
     def _cut_item(self, s):
-        if isinstance(s, ast.Expr):
+        if isinstance(s, ast.Expr | ast.Assign):
             return Cut(s)
         if isinstance(s, ast.Break | ast.Continue):
             return GroupJump(s)
         if isinstance(s, ast.If):
             uniform = self.group_evaluable(s.test)
-            return CutIf(s, self.build(s.body), self.build(s.orelse), uniform)
+            item = CutIf(s, [], [], uniform, masked=not uniform and self._maskable_if(s))
+            item.body, item.orelse = self.build(s.body), self.build(s.orelse)
+            return item
+        sub_only = cut_levels(s) == {"sub"}
         if isinstance(s, ast.While):
             if s.orelse:
                 raise compile_error(s.loc, "while/else is not supported")
-            return CutLoop(s, self.build(s.body), self.group_evaluable(s.test))
+            uniform = self.group_evaluable(s.test)
+            item = CutLoop(s, [], uniform, masked=sub_only and (
+                not uniform or has_jumps(s.body)))
+            return self._loop_body(item)
         if isinstance(s, ast.For):
+            if sub_only and (has_jumps(s.body) or not self.group_evaluable(s.iter)):
+                if s.orelse:
+                    raise compile_error(s.loc, "for/else is not supported")
+                return self._loop_body(CutLoop(s, [], False, masked=True))
             if not self.group_evaluable(s.iter):
                 raise compile_error(
                     s.loc, "this loop contains a barrier but its range differs between "
@@ -339,8 +388,26 @@ class Analysis:
             if s.target.id not in self.group_scalars:
                 raise compile_error(s.loc, f"the loop variable '{s.target.id}' of a loop with a "
                                            "barrier must not be assigned elsewhere")
-            return CutLoop(s, self.build(s.body), True)
+            return self._loop_body(CutLoop(s, [], True))
         raise compile_error(s.loc, "unsupported statement around a barrier")
+
+    def _loop_body(self, item: CutLoop) -> CutLoop:
+        self._loops.append(item)
+        try:
+            item.body = self.build(item.node.body)
+        finally:
+            self._loops.pop()
+        return item
+
+    def _maskable_if(self, s: ast.If) -> bool:
+        """An if around sub-group cuts (or jumps of a masked loop) and no work-group cut."""
+        levels = cut_levels(s)
+        if "work" in levels:
+            return False
+        jumps = has_jumps(s.body) or has_jumps(s.orelse)
+        if jumps and not (self._loops and self._loops[-1].masked):
+            return False
+        return "sub" in levels or jumps
 
     # -- context variables ------------------------------------------------------------------
     def _context_vars(self) -> set[str]:
@@ -353,6 +420,18 @@ class Analysis:
             if isinstance(item, Region):
                 item.ue = upward_exposed(item.stmts)
                 needed |= item.ue
+            elif isinstance(item, Cut):
+                # A collective reads its arguments and writes its result as context arrays.
+                needed |= reads(item.stmt.value)
+                if isinstance(item.stmt, ast.Assign):
+                    needed |= {t.id for t in item.stmt.targets if isinstance(t, ast.Name)}
+            elif isinstance(item, CutLoop) and item.masked:
+                head = item.node.test if isinstance(item.node, ast.While) else item.node.iter
+                item.ue = reads(head)
+                needed |= item.ue
+                if isinstance(item.node, ast.For):
+                    needed.add(item.node.target.id)
+                self._collect_ue(item.body, needed)
             elif isinstance(item, CutIf):
                 if not item.uniform:
                     item.ue = reads(item.node.test)

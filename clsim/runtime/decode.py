@@ -29,7 +29,14 @@ def _gid_tuple(group, lid, enqueued, offset, work_dim):
                                                      strict=False))[:work_dim]
 
 
+# Extension point: error code -> decoder(record, sites, kernel, enqueued, offset, work_dim)
+# for codes written by instruments (clsim.checks uses 20 and up).
+DECODERS: dict = {}
+
+
 def decode(record, sites, kernel: str, enqueued, offset, work_dim: int) -> SimulationError:
+    if int(record[0]) in DECODERS:
+        return DECODERS[int(record[0])](record, sites, kernel, enqueued, offset, work_dim)
     code, site_id, index, length, lid = (int(v) for v in record[:5])
     a, b = int(record[5]), int(record[6])
     group = tuple(int(v) for v in record[7:10])
@@ -42,8 +49,12 @@ def decode(record, sites, kernel: str, enqueued, offset, work_dim: int) -> Simul
     group_t = group[:work_dim]
     fields = dict(kernel=kernel, file=file, line=line, source=text, group=group_t)
     src = f"\n    {text}" if text else ""
-    if code in (hp.ERR_OOB_LOAD, hp.ERR_OOB_STORE):
-        kind = "load from" if code == hp.ERR_OOB_LOAD else "store to"
+    if code in _SUBGROUP_CODES:
+        return _subgroup_error(code, record, site, where, src, local, work_dim, gid_t, lid_t,
+                               fields)
+    if code in (hp.ERR_OOB_LOAD, hp.ERR_OOB_STORE, hp.ERR_OOB_ATOMIC):
+        kind = {hp.ERR_OOB_LOAD: "load from", hp.ERR_OOB_STORE: "store to",
+                hp.ERR_OOB_ATOMIC: "atomic update of"}[code]
         why = "negative index" if index < 0 else f"len {length}"
         hint = ("Guard the access with a bounds test such as 'if i < n'" if index >= 0 else
                 "Negative indices do not wrap around in OpenCL; check the index arithmetic")
@@ -51,7 +62,8 @@ def decode(record, sites, kernel: str, enqueued, offset, work_dim: int) -> Simul
             f"{where}, gid={gid_t}, lid={lid_t}: {kind} {buffer}[{index}] out of bounds "
             f"({why}). {hint}.{src}",
             buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
-            access="load" if code == hp.ERR_OOB_LOAD else "store", **fields)
+            access={hp.ERR_OOB_LOAD: "load", hp.ERR_OOB_STORE: "store"}.get(code, "atomic"),
+            **fields)
     if code == hp.ERR_DIVERGENT_BRANCH:
         first_false = _lid_tuple(lid, local, work_dim)
         first_true = _lid_tuple(int(record[10]), local, work_dim)
@@ -81,3 +93,62 @@ def decode(record, sites, kernel: str, enqueued, offset, work_dim: int) -> Simul
             f"collectives must be reached by all work-items of the (sub-)group.{src}",
             taken=a, not_taken=b, **fields)
     return SimulationError(f"{where}: kernel error code {code}{src}", **fields)
+
+
+_SUBGROUP_CODES = (hp.ERR_SG_BRANCH, hp.ERR_SG_PARTIAL, hp.ERR_SG_NONUNIFORM_ARG,
+                   hp.ERR_SG_RANGE, hp.ERR_WG_PARTIAL)
+
+_RANGE_WHAT = {
+    "sub_group_broadcast": ("lane", "it must be below the sub-group size; compute it from "
+                                    "get_sub_group_size()"),
+    "sub_group_shuffle": ("source lane", "every lane's index must be below the sub-group size"),
+    "sub_group_shuffle_xor": ("source lane (lane ^ mask)", "the mask must keep every lane "
+                                                           "inside the sub-group"),
+    "work_group_broadcast": ("local id", "it must be below get_local_size(d)"),
+}
+
+
+def _subgroup_error(code, record, site, where, src, local, work_dim, gid_t, lid_t, fields):
+    """Messages for sub-group / work-group collective errors (codes 8-12)."""
+    index, length = int(record[2]), int(record[3])
+    a, b, other, sg, dim = int(record[5]), int(record[6]), int(record[10]), int(record[14]), \
+        int(record[15])
+    what = site[6]  # the builtin's name, or "if"/"while"/"for" for a masked condition
+    group_t = fields["group"]
+    scope = f"sub-group {sg}" if sg >= 0 else "the work-group"
+    sg_fields = dict(subgroup=sg if sg >= 0 else None, **fields)
+    if code == hp.ERR_SG_BRANCH:
+        first_true = _lid_tuple(other, local, work_dim)
+        return BarrierDivergenceError(
+            f"{where}, group={group_t}: sub-group divergence: the condition of this '{what}' "
+            f"around a sub-group collective is true for {a} lanes and false for {b} lanes of "
+            f"{scope} (e.g. lid={first_true} true, lid={lid_t} false). All lanes of a "
+            "sub-group must reach the same collectives; make the condition uniform within "
+            f"each sub-group (e.g. depend on get_sub_group_id(), not the lane).{src}",
+            taken=a, not_taken=b, lid=lid_t, **sg_fields)
+    if code in (hp.ERR_SG_PARTIAL, hp.ERR_WG_PARTIAL):
+        unit = "lanes" if code == hp.ERR_SG_PARTIAL else "work-items"
+        return BarrierDivergenceError(
+            f"{where}, group={group_t}: {what}() reached by {a} of {a + b} {unit} of {scope}; "
+            f"the other {b} returned earlier. Collectives must be reached by all {unit} of the "
+            f"{'sub-group' if sg >= 0 else 'work-group'}; replace the early return with an if "
+            f"around the work after the collective.{src}",
+            taken=a, not_taken=b, lid=lid_t, **sg_fields)
+    if code == hp.ERR_SG_NONUNIFORM_ARG:
+        first = _lid_tuple(other, local, work_dim)
+        arg = "lane" if what == "sub_group_broadcast" else f"local id (dimension {dim})"
+        return SubGroupError(
+            f"{where}, group={group_t}: {what}()'s {arg} differs within {scope}: lid={first} "
+            f"passes {a}, lid={lid_t} passes {b}. It must be the same for every "
+            f"{'lane' if sg >= 0 else 'work-item'}; broadcast from a uniform value.{src}",
+            lid=lid_t, value=b, expected=a, **sg_fields)
+    noun, hint = _RANGE_WHAT.get(what, ("index", "keep it inside the sub-group"))
+    if what == "work_group_broadcast":
+        noun = f"{noun} (dimension {dim})"
+    size = "local size" if sg < 0 else "sub-group size"
+    return SubGroupError(
+        f"{where}, gid={gid_t}, lid={lid_t}: {what}() {noun} {index} is out of range for "
+        f"{scope} ({size} {length}); {hint}. (OpenCL leaves the result undefined; clsim stops "
+        f"instead of returning garbage.){src}",
+        lid=lid_t, gid=gid_t, index=index, length=length,
+        **{k: v for k, v in sg_fields.items() if k not in ("lid", "gid")})

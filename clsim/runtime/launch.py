@@ -180,6 +180,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     if parallel is None:
         parallel = (jit and not _has_global_atomics(kernel) and nd.total_groups > 1
                     and all(inst.parallel_safe for inst in instruments))
+    elif parallel and _has_global_atomics(kernel):
+        parallel = False  # atomics take effect in work-item loop order (docs/subgroups.md)
     compiled = _compile(kernel, types, nd, jit, parallel, instruments, checks != "none", sg)
     info = LaunchInfo(kernel.name, nd, parsed.params, values, types, compiled.sites, sg)
     state = [arr for inst in instruments for arr in inst.allocate(info)]

@@ -45,6 +45,7 @@ class TrafficSite:
     one access of 16 bytes). ``bytes`` is what the lanes asked for, ``sectors``/``lines`` what
     the coalescer touched, summed over sub-group steps. ``steps`` is the number of sub-group
     steps (warp-level requests). ``bank_conflicts`` is the sum of per-step replays (local only).
+    ``func`` names the function holding the site (line numbers are per file).
     """
 
     line: int
@@ -60,6 +61,7 @@ class TrafficSite:
     bank_conflicts: int = 0
     steps: int = 0
     sector_bytes: int = 32
+    func: str = ""  # the function the site is in (a helper's name when not the kernel's)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

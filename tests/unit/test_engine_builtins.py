@@ -13,7 +13,7 @@ from clsim import get_global_id, kernel
 
 UNARY = ["sqrt", "rsqrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
          "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "erf", "erfc",
-         "floor", "ceil", "trunc", "round", "fabs", "native_exp"]
+         "floor", "ceil", "trunc", "round", "fabs", "native_exp", "rint"]
 
 
 def _reference(name, x64):
@@ -27,7 +27,7 @@ def _reference(name, x64):
             "erf": np.vectorize(math.erf), "erfc": np.vectorize(math.erfc),
             "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
             "round": lambda v: np.sign(v) * np.floor(np.abs(v) + 0.5), "fabs": np.abs,
-            "native_exp": np.exp,
+            "native_exp": np.exp, "rint": np.rint,
         }
         return table[name](x64).astype(np.float32)
 
@@ -64,6 +64,7 @@ def all_unary(x, out, n):
         out[24 * n + i] = clsim.round(v)
         out[25 * n + i] = clsim.fabs(v)
         out[26 * n + i] = clsim.native_exp(v)
+        out[27 * n + i] = clsim.rint(v)
 
 
 def _inputs():

@@ -1,0 +1,205 @@
+"""Findings of the race and uninitialised-read checks: records, messages, exceptions.
+
+The compiled kernel leaves integers behind (in the engine's error record when the first finding
+stops the launch, or in the findings table with ``report_all``); both have the same layout and
+are turned into a ``Finding`` here, using the site table for files, lines and source text. A
+``Finding`` knows how to describe itself as one readable block and how to become the matching
+``clsim`` exception. Detection itself is in ``clsim.checks.shadow``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from clsim.checks import layout as ly
+from clsim.errors import DataRaceError, SimulationError, UninitializedReadError
+
+KIND_NAMES = {ly.K_LOAD: "load", ly.K_STORE: "store", ly.K_ATOMIC: "atomic"}
+CATEGORIES = {ly.CAT_RACE: "race", ly.CAT_UNINIT: "uninit"}
+
+
+@dataclass(frozen=True)
+class SiteRef:
+    """A program point: where an access was written."""
+
+    file: str
+    line: int
+    func: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.file.rsplit('/', 1)[-1]}:{self.line} in {self.func}"
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One work-item: its work-group, local id and global id (tuples of work_dim ints)."""
+
+    group: tuple[int, ...]
+    lid: tuple[int, ...]
+    gid: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"gid={self.gid}, lid={self.lid}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem the checks found.
+
+    ``category`` is "race" or "uninit". ``sites``, ``work_items`` and ``kinds`` are aligned:
+    entry 0 is the access that revealed the problem, entry 1 (races only) the earlier access it
+    conflicts with. ``count`` is how many times this (category, site pair) was seen when
+    findings were collected with ``report_all``.
+    """
+
+    category: str
+    message: str
+    buffer: str
+    space: str
+    index: int | tuple[int, ...]
+    sites: tuple[SiteRef, ...]
+    work_items: tuple[WorkItem, ...]
+    kinds: tuple[str, ...]
+    kernel: str = ""
+    hint: int = 0
+    count: int = 1
+
+    @property
+    def lines(self) -> tuple[int, ...]:
+        return tuple(s.line for s in self.sites)
+
+    def describe(self) -> str:
+        """The message, then each access with its work-item and source line."""
+        rows = [self.message]
+        width = max(len(k) for k in self.kinds)
+        for kind, site, item in zip(self.kinds, self.sites, self.work_items, strict=True):
+            rows.append(f"    {kind:<{width}} at {site} ({item}): {site.text}")
+        if self.count > 1:
+            rows.append(f"    (seen {self.count} times at these sites)")
+        return "\n".join(rows)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def error(self) -> SimulationError:
+        """The exception that reports this finding (DataRaceError / UninitializedReadError)."""
+        site, item = self.sites[0], self.work_items[0]
+        fields = dict(kernel=self.kernel, file=site.file, line=site.line, source=site.text,
+                      buffer=self.buffer, space=self.space, index=self.index, gid=item.gid,
+                      lid=item.lid, group=item.group, access=self.kinds[0], finding=self)
+        if self.category == "uninit":
+            return UninitializedReadError(self.describe(), **fields)
+        other, other_item = self.sites[1], self.work_items[1]
+        return DataRaceError(
+            self.describe(), other_file=other.file, other_line=other.line,
+            other_source=other.text, other_gid=other_item.gid, other_lid=other_item.lid,
+            other_group=other_item.group, other_access=self.kinds[1],
+            lines=(site.line, other.line), **fields)
+
+
+# -- decoding ---------------------------------------------------------------------------------
+def _gid(group, lid, enqueued, offset):
+    return tuple(g * e + l + o for g, e, l, o in zip(group, enqueued, lid, offset, strict=False))
+
+
+def _lid_tuple(lid: int, local) -> tuple[int, int, int]:
+    l0, l1 = max(int(local[0]), 1), max(int(local[1]), 1)
+    return (lid % l0, (lid // l0) % l1, lid // (l0 * l1))
+
+
+def _index(e: int, site) -> int | tuple[int, ...]:
+    shape = tuple(int(v) for v in site[4].split(",")) if site[4] else ()
+    if not shape:
+        return e
+    flat = e % int(np.prod(shape))
+    idx = tuple(int(v) for v in np.unravel_index(flat, shape))
+    return idx[0] if len(idx) == 1 else idx
+
+
+def _ref(site) -> SiteRef:
+    return SiteRef(site[1], int(site[2]), site[3], site[4])
+
+
+def objects(sites) -> list:
+    """The shadow objects of a compiled kernel, in object-id order."""
+    return [s for s in sites if s[6] == "shadow"]
+
+
+def _split_group(linear: int, ng0: int, ng1: int) -> tuple[int, int, int]:
+    return (linear % ng0, (linear // ng0) % ng1, linear // (ng0 * ng1))
+
+
+def from_record(rec, sites, kernel: str, enqueued, offset, work_dim: int,
+                count: int = 1) -> Finding:
+    """A ``Finding`` from an error record / findings row (layout in ``checks.layout``)."""
+    rec = [int(v) for v in rec[:16]]
+    cat = CATEGORIES[rec[0] - ly.ERR_BASE]
+    obj = objects(sites)[rec[3]]
+    buffer, space = obj[5], obj[7]
+    index = _index(rec[2], obj)
+    info = rec[6]
+    kind, pkind = info & 15, (info >> 4) & 15
+    hint, sg_size = (info >> 8) & 255, info >> 16
+    d = work_dim
+    group = tuple(rec[7:10])
+    lid = _lid_tuple(rec[4], rec[11:14])
+    here = WorkItem(group[:d], lid[:d], _gid(group, lid, enqueued, offset)[:d])
+    site = _ref(sites[rec[1]])
+    target = f"{space} {buffer}[{index}]"
+    where = f"{site}, gid={here.gid}, lid={here.lid}"
+    if cat == "uninit":
+        msg = _uninit_message(where, KIND_NAMES[kind], target, space, here)
+        return Finding(cat, msg, buffer, space, index, (site,), (here,), (KIND_NAMES[kind],),
+                       kernel, 0, count)
+    prev = rec[5]
+    gsize = (rec[14], rec[15])
+    ng = [-(-g // e) for g, e in zip(gsize, enqueued, strict=False)]
+    pgroup = _split_group(rec[10], ng[0], ng[1])
+    plocal = [min(e, g - p * e) for e, g, p in zip(enqueued, gsize, pgroup, strict=False)]
+    plid = _lid_tuple(prev & ly.MAX_LID, plocal)
+    there = WorkItem(pgroup[:d], plid[:d], _gid(pgroup, plid, enqueued, offset)[:d])
+    other = _ref(sites[(prev >> ly.SITE_SHIFT) & ly.MAX_SITE])
+    msg = _race_message(where, KIND_NAMES[kind], KIND_NAMES[pkind], target, space, other,
+                        there, hint, sg_size)
+    return Finding(cat, msg, buffer, space, index, (site, other), (here, there),
+                   (KIND_NAMES[kind], KIND_NAMES[pkind]), kernel, hint, count)
+
+
+def _uninit_message(where, kind, target, space, here) -> str:
+    if space == "private":
+        return (f"{where}: {kind} of {target}, which this work-item has not written yet "
+                "(private arrays start undefined). Write the element before reading it.")
+    return (f"{where}: {kind} of {target}, which no work-item of work-group {here.group} has "
+            "written (local memory starts undefined in every work-group). Write the element "
+            "first, with a barrier(CLK_LOCAL_MEM_FENCE) between the write and this read, or "
+            "guard the read.")
+
+
+def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size) -> str:
+    fence = "CLK_GLOBAL_MEM_FENCE" if space in ("global", "constant") else "CLK_LOCAL_MEM_FENCE"
+    head = f"{where}: data race on {target}: this {kind} and a {pkind} at {other} ({there})"
+    if hint & ly.H_CROSS_GROUP:
+        why = (f" run in different work-groups, which are not ordered within a launch, so no "
+               "barrier can order them")
+        fix = ("Give each element a single owning work-group, use atomics for values shared "
+               "between groups, or split the work into two kernel launches")
+    elif hint & ly.H_SUBGROUP:
+        why = (f" are separated only by a sub_group_barrier, but the two work-items are in "
+               f"different sub-groups (size {sg_size})")
+        fix = f"Use a work-group barrier({fence}) instead"
+    elif hint & ly.H_WRONG_FENCE:
+        other_fence = ("CLK_LOCAL_MEM_FENCE" if fence == "CLK_GLOBAL_MEM_FENCE"
+                       else "CLK_GLOBAL_MEM_FENCE")
+        why = (f" are separated only by a barrier({other_fence}), which does not order "
+               f"{space} memory")
+        fix = f"Add {fence} to that barrier's flags"
+    else:
+        why = " in the same work-group are not separated by a barrier"
+        fix = f"Put barrier({fence}) between the two accesses"
+    if hint & ly.H_ATOMIC_MIX:
+        why += "; one of them is atomic and the other is not (atomics exclude only atomics)"
+        fix += ", or make both accesses atomic"
+    return f"{head}{why}. {fix}."

@@ -1,0 +1,59 @@
+"""Layout of the checks' run-time state: record packing, meta slots, table columns, codes.
+
+Every tracked memory object (a global buffer, a local array, a private array) has up to seven
+int64 *records* per element, each in its own slice of one flat shadow array ``_cs_s``:
+
+- ``W``: the last plain write;
+- ``R1``/``R2``: the last plain read, and the last read by another work-item than ``R1``'s;
+- ``RX``: a read from another work-group than ``R1``'s (global memory only);
+- ``A1``/``A2``/``AX``: the same three for atomic accesses.
+
+A record packs ``stamp << 29 | site << 15 | lid`` (0 = none). A stamp is
+``group << epoch_bits | epoch``: the group's linear id (groups run serially and in order; the
+instrument is not parallel-safe) and a counter that starts at 1 and grows at every barrier. So
+a stamp below the current group's start belongs to an earlier group, "a barrier fencing local
+memory ran after the access" is ``stamp < last_local_barrier``, and the group of any record is
+a shift. Only constants live here; the code that uses them is ``shadow`` (in-kernel) and
+``instrument``/``findings`` (Python).
+"""
+
+STAMP_SHIFT = 29
+SITE_SHIFT = 15
+LID_BITS = 15
+MAX_LID = (1 << LID_BITS) - 1  # the largest local linear id a record can name
+MAX_SITE = (1 << (STAMP_SHIFT - SITE_SHIFT)) - 1
+STAMP_BITS = 63 - STAMP_SHIFT
+MIN_EPOCH_BITS = 8
+
+# _cs_m (meta) slots
+M_NOW, M_GSTART, M_LAST_LOCAL, M_LAST_GLOBAL, M_LAST_SUB, M_EPOCH_BITS, M_SG_SIZE = range(7)
+M_RAISE_RACE, M_RAISE_UNINIT, M_NFIND, M_OVERFLOW, M_G0, M_G1 = 7, 8, 9, 10, 11, 12
+M_GX, M_GY, M_GZ, M_L0, M_L1, M_L2 = 13, 14, 15, 16, 17, 18
+M_NPEND, M_LAST_KEY, M_REPEAT = 19, 20, 21
+META_SIZE = 24
+
+# _cs_o (object table) columns
+O_MODE, O_W, O_R1, O_R2, O_RX, O_A1, O_A2, O_AX, O_ADDR, O_NBYTES, O_ITEM = range(11)
+OBJ_COLS = 12
+
+# mode bits of an object
+MB_W, MB_R, MB_A, MB_CROSS, MB_RACE, MB_UNINIT = 1, 2, 4, 8, 16, 32
+
+# access kinds and finding categories
+K_LOAD, K_STORE, K_ATOMIC = 1, 2, 3
+CAT_RACE, CAT_UNINIT = 1, 2
+ERR_BASE = 20  # error codes ERR_BASE + category in the engine's error record
+ERR_EPOCHS = 29  # a work-group ran more barriers than the stamps can count
+
+# hint bits: why two accesses were not ordered
+H_CROSS_GROUP, H_WRONG_FENCE, H_SUBGROUP, H_ATOMIC_MIX = 1, 2, 4, 8
+
+# Error record / findings row: 0 code, 1 site, 2 element, 3 object, 4 lid, 5 earlier record,
+# 6 kind | earlier kind << 4 | hint << 8 | sub-group size << 16, 7-9 group, 10 earlier group
+# (linear), 11-13 group size, 14-15 global size 0-1; findings rows add these columns:
+F_COUNT, F_KEY = 16, 17
+FIND_COLS = 18
+MAX_FINDINGS = 512  # distinct findings kept (rows 0..MAX_FINDINGS-1 of _cs_f)
+PENDING = 4096  # findings noted within one work-item loop before _cs_flush (the rows after)
+
+STATE_ARGS = ("_cs_m", "_cs_o", "_cs_s", "_cs_f")

@@ -1,0 +1,198 @@
+"""Atomics: ``atomic_add`` ... ``atomic_cmpxchg`` on global buffers and local arrays.
+
+Two spellings, both returning the old value: ``atomic_add(buf[i], v)`` (OpenCL's
+``atomic_add(&buf[i], v)``; ``buf[i, j]`` for a 2-D local array) and ``atomic_add(buf, i, v)``
+(Numba CUDA's style). 32- and 64-bit integers for every operation; float32/float64 for
+``atomic_add``, ``atomic_sub`` and ``atomic_xchg`` (OpenCL 3.0's ``cl_ext_float_atomics``).
+
+Each atomic is one read-modify-write at the point the work-item loop reaches it, reported to the
+instruments as a single access of kind "atomic" (``atomic=True``). Work-items run one at a time
+within a group, and a kernel with global atomics runs its groups serially (``launch`` reads
+``Parsed.uses_global_atomics``), so the order in which atomics take effect is the work-item loop
+order: groups in linear order, and within a group region by region, lanes in linear order.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import frontend
+from clsim.compiler import helpers as hp
+from clsim.compiler.builtins import BuiltinRule
+from clsim.compiler.emit_expr import EXTRA_EMITTERS
+from clsim.compiler.frontend import builtin_name, compile_error
+from clsim.compiler.infer import EXTRA_RULES
+from clsim.compiler.regions import EXTRA_VARYING
+
+# name -> (operation, number of value operands)
+ATOMICS = {
+    "atomic_add": ("add", 1), "atomic_sub": ("sub", 1), "atomic_xchg": ("xchg", 1),
+    "atomic_min": ("min", 1), "atomic_max": ("max", 1), "atomic_and": ("and", 1),
+    "atomic_or": ("or", 1), "atomic_xor": ("xor", 1), "atomic_inc": ("inc", 0),
+    "atomic_dec": ("dec", 0), "atomic_cmpxchg": ("cmpxchg", 2),
+}
+INT_OK = ("int32", "uint32", "int64", "uint64")
+FLOAT_OK = {"add", "sub", "xchg"}
+_BINARY = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^"}
+
+
+def _allowed(op: str) -> tuple[str, ...]:
+    return INT_OK + (("float32", "float64") if op in FLOAT_OK else ())
+
+
+def _rule(name: str):
+    op, nvals = ATOMICS[name]
+
+    def rule(types, loc):
+        if types and isinstance(types[0], ct.ArrayT):
+            arrt = types[0]
+            if arrt.ndim != 1:
+                raise compile_error(loc, f"{name}(buf, i, ...) is for 1-D buffers; write "
+                                         f"{name}(buf[i, j], ...) for a {arrt.ndim}-D array")
+            elem, rest = arrt.dtype, types[2:]
+            if len(types) < 2 or not ct.is_int(ct.promote(types[1])):
+                raise compile_error(loc, f"{name}(buf, i, ...): the index must be an integer")
+        elif types:
+            elem, rest = types[0], types[1:]
+        else:
+            raise compile_error(loc, f"{name}() needs a buffer element: {name}(buf[i]"
+                                     + ", value" * nvals + ")")
+        if len(rest) != nvals:
+            raise compile_error(loc, f"{name}() takes a buffer element and {nvals} value(s), "
+                                     f"got {len(rest)}")
+        if elem not in _allowed(op):
+            kinds = ", ".join(_allowed(op))
+            raise compile_error(loc, f"{name}() on {elem} elements is not an OpenCL atomic; "
+                                     f"supported: {kinds}")
+        for t in rest:
+            if not ct.is_scalar(t):
+                raise compile_error(loc, f"{name}(): values must be numbers, got {ct.short(t)}")
+        return elem
+
+    return rule
+
+
+def _split(name: str, node: ast.Call):
+    """(array name node, index nodes, value nodes) of either spelling."""
+    first = node.args[0]
+    if isinstance(first, ast.Subscript):
+        idx = first.slice.elts if isinstance(first.slice, ast.Tuple) else [first.slice]
+        return first.value, idx, node.args[1:]
+    return first, [node.args[1]], node.args[2:]
+
+
+def _new_value(gen, op: str, t: str, old: str, vals: list[str]) -> str:
+    if op in _BINARY:
+        return gen.wrap(f"({old} {_BINARY[op]} {vals[0]})", t)
+    if op == "xchg":
+        return vals[0]
+    if op in ("min", "max"):
+        return gen.helper(f"_{op}") + f"({old}, {vals[0]})"
+    if op in ("inc", "dec"):
+        return gen.wrap(f"({old} {'+' if op == 'inc' else '-'} {gen.const(1, t)})", t)
+    return f"({vals[1]} if {old} == {vals[0]} else {old})"  # cmpxchg(cmp, val)
+
+
+def _emitter(name: str):
+    op, _nvals = ATOMICS[name]
+
+    def emit(gen, node):
+        arr, idx_nodes, val_nodes = _split(name, node)
+        arrt = getattr(arr, "ctype", None)
+        if not isinstance(arr, ast.Name) or not isinstance(arrt, ct.ArrayT):
+            raise compile_error(node.loc, f"{name}()'s first argument must be an element of a "
+                                          f"buffer or local array, e.g. {name}(counts[i], 1)")
+        if arrt.space == "private":
+            raise compile_error(node.loc, f"{name}() on a private array: OpenCL atomics work on "
+                                          "global buffers and local arrays only")
+        if len(idx_nodes) != arrt.ndim:
+            raise compile_error(node.loc, f"'{arr.id}' has {arrt.ndim} dimension(s) but the "
+                                          f"atomic indexes {len(idx_nodes)}")
+        t = arrt.dtype
+        base, lead = gen.array_base(arr.id, arrt)
+        site = gen.module.site(node, arr.id, "atomic", arrt.space, t)
+        temps = []
+        for dim, ix in enumerate(idx_nodes):
+            tmp = gen.fresh("_i")
+            gen.pre(f"{tmp} = {gen.typed(ix, 'int64')}")
+            if gen.bounds_checks:
+                length = f"{base}.shape[{dim + len(lead)}]"
+                gen.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
+                        f"    {gen.helper('_oob')}(_err, {hp.ERR_OOB_ATOMIC}, {site}, {tmp}, "
+                        f"{length}, {gen.lid_code()})\n    {gen.err_return}")
+            temps.append(tmp)
+        vals = []
+        for v in val_nodes:
+            tmp = gen.fresh("_av")
+            gen.pre(f"{tmp} = {gen.typed(v, t)}")
+            vals.append(tmp)
+        codes = gen.module.access(gen, site, arr.id, arrt, temps, "atomic", atomic=True)
+        for tmp, code in zip(temps, codes, strict=True):
+            if code != tmp:
+                gen.pre(f"{tmp} = {code}")
+        target = f"{base}[{', '.join(lead + temps)}]"
+        old = gen.fresh("_ao")
+        gen.pre(f"{old} = {target}")
+        gen.pre(f"{target} = {_new_value(gen, op, t, old, vals)}")
+        return old
+
+    return emit
+
+
+def _local_arrays(tree) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and builtin_name(node.value) == "local_array"):
+            names.add(node.targets[0].id)
+    return names
+
+
+def _conditional_calls(tree):
+    """Atomic calls under and/or/if-else, whose pre-computed update would run unconditionally."""
+    for node in ast.walk(tree):
+        parts = node.values[1:] if isinstance(node, ast.BoolOp) else (
+            [node.body, node.orelse] if isinstance(node, ast.IfExp) else [])
+        for part in parts:
+            for sub in ast.walk(part):
+                if builtin_name(sub) in ATOMICS:
+                    yield sub
+
+
+def mark_atomics(parsed) -> None:
+    """Parse hook: check the spelling and set ``parsed.uses_global_atomics`` (any atomic not on
+    this function's own local array counts as global, helpers' included)."""
+    flag = any(getattr(c, "uses_global_atomics", False) for c in parsed.callees.values())
+    local = _local_arrays(parsed.tree)
+    for node in ast.walk(parsed.tree):
+        name = builtin_name(node)
+        if name not in ATOMICS:
+            continue
+        if not node.args:
+            raise compile_error(node.loc, f"{name}() needs a buffer element, e.g. {name}(buf[i]"
+                                          + ", v" * ATOMICS[name][1] + ")")
+        first = node.args[0]
+        base = first.value if isinstance(first, ast.Subscript) else first
+        if not isinstance(base, ast.Name):
+            raise compile_error(node.loc, f"{name}()'s first argument must be buf[i] or buf")
+        if base.id not in local:
+            flag = True
+    for node in _conditional_calls(parsed.tree):
+        raise compile_error(node.loc, f"{builtin_name(node)}() under 'and'/'or'/'if-else': "
+                                      "write an if statement around it")
+    parsed.uses_global_atomics = flag
+
+
+def _register() -> None:
+    from clsim.api import register_builtin
+
+    for name in ATOMICS:
+        register_builtin(name)
+        EXTRA_RULES[name] = BuiltinRule(_rule(name), varying=True)
+        EXTRA_EMITTERS[name] = _emitter(name)
+        EXTRA_VARYING.add(name)
+    frontend.PARSE_HOOKS.append(mark_atomics)
+
+
+_register()

@@ -1,0 +1,49 @@
+"""pytest plugin: a ``device`` argument that runs a test once per OpenCL device kind.
+
+Enable it with ``pytest_plugins = ["verify.pytest_plugin"]`` in the root conftest.py (or
+``pytest -p verify.pytest_plugin``). Any test that takes an argument named ``device`` and does
+not parametrize it itself is parametrized with ``verify.testing.device_params``: one test per
+device kind (pocl, intel-cpu, oclgrind, plus any other present), ids are the short names, and
+an absent device or one lacking a feature is a skip with the reason. Features come from a
+marker::
+
+    @pytest.mark.device_requires("subgroups", "subgroup_size:16")
+    def test_reduce(device): ...
+
+``CLSIM_TEST_DEVICES=pocl,intel-cpu`` narrows the set. The value is the device's short name
+(pass it to ``verify.compare(..., device=device)`` or ``verify.clrun.run_cl``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verify.testing import device_params
+
+MARKER = "device_requires"
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}(*features): run the 'device' parametrization only on devices "
+        "with these features (subgroups, fp16, fp64, subgroup_size:<n>, work_group_size:<n>); "
+        "others are skipped with the reason")
+
+
+def _explicitly_parametrized(metafunc: Any, name: str) -> bool:
+    for marker in metafunc.definition.iter_markers(name="parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", "")
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if name in names:
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: Any) -> None:
+    if "device" not in metafunc.fixturenames or _explicitly_parametrized(metafunc, "device"):
+        return
+    features: list[str] = []
+    for marker in metafunc.definition.iter_markers(name=MARKER):
+        features.extend(marker.args)
+    metafunc.parametrize("device", device_params(requires=tuple(features)))
