@@ -6,19 +6,21 @@ the first finding raises (``clsim.DataRaceError`` / ``clsim.UninitializedReadErr
 ``report_all=True`` collects every finding, one per (category, site pair), into
 ``result.findings``; ``uninit="warn"`` records uninitialised reads instead of raising.
 
-``layout`` fixes the shadow-memory layout, ``shadow`` generates the in-kernel recorders,
-``instrument`` holds the compiler hooks and the run-time state, ``findings`` the records,
-messages and exceptions. docs/checks.md explains the model (what orders what) and its limits.
+``layout`` fixes the shadow-memory layout, ``shadow`` and ``replay`` generate the in-kernel
+helpers, ``analysis`` reads the kernel's source, ``instrument`` holds the compiler hooks,
+``state`` the run-time arrays, ``findings`` the records, messages and exceptions.
+docs/checks.md explains the model (what orders what) and its limits.
 """
 
-from clsim.checks import layout, shadow
+from clsim.checks import layout, replay
 from clsim.checks.findings import Finding, SiteRef, WorkItem, from_record
-from clsim.checks.instrument import ChecksInstrument, UninitializedReadWarning, factory
+from clsim.checks.instrument import ChecksInstrument, factory
+from clsim.checks.state import UninitializedReadWarning
 from clsim.compiler.instrument import register_instrument
 from clsim.errors import SimulationError
 from clsim.runtime import decode as _decode
 
-shadow.register()
+replay.register()
 register_instrument("checks", factory)
 
 

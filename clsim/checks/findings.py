@@ -110,8 +110,8 @@ def _lid_tuple(lid: int, local) -> tuple[int, int, int]:
     return (lid % l0, (lid // l0) % l1, lid // (l0 * l1))
 
 
-def _index(e: int, site) -> int | tuple[int, ...]:
-    shape = tuple(int(v) for v in site[4].split(",")) if site[4] else ()
+def _index(e: int, obj: TrackedObject) -> int | tuple[int, ...]:
+    shape = obj.shape
     if not shape:
         return e
     flat = e % int(np.prod(shape))
@@ -123,9 +123,29 @@ def _ref(site) -> SiteRef:
     return SiteRef(site[1], int(site[2]), site[3], site[4])
 
 
-def objects(sites) -> list:
-    """The shadow objects of a compiled kernel, in object-id order."""
-    return [s for s in sites if s[6] == "shadow"]
+SHADOW = "shadow:"  # kind prefix of the sites that name tracked objects (space "none")
+
+
+@dataclass(frozen=True)
+class TrackedObject:
+    """A memory object of a compiled kernel as its "shadow" site describes it."""
+
+    name: str
+    space: str  # global, constant, local, private
+    dtype: str
+    count: int  # elements (per work-item for private arrays); state.READ_ONLY: never written
+    shape: tuple[int, ...]
+
+
+def objects(sites) -> list[TrackedObject]:
+    """The tracked objects of a compiled kernel, in object-id order."""
+    out = []
+    for site in sites:
+        kind = site[6]
+        if isinstance(kind, str) and kind.startswith(SHADOW):
+            shape = tuple(int(v) for v in site[4].split(",")) if site[4] else ()
+            out.append(TrackedObject(site[5], kind[len(SHADOW):], site[8], int(site[9]), shape))
+    return out
 
 
 def _split_group(linear: int, ng0: int, ng1: int) -> tuple[int, int, int]:
@@ -138,7 +158,7 @@ def from_record(rec, sites, kernel: str, enqueued, offset, work_dim: int,
     rec = [int(v) for v in rec[:16]]
     cat = CATEGORIES[rec[0] - ly.ERR_BASE]
     obj = objects(sites)[rec[3]]
-    buffer, space = obj[5], obj[7]
+    buffer, space = obj.name, obj.space
     index = _index(rec[2], obj)
     info = rec[6]
     kind, pkind = info & 15, (info >> 4) & 15
@@ -182,7 +202,7 @@ def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size
     fence = "CLK_GLOBAL_MEM_FENCE" if space in ("global", "constant") else "CLK_LOCAL_MEM_FENCE"
     head = f"{where}: data race on {target}: this {kind} and a {pkind} at {other} ({there})"
     if hint & ly.H_CROSS_GROUP:
-        why = (f" run in different work-groups, which are not ordered within a launch, so no "
+        why = (" run in different work-groups, which are not ordered within a launch, so no "
                "barrier can order them")
         fix = ("Give each element a single owning work-group, use atomics for values shared "
                "between groups, or split the work into two kernel launches")

@@ -1,22 +1,20 @@
 """The ``checks`` instrument: compiles race and uninitialised-read tracking into kernels.
 
 At compile time it names every memory object the kernel can touch (buffer parameters, local
-arrays, private arrays) in the site table (sites of kind "shadow", so a cached module carries
-its own object list), wraps every index of every access in a recording helper, and counts
-barriers. At run time it sizes the shadow memory from the actual buffers, decides per object
-which records are needed (a buffer that is only read needs none), and turns the findings table
-into ``result.findings``. Detection logic lives in ``shadow``, messages in ``findings``.
+arrays, private arrays) in the site table, as sites of kind "shadow:<space>" and space "none"
+(so a cached module carries its own object list, and access counters skip them); it wraps the
+index of every access in a recorder call from ``shadow`` and advances the epochs at barriers.
+The work-group function keeps each object's mode and record bases, and the group's epochs, in
+local variables (``_cs_*``) that the inlined fast paths take as arguments. Run-time state:
+``state``; messages: ``findings``.
 """
 
 from __future__ import annotations
 
-import ast
 import math
 import types
-import warnings
 
-import numpy as np
-
+from clsim.checks import analysis, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -25,12 +23,10 @@ from clsim.compiler.frontend import Loc
 from clsim.compiler.instrument import Instrument, LaunchInfo
 from clsim.errors import InvalidArgumentError
 
-LAYOUT_VERSION = 1
-_NOT_ACCESSES = {"shadow", "barrier", "if", "while", "arith", "for", ""}
-
-
-class UninitializedReadWarning(UserWarning):
-    """Uninitialised reads found with ``uninit="warn"`` (listed in ``result.findings``)."""
+LAYOUT_VERSION = 2
+_FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
+_BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
+_SPACE = {"param": "g", "larray": "l", "parray": "p"}
 
 
 class ChecksInstrument(Instrument):
@@ -39,12 +35,14 @@ class ChecksInstrument(Instrument):
     name = "checks"
     parallel_safe = False
 
-    def __init__(self, races: bool, uninit: bool, raise_race: bool, raise_uninit: bool):
+    def __init__(self, races: bool, uninit: bool, raise_race: bool, raise_uninit: bool,
+                 warn_uninit: bool = False):
         self.races = races
         self.uninit = uninit
         self.raise_race = raise_race
         self.raise_uninit = raise_uninit
-        self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}
+        self.warn_uninit = warn_uninit
+        self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
         self._nodes: list = []  # keeps the declaration stand-ins alive while sites refer to them
 
     # -- compile time -----------------------------------------------------------------------
@@ -55,41 +53,56 @@ class ChecksInstrument(Instrument):
         return (self.name, LAYOUT_VERSION)
 
     def group_start(self, gen) -> None:
-        module = gen.module
-        program = module.program
-        found = [(n, t, "param") for n, t in program.arg_types.items()
-                 if isinstance(t, ct.ArrayT)]
-        found += [(n, gen.env[n], k) for n, k in sorted(gen.storage.items())
-                  if k in ("larray", "parray")]
-        decls = _declarations(program.parsed.tree)
-        for number, (name, t, kind) in enumerate(found):
-            shape = tuple(t.shape or ())
-            loc = decls.get(name, program.parsed.tree.loc)
-            node = types.SimpleNamespace(loc=Loc(loc.file, loc.line, loc.func,
-                                                 ",".join(map(str, shape))))
-            self._nodes.append(node)
-            module.site(node, name, "shadow", t.space, t.dtype, width=math.prod(shape))
-            self._objs[name] = (number, t, kind)
+        self._register_objects(gen)
         now = f"_cs_m[{ly.M_NOW}]"
-        lines = [f"{now} = ((_gx + _NG0 * (_gy + _NG1 * _gz)) << _cs_m[{ly.M_EPOCH_BITS}]) + 1"]
+        lines = [f"{now} = ((_gx + _NG0 * (_gy + _NG1 * _gz)) << _cs_m[{ly.M_EPOCH_BITS}]) + 1",
+                 f"if _cs_m[{ly.M_LOST}] == 0:",
+                 f"    _cs_m[{ly.M_DEFER}] = 0\n    _cs_m[{ly.M_NLOG}] = 0"]
         lines += [f"_cs_m[{slot}] = {now}" for slot in (ly.M_GSTART, ly.M_LAST_LOCAL,
                                                       ly.M_LAST_GLOBAL, ly.M_LAST_SUB)]
         for slot, code in zip((ly.M_GX, ly.M_GY, ly.M_GZ, ly.M_L0, ly.M_L1, ly.M_L2),
                               ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"), strict=True):
             lines.append(f"_cs_m[{slot}] = {code}")
-        for name, (number, _t, kind) in self._objs.items():
-            if kind != "param":
-                array = f"v_{name}__c" if kind == "parray" else f"v_{name}"
+        for name, (number, _t, storage) in self._objs.items():
+            if storage != "param":
+                array = f"v_{name}__c" if storage == "parray" else f"v_{name}"
                 lines.append(f"_cs_o[{number}, {ly.O_ADDR}] = np.int64({array}.ctypes.data)")
-        gen.emit("\n".join(lines))
+            lines.append(f"_cs_md{number} = _cs_o[{number}, {ly.O_MODE}]")
+            lines += [f"_cs_{b}{number} = _cs_o[{number}, {col}]" for b, col in _BASES]
+        lines.append(f"_cs_gs = {now}")
+        gen.emit("\n".join(lines) + "\n" + _epoch_locals())
+
+    def _register_objects(self, gen) -> None:
+        """One "shadow" site per object: name, space, dtype, element count, shape as text."""
+        module = gen.module
+        program = module.program
+        written = analysis.written_arrays(program.parsed)
+        found = [(n, t, "param") for n, t in program.arg_types.items()
+                 if isinstance(t, ct.ArrayT)]
+        found += [(n, gen.env[n], k) for n, k in sorted(gen.storage.items())
+                  if k in ("larray", "parray")]
+        decls = analysis.declarations(program.parsed.tree)
+        for number, (name, t, storage) in enumerate(found):
+            shape = tuple(t.shape or ())
+            loc = decls.get(name, program.parsed.tree.loc)
+            node = types.SimpleNamespace(loc=Loc(loc.file, loc.line, loc.func,
+                                                 ",".join(map(str, shape))))
+            self._nodes.append(node)
+            read_only = storage == "param" and name not in written
+            module.site(node, name, f"{fd.SHADOW}{t.space}", "none", t.dtype,
+                        width=state.READ_ONLY if read_only else math.prod(shape))
+            if not read_only:
+                self._objs[name] = (number, t, storage)
 
     def barrier(self, gen, stmt, site: int, flags: str) -> None:
         gen.emit(self._tick(site) + f"\n_cs_fl = np.int64({flags})\n"
                  f"if _cs_fl & 1:\n    _cs_m[{ly.M_LAST_LOCAL}] = _cs_m[{ly.M_NOW}]\n"
-                 f"if _cs_fl & 2:\n    _cs_m[{ly.M_LAST_GLOBAL}] = _cs_m[{ly.M_NOW}]")
+                 f"if _cs_fl & 2:\n    _cs_m[{ly.M_LAST_GLOBAL}] = _cs_m[{ly.M_NOW}]\n"
+                 + _epoch_locals())
 
     def subgroup_barrier(self, gen, stmt, site: int) -> None:
-        gen.emit(self._tick(site) + f"\n_cs_m[{ly.M_LAST_SUB}] = _cs_m[{ly.M_NOW}]")
+        gen.emit(self._tick(site) + f"\n_cs_m[{ly.M_LAST_SUB}] = _cs_m[{ly.M_NOW}]\n"
+                 + _epoch_locals())
 
     @staticmethod
     def _tick(site: int) -> str:
@@ -100,190 +113,83 @@ class ChecksInstrument(Instrument):
                 f"    _err[0] = {ly.ERR_EPOCHS}\n    _err[1] = {site}\n    return")
 
     def region_end(self, gen) -> None:
-        gen.emit(f"if _cs_m[{ly.M_NPEND}] != 0:\n    {gen.helper('_cs_flush')}(_cs_m, _cs_f)")
+        """Replay the accesses deferred in this work-item loop; collect noted findings."""
+        gen.emit(f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
+                 f"_cs_m[{ly.M_HELD}] != 0:\n"
+                 f"    {gen.helper('_cs_end')}({_FULL})\n"
+                 "    if _err[0] != 0:\n        return")
 
     def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
                atomic: bool = False) -> list[str]:
+        if gen.in_group_fn and buffer not in self._objs:
+            return codes  # a buffer parameter the kernel never writes: nothing to check
         helper = RECORDERS["atomic" if atomic or kind not in ("load", "store") else kind]
         width = gen.module.sites[site].width
         base, lead = gen.array_base(buffer, arrt)
         codes = list(codes)
-        prefix = _flatten(gen, base, len(lead), arrt, codes)
+        prefix = _flatten(gen, base, len(lead), arrt, codes, site)
         lid = gen.lid_code()
-        tail = f"{site}, {lid}, {', '.join(ly.STATE_ARGS)}, _err"
-        entry = self._objs.get(buffer) if gen.in_group_fn else None
-        if entry is not None:
-            number, t, storage = entry
+        if not gen.in_group_fn:  # a helper function: find the object by address
+            call = (f"{gen.helper(helper + 'p')}({_i64(codes[-1])}, {_i64(width)}, {base}, "
+                    f"{_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
+        else:
+            number, t, storage = self._objs[buffer]
             if storage == "parray":
                 prefix = f"{lid} * {math.prod(t.shape)} + {prefix}"
             short = helper.removeprefix("_cs_")
             if width == 1 and short in FAST:
-                # (t if fast((t := index)) else full(t)): the inlinable common case first
-                tmp = gen.fresh("_ct")
-                fast = f"{gen.helper(helper + 'f')}(({tmp} := {codes[-1]}), {number}, {prefix}, "
-                call = (f"({tmp} if {fast}{tail}) else "
-                        f"{gen.helper(helper)}({tmp}, 1, {number}, {prefix}, {tail}))")
+                space = _SPACE[storage]
+                last = "_cs_lg" if space == "g" else "_cs_ll"
+                bases = ", ".join(f"_cs_{b}{number}" for b, _col in _BASES)
+                codes[-1] = (f"{gen.helper(f'{helper}q{space}')}({codes[-1]}, {prefix}, "
+                             f"{site}, {lid}, {number}, _cs_md{number}, {bases}, _cs_gs, "
+                             f"{last}, _cs_now, _cs_s, _cs_m, _cs_l)")
+                return codes  # never sets _err: what it cannot decide waits for _cs_end
             else:
-                call = (f"{gen.helper(helper)}({codes[-1]}, {width}, {number}, {prefix}, "
-                        f"{tail})")
-        else:
-            call = f"{gen.helper(helper + 'p')}({codes[-1]}, {width}, {base}, {prefix}, {tail})"
+                call = (f"{gen.helper(helper)}({_i64(codes[-1])}, {_i64(width)}, "
+                        f"{_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
         codes[-1] = call
         gen.checked()
         return codes
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
-        nd = info.ndrange
-        if len(info.sites) > ly.MAX_SITE:
+        return state.allocate(info, self.races, self.uninit, self.raise_race,
+                              self.raise_uninit)
+
+    def finalize(self, info: LaunchInfo, arrays: list, result) -> None:
+        if result.parallel:
             raise InvalidArgumentError(
-                f"{info.kernel}: checks support kernels with up to {ly.MAX_SITE} access sites "
-                f"(this one has {len(info.sites)}); run it with checks='default'")
-        if nd.group_items > ly.MAX_LID + 1:
-            raise InvalidArgumentError(
-                f"{info.kernel}: checks support work-groups of up to {ly.MAX_LID + 1} "
-                "work-items; run with a smaller local size or checks='default'")
-        objs = fd.objects(info.sites)
-        table = np.zeros((max(len(objs), 1), ly.OBJ_COLS), np.int64)
-        usage = _usage(info.sites, objs, info.kernel)
-        lengths, shared = self._placement(info, objs, table)
-        for k in range(len(objs)):  # aliased buffers share one shadow: unite their usage
-            usage[shared[k]] |= usage[k]
-        total = 1
-        for k, obj in enumerate(objs):
-            mode = self._mode(obj[7], usage[shared[k]])
-            table[k, ly.O_MODE] = mode
-            if shared[k] != k:
-                table[k, ly.O_W:ly.O_AX + 1] = table[shared[k], ly.O_W:ly.O_AX + 1]
-                continue
-            for col, need in _records(mode):
-                if need:
-                    table[k, col] = total
-                    total += lengths[k]
-        group_bits = max(1, (nd.total_groups - 1).bit_length())
-        if ly.STAMP_BITS - group_bits < ly.MIN_EPOCH_BITS:
-            raise InvalidArgumentError(
-                f"{info.kernel}: checks support up to 2**{ly.STAMP_BITS - ly.MIN_EPOCH_BITS} "
-                f"work-groups per launch (this one has {nd.total_groups}); use larger groups "
-                "or checks='default'")
-        meta = np.zeros(ly.META_SIZE, np.int64)
-        meta[ly.M_EPOCH_BITS] = ly.STAMP_BITS - group_bits
-        meta[ly.M_SG_SIZE] = info.subgroup_size
-        meta[ly.M_RAISE_RACE] = self.raise_race
-        meta[ly.M_RAISE_UNINIT] = self.raise_uninit
-        meta[ly.M_G0], meta[ly.M_G1] = nd.global_size[0], nd.global_size[1]
-        found = np.zeros((ly.MAX_FINDINGS + ly.PENDING, ly.FIND_COLS), np.int64)
-        return [meta, table, np.zeros(total, np.int64), found]
-
-    def _mode(self, space: str, use: int) -> int:
-        load, store, atom = use & 1, use & 2, use & 4
-        mode = 0
-        if self.races and space != "private":
-            if store:
-                mode |= ly.MB_W | ly.MB_RACE
-            if load and (store or atom):
-                mode |= ly.MB_R | ly.MB_RACE
-            if atom and (load or store):
-                mode |= ly.MB_A | ly.MB_RACE
-            if mode and space != "local":
-                mode |= ly.MB_CROSS
-        if self.uninit and space in ("local", "private"):
-            mode |= ly.MB_W | ly.MB_UNINIT | (ly.MB_A if atom else 0)
-        return mode
-
-    @staticmethod
-    def _placement(info: LaunchInfo, objs, table) -> tuple[list[int], list[int]]:
-        """Element counts per object; which object's shadow each one shares (aliased buffers)."""
-        values = dict(zip(info.params, info.values, strict=True))
-        lanes = info.ndrange.group_items
-        lengths, shared, seen = [], [], {}
-        for k, obj in enumerate(objs):
-            name, space, width = obj[5], obj[7], int(obj[9])
-            item = np.dtype(obj[8]).itemsize
-            table[k, ly.O_ITEM] = item
-            if name in values and isinstance(values[name], np.ndarray):
-                value = values[name]
-                lengths.append(value.size)
-                table[k, ly.O_ADDR] = value.ctypes.data
-                table[k, ly.O_NBYTES] = value.nbytes
-                shared.append(seen.setdefault((value.ctypes.data, value.nbytes), k))
-                continue
-            count = width * lanes if space == "private" else width
-            lengths.append(count)
-            table[k, ly.O_NBYTES] = count * item
-            shared.append(k)
-        return lengths, shared
-
-    def finalize(self, info: LaunchInfo, state: list, result) -> None:
-        meta, found = state[0], state[3]
-        nd = info.ndrange
-        rows = found[: int(meta[ly.M_NFIND])]
-        for row in rows:
-            result.findings.append(fd.from_record(
-                row, info.sites, info.kernel, nd.local_size, nd.offset, nd.work_dim,
-                count=int(row[ly.F_COUNT])))
-        uninit = [f for f in result.findings if f.category == "uninit"]
-        if uninit and not self.raise_uninit:
-            warnings.warn(UninitializedReadWarning(
-                f"{info.kernel}: {len(uninit)} uninitialised-read site(s); the first: "
-                f"{uninit[0].message}"), stacklevel=3)
-        if meta[ly.M_OVERFLOW]:
-            warnings.warn(f"{info.kernel}: {int(meta[ly.M_OVERFLOW])} finding occurrences were "
-                          f"not examined (more than {ly.MAX_FINDINGS} distinct findings, or "
-                          f"more than {ly.PENDING} in one work-item loop)", stacklevel=3)
+                f"{info.kernel}: the race and uninitialised-read checks need work-groups to run "
+                "one after another, but this run used parallel=True; its findings would be "
+                "unreliable. Leave parallel unset (or False) with checks")
+        state.collect(info, arrays, result, self.warn_uninit)
 
 
-def _records(mode: int):
-    cross = bool(mode & ly.MB_CROSS)
-    r, a = bool(mode & ly.MB_R), bool(mode & ly.MB_A)
-    return ((ly.O_W, bool(mode & ly.MB_W)), (ly.O_R1, r), (ly.O_R2, r), (ly.O_RX, r and cross),
-            (ly.O_A1, a), (ly.O_A2, a), (ly.O_AX, a and cross))
+def _i64(code) -> str:
+    """Non-literal int64: Numba would compile the full recorders once per literal value."""
+    return f"np.int64({code})"
 
 
-def _usage(sites, objs, kernel: str) -> list[int]:
-    """Per object: bit 1 loaded, 2 stored, 4 atomically accessed (from the access sites).
-
-    An access in a helper function names the helper's parameter, not the object, so it counts
-    for every object of its address space: over-approximating only costs time.
-    """
-    by_name = {obj[5]: k for k, obj in enumerate(objs)}
-    usage = [0] * len(objs)
-    for site in sites:
-        kind, buffer, func, space = site[6], site[5], site[3], site[7]
-        if kind in _NOT_ACCESSES or not buffer:
-            continue
-        bits = {"load": 1, "store": 2}.get(kind, 7)
-        targets = [by_name[buffer]] if buffer in by_name else []
-        if func != kernel or not targets:
-            targets = [k for k, obj in enumerate(objs) if obj[7] == space] + targets
-        for k in targets:
-            usage[k] |= bits
-    return usage
+def _epoch_locals() -> str:
+    """Refresh the work-group function's copies of the current epochs."""
+    return (f"_cs_now = _cs_m[{ly.M_NOW}]\n_cs_ll = _cs_m[{ly.M_LAST_LOCAL}]\n"
+            f"_cs_lg = _cs_m[{ly.M_LAST_GLOBAL}]")
 
 
-def _flatten(gen, base: str, lead: int, arrt, codes: list[str]) -> str:
-    """Bind all but the last index to temporaries (in place) and return the element offset
-    they contribute, so the recorder sees one flat element index."""
+def _flatten(gen, base: str, lead: int, arrt, codes: list[str], site: int) -> str:
+    """Park all but the last index in the site's slots (in place) and return the element
+    offset they contribute, so the recorder sees one flat element index."""
     if len(codes) == 1:
         return "0"
     shape = arrt.shape
     dims = [str(shape[d]) if shape else f"{base}.shape[{lead + d}]" for d in range(len(codes))]
     offset = "0"
     for d in range(len(codes) - 1):
-        tmp = gen.fresh("_cw")
-        codes[d] = f"({tmp} := {codes[d]})"
-        offset = f"(({offset}) + {tmp}) * {dims[d + 1]}"
+        slot = ly.M_SLOTS + ly.SLOT_WIDTH * site + d
+        codes[d] = f"{gen.helper('_cs_sv')}({codes[d]}, {slot}, _cs_m)"
+        offset = f"(({offset}) + _cs_m[{slot}]) * {dims[d + 1]}"
     return offset
-
-
-def _declarations(tree) -> dict[str, Loc]:
-    """Where each local/private array of the kernel body is declared."""
-    out = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            if isinstance(node.value, ast.Call) and hasattr(node, "loc"):
-                out.setdefault(node.targets[0].id, node.loc)
-    return out
 
 
 def factory(options: dict) -> ChecksInstrument | None:
@@ -304,4 +210,5 @@ def factory(options: dict) -> ChecksInstrument | None:
         return None
     collect = bool(options.get("report_all"))
     return ChecksInstrument(races, uninit, raise_race=not collect,
-                            raise_uninit=not collect and uninit_opt != "warn")
+                            raise_uninit=not collect and uninit_opt != "warn",
+                            warn_uninit=uninit_opt == "warn")

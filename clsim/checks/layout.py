@@ -29,8 +29,13 @@ MIN_EPOCH_BITS = 8
 M_NOW, M_GSTART, M_LAST_LOCAL, M_LAST_GLOBAL, M_LAST_SUB, M_EPOCH_BITS, M_SG_SIZE = range(7)
 M_RAISE_RACE, M_RAISE_UNINIT, M_NFIND, M_OVERFLOW, M_G0, M_G1 = 7, 8, 9, 10, 11, 12
 M_GX, M_GY, M_GZ, M_L0, M_L1, M_L2 = 13, 14, 15, 16, 17, 18
-M_NPEND, M_LAST_KEY, M_REPEAT = 19, 20, 21
-META_SIZE = 24
+M_NPEND, M_LAST_KEY = 19, 20
+M_DEFER, M_NLOG, M_LOST = 22, 23, 24  # the deferred-access log (see shadow)
+M_HELD = 25  # an uninitialised read waits in HELD_ROW for the end of the work-item loop
+META_SIZE = 28
+# then SLOT_WIDTH slots per access site: the leading indices of a multi-dimensional access
+# (0..2) and the index being recorded (3), parked while the access expression is evaluated
+M_SLOTS, SLOT_WIDTH, SLOT_INDEX = META_SIZE, 4, 3
 
 # _cs_o (object table) columns
 O_MODE, O_W, O_R1, O_R2, O_RX, O_A1, O_A2, O_AX, O_ADDR, O_NBYTES, O_ITEM = range(11)
@@ -55,5 +60,11 @@ F_COUNT, F_KEY = 16, 17
 FIND_COLS = 18
 MAX_FINDINGS = 512  # distinct findings kept (rows 0..MAX_FINDINGS-1 of _cs_f)
 PENDING = 4096  # findings noted within one work-item loop before _cs_flush (the rows after)
+HELD_ROW = MAX_FINDINGS + PENDING  # the last row of _cs_f
 
-STATE_ARGS = ("_cs_m", "_cs_o", "_cs_s", "_cs_f")
+# The log of accesses deferred to the end of a work-item loop: (element, packed) pairs, packed
+# = kind | object << 2 | site << 12 | lid << 26.
+LOG_CAPACITY = 1 << 20
+MAX_OBJECTS = 1 << 10
+
+STATE_ARGS = ("_cs_m", "_cs_o", "_cs_s", "_cs_f", "_cs_l")

@@ -1,18 +1,23 @@
 """In-kernel helpers of the race and uninitialised-read checks (source text, Numba subset).
 
-Generated kernels call one *recorder* per memory access: ``_cs_ld`` (load), ``_cs_st`` (store)
-or ``_cs_at`` (atomic), each returning the index it was given so it can wrap the index
-expression; the ``...p`` variants serve helper functions, whose array parameters are matched
-to a tracked object by address. A recorder checks the access against the element's shadow
-records (layout: ``clsim.checks.layout``), notes a finding, and updates the records.
+Generated kernels wrap the index of every access in a *recorder* call that returns the index.
+Two tiers keep that cheap:
 
-Speed matters here (every access of a checked kernel runs this), and one Numba property shapes
-the code: a call to another compiled function that is not inlined keeps the reference counts
-of every array argument alive around it (atomic increments, ~40x slower than the check itself).
-So each recorder is generated as one flat, call-free function from the text templates below,
-and every array argument is used once more on the single exit path (``_keep``). Findings are
-noted with plain stores; ``_cs_flush`` (group level, after each work-item loop) folds them into
-the findings table. Detection rules are in docs/checks.md; decoding is ``findings``.
+- ``_cs_<ld|st>q<l|g|p>`` (load/store on local/global/private memory): tiny, call-free, so Numba
+  inlines them into the work-item loops. They settle the common case (no possible finding)
+  against the element's shadow records and update them. When they cannot, they append the
+  access to a log and switch the group to *deferred* mode, in which every later access of the
+  same work-item loop is logged too, preserving the order;
+- ``_cs_ld``/``_cs_st``/``_cs_at`` (and ``...p`` for helper-function parameters, matched to
+  an object by address): the full rules, findings included. ``_cs_end`` replays the log
+  through them after each work-item loop, and folds noted findings into the table.
+
+Why not call the full recorder from the fast one? Numba keeps the reference counts of array
+arguments alive around any call it does not inline (atomic operations, ~40x the cost of the
+check), and a branch inside an index expression (``a[x if c else y]``) does the same to ``a``.
+Hence single calls in index expressions, call-free fast paths, and ``_keep`` on every exit.
+Layout constants: ``layout``; group-level helpers and registration: ``replay``; rules:
+docs/checks.md; decoding: ``findings``.
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ from __future__ import annotations
 import textwrap
 
 from clsim.checks import layout as ly
-from clsim.compiler import helpers as hp
 
-STATE = "m, o, s, f, err"
+STATE = "m, o, s, f, err, lg"
+_PACK = "(obj << 2) | (site << 12) | (lid << 26)"
 
 
 def _keep(*arrays: str) -> str:
@@ -35,6 +40,21 @@ def _ind(text: str, n: int) -> str:
     return textwrap.indent(textwrap.dedent(text).strip("\n"), " " * n) + "\n"
 
 
+def _log(kind: int, elem: str) -> str:
+    """Append this access to the deferred log and turn deferred mode on."""
+    return f"""
+_n = m[{ly.M_NLOG}]
+if _n < {ly.LOG_CAPACITY}:
+    lg[2 * _n] = {elem}
+    lg[2 * _n + 1] = {kind} | {_PACK}
+    m[{ly.M_NLOG}] = _n + 1
+else:
+    m[{ly.M_LOST}] += 1
+m[{ly.M_DEFER}] = 1
+"""
+
+
+# -- the full recorders -----------------------------------------------------------------------
 def _conflict(rec: str) -> str:
     """Sets ``_c``: is the access in ``rec`` unordered with this one (and not this item's)?"""
     return f"""
@@ -55,23 +75,23 @@ if {rec} != 0:
 
 def _check(cols: tuple[int, ...], bit: int, kind: int) -> str:
     """Sets ``prev``/``pk`` to the first unordered record among ``cols`` (X only if cross)."""
-    out = f"if prev == 0 and (mode & {bit}) != 0:\n"
     body = ""
     for n, col in enumerate(cols):
-        step = f"_p = s[o[obj, {col}] + e]\n{_conflict('_p')}if _c:\n    prev = _p\n    pk = {kind}\n"
+        step = (f"_p = s[o[obj, {col}] + e]\n{_conflict('_p')}"
+                f"if _c:\n    prev = _p\n    pk = {kind}\n")
         if n == 0:
             body = step
         elif n == 1:
             body += "else:\n" + _ind(step, 4)
         else:
             body += _ind("elif cross:\n" + _ind(step, 4), 4)
-    return out + _ind(body, 4)
+    return f"if prev == 0 and (mode & {bit}) != 0:\n" + _ind(body, 4)
 
 
 def _note(cat: int, kind: int, prev: str, pk: str) -> str:
     """Notes a finding: into ``err`` (first-error mode) or the pending rows (report_all)."""
-    mix = f"if {'not ' if kind == ly.K_ATOMIC else ''}({pk} == {ly.K_ATOMIC}):\n" \
-          f"        _info |= {ly.H_ATOMIC_MIX << 8}\n"
+    mix = (f"if {'not ' if kind == ly.K_ATOMIC else ''}({pk} == {ly.K_ATOMIC}):\n"
+           f"        _info |= {ly.H_ATOMIC_MIX << 8}\n")
     return f"""
 _info = {kind} | ({pk} << 4) | (sgs << 16)
 _pg = -1
@@ -89,24 +109,14 @@ if {prev} != 0:
             if ({prev} & {ly.MAX_LID}) // sgs != lid // sgs:
                 _info |= {ly.H_SUBGROUP << 8}
     {mix}if m[{ly.M_RAISE_RACE + cat - 1}] != 0:
-    if err[0] == 0:
-        err[0] = {ly.ERR_BASE + cat}
-        err[1] = site
-        err[2] = e
-        err[3] = obj
-        err[4] = lid
-        err[5] = {prev}
-        err[6] = _info
-        err[10] = _pg
-        err[14] = m[{ly.M_G0}]
-        err[15] = m[{ly.M_G1}]
-else:
+{_ind(_raise(cat, prev), 4)}else:
     _key = {cat} + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * {ly.MAX_SITE + 2})
     _n = m[{ly.M_NPEND}]
-    if _key == m[{ly.M_LAST_KEY}]:
-        m[{ly.M_REPEAT}] += 1
+    if _key == m[{ly.M_LAST_KEY}] and _n > 0:  # the same pair again: count it on its row
+        f[{ly.MAX_FINDINGS} + _n - 1, {ly.F_COUNT}] += 1
     elif _n < {ly.PENDING}:
         _r = {ly.MAX_FINDINGS} + _n
+        f[_r, {ly.F_COUNT}] = 1
         f[_r, 0] = {ly.ERR_BASE + cat}
         f[_r, 1] = site
         f[_r, 2] = e
@@ -123,6 +133,31 @@ else:
 """
 
 
+def _raise(cat: int, prev: str) -> str:
+    """First-error mode: a race goes straight into ``err``; an uninitialised read is held
+    until the end of the work-item loop, because the write that makes it a race (a missing
+    barrier: the writer runs later in the simulator's order) may still come."""
+    if cat == ly.CAT_RACE:
+        target, guard, done = "err", "err[0] == 0", ""
+    else:
+        target, guard = f"f[{ly.HELD_ROW}]", f"m[{ly.M_HELD}] == 0"
+        done = f"    m[{ly.M_HELD}] = 1\n"
+    return f"""
+if {guard}:
+    _t = {target}
+    _t[0] = {ly.ERR_BASE + cat}
+    _t[1] = site
+    _t[2] = e
+    _t[3] = obj
+    _t[4] = lid
+    _t[5] = {prev}
+    _t[6] = _info
+    _t[10] = _pg
+    _t[14] = m[{ly.M_G0}]
+    _t[15] = m[{ly.M_G1}]
+{done}"""
+
+
 def _uninit(kind: int) -> str:
     return f"""
 if (mode & {ly.MB_UNINIT}) != 0:
@@ -134,7 +169,6 @@ if (mode & {ly.MB_UNINIT}) != 0:
 def _put(c1: int, c2: int, cx: int) -> str:
     """Adds this access to a record set (1, 2, X)."""
     return f"""
-_rec = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid
 _b1 = o[obj, {c1}] + e
 _r1 = s[_b1]
 if _r1 != 0:
@@ -143,34 +177,30 @@ if _r1 != 0:
         if cross and _st < gs:
             s[o[obj, {cx}] + e] = _r1
         s[o[obj, {c2}] + e] = _r1
-s[_b1] = _rec
+s[_b1] = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid
 """
 
 
 _W = ((ly.O_W,), ly.MB_W, ly.K_STORE)
 _R = ((ly.O_R1, ly.O_R2, ly.O_RX), ly.MB_R, ly.K_LOAD)
 _A = ((ly.O_A1, ly.O_A2, ly.O_AX), ly.MB_A, ly.K_ATOMIC)
-# per access kind: which record sets it conflicts with, which set it joins, uninit check?
+# per access kind: its code, the record sets it conflicts with, the set it joins, uninit?
 _RULES = {
-    "ld": (ly.K_LOAD, (_W, _A), "R", True),
-    "st": (ly.K_STORE, (_W, _R, _A), "W", False),
-    "at": (ly.K_ATOMIC, (_W, _R), "A", True),
+    "ld": (ly.K_LOAD, (_W, _A), (ly.MB_R, (ly.O_R1, ly.O_R2, ly.O_RX)), True),
+    "st": (ly.K_STORE, (_W, _R, _A), None, False),
+    "at": (ly.K_ATOMIC, (_W, _R), (ly.MB_A, (ly.O_A1, ly.O_A2, ly.O_AX)), True),
 }
 
 
 def _recorder(short: str, pointer: bool) -> str:
     kind, conflicts, joins, uninit = _RULES[short]
-    name = f"_cs_{short}{'p' if pointer else ''}"
-    target = "v" if pointer else "obj"
     race = "".join(_check(*c) for c in conflicts)
     race += f"if prev != 0:\n{_ind(_note(ly.CAT_RACE, kind, 'prev', 'pk'), 4)}"
-    if joins == "W":
+    if joins is None:
         update = (f"if (mode & {ly.MB_W}) != 0:\n    s[o[obj, {ly.O_W}] + e] = "
                   f"(m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid\n")
     else:
-        bit, cols = (ly.MB_R, (ly.O_R1, ly.O_R2, ly.O_RX)) if joins == "R" else (
-            ly.MB_A, (ly.O_A1, ly.O_A2, ly.O_AX))
-        update = f"if (mode & {bit}) != 0:\n{_ind(_put(*cols), 4)}"
+        update = f"if (mode & {joins[0]}) != 0:\n{_ind(_put(*joins[1]), 4)}"
     body = (_uninit(kind) if uninit else "") + \
         f"if (mode & {ly.MB_RACE}) != 0:\n    prev = 0\n    pk = 0\n{_ind(race, 4)}" + update
     if pointer:
@@ -189,135 +219,110 @@ if obj >= 0:
 """
     else:
         find = f"off = 0\nmode = o[obj, {ly.O_MODE}]\n"
-    keep = _keep("m", "o", "s", "f", "err", *(["v"] if pointer else []))
+    keep = _keep("m", "o", "s", "f", "err", "lg", *(["v"] if pointer else []))
+    target = "v" if pointer else "obj"
     return f"""
-def {name}(i, width, {target}, eb, site, lid, {STATE}):
+def _cs_{short}{"p" if pointer else ""}(i, width, {target}, eb, site, lid, {STATE}):
 {_ind(find, 4)}    if mode != 0 and err[0] == 0:
-        gs = m[{ly.M_GSTART}]
-        cross = (mode & {ly.MB_CROSS}) != 0
-        last = m[{ly.M_LAST_GLOBAL}] if cross else m[{ly.M_LAST_LOCAL}]
-        lasts = m[{ly.M_LAST_SUB}]
-        sgs = m[{ly.M_SG_SIZE}]
-        for k in range(width):
-            e = off + eb + i + k
-{_ind(body, 12)}    return i + {keep}
-"""
-
-
-def _fast(short: str) -> str:
-    """The common case of a load or store, small enough for Numba to inline into the kernel:
-    returns 1 when it handled the access (or nothing was to be done), 0 when the full
-    recorder must run (a possible finding, atomics, vectors). It changes nothing before it is
-    sure it can finish."""
-    if short == "ld":
-        decide = f"""
-if (mode & {ly.MB_UNINIT}) != 0 and wst < gs:
-    ok = 0
-if ok == 1 and (mode & {ly.MB_R}) != 0:
-    _b1 = o[obj, {ly.O_R1}] + e
-    _r1 = s[_b1]
-    if _r1 != 0:
-        _st = _r1 >> {ly.STAMP_SHIFT}
-        if _st < gs or (_r1 & {ly.MAX_LID}) != lid:
-            if cross and _st < gs:
-                s[o[obj, {ly.O_RX}] + e] = _r1
-            s[o[obj, {ly.O_R2}] + e] = _r1
-    s[_b1] = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid
-"""
-    else:
-        decide = f"""
-if ok == 1 and (mode & {ly.MB_R}) != 0:
-    for _c in range({ly.O_R1}, {ly.O_RX} + 1):
-        _r = s[o[obj, _c] + e]
-        if _r != 0:
-            _st = _r >> {ly.STAMP_SHIFT}
-            if _st < gs or _c == {ly.O_RX}:
-                if cross:
-                    ok = 0
-            elif (_r & {ly.MAX_LID}) != lid and _st >= last:
-                ok = 0
-if ok == 1 and (mode & {ly.MB_W}) != 0:
-    s[o[obj, {ly.O_W}] + e] = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid
-"""
-    return f"""
-def _cs_{short}f(i, obj, eb, site, lid, {STATE}):
-    ok = 1
-    mode = o[obj, {ly.O_MODE}]
-    if mode != 0 and err[0] == 0:
-        if (mode & {ly.MB_A}) != 0:
-            ok = 0
-        else:
-            e = eb + i
+        if m[{ly.M_DEFER}] != 0:
+            for k in range(width):
+{_ind(_log(kind, "off + eb + i + k"), 16)}        else:
             gs = m[{ly.M_GSTART}]
             cross = (mode & {ly.MB_CROSS}) != 0
             last = m[{ly.M_LAST_GLOBAL}] if cross else m[{ly.M_LAST_LOCAL}]
-            w = 0
-            if (mode & {ly.MB_W}) != 0:
-                w = s[o[obj, {ly.O_W}] + e]
-            wst = w >> {ly.STAMP_SHIFT}
-            if (mode & {ly.MB_RACE}) != 0 and w != 0:
-                if wst < gs:
-                    if cross:
-                        ok = 0
-                elif (w & {ly.MAX_LID}) != lid and wst >= last:
-                    ok = 0
-{_ind(decide, 12)}    return ok + {_keep("m", "o", "s", "f", "err")}
+            lasts = m[{ly.M_LAST_SUB}]
+            sgs = m[{ly.M_SG_SIZE}]
+            for k in range(width):
+                e = off + eb + i + k
+{_ind(body, 16)}    return i + {keep}
 """
 
 
-_FLUSH = f"""
-def _cs_flush(m, f):
-    for k in range(m[{ly.M_NPEND}]):
-        r = {ly.MAX_FINDINGS} + k
-        row = -1
-        for j in range(m[{ly.M_NFIND}]):
-            if row < 0 and f[j, {ly.F_KEY}] == f[r, {ly.F_KEY}]:
-                row = j
-        if row >= 0:
-            f[row, {ly.F_COUNT}] += 1
-        elif m[{ly.M_NFIND}] < {ly.MAX_FINDINGS}:
-            row = m[{ly.M_NFIND}]
-            m[{ly.M_NFIND}] = row + 1
-            for c in range({ly.FIND_COLS}):
-                f[row, c] = f[r, c]
-            f[row, 7] = m[{ly.M_GX}]
-            f[row, 8] = m[{ly.M_GY}]
-            f[row, 9] = m[{ly.M_GZ}]
-            f[row, 11] = m[{ly.M_L0}]
-            f[row, 12] = m[{ly.M_L1}]
-            f[row, 13] = m[{ly.M_L2}]
-            f[row, 14] = m[{ly.M_G0}]
-            f[row, 15] = m[{ly.M_G1}]
-            f[row, {ly.F_COUNT}] = 1
+# -- the fast paths ---------------------------------------------------------------------------
+def _fast(short: str, space: str) -> str:
+    """The common case of a load or store on one address space ("l", "g", "p"): decides
+    without any call; logs the access for the full recorder when it cannot. The object's mode
+    and record bases and the group's epochs come in as scalars the kernel keeps in locals
+    (``instrument.ChecksInstrument.group_start``), so nothing is reloaded per access."""
+    kind = ly.K_LOAD if short == "ld" else ly.K_STORE
+    rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid"
+    cross = space == "g"
+    if space == "p":  # private: uninitialised reads only
+        work = (f"if (s[bw + e] >> {ly.STAMP_SHIFT}) < gs:\n    ok = 0\n"
+                if short == "ld" else f"s[bw + e] = {rec}\n")
+    else:
+        if cross:  # a write by an earlier group: always a conflict on global memory
+            older = "if w != 0:\n        ok = 0"
+        elif short == "ld":  # nothing written in this group yet: an uninitialised read
+            older = f"if (mode & {ly.MB_UNINIT}) != 0:\n        ok = 0"
         else:
-            m[{ly.M_OVERFLOW}] += 1
-    for j in range(m[{ly.M_NFIND}]):
-        if f[j, {ly.F_KEY}] == m[{ly.M_LAST_KEY}]:
-            f[j, {ly.F_COUNT}] += m[{ly.M_REPEAT}]
-            m[{ly.M_REPEAT}] = 0
-    m[{ly.M_OVERFLOW}] += m[{ly.M_REPEAT}]
-    m[{ly.M_REPEAT}] = 0
-    m[{ly.M_NPEND}] = 0
-    m[{ly.M_LAST_KEY}] = 0
-    return {_keep("m", "f")}
+            older = "pass"
+        work = f"""
+w = s[bw + e]
+wst = w >> {ly.STAMP_SHIFT}
+if wst < gs:
+    {older}
+elif (w & {ly.MAX_LID}) != lid and wst >= last and (mode & {ly.MB_RACE}) != 0:
+    ok = 0
 """
+        if short == "ld":
+            # The read joins R1; the old R1 moves to R2 only if it may still conflict (an
+            # unordered read by another work-item), or to RX if an earlier group made it.
+            to_rx = "\n    elif _r1 != 0 and _st < gs:\n        s[brx + e] = _r1" if cross else ""
+            work += f"""if ok == 1 and (mode & {ly.MB_R}) != 0:
+    _r1 = s[br1 + e]
+    _st = _r1 >> {ly.STAMP_SHIFT}
+    if _st >= last and _st >= gs:
+        if (_r1 & {ly.MAX_LID}) != lid:
+            s[br2 + e] = _r1{to_rx}
+    s[br1 + e] = {rec}
+"""
+        else:
+            work += f"if ok == 1 and (mode & {ly.MB_R}) != 0:\n"
+            for b in ("br1", "br2"):
+                if cross:  # a read by an earlier group, or an unordered one by another item
+                    work += f"""    _r = s[{b} + e]
+    _st = _r >> {ly.STAMP_SHIFT}
+    if _st < gs:
+        if _r != 0:
+            ok = 0
+    elif _st >= last and (_r & {ly.MAX_LID}) != lid:
+        ok = 0
+"""
+                else:  # last >= gs: a record of an earlier group is never unordered
+                    work += f"""    _r = s[{b} + e]
+    if (_r >> {ly.STAMP_SHIFT}) >= last and (_r & {ly.MAX_LID}) != lid:
+        ok = 0
+"""
+            if cross:
+                work += "    if s[brx + e] != 0:\n        ok = 0\n"
+            work += f"if ok == 1:\n    s[bw + e] = {rec}\n"
+    return f"""
+def _cs_{short}q{space}(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
+    if mode != 0:
+        e = eb + i
+        ok = 0
+        if m[{ly.M_DEFER}] == 0 and (mode & {ly.MB_A}) == 0:
+            ok = 1
+{_ind(work, 12)}        if ok == 0:
+{_ind(_log(kind, "e"), 12)}    return i + {_keep("s", "m", "lg")}
+
+
+_cs_{short}q{space} = _cs_inline(_cs_{short}q{space})
+"""
+
 
 RECORDERS = {"load": "_cs_ld", "store": "_cs_st", "atomic": "_cs_at"}
-FAST = ("ld", "st")  # recorders with an inlinable fast path ``_cs_<short>f``
+FAST = ("ld", "st")  # recorders with inlinable fast paths ``_cs_<short>q<l|g|p>``
 
 
 def sources() -> dict[str, str]:
-    """Name -> source of every helper (recorders, their pointer variants, the flush)."""
-    out = {"_cs_flush": _FLUSH}
+    """Name -> source of every recorder and fast path (group-level helpers: ``replay``)."""
+    out = {}
     for short in _RULES:
         out[f"_cs_{short}"] = _recorder(short, pointer=False)
         out[f"_cs_{short}p"] = _recorder(short, pointer=True)
     for short in FAST:
-        out[f"_cs_{short}f"] = _fast(short)
+        for space in "lgp":
+            out[f"_cs_{short}q{space}"] = _fast(short, space)
     return out
-
-
-def register() -> None:
-    """Add the helpers to the compiler's helper table (idempotent)."""
-    for name, source in sources().items():
-        hp._define(name, source)

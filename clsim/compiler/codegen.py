@@ -259,7 +259,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             if self.bounds_checks:
                 length = f"{base}.shape[{dim + len(lead)}]"
                 self.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
-                         f"    {self.helper('_oob')}(_err, 2, {site}, {tmp}, {length}, "
+                         f"    {self.helper('_oob')}(_err, {self.const(2, 'int64')}, "
+                         f"{self.const(site, 'int64')}, {tmp}, {length}, "
                          f"{self.lid_code()})\n    {self.err_return}")
             temps.append(tmp)
         if not instrument:
@@ -313,7 +314,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         if self.bounds_checks:
             length = f"{base}.shape[{len(lead)}]"
             self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
-                     f"    {self.helper('_oob')}(_err, 2, {site}, {o} + {width - 1}, {length}, "
+                     f"    {self.helper('_oob')}(_err, {self.const(2, 'int64')}, "
+                     f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
                      f"{self.lid_code()})\n    {self.err_return}")
         wrapped = self.module.access(self, site, buf.id, arrt, [o], "store")[0]
         if wrapped != o:

@@ -110,7 +110,8 @@ class ExprEmitter:
             helper = self.helper("_idiv" if op == "//" else "_irem")
             site = self.module.site(node, "", "arith", "none", res)
             self.checked()
-            return self.wrap(f"{helper}({a}, {b}, _err, {site}, {self.lid_code()})", res)
+            site_k = self.const(site, "int64")
+            return self.wrap(f"{helper}({a}, {b}, _err, {site_k}, {self.lid_code()})", res)
         self.count_flop(op, res)
         return self.wrap(f"({a} {op} {b})", res)
 
@@ -179,7 +180,8 @@ class ExprEmitter:
             code = self.typed(ix, "int64")
             if self.bounds_checks:
                 length = f"{base}.shape[{dim + len(lead)}]"
-                code = f"{self.helper('_ck')}({code}, {length}, _err, {site}, {self.lid_code()})"
+                site_k = self.const(site, "int64")
+                code = f"{self.helper('_ck')}({code}, {length}, _err, {site_k}, {self.lid_code()})"
                 self.checked()
             codes.append(code)
         return self.module.access(self, site, arr.id, arrt, codes, kind)
@@ -235,8 +237,9 @@ class ExprEmitter:
         site = self.module.site(node, buf.id, "load", arrt.space, arrt.dtype, width=width)
         if self.bounds_checks:
             self.pre(f"{self.helper('_ck')}({tmp} + {width - 1}, {base}.shape[{len(lead)}], "
-                     f"_err, {site}, {self.lid_code()})")
-            self.pre(f"{self.helper('_ck')}({tmp}, {base}.shape[{len(lead)}], _err, {site}, "
+                     f"_err, {self.const(site, 'int64')}, {self.lid_code()})")
+            self.pre(f"{self.helper('_ck')}({tmp}, {base}.shape[{len(lead)}], _err, "
+                     f"{self.const(site, 'int64')}, "
                      f"{self.lid_code()})")
             self.checked()
             self.pre(f"if _err[0] != 0:\n    {self.err_return}")

@@ -83,7 +83,7 @@ _define(
     """
 def _ck(index, length, err, site, lid):
     if index < 0 or index >= length:
-        _oob(err, 1, site, np.int64(index), length, lid)
+        _oob(err, np.int64(1), site, np.int64(index), length, lid)
         return 0
     return index
 """,
@@ -94,7 +94,7 @@ _define(
     """
 def _idiv(a, b, err, site, lid):
     if b == 0:
-        _oob(err, 5, site, 0, 0, lid)
+        _oob(err, np.int64(5), site, np.int64(0), np.int64(0), lid)
         return a - a
     q = a // b
     if a % b != 0 and (a < 0) != (b < 0):
@@ -108,7 +108,7 @@ _define(
     """
 def _irem(a, b, err, site, lid):
     if b == 0:
-        _oob(err, 5, site, 0, 0, lid)
+        _oob(err, np.int64(5), site, np.int64(0), np.int64(0), lid)
         return a - a
     r = a % b
     if r != 0 and (a < 0) != (b < 0):

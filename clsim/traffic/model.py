@@ -224,6 +224,8 @@ class TrafficReport:
         for s in self.site_records:
             eff = "-" if s.efficiency is None else f"{100 * s.efficiency:.1f}"
             src = s.source.strip()
+            if s.func and s.func != self.kernel:  # a helper's line: say whose
+                src = f"[{s.func}] {src}"
             if len(src) > source_width:
                 src = src[: source_width - 3] + "..."
             rows.append((str(s.line), s.buffer, s.kind, s.space, f"{s.executions:,}",

@@ -1,0 +1,65 @@
+"""What the checks learn from a kernel's source before running it (no code generation here).
+
+- ``written_arrays``: the array names a kernel (or helper) may write, including through
+  helpers and builtins, so buffer parameters that are only ever read need no tracking at all;
+- ``declarations``: where each local or private array is declared, for messages.
+
+Both over-approximate when unsure (an unknown builtin receiving an array counts as a write):
+that only costs speed, never a missed finding.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from clsim.compiler.frontend import Loc, parse
+
+_READ_ONLY_BUILTINS = {"vload2", "vload4", "vload8"}
+
+
+def written_arrays(parsed, _active: set[int] | None = None) -> set[str]:
+    """Names (parameters or locals of ``parsed``) whose elements the code may store to."""
+    active = set() if _active is None else _active
+    if id(parsed) in active:  # recursion is rejected by the compiler; be safe anyway
+        return set()
+    active.add(id(parsed))
+    out: set[str] = set()
+    for node in ast.walk(parsed.tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name):
+                out.add(node.value.id)
+        elif isinstance(node, ast.Call):
+            out |= _call_writes(node, active)
+    active.discard(id(parsed))
+    return out
+
+
+def _call_writes(node: ast.Call, active: set[int]) -> set[str]:
+    resolved = getattr(node.func, "resolved", None)
+    names = [a.id if isinstance(a, ast.Name) else None for a in node.args]
+    if resolved and resolved[0] == "func":
+        callee = parse(resolved[1])
+        inner = written_arrays(callee, active)
+        return {arg for param, arg in zip(callee.params, names, strict=False)
+                if arg is not None and param in inner}
+    if resolved and resolved[0] == "builtin":
+        name = resolved[1]
+        if name in _READ_ONLY_BUILTINS:
+            return set()
+        if name.startswith("vstore") and len(names) == 3:
+            return {names[2]} if names[2] else set()
+        if name.startswith("atomic"):  # atomic_add(counts[i], 1): the element's buffer
+            return {a.value.id for a in node.args
+                    if isinstance(a, ast.Subscript) and isinstance(a.value, ast.Name)} | {
+                        n for n in names if n is not None}
+    return {n for n in names if n is not None}
+
+
+def declarations(tree) -> dict[str, Loc]:
+    """Where each local/private array of the kernel body is declared."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            if isinstance(node.value, ast.Call) and hasattr(node, "loc"):
+                out.setdefault(node.targets[0].id, node.loc)
+    return out

@@ -1,0 +1,120 @@
+"""Group-level helpers of the checks (source text, Numba subset) and their registration.
+
+``_cs_end`` runs after each work-item loop that deferred accesses or noted findings: it
+replays the deferred log in order through the full recorders of ``shadow``, folds noted
+findings into the findings table (``_cs_flush``), and releases a held uninitialised read into
+the error record. ``_cs_sv`` parks the leading indices of multi-dimensional accesses;
+``_cs_inline`` gives the fast paths Numba-level inlining. ``register`` adds everything to the
+compiler's helper table, which generated kernels draw from.
+"""
+
+from __future__ import annotations
+
+from clsim.checks import layout as ly
+from clsim.checks import shadow
+from clsim.checks.shadow import _keep
+from clsim.compiler import helpers as hp
+
+_END = f"""
+def _cs_end(m, o, s, f, err, lg):
+    n = m[{ly.M_NLOG}]
+    if m[{ly.M_LOST}] != 0:  # the log overflowed: stop checking (keep it full, stay deferred)
+        m[{ly.M_NLOG}] = {ly.LOG_CAPACITY}
+    else:
+        m[{ly.M_DEFER}] = 0
+        m[{ly.M_NLOG}] = 0
+        for k in range(n):
+            e = lg[2 * k]
+            p = lg[2 * k + 1]
+            kind = p & 3
+            obj = (p >> 2) & {ly.MAX_OBJECTS - 1}
+            site = (p >> 12) & {ly.MAX_SITE}
+            lid = p >> 26
+            if kind == {ly.K_LOAD}:
+                _cs_ld(0, 1, obj, e, site, lid, m, o, s, f, err, lg)
+            elif kind == {ly.K_STORE}:
+                _cs_st(0, 1, obj, e, site, lid, m, o, s, f, err, lg)
+            else:
+                _cs_at(0, 1, obj, e, site, lid, m, o, s, f, err, lg)
+    if m[{ly.M_NPEND}] != 0:
+        _cs_flush(m, f)
+    if m[{ly.M_HELD}] != 0:
+        if err[0] == 0:
+            for c in range(16):
+                err[c] = f[{ly.HELD_ROW}, c]
+        m[{ly.M_HELD}] = 0
+    return {_keep("m", "o", "s", "f", "err", "lg")}
+"""
+
+_FLUSH = f"""
+def _cs_flush(m, f):
+    for k in range(m[{ly.M_NPEND}]):
+        r = {ly.MAX_FINDINGS} + k
+        row = -1
+        for j in range(m[{ly.M_NFIND}]):
+            if row < 0 and f[j, {ly.F_KEY}] == f[r, {ly.F_KEY}]:
+                row = j
+        if row >= 0:
+            f[row, {ly.F_COUNT}] += f[r, {ly.F_COUNT}]
+        elif m[{ly.M_NFIND}] < {ly.MAX_FINDINGS}:
+            row = m[{ly.M_NFIND}]
+            m[{ly.M_NFIND}] = row + 1
+            for c in range({ly.FIND_COLS}):
+                f[row, c] = f[r, c]
+            f[row, 7] = m[{ly.M_GX}]
+            f[row, 8] = m[{ly.M_GY}]
+            f[row, 9] = m[{ly.M_GZ}]
+            f[row, 11] = m[{ly.M_L0}]
+            f[row, 12] = m[{ly.M_L1}]
+            f[row, 13] = m[{ly.M_L2}]
+            f[row, 14] = m[{ly.M_G0}]
+            f[row, 15] = m[{ly.M_G1}]
+        else:
+            m[{ly.M_OVERFLOW}] += f[r, {ly.F_COUNT}]
+    m[{ly.M_NPEND}] = 0
+    m[{ly.M_LAST_KEY}] = 0
+    return {_keep("m", "f")}
+"""
+
+# Numba-level inlining for the fast paths. LLVM inlines them only sometimes (its cost model
+# sees the whole specialised body), and a call left in place costs ~5 ns per access. The
+# generated module decorates every helper with its own ``_jit``, so the fast helpers rebind
+# themselves through ``_cs_inline`` right after their definition; without Numba (the no-JIT
+# mode) it returns the plain function. The marker function exists so that the decorator the
+# module puts in front of this source has something to decorate.
+_INLINE = """
+def _cs_inline_marker():
+    return 0
+
+
+def _cs_inline(fn):
+    py = getattr(fn, "py_func", None)
+    if py is None:
+        return fn
+    from numba import njit
+
+    return njit(inline="always", cache=True, error_model="numpy", fastmath=False)(py)
+"""
+
+# Parks a leading index of a multi-dimensional access in the site's slot, returning it.
+_SAVE = f"""
+def _cs_sv(v, k, m):
+    m[k] = v
+    return v + {_keep("m")}
+"""
+
+
+
+def sources() -> dict[str, str]:
+    """Name -> source of every group-level helper."""
+    return {"_cs_flush": _FLUSH, "_cs_sv": _SAVE, "_cs_end": _END, "_cs_inline": _INLINE}
+
+
+def register() -> None:
+    """Add every checks helper to the compiler's helper table (idempotent)."""
+    for name, source in shadow.sources().items():
+        deps = ("_cs_inline",) if "q" in name.removeprefix("_cs_") else ()
+        hp._define(name, source, deps)
+    for name, source in sources().items():
+        deps = ("_cs_ld", "_cs_st", "_cs_at", "_cs_flush") if name == "_cs_end" else ()
+        hp._define(name, source, deps)

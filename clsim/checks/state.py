@@ -1,0 +1,174 @@
+"""Run-time state of the checks: sizing the shadow memory per launch, reading findings back.
+
+``allocate`` turns the compiled kernel's object list (its "shadow" sites) and the actual
+buffers into the state arrays of ``layout`` — which records each object needs follows from how
+the kernel accesses it (a buffer only ever stored needs just ``W``). ``collect`` turns the
+findings table into ``Finding`` records. The in-kernel side is ``shadow``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from clsim.checks import findings as fd
+from clsim.checks import layout as ly
+from clsim.compiler.instrument import LaunchInfo
+from clsim.errors import InvalidArgumentError
+
+_NOT_ACCESSES = {"barrier", "if", "while", "arith", "for", ""}
+READ_ONLY = -1  # shadow-site width of a buffer parameter the kernel never writes
+
+
+def allocate(info: LaunchInfo, races: bool, uninit: bool, raise_race: bool,
+             raise_uninit: bool) -> list:
+    """The state arrays ``[meta, objects, shadow, findings, log]`` for one launch."""
+    nd = info.ndrange
+    _check_limits(info)
+    objs = fd.objects(info.sites)
+    table = np.zeros((max(len(objs), 1), ly.OBJ_COLS), np.int64)
+    usage = _usage(info.sites, objs, info.kernel)
+    lengths, shared = _placement(info, objs, table)
+    for k in range(len(objs)):  # aliased buffers share one shadow: unite their usage
+        usage[shared[k]] |= usage[k]
+    total = 1
+    for k, obj in enumerate(objs):
+        mode = 0 if obj.count == READ_ONLY else _mode(obj.space, usage[shared[k]], races,
+                                                        uninit)
+        table[k, ly.O_MODE] = mode
+        if shared[k] != k:
+            table[k, ly.O_W:ly.O_AX + 1] = table[shared[k], ly.O_W:ly.O_AX + 1]
+            continue
+        for col, need in _records(mode):
+            if need:
+                table[k, col] = total
+                total += lengths[k]
+    meta = np.zeros(ly.M_SLOTS + ly.SLOT_WIDTH * len(info.sites), np.int64)
+    meta[ly.M_EPOCH_BITS] = ly.STAMP_BITS - max(1, (nd.total_groups - 1).bit_length())
+    meta[ly.M_SG_SIZE] = info.subgroup_size
+    meta[ly.M_RAISE_RACE] = raise_race
+    meta[ly.M_RAISE_UNINIT] = raise_uninit
+    meta[ly.M_G0], meta[ly.M_G1] = nd.global_size[0], nd.global_size[1]
+    found = np.zeros((ly.HELD_ROW + 1, ly.FIND_COLS), np.int64)
+    log = np.empty(2 * ly.LOG_CAPACITY, np.int64)
+    return [meta, table, np.zeros(total, np.int64), found, log]
+
+
+def _check_limits(info: LaunchInfo) -> None:
+    nd = info.ndrange
+    group_bits = max(1, (nd.total_groups - 1).bit_length())
+    limits = [
+        (len(info.sites) > ly.MAX_SITE, f"up to {ly.MAX_SITE} access sites per kernel "
+                                        f"(this one has {len(info.sites)})"),
+        (nd.group_items > ly.MAX_LID + 1, f"work-groups of up to {ly.MAX_LID + 1} work-items"),
+        (len(fd.objects(info.sites)) > ly.MAX_OBJECTS,
+         f"up to {ly.MAX_OBJECTS} buffers and arrays per kernel"),
+        (ly.STAMP_BITS - group_bits < ly.MIN_EPOCH_BITS,
+         f"up to 2**{ly.STAMP_BITS - ly.MIN_EPOCH_BITS} work-groups per launch "
+         f"(this one has {nd.total_groups})"),
+    ]
+    for broken, what in limits:
+        if broken:
+            raise InvalidArgumentError(f"{info.kernel}: the race checks support {what}; run "
+                                       "with checks='default' or change the launch")
+
+
+def _mode(space: str, use: int, races: bool, uninit: bool) -> int:
+    load, store, atom = use & 1, use & 2, use & 4
+    mode = 0
+    if races and space != "private":
+        if store:
+            mode |= ly.MB_W | ly.MB_RACE
+        if load and (store or atom):
+            mode |= ly.MB_R | ly.MB_RACE
+        if atom and (load or store):
+            mode |= ly.MB_A | ly.MB_RACE
+        if mode and space != "local":
+            mode |= ly.MB_CROSS
+    if uninit and space in ("local", "private"):
+        mode |= ly.MB_W | ly.MB_UNINIT | (ly.MB_A if atom else 0)
+    return mode
+
+
+def _records(mode: int):
+    cross = bool(mode & ly.MB_CROSS)
+    r, a = bool(mode & ly.MB_R), bool(mode & ly.MB_A)
+    return ((ly.O_W, bool(mode & ly.MB_W)), (ly.O_R1, r), (ly.O_R2, r), (ly.O_RX, r and cross),
+            (ly.O_A1, a), (ly.O_A2, a), (ly.O_AX, a and cross))
+
+
+def _placement(info: LaunchInfo, objs, table) -> tuple[list[int], list[int]]:
+    """Element counts per object; which object's shadow each one shares (aliased buffers)."""
+    values = dict(zip(info.params, info.values, strict=True))
+    lanes = info.ndrange.group_items
+    lengths, shared, seen = [], [], {}
+    for k, obj in enumerate(objs):
+        name, space, width = obj.name, obj.space, obj.count
+        item = np.dtype(obj.dtype).itemsize
+        table[k, ly.O_ITEM] = item
+        if name in values and isinstance(values[name], np.ndarray):
+            value = values[name]
+            lengths.append(value.size)
+            table[k, ly.O_ADDR] = value.ctypes.data
+            table[k, ly.O_NBYTES] = value.nbytes
+            first = seen.setdefault((value.ctypes.data, value.nbytes), k)
+            shared.append(first)
+            if first != k and READ_ONLY in (width, objs[first].count):
+                warnings.warn(f"{info.kernel}: '{name}' and '{objs[first].name}' are the same "
+                              "buffer; reads through the one the kernel never writes are "
+                              "not race-checked", stacklevel=4)
+            continue
+        count = width * lanes if space == "private" else width
+        lengths.append(count)
+        table[k, ly.O_NBYTES] = count * item
+        shared.append(k)
+    return lengths, shared
+
+
+def _usage(sites, objs, kernel: str) -> list[int]:
+    """Per object: bit 1 loaded, 2 stored, 4 atomically accessed (from the access sites).
+
+    An access in a helper function names the helper's parameter, not the object, so it counts
+    for every object of its address space: over-approximating only costs time.
+    """
+    by_name = {obj.name: k for k, obj in enumerate(objs)}
+    usage = [0] * len(objs)
+    for site in sites:
+        kind, buffer, func, space = site[6], site[5], site[3], site[7]
+        if kind in _NOT_ACCESSES or not buffer or kind.startswith(fd.SHADOW):
+            continue
+        bits = {"load": 1, "store": 2, "atomic": 4}.get(kind, 7)
+        targets = [by_name[buffer]] if buffer in by_name else []
+        if func != kernel or not targets:
+            targets = [k for k, obj in enumerate(objs) if obj.space == space] + targets
+        for k in targets:
+            usage[k] |= bits
+    return usage
+
+
+class UninitializedReadWarning(UserWarning):
+    """Uninitialised reads found with ``uninit="warn"`` (listed in ``result.findings``)."""
+
+
+def collect(info: LaunchInfo, state: list, result, warn_uninit: bool) -> None:
+    """Append the launch's findings to ``result.findings``; warn about what was not seen."""
+    meta, found = state[0], state[3]
+    nd = info.ndrange
+    for row in found[: int(meta[ly.M_NFIND])]:
+        result.findings.append(fd.from_record(
+            row, info.sites, info.kernel, nd.local_size, nd.offset, nd.work_dim,
+            count=int(row[ly.F_COUNT])))
+    uninit = [f for f in result.findings if f.category == "uninit"]
+    if uninit and warn_uninit:
+        warnings.warn(UninitializedReadWarning(
+            f"{info.kernel}: {len(uninit)} uninitialised-read site(s); the first: "
+            f"{uninit[0].message}"), stacklevel=4)
+    if meta[ly.M_LOST]:
+        warnings.warn(f"{info.kernel}: the checks stopped part-way: more than "
+                      f"{ly.LOG_CAPACITY} accesses of one work-item loop needed the full "
+                      "rules; later findings were not looked for", stacklevel=4)
+    if meta[ly.M_OVERFLOW]:
+        warnings.warn(f"{info.kernel}: {int(meta[ly.M_OVERFLOW])} finding occurrences were "
+                      f"not kept (more than {ly.MAX_FINDINGS} distinct findings, or more than "
+                      f"{ly.PENDING} in one work-item loop)", stacklevel=4)
