@@ -243,13 +243,14 @@ def _fast(short: str, space: str) -> str:
     """The common case of a load or store on one address space ("l", "g", "p"): decides
     without any call; logs the access for the full recorder when it cannot. The object's mode
     and record bases and the group's epochs come in as scalars the kernel keeps in locals
-    (``instrument.ChecksInstrument.group_start``), so nothing is reloaded per access."""
+    (``instrument.ChecksInstrument.group_start``), so nothing is reloaded per access; indices
+    are made unsigned so Numba skips its negative-index wrap-around (~5% of a checked run)."""
     kind = ly.K_LOAD if short == "ld" else ly.K_STORE
     rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid"
     cross = space == "g"
     if space == "p":  # private: uninitialised reads only
-        work = (f"if (s[bw + e] >> {ly.STAMP_SHIFT}) < gs:\n    ok = 0\n"
-                if short == "ld" else f"s[bw + e] = {rec}\n")
+        work = (f"if (s[np.uint64(bw + e)] >> {ly.STAMP_SHIFT}) < gs:\n    ok = 0\n"
+                if short == "ld" else f"s[np.uint64(bw + e)] = {rec}\n")
     else:
         if cross:  # a write by an earlier group: always a conflict on global memory
             older = "if w != 0:\n        ok = 0"
@@ -258,7 +259,7 @@ def _fast(short: str, space: str) -> str:
         else:
             older = "pass"
         work = f"""
-w = s[bw + e]
+w = s[np.uint64(bw + e)]
 wst = w >> {ly.STAMP_SHIFT}
 if wst < gs:
     {older}
@@ -268,20 +269,21 @@ elif (w & {ly.MAX_LID}) != lid and wst >= last and (mode & {ly.MB_RACE}) != 0:
         if short == "ld":
             # The read joins R1; the old R1 moves to R2 only if it may still conflict (an
             # unordered read by another work-item), or to RX if an earlier group made it.
-            to_rx = "\n    elif _r1 != 0 and _st < gs:\n        s[brx + e] = _r1" if cross else ""
+            to_rx = ("\n    elif _r1 != 0 and _st < gs:\n        s[np.uint64(brx + e)] = _r1"
+                     if cross else "")
             work += f"""if ok == 1 and (mode & {ly.MB_R}) != 0:
-    _r1 = s[br1 + e]
+    _r1 = s[np.uint64(br1 + e)]
     _st = _r1 >> {ly.STAMP_SHIFT}
     if _st >= last and _st >= gs:
         if (_r1 & {ly.MAX_LID}) != lid:
-            s[br2 + e] = _r1{to_rx}
-    s[br1 + e] = {rec}
+            s[np.uint64(br2 + e)] = _r1{to_rx}
+    s[np.uint64(br1 + e)] = {rec}
 """
         else:
             work += f"if ok == 1 and (mode & {ly.MB_R}) != 0:\n"
             for b in ("br1", "br2"):
                 if cross:  # a read by an earlier group, or an unordered one by another item
-                    work += f"""    _r = s[{b} + e]
+                    work += f"""    _r = s[np.uint64({b} + e)]
     _st = _r >> {ly.STAMP_SHIFT}
     if _st < gs:
         if _r != 0:
@@ -290,13 +292,13 @@ elif (w & {ly.MAX_LID}) != lid and wst >= last and (mode & {ly.MB_RACE}) != 0:
         ok = 0
 """
                 else:  # last >= gs: a record of an earlier group is never unordered
-                    work += f"""    _r = s[{b} + e]
+                    work += f"""    _r = s[np.uint64({b} + e)]
     if (_r >> {ly.STAMP_SHIFT}) >= last and (_r & {ly.MAX_LID}) != lid:
         ok = 0
 """
             if cross:
-                work += "    if s[brx + e] != 0:\n        ok = 0\n"
-            work += f"if ok == 1:\n    s[bw + e] = {rec}\n"
+                work += "    if s[np.uint64(brx + e)] != 0:\n        ok = 0\n"
+            work += f"if ok == 1:\n    s[np.uint64(bw + e)] = {rec}\n"
     return f"""
 def _cs_{short}q{space}(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:

@@ -42,6 +42,10 @@ class Instrument:
         """Names of the launch-level state arrays passed to every generated function."""
         return []
 
+    def imports(self) -> list[str]:
+        """Import lines the generated module needs at its top (after numpy and numba)."""
+        return []
+
     def key(self) -> tuple:
         """Everything that changes the generated code (part of the compile cache key)."""
         return (self.name,)

@@ -258,6 +258,8 @@ class ModuleEmitter:
             ]
         else:
             header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit"]
+        for inst in self.instruments:
+            header += [line for line in inst.imports() if line not in header]
         consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
         state = "".join(", " + name for name in self.state_args)
         group_sig = ("def _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "

@@ -28,19 +28,8 @@ def _src(text: str) -> str:
     return text.format(RUN_MASK=(1 << layout.RUN_BITS) - 1, **names)
 
 
-# Module-level imports for the generated code. The helper table prefixes each source with
-# "@_jit", so a stub function takes the decorator and the import follows it.
-# numba.get_thread_id is 0 outside parallel code and also works as plain Python (no-JIT mode);
-# the step functions are Numba dispatchers, callable from plain Python too.
-_define("_tr_imports", """
-def _tr_imports_stub():
-    return 0
-
-
-from numba import get_thread_id as _tr_thread
-from clsim.traffic.steps import end as _tr_end
-""")
-
+# The generated module imports numba.get_thread_id (0 outside parallel code, plain Python in
+# no-JIT mode) and the step counter (a Numba dispatcher): see TrafficInstrument.imports().
 # Lane lid runs slot s at byte address addr: its k-th run of the slot in this pass of the
 # work-item loop joins step k of its sub-group, counted after the loop. q = s * sub-groups +
 # the lane's sub-group, and simd, fold at compile time. Pasted into every recorder (one

@@ -45,8 +45,7 @@ def _int(gen, value: int) -> str:
 
 
 def _imported(gen, name: str) -> str:
-    """A name the generated module imports (thread id, step counter); see helpers.py."""
-    gen.helper("_tr_imports")
+    """A name the generated module imports (thread id, step counter); see imports()."""
     return name
 
 
@@ -55,6 +54,10 @@ class TrafficInstrument(Instrument):
 
     name = "traffic"
     parallel_safe = True  # each Numba thread counts in its own arena row
+
+    def imports(self) -> list[str]:
+        return ["from numba import get_thread_id as _tr_thread",
+                "from clsim.traffic.steps import end as _tr_end"]
 
     def __init__(self, options: dict):
         simd = options.get("simd_width") or options.get("subgroup_size") or 32
