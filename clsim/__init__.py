@@ -36,5 +36,5 @@ __all__ = [
 ]
 
 # Registers the traffic instrument (run(..., traffic=True)); last, as it needs the engine.
-import clsim.traffic.instrument  # noqa: E402, F401
-import clsim.checks  # noqa: E402,F401
+import clsim.checks
+import clsim.traffic.instrument  # noqa: F401

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import types
 
-from clsim.checks import analysis, state
+from clsim.checks import analysis, native, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -23,7 +23,7 @@ from clsim.compiler.frontend import Loc
 from clsim.compiler.instrument import Instrument, LaunchInfo
 from clsim.errors import InvalidArgumentError
 
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
 _BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
 _SPACE = {"param": "g", "larray": "l", "parray": "p"}
@@ -44,6 +44,7 @@ class ChecksInstrument(Instrument):
         self.warn_uninit = warn_uninit
         self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
         self._nodes: list = []  # keeps the declaration stand-ins alive while sites refer to them
+        self._jit = True
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
@@ -52,7 +53,12 @@ class ChecksInstrument(Instrument):
     def key(self) -> tuple:
         return (self.name, LAYOUT_VERSION)
 
+    def imports(self) -> list[str]:
+        """The shared helpers, compiled once for all kernels (``native``)."""
+        return native.imports(self._jit)
+
     def group_start(self, gen) -> None:
+        self._jit = gen.module.jit
         self._register_objects(gen)
         now = f"_cs_m[{ly.M_NOW}]"
         lines = [f"{now} = ((_gx + _NG0 * (_gy + _NG1 * _gz)) << _cs_m[{ly.M_EPOCH_BITS}]) + 1",
@@ -116,7 +122,7 @@ class ChecksInstrument(Instrument):
         """Replay the accesses deferred in this work-item loop; collect noted findings."""
         gen.emit(f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
                  f"_cs_m[{ly.M_HELD}] != 0:\n"
-                 f"    {gen.helper('_cs_end')}({_FULL})\n"
+                 f"    _cs_end({_FULL})\n"
                  "    if _err[0] != 0:\n        return")
 
     def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
@@ -130,7 +136,7 @@ class ChecksInstrument(Instrument):
         prefix = _flatten(gen, base, len(lead), arrt, codes, site)
         lid = gen.lid_code()
         if not gen.in_group_fn:  # a helper function: find the object by address
-            call = (f"{gen.helper(helper + 'p')}({_i64(codes[-1])}, {_i64(width)}, {base}, "
+            call = (f"{helper}p({_i64(codes[-1])}, {_i64(width)}, {base}, "
                     f"{_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
         else:
             number, t, storage = self._objs[buffer]
@@ -146,7 +152,7 @@ class ChecksInstrument(Instrument):
                              f"{last}, _cs_now, _cs_s, _cs_m, _cs_l)")
                 return codes  # never sets _err: what it cannot decide waits for _cs_end
             else:
-                call = (f"{gen.helper(helper)}({_i64(codes[-1])}, {_i64(width)}, "
+                call = (f"{helper}({_i64(codes[-1])}, {_i64(width)}, "
                         f"{_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
         codes[-1] = call
         gen.checked()

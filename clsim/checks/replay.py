@@ -3,15 +3,15 @@
 ``_cs_end`` runs after each work-item loop that deferred accesses or noted findings: it
 replays the deferred log in order through the full recorders of ``shadow``, folds noted
 findings into the findings table (``_cs_flush``), and releases a held uninitialised read into
-the error record. ``_cs_sv`` parks the leading indices of multi-dimensional accesses;
-``_cs_inline`` gives the fast paths Numba-level inlining. ``register`` adds everything to the
-compiler's helper table, which generated kernels draw from.
+the error record. ``_cs_sv`` parks the leading indices of multi-dimensional accesses.
+``register`` adds the per-kernel helpers to the compiler's helper table; the shared ones are
+compiled once in ``native``.
 """
 
 from __future__ import annotations
 
 from clsim.checks import layout as ly
-from clsim.checks import shadow
+from clsim.checks import native, shadow
 from clsim.checks.shadow import _keep
 from clsim.compiler import helpers as hp
 
@@ -76,26 +76,6 @@ def _cs_flush(m, f):
     return {_keep("m", "f")}
 """
 
-# Numba-level inlining for the fast paths. LLVM inlines them only sometimes (its cost model
-# sees the whole specialised body), and a call left in place costs ~5 ns per access. The
-# generated module decorates every helper with its own ``_jit``, so the fast helpers rebind
-# themselves through ``_cs_inline`` right after their definition; without Numba (the no-JIT
-# mode) it returns the plain function. The marker function exists so that the decorator the
-# module puts in front of this source has something to decorate.
-_INLINE = """
-def _cs_inline_marker():
-    return 0
-
-
-def _cs_inline(fn):
-    py = getattr(fn, "py_func", None)
-    if py is None:
-        return fn
-    from numba import njit
-
-    return njit(inline="always", cache=True, error_model="numpy", fastmath=False)(py)
-"""
-
 # Parks a leading index of a multi-dimensional access in the site's slot, returning it.
 _SAVE = f"""
 def _cs_sv(v, k, m):
@@ -107,14 +87,13 @@ def _cs_sv(v, k, m):
 
 def sources() -> dict[str, str]:
     """Name -> source of every group-level helper."""
-    return {"_cs_flush": _FLUSH, "_cs_sv": _SAVE, "_cs_end": _END, "_cs_inline": _INLINE}
+    return {"_cs_flush": _FLUSH, "_cs_sv": _SAVE, "_cs_end": _END}
 
 
 def register() -> None:
-    """Add every checks helper to the compiler's helper table (idempotent)."""
-    for name, source in shadow.sources().items():
-        deps = ("_cs_inline",) if "q" in name.removeprefix("_cs_") else ()
-        hp._define(name, source, deps)
-    for name, source in sources().items():
-        deps = ("_cs_ld", "_cs_st", "_cs_at", "_cs_flush") if name == "_cs_end" else ()
-        hp._define(name, source, deps)
+    """Add the per-kernel helpers (fast paths, ``_cs_sv``) to the compiler's helper table
+    (idempotent). The shared ones are imported from ``native`` instead."""
+    per_kernel = {**shadow.sources(), **sources()}
+    for name, source in per_kernel.items():
+        if name not in native.SHARED:
+            hp._define(name, source)

@@ -304,7 +304,7 @@ def _cs_{short}q{space}(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last
     if mode != 0:
         e = eb + i
         ok = 0
-        if m[{ly.M_DEFER}] == 0 and (mode & {ly.MB_A}) == 0:
+        if (m[{ly.M_DEFER}] | (mode & {ly.MB_A})) == 0:
             ok = 1
 {_ind(work, 12)}        if ok == 0:
 {_ind(_log(kind, "e"), 12)}    return i + {_keep("s", "m", "lg")}

@@ -182,6 +182,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
                     and all(inst.parallel_safe for inst in instruments))
     elif parallel and _has_global_atomics(kernel):
         parallel = False  # atomics take effect in work-item loop order (docs/subgroups.md)
+    elif parallel and not all(inst.parallel_safe for inst in instruments):
+        parallel = False  # e.g. race checks: shadow memory assumes groups run one at a time
     compiled = _compile(kernel, types, nd, jit, parallel, instruments, checks != "none", sg)
     info = LaunchInfo(kernel.name, nd, parsed.params, values, types, compiled.sites, sg)
     state = [arr for inst in instruments for arr in inst.allocate(info)]
