@@ -99,13 +99,17 @@ def test_contradictory_options_are_rejected(options):
         run(**options)
 
 
-def test_checks_refuse_parallel_groups():
-    """Explicit parallel=True cannot be honoured with checks (serial groups are needed for a
-    meaningful shadow memory): InvalidArgumentError rather than unreliable findings."""
+def test_checks_run_groups_serially_even_when_parallel_is_asked():
+    """Shadow memory needs groups one after another: with checks, parallel=True is overridden
+    (result.parallel is False) and the findings are the same as in a default run."""
     x, out = np.arange(128, dtype=F32), np.zeros(128, F32)
-    with pytest.raises(clsim.InvalidArgumentError, match="parallel"):
-        clsim.run(racy_and_uninitialised, (128,), (64,), (x, out), jit=False, parallel=True,
-                  checks="all", report_all=True)
+    asked = clsim.run(racy_and_uninitialised, (128,), (64,), (x, out), jit=False,
+                      parallel=True, checks="all", report_all=True)
+    plain = clsim.run(racy_and_uninitialised, (128,), (64,), (x, out.copy()), jit=False,
+                      checks="all", report_all=True)
+    assert asked.parallel is False
+    assert [f.category for f in asked.findings] == [f.category for f in plain.findings]
+    assert asked.findings
 
 
 def test_finding_is_a_frozen_readable_record_matching_the_raised_error():
