@@ -25,6 +25,7 @@ from clsim import (
     sub_group_reduce_max,
 )
 from clsim.spec import KernelSpec, Launch, register, ulp
+from kernels_py.softmax import reference as softmax_reference
 
 SUBGROUP_SIZE = 32
 ROWS_PER_GROUP = 4
@@ -70,12 +71,6 @@ def launch(inputs, shape, local_size=None, subgroup_size=SUBGROUP_SIZE):
                   (inputs["x"], inputs["y"], inputs["nrows"], inputs["ncols"]))
 
 
-def reference(inputs):
-    x = inputs["x"].astype(np.float64)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return {"y": (e / e.sum(axis=1, keepdims=True)).astype(np.float32)}
-
-
 SPEC = register(KernelSpec(
     name="softmax_subgroup",
     description="row softmax, one sub-group per row: sub_group_reduce_max/add, no local memory",
@@ -83,7 +78,7 @@ SPEC = register(KernelSpec(
     cl_file="softmax_subgroup.cl",
     make_inputs=make_inputs,
     launch=launch,
-    reference=reference,
+    reference=softmax_reference,
     # exp is 3 ulp per term, the divide 2.5; and OpenCL leaves the order of the float sum in
     # sub_group_reduce_add free (the simulator folds in lane order, a device picks its own
     # tree), which moves the sum by a few ulp.
