@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from clsim.errors import SimulationError
 from clsim.traffic.model import TrafficReport
 from clsim.traffic.profiles import DeviceProfile
 from clsim.traffic.roofline import Roofline, measured_vs_bound
@@ -136,7 +137,9 @@ def plot_roofline(path: str | os.PathLike[str], rows: Sequence[Row], profile: De
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:  # matplotlib is the optional 'plot' extra
-        raise ImportError("plot_roofline needs matplotlib: pip install 'clsim[plot]'") from exc
+        raise SimulationError(
+            f"plotting {path} needs matplotlib, which is not installed: "
+            "pip install -e '.[plot]' (or pip install matplotlib)") from exc
 
     peak = profile.peak_flops_per_s(precision) / 1e9
     bw = profile.bandwidth_bytes_per_s / 1e9
