@@ -3,7 +3,7 @@
 Each subcommand lives in its own module with ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int``; this module only wires them together. Library code raises
 ``SimulationError`` subclasses; here they become ``clsim: error: <message>`` and exit code 2
-(1 means "ran, but results disagree"). ``--debug`` shows the traceback instead.
+(1 means "ran, but results disagree"; 3 an internal error). ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -78,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("clsim: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug in clsim itself: still one line unless --debug
+        if args.debug or getattr(args, "debug_here", False):
+            raise
+        first = str(exc).partition("\n")[0]
+        print(f"clsim: internal error: {type(exc).__name__}: {first} (rerun with --debug for "
+              "the traceback and report it)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
