@@ -20,20 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import append_section, best_of  # noqa: E402
+from benchlib import append_section, best_interleaved  # noqa: E402
 
 TARGET = 3.0
 ALL = 'checks="all"'
 ROUNDS = 15
 
-
-def _interleaved(fns: dict, rounds: int = ROUNDS) -> dict:
-    """Best time of each callable, measured round-robin so background load hits all alike."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            best[name] = min(best[name], best_of(fn, repeats=1))
-    return best
 
 
 def main() -> int:
@@ -58,7 +50,8 @@ def main() -> int:
     first = {name: run(**kw) for name, kw in cases.items()}  # compile or load from the cache
     findings = sum(len(r.findings) for r in first.values())
     err = float(np.abs(inputs["y"] - spec.reference(inputs)["y"]).max())
-    best = _interleaved({name: (lambda kw=kw: run(**kw)) for name, kw in cases.items()})
+    best = best_interleaved({name: (lambda kw=kw: run(**kw)) for name, kw in cases.items()},
+                            rounds=ROUNDS)
     base = best["default checks, groups in parallel"]
     ratio = best[ALL] / base
     rows = [f"| {name} | {t * 1e3:.2f} ms | {t / base:.2f}x |" for name, t in best.items()]

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import njit_softmax  # noqa: E402
-from benchlib import append_section, best_of  # noqa: E402
+from benchlib import append_section, best_interleaved  # noqa: E402
 
 TARGET = 1.5
 
@@ -45,14 +45,6 @@ def _case(spec, local, **kw):
     return run, lambda: run(parallel=False), first.compile_s, err
 
 
-def _interleaved(fns: dict, rounds: int = 15) -> dict:
-    """Best time of each callable, measured round-robin so background load hits all alike."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            best[name] = min(best[name], best_of(fn, repeats=1))
-    return best
-
 
 def main() -> int:
     from clsim.spec import get_spec
@@ -64,7 +56,7 @@ def main() -> int:
                                         {"rows": 1024, "cols": 1024})["x"]
     y = np.zeros_like(x)
     njit_softmax(x, y)
-    t = _interleaved({"sub": sub, "sub_serial": sub_serial, "local": loc,
+    t = best_interleaved({"sub": sub, "sub_serial": sub_serial, "local": loc,
                       "local_serial": loc_serial, "njit": lambda: njit_softmax(x, y)})
     ratio = t["sub"] / t["local"]
     met = "met" if ratio <= TARGET else "NOT met"

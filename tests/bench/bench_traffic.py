@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import append_section, best_of  # noqa: E402
+from benchlib import append_section, best_interleaved  # noqa: E402
 
 TARGET = 4.0
 
@@ -58,13 +58,6 @@ def _case(name: str, shape: dict, local):
     return fns, same, first
 
 
-def _interleaved(fns: dict, rounds: int = 15) -> dict:
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            best[name] = min(best[name], best_of(fn, repeats=1))
-    return best
-
 
 _COMPILE_CHILD = """
 import numpy as np, clsim
@@ -90,9 +83,9 @@ def _compile_s() -> float:
 
 def main() -> int:
     soft_fns, soft_same, first = _case("softmax", {"rows": 1024, "cols": 1024}, (256,))
-    soft = _interleaved(soft_fns)
+    soft = best_interleaved(soft_fns)
     vadd_fns, vadd_same, _ = _case("vector_add", {"n": 1 << 22}, (256,))
-    vadd = _interleaved(vadd_fns)
+    vadd = best_interleaved(vadd_fns)
     compile_s = _compile_s()
     ratio = soft["on"] / soft["off"]
     t = first.traffic.totals

@@ -21,6 +21,15 @@ def best_of(fn, repeats: int = 7) -> float:
     return best
 
 
+def best_interleaved(fns: dict, rounds: int = 15) -> dict:
+    """Best time of each callable, measured round-robin so background load hits all alike."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            best[name] = min(best[name], best_of(fn, repeats=1))
+    return best
+
+
 def machine() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:
