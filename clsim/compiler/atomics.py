@@ -112,16 +112,7 @@ def _emitter(name: str):
         t = arrt.dtype
         base, lead = gen.array_base(arr.id, arrt)
         site = gen.module.site(node, arr.id, "atomic", arrt.space, t)
-        temps = []
-        for dim, ix in enumerate(idx_nodes):
-            tmp = gen.fresh("_i")
-            gen.pre(f"{tmp} = {gen.typed(ix, 'int64')}")
-            if gen.bounds_checks:
-                length = f"{base}.shape[{dim + len(lead)}]"
-                gen.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
-                        f"    {gen.helper('_oob')}(_err, {hp.ERR_OOB_ATOMIC}, {site}, {tmp}, "
-                        f"{length}, {gen.lid_code()})\n    {gen.err_return}")
-            temps.append(tmp)
+        temps = gen.checked_indices(idx_nodes, base, lead, site, hp.ERR_OOB_ATOMIC)
         vals = []
         for v in val_nodes:
             tmp = gen.fresh("_av")

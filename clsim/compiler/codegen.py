@@ -252,6 +252,15 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         base, lead = self.array_base(arr.id, arrt)
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         site = self.module.site(target, arr.id, kind, arrt.space, arrt.dtype)
+        temps = self.checked_indices(idx_nodes, base, lead, site, hp.ERR_OOB_STORE)
+        if not instrument:
+            return temps
+        return self.module.access(self, site, arr.id, arrt, temps, kind)
+
+    def checked_indices(self, idx_nodes, base: str, lead: list[str], site: int,
+                        code: int) -> list[str]:
+        """Index temporaries, each checked against its dimension before the access happens;
+        an out-of-range index records error ``code`` and leaves the group."""
         temps = []
         for dim, ix in enumerate(idx_nodes):
             tmp = self.fresh("_i")
@@ -259,13 +268,11 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             if self.bounds_checks:
                 length = f"{base}.shape[{dim + len(lead)}]"
                 self.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
-                         f"    {self.helper('_oob')}(_err, {self.const(2, 'int64')}, "
+                         f"    {self.helper('_oob')}(_err, {self.const(code, 'int64')}, "
                          f"{self.const(site, 'int64')}, {tmp}, {length}, "
                          f"{self.lid_code()})\n    {self.err_return}")
             temps.append(tmp)
-        if not instrument:
-            return temps
-        return self.module.access(self, site, arr.id, arrt, temps, kind)
+        return temps
 
     def aug_store(self, s: ast.AugAssign, op: ast.BinOp) -> None:
         target = s.target
@@ -314,7 +321,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         if self.bounds_checks:
             length = f"{base}.shape[{len(lead)}]"
             self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
-                     f"    {self.helper('_oob')}(_err, {self.const(2, 'int64')}, "
+                     f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
                      f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
                      f"{self.lid_code()})\n    {self.err_return}")
         wrapped = self.module.access(self, site, buf.id, arrt, [o], "store")[0]
