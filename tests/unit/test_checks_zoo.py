@@ -25,12 +25,8 @@ from clsim import (
     get_local_id,
     kernel,
     local_array,
+    sub_group_barrier,
 )
-
-try:
-    from clsim import sub_group_barrier
-except ImportError:  # pragma: no cover - sub-groups are part of the engine now
-    sub_group_barrier = None
 
 _SOURCE = Path(__file__).read_text().splitlines()
 
@@ -203,9 +199,6 @@ def subgroup_barrier_within_subgroup(x, out):
     out[get_global_id(0)] = s[lid ^ 1]
 
 
-needs_subgroups = pytest.mark.skipif(sub_group_barrier is None,
-                                     reason="sub-groups are not available in this engine yet")
-
 F32, I32 = np.float32, np.int32
 
 
@@ -263,11 +256,7 @@ ZOO = {
 }
 
 
-def _marks(name):
-    return [needs_subgroups] if name.startswith("subgroup") else []
-
-
-CASES = [pytest.param(name, marks=_marks(name), id=name) for name in ZOO]
+CASES = [pytest.param(name, id=name) for name in ZOO]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -299,8 +288,6 @@ def test_corrected_kernel_runs_clean(name):
 def test_report_all_lists_the_same_finding(name):
     """With report_all=True the same bug is not raised but listed in result.findings, with the
     category and line(s) the exception names, deduplicated to one entry per site pair."""
-    if name.startswith("subgroup") and sub_group_barrier is None:
-        pytest.skip("sub-groups are not available in this engine yet")
     kern, args, error, expected, _fixed = ZOO[name]
     result = _launch(kern, args(), report_all=True)
     category = "race" if error is clsim.DataRaceError else "uninit"
