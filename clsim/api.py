@@ -1,8 +1,8 @@
 """The names a kernel author writes: decorators, builtin stand-ins and OpenCL constants.
 
 Builtins here are markers: the compiler recognises them by identity and emits code for them, so
-they do nothing when called from plain Python (they raise and say so). Their semantics live in
-``clsim.compiler.builtins`` (typing, code) and ``clsim.compiler.helpers`` (runtime source).
+they do nothing when called from plain Python (they raise and say so). One marker exists per
+public entry of the builtin table (``clsim.compiler.builtins``), which holds their semantics.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from clsim.compiler.builtins import PUBLIC_NAMES
 from clsim.errors import KernelCompileError
 
 
@@ -66,49 +67,8 @@ def func(fn) -> KernelFunction:
     return KernelFunction(fn, is_kernel=False)
 
 
-BUILTIN_NAMES = (
-    # work-items
-    "get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size",
-    "get_enqueued_local_size", "get_num_groups", "get_work_dim", "get_global_offset",
-    "get_global_linear_id", "get_local_linear_id",
-    # synchronisation and memory
-    "barrier", "work_group_barrier", "mem_fence", "local_array", "private_array",
-    # math
-    "sqrt", "rsqrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "erf", "erfc",
-    "floor", "ceil", "trunc", "round", "rint", "fabs", "pow", "powr", "fmax", "fmin", "fma",
-    "mad", "native_exp", "native_log", "native_sqrt", "native_rsqrt", "native_recip",
-    "native_divide", "native_sin", "native_cos", "half_exp", "isnan", "isinf", "isfinite",
-    "signbit", "copysign", "min", "max", "clamp", "abs", "select", "mix", "sign",
-    # conversions and reinterpretation
-    "convert_char", "convert_uchar", "convert_short", "convert_ushort", "convert_int",
-    "convert_uint", "convert_long", "convert_ulong", "convert_float", "convert_double",
-    "as_int", "as_uint", "as_float", "as_long", "as_ulong", "as_double",
-    # vectors
-    "vload2", "vload4", "vload8", "vstore2", "vstore4", "vstore8",
-    # sub-groups (cl_khr_subgroups and the cl_khr_subgroup_* extensions; docs/subgroups.md)
-    "get_sub_group_size", "get_max_sub_group_size", "get_num_sub_groups",
-    "get_enqueued_num_sub_groups", "get_sub_group_id", "get_sub_group_local_id",
-    "sub_group_barrier", "sub_group_reduce_add", "sub_group_reduce_min", "sub_group_reduce_max",
-    "sub_group_scan_inclusive_add", "sub_group_scan_inclusive_min",
-    "sub_group_scan_inclusive_max", "sub_group_scan_exclusive_add",
-    "sub_group_scan_exclusive_min", "sub_group_scan_exclusive_max", "sub_group_broadcast",
-    "sub_group_any", "sub_group_all", "sub_group_shuffle", "sub_group_shuffle_xor",
-    "sub_group_shuffle_up", "sub_group_shuffle_down", "sub_group_clustered_reduce_add",
-    "sub_group_clustered_reduce_min", "sub_group_clustered_reduce_max",
-    "sub_group_ballot", "sub_group_ballot_bit_count", "sub_group_ballot_bit_extract",
-    "sub_group_ballot_inclusive_scan", "sub_group_ballot_exclusive_scan",
-    "sub_group_ballot_find_lsb", "sub_group_ballot_find_msb",
-    # work-group collectives (OpenCL 2.0 work-group functions)
-    "work_group_reduce_add", "work_group_reduce_min", "work_group_reduce_max",
-    "work_group_broadcast", "work_group_scan_inclusive_add", "work_group_scan_inclusive_min",
-    "work_group_scan_inclusive_max", "work_group_scan_exclusive_add",
-    "work_group_scan_exclusive_min", "work_group_scan_exclusive_max", "work_group_any",
-    "work_group_all",
-    # atomics on global buffers and local arrays (docs/subgroups.md#atomics)
-    "atomic_add", "atomic_sub", "atomic_xchg", "atomic_min", "atomic_max", "atomic_and",
-    "atomic_or", "atomic_xor", "atomic_inc", "atomic_dec", "atomic_cmpxchg",
-)
+# One marker per public builtin of the table (clsim.compiler.builtins).
+BUILTIN_NAMES = PUBLIC_NAMES
 
 _builtins = {name: Builtin(name) for name in BUILTIN_NAMES}
 globals().update(_builtins)
@@ -119,13 +79,6 @@ def builtin_by_identity(obj) -> str | None:
     if isinstance(obj, Builtin) and _builtins.get(obj.name) is obj:
         return obj.name
     return None
-
-
-def register_builtin(name: str) -> Builtin:
-    """Add a builtin marker (used by extensions such as sub-groups and atomics)."""
-    if name not in _builtins:
-        _builtins[name] = Builtin(name)
-    return _builtins[name]
 
 
 # Fence flags are bits, as in OpenCL, so they can be or-ed.

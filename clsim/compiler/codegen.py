@@ -4,7 +4,7 @@ The kernel becomes ``_group(...)``, which runs one work-group: group-level code 
 statements, barrier bookkeeping, conditions of loops and ifs that contain barriers) around
 ``for _lid in range(_NL)`` loops, one per region. Helpers without barriers become plain
 functions called per work-item. Control flow around sub-group cuts is masked (``masked``);
-collectives are emitted by ``subgroups``. Module assembly (constants, helpers, launcher) is in
+collectives are emitted by ``collective_emit``. Module assembly (constants, helpers, launcher) is in
 ``module``.
 """
 
@@ -14,17 +14,13 @@ import ast
 import itertools
 from contextlib import contextmanager
 
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
+from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
-from clsim.compiler.frontend import builtin_name, compile_error
 from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
-
-# Extension statement emitters (atomics used as statements...): name -> callable(gen, node).
-EXTRA_STATEMENTS: dict = {}
-# Emitters for cut builtins other than barrier (sub-group collectives): name -> callable.
-EXTRA_CUTS: dict = {}
 
 
 class FunctionEmitter(MaskedFlow, ExprEmitter):
@@ -129,17 +125,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         v = s.value
         if isinstance(v, ast.Constant):
             return
-        name = builtin_name(v)
-        if name in ("barrier", "work_group_barrier"):
-            raise compile_error(s.loc, "internal: barrier inside a region")
-        if name == "mem_fence":
-            return
-        if name and name.startswith("vstore"):
-            self.statement(lambda: self.vstore(v, int(name[6:])))
-            return
-        if name in EXTRA_STATEMENTS:
-            self.statement(lambda: EXTRA_STATEMENTS[name](self, v))
-            return
+        if table.is_cut(builtin_name(v)):
+            raise compile_error(s.loc, "internal: a cut inside a region")
         self.statement(lambda: self.expr(v))
 
     def s_Return(self, s):
@@ -364,24 +351,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         self.module.on_region_end(self)
 
     def g_Cut(self, item: Cut):
-        name = builtin_name(item.stmt.value)
-        if name in EXTRA_CUTS:
-            EXTRA_CUTS[name](self, item)
-            return
-        if self.masks:
-            raise compile_error(item.stmt.loc, "internal: work-group barrier in masked code")
-        site = self.module.site(item.stmt, "", "barrier", "none", "none")
-        if self.module.has_exit:
-            self.emit("_nx = 0\nfor _lid in range(_NL):\n    if _exited[_lid]:\n        _nx += 1")
-            self.emit("if _nx == _NL:\n    return")
-            self.emit(f"if _nx != 0:\n    _err[0] = {hp.ERR_EXIT_BEFORE_BARRIER}\n"
-                      f"    _err[1] = {site}\n    _err[5] = _nx\n    _err[6] = _NL - _nx\n"
-                      "    return")
-        call = item.stmt.value
-        self.in_wi = False
-        flags = self.typed(call.args[0], "int64") if call.args else self.const(3, "int64")
-        self.in_wi = True
-        self.module.on_barrier(self, item.stmt, site, flags)
+        table.lookup(builtin_name(item.stmt.value)).emit_cut(self, item)
 
     def g_GroupJump(self, item: GroupJump):
         if self.cut_loops and self.cut_loops[-1][1] is not None:

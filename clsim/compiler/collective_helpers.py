@@ -1,9 +1,11 @@
-"""Runtime helpers for sub-group and work-group collectives (source registered with ``helpers``).
+"""Runtime helpers for sub-group and work-group collectives.
 
-A collective is computed between two work-item loops, over the context arrays its argument was
-written to: ``src[s:s+n]`` is one sub-group (or the whole work-group, ``s = 0, n = _NL``) in
-lane order, and the result goes to ``dst[s:s+n]``. Like every helper these are plain Python in
-Numba's subset, so the JIT and no-JIT modes run the same code and agree bit for bit.
+Each is a ``Helper`` record in ``HELPERS``; the collectives' entries in the builtin table carry
+the ones they call. A collective is computed between two work-item loops, over the context
+arrays its argument was written to: ``src[s:s+n]`` is one sub-group (or the whole work-group,
+``s = 0, n = _NL``) in lane order, and the result goes to ``dst[s:s+n]``. Like every helper
+these are plain Python in Numba's subset, so the JIT and no-JIT modes run the same code and
+agree bit for bit.
 
 Order (documented in docs/subgroups.md): reductions are a left fold in lane order (PoCL's order),
 scans a running fold in lane order. The ``_p`` variants fold in the order of a seeded
@@ -13,7 +15,7 @@ the same numbers in both modes. Checks write the error record through ``_cg_fail
 
 from __future__ import annotations
 
-from clsim.compiler import helpers as hp
+from clsim.compiler.helpers import Helper, helper
 
 # Combine a (running value) with b (next lane); fmin/fmax semantics for floats (a NaN is
 # ignored unless both are NaN); for integers the NaN test is always false.
@@ -269,20 +271,19 @@ def _cg_mask_check(m, nl, size, err, site):
 """, ("_cg_fail",)),
 }
 
-hp.register_helper("_cg_fail", _FAIL)
-hp.register_helper("_cg_perm", _PERM)
+HELPERS: dict[str, Helper] = {
+    "_cg_fail": helper("_cg_fail", _FAIL),
+    "_cg_perm": helper("_cg_perm", _PERM),
+}
 for _op, _combine in COMBINE.items():
-    hp.register_helper(f"_cg_reduce_{_op}", _REDUCE.format(op=_op, combine=_combine))
-    hp.register_helper(f"_cg_reduce_{_op}_p", _REDUCE_P.format(op=_op, combine=_combine),
-                       ("_cg_perm",))
-    hp.register_helper(f"_cg_scan_{_op}", _SCAN.format(op=_op, combine=_combine))
-    hp.register_helper(f"_cg_scan_{_op}_p", _SCAN_P.format(op=_op, combine=_combine),
-                       ("_cg_perm",))
-    hp.register_helper(f"_cg_clustered_{_op}", _CLUSTERED.format(op=_op, combine=_combine))
-    hp.register_helper(f"_cg_clustered_{_op}_p",
-                       _CLUSTERED_P.format(op=_op, combine=_combine), ("_cg_perm",))
+    for _stem, _template in (("reduce", _REDUCE), ("scan", _SCAN), ("clustered", _CLUSTERED),
+                             ("reduce_p", _REDUCE_P), ("scan_p", _SCAN_P),
+                             ("clustered_p", _CLUSTERED_P)):
+        _name = f"_cg_{_stem.removesuffix('_p')}_{_op}" + ("_p" if _stem.endswith("_p") else "")
+        _deps = ("_cg_perm",) if _stem.endswith("_p") else ()
+        HELPERS[_name] = helper(_name, _template.format(op=_op, combine=_combine), _deps)
 for _name, (_src, _deps) in _OTHERS.items():
-    hp.register_helper(_name, _src, _deps)
+    HELPERS[_name] = helper(_name, _src, _deps)
 
 # Per-lane ballot consumers (cl_khr_subgroup_ballot); v is a uint4 (tuple or row).
 _BALLOT = {
@@ -326,4 +327,4 @@ def _bal_msb(v):
 """,
 }
 for _name, _src in _BALLOT.items():
-    hp.register_helper(_name, _src)
+    HELPERS[_name] = helper(_name, _src)

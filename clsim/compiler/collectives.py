@@ -18,17 +18,12 @@ from __future__ import annotations
 import ast
 import itertools
 
-from clsim.compiler.frontend import builtin_name, compile_error
+from clsim.compiler.builtins.collectives import COLLECTIVES
+from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.inline import clone
 
 ARG_PREFIX = "_cl_a"
 RESULT_PREFIX = "_cl_r"
-
-
-def _collectives():
-    from clsim.compiler.subgroups import COLLECTIVES
-
-    return COLLECTIVES
 
 
 def _name(id_: str, ctx, loc) -> ast.Name:
@@ -81,8 +76,7 @@ class _Extractor(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         name = builtin_name(node)
-        table = _collectives()
-        if name not in table:
+        if name not in COLLECTIVES:
             return node
         if name == "sub_group_barrier":
             raise compile_error(node.loc, "sub_group_barrier() is a statement on its own line")
@@ -92,7 +86,7 @@ class _Extractor(ast.NodeTransformer):
                                           "own line first")
         if node.keywords:
             raise compile_error(node.loc, "keyword arguments are not supported in kernels")
-        return self.owner.lift(node, table[name], self.out)
+        return self.owner.lift(node, COLLECTIVES[name], self.out)
 
 
 class Normalizer:

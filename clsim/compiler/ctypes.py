@@ -15,6 +15,12 @@ import numpy as np
 INT_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 FLOAT_TYPES = ("float16", "float32", "float64")
 SCALAR_TYPES = ("bool", *INT_TYPES, *FLOAT_TYPES)
+# How OpenCL C spells each scalar type.
+CNAMES = {
+    "bool": "bool", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
+    "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong", "float16": "half",
+    "float32": "float", "float64": "double",
+}
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,11 @@ def join(a, b):
     if is_int(a) != is_int(b):
         return None
     return arithmetic(a, b)
+
+
+def cname(t: str) -> str:
+    """OpenCL C's name of a scalar type ("float32" -> "float")."""
+    return CNAMES.get(t, str(t))
 
 
 def short(t) -> str:

@@ -13,25 +13,10 @@ import ast
 
 import numpy as np
 
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
-from clsim.compiler.builtins import RULES
-from clsim.compiler.frontend import compile_error
-from clsim.compiler.infer import _CMPS, _OPS, EXTRA_RULES
-
-# Extension emitters (sub-groups, atomics): name -> callable(gen, node) -> code.
-EXTRA_EMITTERS: dict = {}
-
-_WI_CODE = {
-    "get_local_id": "_l{d}",
-    "get_group_id": "_g{d}",
-    "get_local_size": "_L{d}",
-    "get_enqueued_local_size": "_E{d}",
-    "get_global_size": "_G{d}",
-    "get_num_groups": "_NG{d}",
-    "get_global_offset": "_O{d}",
-    "get_global_id": "(_g{d} * _E{d} + _l{d} + _O{d})",
-}
-_AXES = "xyz"
+from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.infer import _CMPS, _OPS
 
 
 class ExprEmitter:
@@ -196,34 +181,15 @@ class ExprEmitter:
             return self.typed(node.args[0], value)
         if kind == "func":
             return self.call_func(node, value)
-        name = value
-        if name in _WI_CODE:
-            d = node.args[0].value
-            if name == "get_local_id":
-                return f"_l{_AXES[d]}"
-            if name == "get_group_id":
-                return f"_g{_AXES[d]}"
-            if name == "get_global_id":
-                return f"(_g{_AXES[d]} * _E{d} + _l{_AXES[d]} + _O{d})"
-            return _WI_CODE[name].format(d=d)
-        if name == "get_work_dim":
-            return self.const(self.module.work_dim, "int64")
-        if name == "get_local_linear_id":
-            return "np.int64(_lid)"
-        if name == "get_global_linear_id":
-            return ("((_gz * _E2 + _lz) * _G1 * _G0 + (_gy * _E1 + _ly) * _G0 + "
-                    "(_gx * _E0 + _lx))")
-        if name.startswith("vload"):
-            return self.vload(node, int(name[5:]))
-        if name in EXTRA_EMITTERS:
-            return EXTRA_EMITTERS[name](self, node)
-        rule = RULES.get(name) or EXTRA_RULES.get(name)
-        if rule is None or rule.emit is None:
-            raise compile_error(node.loc, f"{name}() cannot be used in an expression here")
-        if rule.flop:
-            self.count_flop(rule.flop, node.ctype)
-        args = [self.expr(a) for a in node.args]
-        return rule.emit(self, args, [a.ctype for a in node.args], node)
+        entry = table.lookup(value)
+        if entry is not None and entry.lower is not None:
+            return entry.lower(self, node)
+        if entry is None or entry.emit is None:
+            raise compile_error(node.loc, f"{value}() cannot be used in an expression here")
+        if entry.flop:
+            self.count_flop(entry.flop, node.ctype)
+        codes = [self.expr(a) for a in node.args]
+        return entry.emit(self, codes, [a.ctype for a in node.args], node)
 
     def vload(self, node, width: int) -> str:
         offset_node, buf = node.args

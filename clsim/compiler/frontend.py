@@ -19,29 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clsim.api import KernelFunction, builtin_by_identity
+from clsim.compiler import builtins as table
+from clsim.compiler.diagnostics import Loc, builtin_name, compile_error
 from clsim.errors import KernelCompileError
-
-CUT_BUILTINS = {"barrier", "work_group_barrier"}
-# Builtins that make a helper a cut function too (extended by the sub-group module).
-EXTRA_CUT_BUILTINS: set[str] = set()
-# Called with each freshly parsed function (its callees already parsed), e.g. to flag atomics.
-PARSE_HOOKS: list = []
 
 PY_BUILTIN_MAP = {"min": "min", "max": "max", "abs": "abs"}
 PY_CONVERSIONS = {"int": "int32", "float": "float32", "bool": "bool"}
-
-
-@dataclass(frozen=True)
-class Loc:
-    """Where a node came from: file, absolute line, the function it was written in."""
-
-    file: str
-    line: int
-    func: str
-    text: str
-
-    def __str__(self) -> str:
-        return f"{self.file.rsplit('/', 1)[-1]}:{self.line} in {self.func}"
 
 
 @dataclass
@@ -54,6 +37,13 @@ class Parsed:
     locals: set[str]
     callees: dict[str, Parsed] = field(default_factory=dict)
     has_cut: bool = False
+    # Facts builtins' on_parse checks record, callees' included ("global_atomics").
+    flags: set[str] = field(default_factory=set)
+
+    @property
+    def uses_global_atomics(self) -> bool:
+        """Atomics on global memory make the launch run its groups in order."""
+        return "global_atomics" in self.flags
 
 
 _REJECTED = {
@@ -85,17 +75,6 @@ _REJECTED = {
     ast.Slice: "slices are not supported; index one element at a time (or use vload4)",
     ast.MatMult: "'@' is not supported; write the loops",
 }
-
-
-def compile_error(loc: Loc | None, what: str) -> KernelCompileError:
-    where = f"{loc}: " if loc else ""
-    line = f"\n    {loc.text.strip()}" if loc and loc.text.strip() else ""
-    return KernelCompileError(
-        f"{where}{what}{line}",
-        file=loc.file if loc else None,
-        line=loc.line if loc else None,
-        kernel=loc.func if loc else None,
-    )
 
 
 class _Annotator(ast.NodeVisitor):
@@ -232,29 +211,45 @@ def parse(fn: KernelFunction) -> Parsed:
     local_names = _assigned_names(tree)
     tree = _Resolver(py, local_names).visit(tree)
     parsed = Parsed(fn=fn, tree=tree, params=[a.arg for a in args.args], locals=local_names)
-    _PARSE_CACHE[key] = parsed
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            target = getattr(node.func, "resolved", None)
-            if target and target[0] == "func":
-                callee = parse(target[1])
-                parsed.callees[target[1].name] = callee
-                parsed.has_cut |= callee.has_cut
-            elif target and target[0] == "builtin" and (
-                target[1] in CUT_BUILTINS or target[1] in EXTRA_CUT_BUILTINS
-            ):
-                parsed.has_cut = True
-    for hook in PARSE_HOOKS:
-        hook(parsed)
+    _PARSE_CACHE[key] = parsed  # first, so that a helper calling itself finds it
+    try:
+        _check_calls(parsed)
+    except KernelCompileError:
+        del _PARSE_CACHE[key]  # the next parse must raise again
+        raise
     return parsed
 
 
-def builtin_name(call: ast.AST) -> str | None:
-    if isinstance(call, ast.Call):
-        target = getattr(call.func, "resolved", None)
-        if target and target[0] == "builtin":
-            return target[1]
-    return None
+def _check_calls(parsed: Parsed) -> None:
+    """Parse the helpers ``parsed`` calls and run the builtins' checks on its calls."""
+    for node in ast.walk(parsed.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        target = getattr(node.func, "resolved", None)
+        if target and target[0] == "func":
+            callee = parse(target[1])
+            parsed.callees[target[1].name] = callee
+            parsed.has_cut |= callee.has_cut
+            parsed.flags |= callee.flags
+        entry = table.lookup(builtin_name(node))
+        if entry is not None:
+            parsed.has_cut |= entry.cut is not None
+            if entry.on_parse is not None:
+                entry.on_parse(parsed, node)
+    _reject_conditional_effects(parsed.tree)
+
+
+def _reject_conditional_effects(tree) -> None:
+    """Builtins with side effects under and/or/if-else, where only some evaluations run."""
+    for node in ast.walk(tree):
+        parts = node.values[1:] if isinstance(node, ast.BoolOp) else (
+            [node.body, node.orelse] if isinstance(node, ast.IfExp) else [])
+        for part in parts:
+            for sub in ast.walk(part):
+                entry = table.lookup(builtin_name(sub))
+                if entry is not None and entry.effects:
+                    raise compile_error(sub.loc, f"{entry.name}() under 'and'/'or'/'if-else': "
+                                                 "write an if statement around it")
 
 
 def func_target(call: ast.AST) -> KernelFunction | None:

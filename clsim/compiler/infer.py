@@ -12,17 +12,10 @@ import ast
 
 import numpy as np
 
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
-from clsim.compiler.builtins import RULES
-from clsim.compiler.frontend import builtin_name, compile_error, func_target
-
-WORKITEM_FUNCS = {
-    "get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size",
-    "get_enqueued_local_size", "get_num_groups", "get_global_offset",
-}
-WORKITEM_SCALARS = {"get_work_dim", "get_global_linear_id", "get_local_linear_id"}
-# Result types of extension builtins (sub-groups, atomics) register here: name -> rule.
-EXTRA_RULES: dict = {}
+from clsim.compiler.diagnostics import builtin_name, compile_error
+from clsim.compiler.frontend import func_target
 
 _OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -341,45 +334,19 @@ class Typer:
             raise compile_error(loc, "range() only in 'for i in range(...)'")
         if kind != "builtin":
             raise compile_error(loc, f"'{ast.unparse(node.func)}' is not callable in a kernel")
-        name = value
-        if name in ("local_array", "private_array"):
-            return self.array_decl(node, name)
+        entry = table.lookup(value)
+        if entry is None:
+            raise compile_error(loc, f"builtin {value}() is not implemented yet")
+        if entry.typing is not None:
+            return entry.typing(self, node)
         types = [self.expr(a) for a in node.args]
-        if name in WORKITEM_FUNCS:
-            if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) or (
-                node.args[0].value not in (0, 1, 2)
-            ):
-                raise compile_error(loc, f"{name}(d) needs a constant dimension 0, 1 or 2")
-            return "int64"
-        if name in WORKITEM_SCALARS:
-            return "int64"
-        if name in ("barrier", "work_group_barrier", "mem_fence"):
-            return None
         if any(t is None for t in types):
             return None
-        rule = RULES.get(name) or EXTRA_RULES.get(name)
-        if rule is None:
-            raise compile_error(loc, f"builtin {name}() is not implemented yet")
-        return rule.result(types, loc)
-
-    def array_decl(self, node, name):
-        loc = node.loc
-        if len(node.args) != 2:
-            raise compile_error(loc, f"{name}(shape, dtype) takes a shape and a numpy dtype")
-        dt = getattr(node.args[1], "resolved", None)
-        if not dt or dt[0] != "dtype":
-            raise compile_error(loc, f"{name}: the second argument must be a numpy dtype such "
-                                     "as np.float32")
-        shape = self.program.const_shape(node.args[0], loc)
-        space = "local" if name == "local_array" else "private"
-        return ct.ArrayT(dt[1], len(shape), space, shape)
+        return entry.result(types, node)
 
 
 def is_cut_call(node) -> bool:
-    from clsim.compiler.frontend import CUT_BUILTINS, EXTRA_CUT_BUILTINS
-
-    name = builtin_name(node)
-    return name in CUT_BUILTINS or name in EXTRA_CUT_BUILTINS
+    return table.is_cut(builtin_name(node))
 
 
 __all__ = ["Typer", "binop_type", "const_type", "func_target", "is_cut_call"]

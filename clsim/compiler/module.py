@@ -12,10 +12,7 @@ import ast
 from dataclasses import dataclass
 from typing import ClassVar
 
-from clsim.compiler import (
-    atomics,  # noqa: F401  (registers the atomic builtins)
-    subgroups,  # noqa: F401  (registers sub-group builtins, collectives)
-)
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.codegen import FunctionEmitter
@@ -239,7 +236,7 @@ class ModuleEmitter:
     # -- rendering --------------------------------------------------------------------------
     def render(self, group_lines: list[str], params: list[str]) -> str:
         deco = "@_jit\n" if self.jit else ""
-        helper_src = [deco + src for src in hp.helper_sources(self.helpers_used)]
+        helper_src = [deco + src for src in hp.helper_sources(self.helpers_used, table.HELPERS)]
         helper_src += [deco + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
         funcs = [deco + src for src in self.func_sources.values()]
         pnames = ", ".join(f"v_{p}" for p in params)

@@ -17,22 +17,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from clsim.compiler.frontend import builtin_name, compile_error, func_target
+from clsim.compiler import builtins as table
+from clsim.compiler.diagnostics import builtin_name, compile_error
+from clsim.compiler.frontend import func_target
 from clsim.compiler.infer import is_cut_call
-
-UNIFORM_BUILTINS = {
-    "get_group_id", "get_global_size", "get_local_size", "get_enqueued_local_size",
-    "get_num_groups", "get_work_dim", "get_global_offset",
-}
-VARYING_BUILTINS = {
-    "get_local_id", "get_global_id", "get_global_linear_id", "get_local_linear_id",
-    "vload2", "vload4", "vload8", "local_array", "private_array",
-}
-# Extension builtins whose result differs per work-item (sub-group lanes, atomics...).
-EXTRA_VARYING: set[str] = set()
-# Cut builtins that synchronise one sub-group only (sub_group_barrier, sub_group_* collectives);
-# every other cut (barrier, work_group_*) involves the whole work-group.
-SUBGROUP_CUTS: set[str] = set()
 
 
 @dataclass
@@ -98,7 +86,7 @@ def cut_levels(stmt) -> set[str]:
     levels = set()
     for n in ast.walk(stmt):
         if is_cut_stmt(n):
-            levels.add("sub" if builtin_name(n.value) in SUBGROUP_CUTS else "work")
+            levels.add(table.cut_level(builtin_name(n.value)))
     return levels
 
 
@@ -177,9 +165,7 @@ class Analysis:
                 return True
             if isinstance(n, ast.Call):
                 name = builtin_name(n)
-                if func_target(n) is not None or name in VARYING_BUILTINS or (
-                    name in EXTRA_VARYING
-                ):
+                if func_target(n) is not None or table.is_varying(name):
                     return True
         return False
 
@@ -247,7 +233,7 @@ class Analysis:
             if isinstance(n, ast.Call):
                 name = builtin_name(n)
                 resolved = getattr(n.func, "resolved", ("",))[0]
-                if resolved == "func" or name in VARYING_BUILTINS or name in EXTRA_VARYING:
+                if resolved == "func" or table.is_varying(name):
                     return False
                 if name is not None and is_cut_call(n):
                     return False

@@ -17,13 +17,12 @@ from __future__ import annotations
 import ast
 
 from clsim.compiler import ctypes as ct
-from clsim.compiler import frontend
 from clsim.compiler import helpers as hp
-from clsim.compiler.builtins import BuiltinRule
-from clsim.compiler.emit_expr import EXTRA_EMITTERS
-from clsim.compiler.frontend import builtin_name, compile_error
-from clsim.compiler.infer import EXTRA_RULES
-from clsim.compiler.regions import EXTRA_VARYING
+from clsim.compiler.builtins.entry import Builtin
+from clsim.compiler.builtins.math import MAX, MIN
+from clsim.compiler.diagnostics import node_error
+
+FAMILY = "atomics"
 
 # name -> (operation, number of value operands)
 ATOMICS = {
@@ -44,30 +43,30 @@ def _allowed(op: str) -> tuple[str, ...]:
 def _rule(name: str):
     op, nvals = ATOMICS[name]
 
-    def rule(types, loc):
+    def rule(types, call):
         if types and isinstance(types[0], ct.ArrayT):
             arrt = types[0]
             if arrt.ndim != 1:
-                raise compile_error(loc, f"{name}(buf, i, ...) is for 1-D buffers; write "
+                raise node_error(call, f"{name}(buf, i, ...) is for 1-D buffers; write "
                                          f"{name}(buf[i, j], ...) for a {arrt.ndim}-D array")
             elem, rest = arrt.dtype, types[2:]
             if len(types) < 2 or not ct.is_int(ct.promote(types[1])):
-                raise compile_error(loc, f"{name}(buf, i, ...): the index must be an integer")
+                raise node_error(call, f"{name}(buf, i, ...): the index must be an integer")
         elif types:
             elem, rest = types[0], types[1:]
         else:
-            raise compile_error(loc, f"{name}() needs a buffer element: {name}(buf[i]"
+            raise node_error(call, f"{name}() needs a buffer element: {name}(buf[i]"
                                      + ", value" * nvals + ")")
         if len(rest) != nvals:
-            raise compile_error(loc, f"{name}() takes a buffer element and {nvals} value(s), "
+            raise node_error(call, f"{name}() takes a buffer element and {nvals} value(s), "
                                      f"got {len(rest)}")
         if elem not in _allowed(op):
             kinds = ", ".join(_allowed(op))
-            raise compile_error(loc, f"{name}() on {elem} elements is not an OpenCL atomic; "
+            raise node_error(call, f"{name}() on {elem} elements is not an OpenCL atomic; "
                                      f"supported: {kinds}")
         for t in rest:
             if not ct.is_scalar(t):
-                raise compile_error(loc, f"{name}(): values must be numbers, got {ct.short(t)}")
+                raise node_error(call, f"{name}(): values must be numbers, got {ct.short(t)}")
         return elem
 
     return rule
@@ -101,13 +100,13 @@ def _emitter(name: str):
         arr, idx_nodes, val_nodes = _split(name, node)
         arrt = getattr(arr, "ctype", None)
         if not isinstance(arr, ast.Name) or not isinstance(arrt, ct.ArrayT):
-            raise compile_error(node.loc, f"{name}()'s first argument must be an element of a "
+            raise node_error(node, f"{name}()'s first argument must be an element of a "
                                           f"buffer or local array, e.g. {name}(counts[i], 1)")
         if arrt.space == "private":
-            raise compile_error(node.loc, f"{name}() on a private array: OpenCL atomics work on "
+            raise node_error(node, f"{name}() on a private array: OpenCL atomics work on "
                                           "global buffers and local arrays only")
         if len(idx_nodes) != arrt.ndim:
-            raise compile_error(node.loc, f"'{arr.id}' has {arrt.ndim} dimension(s) but the "
+            raise node_error(node, f"'{arr.id}' has {arrt.ndim} dimension(s) but the "
                                           f"atomic indexes {len(idx_nodes)}")
         t = arrt.dtype
         base, lead = gen.array_base(arr.id, arrt)
@@ -135,55 +134,39 @@ def _local_arrays(tree) -> set[str]:
     names = set()
     for node in ast.walk(tree):
         if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-                and builtin_name(node.value) == "local_array"):
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "resolved", (None, None))[1] == "local_array"):
             names.add(node.targets[0].id)
     return names
 
 
-def _conditional_calls(tree):
-    """Atomic calls under and/or/if-else, whose pre-computed update would run unconditionally."""
-    for node in ast.walk(tree):
-        parts = node.values[1:] if isinstance(node, ast.BoolOp) else (
-            [node.body, node.orelse] if isinstance(node, ast.IfExp) else [])
-        for part in parts:
-            for sub in ast.walk(part):
-                if builtin_name(sub) in ATOMICS:
-                    yield sub
+def _on_parse(parsed, call) -> None:
+    """Check the spelling; an atomic on anything but this function's own local array is
+    global and makes the launch run its groups in order (``parsed.flags``)."""
+    name = call.func.resolved[1]
+    if not call.args:
+        raise node_error(call, f"{name}() needs a buffer element, e.g. {name}(buf[i]"
+                               + ", v" * ATOMICS[name][1] + ")")
+    first = call.args[0]
+    base = first.value if isinstance(first, ast.Subscript) else first
+    if not isinstance(base, ast.Name):
+        raise node_error(call, f"{name}()'s first argument must be buf[i] or buf")
+    if base.id not in _local_arrays(parsed.tree):
+        parsed.flags.add("global_atomics")
 
 
-def mark_atomics(parsed) -> None:
-    """Parse hook: check the spelling and set ``parsed.uses_global_atomics`` (any atomic not on
-    this function's own local array counts as global, helpers' included)."""
-    flag = any(getattr(c, "uses_global_atomics", False) for c in parsed.callees.values())
-    local = _local_arrays(parsed.tree)
-    for node in ast.walk(parsed.tree):
-        name = builtin_name(node)
-        if name not in ATOMICS:
-            continue
-        if not node.args:
-            raise compile_error(node.loc, f"{name}() needs a buffer element, e.g. {name}(buf[i]"
-                                          + ", v" * ATOMICS[name][1] + ")")
-        first = node.args[0]
-        base = first.value if isinstance(first, ast.Subscript) else first
-        if not isinstance(base, ast.Name):
-            raise compile_error(node.loc, f"{name}()'s first argument must be buf[i] or buf")
-        if base.id not in local:
-            flag = True
-    for node in _conditional_calls(parsed.tree):
-        raise compile_error(node.loc, f"{builtin_name(node)}() under 'and'/'or'/'if-else': "
-                                      "write an if statement around it")
-    parsed.uses_global_atomics = flag
+def _c_spelling(name: str) -> str:
+    return f"{name}(&p[i]" + ", v" * ATOMICS[name][1] + ")"
 
 
-def _register() -> None:
-    from clsim.api import register_builtin
-
-    for name in ATOMICS:
-        register_builtin(name)
-        EXTRA_RULES[name] = BuiltinRule(_rule(name), varying=True)
-        EXTRA_EMITTERS[name] = _emitter(name)
-        EXTRA_VARYING.add(name)
-    frontend.PARSE_HOOKS.append(mark_atomics)
+def _py_spelling(name: str) -> str:
+    return f"{name}(p[i]" + ", v" * ATOMICS[name][1] + ")"
 
 
-_register()
+ENTRIES = [
+    Builtin(name, FAMILY, _rule(name), lower=_emitter(name), varying=True, access="atomic",
+            effects=True, on_parse=_on_parse, helpers=(MIN, MAX), c=_c_spelling(name),
+            py=_py_spelling(name), types=", ".join(ct.cname(t) for t in _allowed(op)),
+            note="returns the old value; also " + _py_spelling(name).replace("p[i]", "p, i"))
+    for name, (op, _n) in ATOMICS.items()
+]

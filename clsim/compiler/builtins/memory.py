@@ -1,0 +1,80 @@
+"""Synchronisation and memory declarations: barrier, mem_fence, local_array, private_array.
+
+A work-group barrier is a cut: the region builder ends the work-item loop there and
+``emit_barrier`` runs at group level (exit-before-barrier check, instrument hooks).
+``local_array(shape, dtype)`` is ``__local T a[shape]`` (one per work-group) and
+``private_array(shape, dtype)`` is ``T a[shape]`` in each work-item.
+"""
+
+from __future__ import annotations
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
+from clsim.compiler.builtins.entry import Builtin
+from clsim.compiler.diagnostics import node_error
+
+FAMILY = "memory"
+
+
+def _fence_rule(name):
+    def rule(types, call):
+        if len(types) > 1 or (types and not ct.is_int(ct.promote(types[0]))):
+            raise node_error(call, f"{name}(flags) takes the fence flags, e.g. "
+                                   "CLK_LOCAL_MEM_FENCE")
+        return None
+
+    return rule
+
+
+def emit_barrier(gen, item) -> None:
+    """Group-level code of a work-group barrier between two work-item loops."""
+    if gen.masks:
+        raise node_error(item.stmt, "internal: work-group barrier in masked code")
+    site = gen.module.site(item.stmt, "", "barrier", "none", "none")
+    if gen.module.has_exit:
+        gen.emit("_nx = 0\nfor _lid in range(_NL):\n    if _exited[_lid]:\n        _nx += 1")
+        gen.emit("if _nx == _NL:\n    return")
+        gen.emit(f"if _nx != 0:\n    _err[0] = {hp.ERR_EXIT_BEFORE_BARRIER}\n"
+                 f"    _err[1] = {site}\n    _err[5] = _nx\n    _err[6] = _NL - _nx\n"
+                 "    return")
+    call = item.stmt.value
+    gen.in_wi = False
+    flags = gen.typed(call.args[0], "int64") if call.args else gen.const(3, "int64")
+    gen.in_wi = True
+    gen.module.on_barrier(gen, item.stmt, site, flags)
+
+
+def _no_code(gen, call):
+    return None
+
+
+def _declare(name):
+    space = "local" if name == "local_array" else "private"
+
+    def typing(typer, call):
+        if len(call.args) != 2 or call.keywords:
+            raise node_error(call, f"{name}(shape, dtype) takes a shape and a numpy dtype")
+        dt = getattr(call.args[1], "resolved", None)
+        if not dt or dt[0] != "dtype":
+            raise node_error(call, f"{name}: the second argument must be a numpy dtype such "
+                                   "as np.float32")
+        shape = typer.program.const_shape(call.args[0], call.loc)
+        return ct.ArrayT(dt[1], len(shape), space, shape)
+
+    return typing
+
+
+ENTRIES = [
+    *(Builtin(name, FAMILY, _fence_rule(name), cut="work", emit_cut=emit_barrier,
+              c=f"{name}(flags)", types="CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE",
+              note="every work-item of the group must reach it")
+      for name in ("barrier", "work_group_barrier")),
+    Builtin("mem_fence", FAMILY, _fence_rule("mem_fence"), lower=_no_code, c="mem_fence(flags)",
+            note="orders one work-item's own accesses: nothing to do in the simulator"),
+    Builtin("local_array", FAMILY, typing=_declare("local_array"), varying=True,
+            c="__local T a[N]", py="a = local_array(N, np.T)", types="shape: constants",
+            note="one per work-group, uninitialised; N may be a tuple"),
+    Builtin("private_array", FAMILY, typing=_declare("private_array"), varying=True,
+            c="T a[N]", py="a = private_array(N, np.T)", types="shape: constants",
+            note="one per work-item, uninitialised"),
+]

@@ -1,0 +1,52 @@
+"""Relational functions: isnan, isinf, isfinite, signbit, select."""
+
+from __future__ import annotations
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins.entry import Builtin
+from clsim.compiler.diagnostics import node_error
+from clsim.compiler.helpers import helper
+
+FAMILY = "relational"
+
+_TESTS = {
+    "isnan": "def _isnan(x):\n    return x != x",
+    "isinf": "def _isinf(x):\n    return x == math.inf or x == -math.inf",
+    "isfinite": "def _isfinite(x):\n    return x == x and x != math.inf and x != -math.inf",
+    "signbit": "def _signbit(x):\n    return math.copysign(1.0, np.float64(x)) < 0.0",
+}
+_SELECT = helper("_select", "def _select(a, b, c):\n    return b if c != 0 else a")
+
+
+def _test_rule(types, call):
+    if len(types) != 1 or not ct.is_scalar(types[0]):
+        raise node_error(call, "this test takes one number")
+    return "bool"
+
+
+def _test_emit(name):
+    def emit(gen, codes, types, call):
+        return gen.helper(f"_{name}") + f"({codes[0]})"
+
+    return emit
+
+
+def _select_rule(types, call):
+    if len(types) != 3:
+        raise node_error(call, "select(a, b, c) takes three arguments: c ? b : a")
+    return ct.arithmetic(types[0], types[1])
+
+
+def _emit_select(gen, codes, types, call):
+    to = call.ctype
+    a, b = gen.cast(codes[0], types[0], to), gen.cast(codes[1], types[1], to)
+    return gen.helper("_select") + f"({a}, {b}, {codes[2]})"
+
+
+ENTRIES = [
+    *(Builtin(name, FAMILY, _test_rule, _test_emit(name), helpers=(helper(f"_{name}", src),),
+              c=f"{name}(x)", types="float, double", note="bool (OpenCL: int)")
+      for name, src in _TESTS.items()),
+    Builtin("select", FAMILY, _select_rule, _emit_select, helpers=(_SELECT,),
+            c="select(a, b, c)", types="any number", note="c ? b : a"),
+]

@@ -1,0 +1,67 @@
+"""Typing rules and emitters shared by many builtins (the shapes most entries take).
+
+A rule is ``rule(types, call) -> result type``; an emitter is
+``emit(gen, codes, types, call) -> source``. The builders here make the common ones: "one
+float", "n numbers of a common type", "call helper _NAME_T on the arguments cast to T".
+"""
+
+from __future__ import annotations
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler.diagnostics import node_error
+
+
+def float_result(types) -> str:
+    """The floating type a math builtin computes in: double if any argument is, else float."""
+    return "float64" if "float64" in types else "float32"
+
+
+def need_float(name: str, n: int = 1):
+    """``n`` scalar numbers, computed as float (or double if one is double)."""
+    what = "one number" if n == 1 else f"{n} numbers"
+
+    def rule(types, call):
+        if len(types) != n or not all(ct.is_scalar(t) for t in types):
+            raise node_error(call, f"{name}() takes {what}")
+        return float_result(types)
+
+    return rule
+
+
+def common_type(name: str, n: int):
+    """``n`` scalar numbers converted to their common type (C's usual arithmetic conversions)."""
+
+    def rule(types, call):
+        if len(types) != n or not all(ct.is_scalar(t) for t in types):
+            raise node_error(call, f"{name}() takes {n} numbers")
+        t = types[0]
+        for other in types[1:]:
+            t = ct.arithmetic(t, other)
+        return t
+
+    return rule
+
+
+def cast_all(gen, codes, types, to) -> list[str]:
+    return [gen.cast(code, t, to) for code, t in zip(codes, types, strict=True)]
+
+
+def call_helper(stem: str):
+    """Emit ``_STEM_T(args...)`` with every argument cast to the float type T."""
+
+    def emit(gen, codes, types, call):
+        to = float_result(types)
+        args = cast_all(gen, codes, types, to)
+        return gen.helper(f"_{stem}_{to}") + "(" + ", ".join(args) + ")"
+
+    return emit
+
+
+def call_common(helper: str):
+    """Emit ``helper(args...)`` with every argument cast to the call's result type."""
+
+    def emit(gen, codes, types, call):
+        args = cast_all(gen, codes, types, call.ctype)
+        return gen.helper(helper) + "(" + ", ".join(args) + ")"
+
+    return emit
