@@ -21,6 +21,7 @@ from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
 from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
+from clsim.runtime import record as rec
 
 
 class FunctionEmitter(MaskedFlow, ExprEmitter):
@@ -83,7 +84,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         if code is not None:
             self.emit(code)
         if self.stmt_checked:
-            self.emit(f"if _err[0] != 0:\n    {self.err_return}")
+            self.emit(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
 
     # -- variables --------------------------------------------------------------------------
     def read_var(self, name: str) -> str:
@@ -377,10 +378,12 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         self.emit(f"else:\n    _nf{k} += 1\n    if _ff{k} < 0:\n        _ff{k} = _lid")
         self.level -= 1
         self.module.on_region_end(self)
+        if not self.module.bounds:  # checks="none": any work-item taking it takes the group
+            return f"(_nt{k} != 0)"
         self.emit(f"if _nt{k} != 0 and _nf{k} != 0:\n"
-                  f"    _err[0] = {hp.ERR_DIVERGENT_BRANCH}\n    _err[1] = {site}\n"
-                  f"    _err[5] = _nt{k}\n    _err[6] = _nf{k}\n    _err[4] = _ff{k}\n"
-                  f"    _err[10] = _ft{k}\n    return")
+                  f"    _err[{rec.CODE}] = {rec.DIVERGENT_BRANCH}\n    _err[{rec.SITE}] = {site}\n"
+                  f"    _err[{rec.COUNT_A}] = _nt{k}\n    _err[{rec.COUNT_B}] = _nf{k}\n"
+                  f"    _err[{rec.LID}] = _ff{k}\n    _err[{rec.OTHER_LID}] = _ft{k}\n    return")
         return f"(_nt{k} != 0)"
 
     def g_CutIf(self, item: CutIf):

@@ -22,8 +22,8 @@ import numpy as np
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
-from clsim.compiler.instrument import Instrument, register_instrument
-from clsim.errors import InvalidArgumentError
+from clsim.instruments.base import Instrument
+from clsim.runtime import record as rec
 
 if TYPE_CHECKING:
     from clsim.compiler.builtins.collectives import Collective
@@ -42,6 +42,10 @@ class ReductionOrder(Instrument):
     def __init__(self, seed: int):
         self.seed = seed
 
+    @classmethod
+    def create(cls, config):
+        return cls(config.reduction_seed) if config.reduction_order == "shuffled" else None
+
     def state_args(self) -> list[str]:
         return ["_rseed"]
 
@@ -50,21 +54,6 @@ class ReductionOrder(Instrument):
 
     def allocate(self, info) -> list:
         return [np.array([self.seed], np.uint64)]
-
-
-REDUCTION_ORDERS = ("fixed", "shuffled")
-
-
-def _reduction_factory(options: dict):
-    order = options.get("reduction_order") or "fixed"
-    seed = options.get("reduction_seed", 0)
-    if order not in REDUCTION_ORDERS:
-        raise InvalidArgumentError(f"run(): reduction_order={order!r}; use 'fixed' (lane order, "
-                                   "the default) or 'shuffled' (seeded permutation)")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not (
-            0 <= int(seed) < 2**63):
-        raise InvalidArgumentError(f"run(): reduction_seed={seed!r} must be an int in [0, 2**63)")
-    return ReductionOrder(int(seed)) if order == "shuffled" else None
 
 
 def shuffled(module) -> bool:
@@ -135,19 +124,19 @@ def _compute(gen, c: Collective, stmt, site: int, start: str, count: str, sg: st
     elif c.kind == "broadcast" and c.scope == SUB:
         gen.emit(f"{h('_cg_broadcast')}({src}, {arrays[1]}, {dst}, {start}, {count}, _err, "
                  f"{site}, {sg})")
-        gen.emit(f"if _err[0] != 0:\n    {gen.err_return}")
+        gen.emit(f"if _err[{rec.CODE}] != 0:\n    {gen.err_return}")
     elif c.kind == "broadcast":
         ids = arrays[1:] + [arrays[1]] * (4 - len(arrays))
         nd = len(arrays) - 1
         gen.emit(f"{h('_cg_wg_broadcast')}({src}, {ids[0]}, {ids[1]}, {ids[2]}, {nd}, {dst}, "
                  f"_NL, _L0, _L1, _L2, _err, {site})")
-        gen.emit(f"if _err[0] != 0:\n    {gen.err_return}")
+        gen.emit(f"if _err[{rec.CODE}] != 0:\n    {gen.err_return}")
     elif c.kind in ("any", "all"):
         gen.emit(f"{h('_cg_vote')}({src}, {dst}, {start}, {count}, {c.kind == 'all'})")
     elif c.kind in ("shuffle", "shuffle_xor"):
         gen.emit(f"{h('_cg_shuffle')}({src}, {arrays[1]}, {dst}, {start}, {count}, _err, "
                  f"{site}, {sg}, {c.kind == 'shuffle_xor'})")
-        gen.emit(f"if _err[0] != 0:\n    {gen.err_return}")
+        gen.emit(f"if _err[{rec.CODE}] != 0:\n    {gen.err_return}")
     elif c.kind in ("shuffle_up", "shuffle_down"):
         sign = -1 if c.kind == "shuffle_up" else 1
         gen.emit(f"{h('_cg_shuffle_rel')}({src}, {arrays[1]}, {dst}, {start}, {count}, {sign})")
@@ -178,9 +167,10 @@ def emit_collective(gen, item, c) -> None:
             gen.emit("_na = 0\n_nm = -1\nfor _j in range(_ss, _ss + _sn):\n"
                      f"    if {active}:\n        _na += 1\n    elif _nm < 0:\n        _nm = _j")
             gen.emit("if _na == 0:\n    continue")
-            gen.emit(f"if _na != _sn:\n    {gen.helper('_cg_fail')}(_err, "
-                     f"{hp.ERR_SG_PARTIAL}, {site}, 0, _sn, _nm, _na, _sn - _na, _sg)\n"
-                     f"    {gen.err_return}")
+            if gen.module.bounds:  # checks="none": no divergence check
+                gen.emit(f"if _na != _sn:\n    {gen.helper('_cg_fail')}(_err, "
+                         f"{hp.ERR_SG_PARTIAL}, {site}, 0, _sn, _nm, _na, _sn - _na, _sg)\n"
+                         f"    {gen.err_return}")
         if c.kind != "barrier":
             _compute(gen, c, stmt, site, "_ss", "_sn", "_sg")
 
@@ -191,9 +181,8 @@ def _work_group(gen, c: Collective, stmt, site: int) -> None:
     if gen.module.has_exit:
         gen.emit("_nx = 0\nfor _lid in range(_NL):\n    if _exited[_lid]:\n        _nx += 1")
         gen.emit(f"if _nx == _NL:\n    {gen.err_return}")
+    if gen.module.has_exit and gen.module.bounds:  # checks="none": no divergence check
         gen.emit(f"if _nx != 0:\n    {gen.helper('_cg_fail')}(_err, {hp.ERR_WG_PARTIAL}, "
                  f"{site}, 0, _NL, 0, _NL - _nx, _nx, -1)\n    {gen.err_return}")
     _compute(gen, c, stmt, site, "0", "_NL", "0")
 
-
-register_instrument("reduction_order", _reduction_factory)

@@ -16,6 +16,7 @@ the same numbers in both modes. Checks write the error record through ``_cg_fail
 from __future__ import annotations
 
 from clsim.compiler.helpers import Helper, helper
+from clsim.runtime import record as rec
 
 # Combine a (running value) with b (next lane); fmin/fmax semantics for floats (a NaN is
 # ignored unless both are NaN); for integers the NaN test is always false.
@@ -25,18 +26,18 @@ COMBINE = {
     "max": "b if (b > a or a != a) else a",
 }
 
-_FAIL = """
+_FAIL = rec.fill("""
 def _cg_fail(err, code, site, index, length, lid, a, b, sg):
-    if err[0] == 0:
-        err[0] = code
-        err[1] = site
-        err[2] = index
-        err[3] = length
-        err[4] = lid
-        err[5] = a
-        err[6] = b
-        err[14] = sg
-"""
+    if err[{CODE}] == 0:
+        err[{CODE}] = code
+        err[{SITE}] = site
+        err[{INDEX}] = index
+        err[{LENGTH}] = length
+        err[{LID}] = lid
+        err[{COUNT_A}] = a
+        err[{COUNT_B}] = b
+        err[{SUBGROUP}] = sg
+""")
 
 _PERM = """
 def _cg_perm(perm, n, seed, key):
@@ -147,11 +148,11 @@ def _cg_broadcast(src, idx, dst, s, n, err, site, sg):
     k = idx[s]
     for j in range(s + 1, s + n):
         if idx[j] != k:
-            _cg_fail(err, 10, site, idx[j], n, j, k, idx[j], sg)
-            err[10] = s
+            _cg_fail(err, {SG_NONUNIFORM_ARG}, site, idx[j], n, j, k, idx[j], sg)
+            err[{OTHER_LID}] = s
             return
     if k < 0 or k >= n:
-        _cg_fail(err, 11, site, k, n, s, k, 0, sg)
+        _cg_fail(err, {SG_RANGE}, site, k, n, s, k, 0, sg)
         return
     v = src[s + k]
     for j in range(s, s + n):
@@ -165,13 +166,13 @@ def _cg_wg_broadcast(src, ix, iy, iz, nd, dst, nl, l0, l1, l2, err, site):
         k = ids[0]
         for j in range(1, nl):
             if ids[j] != k:
-                _cg_fail(err, 10, site, ids[j], size, j, k, ids[j], -1)
-                err[10] = 0
-                err[15] = d
+                _cg_fail(err, {SG_NONUNIFORM_ARG}, site, ids[j], size, j, k, ids[j], -1)
+                err[{OTHER_LID}] = 0
+                err[{DIM}] = d
                 return
         if k < 0 or k >= size:
-            _cg_fail(err, 11, site, k, size, 0, k, 0, -1)
-            err[15] = d
+            _cg_fail(err, {SG_RANGE}, site, k, size, 0, k, 0, -1)
+            err[{DIM}] = d
             return
     lin = ix[0]
     if nd > 1:
@@ -201,7 +202,7 @@ def _cg_shuffle(src, idx, dst, s, n, err, site, sg, xor):
         if xor:
             k = j ^ k
         if k < 0 or k >= n:
-            _cg_fail(err, 11, site, k, n, s + j, idx[s + j], j, sg)
+            _cg_fail(err, {SG_RANGE}, site, k, n, s + j, idx[s + j], j, sg)
             return
     for j in range(n):
         k = idx[s + j]
@@ -260,8 +261,8 @@ def _cg_mask_check(m, nl, size, err, site):
                 if ff < 0:
                     ff = j
         if nt != 0 and nf != 0:
-            _cg_fail(err, 8, site, 0, 0, ff, nt, nf, st // size)
-            err[10] = ft
+            _cg_fail(err, {SG_BRANCH}, site, 0, 0, ff, nt, nf, st // size)
+            err[{OTHER_LID}] = ft
             return 0
         if nt != 0:
             seen = seen | 1
@@ -269,6 +270,16 @@ def _cg_mask_check(m, nl, size, err, site):
             seen = seen | 2
     return seen
 """, ("_cg_fail",)),
+    "_cg_mask_seen": ("""
+def _cg_mask_seen(m, nl):
+    seen = 0
+    for j in range(nl):
+        if m[j] == 1:
+            seen = seen | 1
+        elif m[j] == 0:
+            seen = seen | 2
+    return seen
+""", ()),
 }
 
 HELPERS: dict[str, Helper] = {
@@ -283,7 +294,7 @@ for _op, _combine in COMBINE.items():
         _deps = ("_cg_perm",) if _stem.endswith("_p") else ()
         HELPERS[_name] = helper(_name, _template.format(op=_op, combine=_combine), _deps)
 for _name, (_src, _deps) in _OTHERS.items():
-    HELPERS[_name] = helper(_name, _src, _deps)
+    HELPERS[_name] = helper(_name, rec.fill(_src), _deps)
 
 # Per-lane ballot consumers (cl_khr_subgroup_ballot); v is a uint4 (tuple or row).
 _BALLOT = {

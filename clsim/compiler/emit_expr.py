@@ -17,6 +17,7 @@ from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.infer import _CMPS, _OPS
+from clsim.runtime import record as rec
 
 
 class ExprEmitter:
@@ -208,7 +209,7 @@ class ExprEmitter:
                      f"{self.const(site, 'int64')}, "
                      f"{self.lid_code()})")
             self.checked()
-            self.pre(f"if _err[0] != 0:\n    {self.err_return}")
+            self.pre(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
         wrapped = self.module.access(self, site, buf.id, arrt, [tmp], "load")[0]
         if wrapped != tmp:
             self.pre(f"{tmp} = {wrapped}")

@@ -15,26 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clsim.compiler.ctypes import FLOAT_TYPES, INT_TYPES
+from clsim.runtime import record as rec
 
-# Error codes written to the error record; decoded by clsim.runtime.errors.
-ERR_OOB_LOAD = 1
-ERR_OOB_STORE = 2
-ERR_DIVERGENT_BRANCH = 3
-ERR_EXIT_BEFORE_BARRIER = 4
-ERR_DIV_ZERO = 5
-ERR_SUBGROUP = 6
-ERR_COLLECTIVE_DIVERGENCE = 7
-# Sub-groups, collectives and atomics (collective_emit, builtins.atomics); field [14] holds the
-# sub-group id (-1 for a work-group collective), [10] a second work-item (first lane...).
-ERR_SG_BRANCH = 8  # condition around a sub-group collective differs within a sub-group
-ERR_SG_PARTIAL = 9  # a collective reached by some lanes of a sub-group (others returned)
-ERR_SG_NONUNIFORM_ARG = 10  # broadcast lane / work_group_broadcast id differs between lanes
-ERR_SG_RANGE = 11  # lane, shuffle source or local id out of range
-ERR_WG_PARTIAL = 12  # a work-group collective reached by some work-items (others returned)
-ERR_OOB_ATOMIC = 13  # atomic update outside a buffer or local array
-
-# Error record layout: [code, site, index, length, lid, a, b, gx, gy, gz, x, L0, L1, L2, sg, y]
-ERR_FIELDS = 16
+# Error codes and the error record's layout are clsim.runtime.record's; these names stay for the
+# emitters that use them.
+ERR_OOB_LOAD = rec.OOB_LOAD
+ERR_OOB_STORE = rec.OOB_STORE
+ERR_DIVERGENT_BRANCH = rec.DIVERGENT_BRANCH
+ERR_EXIT_BEFORE_BARRIER = rec.EXIT_BEFORE_BARRIER
+ERR_DIV_ZERO = rec.DIV_ZERO
+ERR_SUBGROUP = rec.SUBGROUP_ERROR
+ERR_COLLECTIVE_DIVERGENCE = rec.COLLECTIVE_DIVERGENCE
+ERR_SG_BRANCH = rec.SG_BRANCH
+ERR_SG_PARTIAL = rec.SG_PARTIAL
+ERR_SG_NONUNIFORM_ARG = rec.SG_NONUNIFORM_ARG
+ERR_SG_RANGE = rec.SG_RANGE
+ERR_WG_PARTIAL = rec.WG_PARTIAL
+ERR_OOB_ATOMIC = rec.OOB_ATOMIC
+ERR_FIELDS = rec.FIELDS
 
 
 @dataclass(frozen=True)
@@ -86,53 +84,53 @@ for _t in FLOAT_TYPES:
 
 _define(
     "_oob",
-    """
+    rec.fill("""
 def _oob(err, code, site, index, length, lid):
-    if err[0] == 0:
-        err[0] = code
-        err[1] = site
-        err[2] = index
-        err[3] = length
-        err[4] = lid
-""",
+    if err[{CODE}] == 0:
+        err[{CODE}] = code
+        err[{SITE}] = site
+        err[{INDEX}] = index
+        err[{LENGTH}] = length
+        err[{LID}] = lid
+"""),
 )
 _define(
     "_ck",
-    """
+    rec.fill("""
 def _ck(index, length, err, site, lid):
     if index < 0 or index >= length:
-        _oob(err, np.int64(1), site, np.int64(index), length, lid)
+        _oob(err, np.int64({OOB_LOAD}), site, np.int64(index), length, lid)
         return 0
     return index
-""",
+"""),
     ("_oob",),
 )
 _define(
     "_idiv",
-    """
+    rec.fill("""
 def _idiv(a, b, err, site, lid):
     if b == 0:
-        _oob(err, np.int64(5), site, np.int64(0), np.int64(0), lid)
+        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
         return a - a
     q = a // b
     if a % b != 0 and (a < 0) != (b < 0):
         q = q + 1
     return q
-""",
+"""),
     ("_oob",),
 )
 _define(
     "_irem",
-    """
+    rec.fill("""
 def _irem(a, b, err, site, lid):
     if b == 0:
-        _oob(err, np.int64(5), site, np.int64(0), np.int64(0), lid)
+        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
         return a - a
     r = a % b
     if r != 0 and (a < 0) != (b < 0):
         r = r - b
     return r
-""",
+"""),
     ("_oob",),
 )
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from clsim.runtime import record as rec
+
 
 @dataclass(frozen=True)
 class Mask:
@@ -82,8 +84,11 @@ class MaskedFlow:
         site = self.module.site(node, "", what, "none", "none")
         k = next(self.counter)
         size = self.module.subgroup_size
+        if not self.module.bounds:  # checks="none": which branches run, unchecked
+            self.emit(f"_ns{k} = {self.helper('_cg_mask_seen')}({flag}, _NL)")
+            return f"_ns{k}"
         self.emit(f"_ns{k} = {self.helper('_cg_mask_check')}({flag}, _NL, {size}, _err, {site})")
-        self.emit(f"if _err[0] != 0:\n    {self.err_return}")
+        self.emit(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
         return f"_ns{k}"
 
     # -- if ---------------------------------------------------------------------------------

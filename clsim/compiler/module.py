@@ -9,8 +9,11 @@ and caching the file is ``clsim.runtime.cache``'s job.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import ClassVar
+
+import numpy as np
 
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
@@ -22,22 +25,8 @@ from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import inline_cut_helpers
 from clsim.compiler.regions import Analysis
-
-
-@dataclass(frozen=True)
-class Site:
-    """A static program point the runtime may need to name: an access, a barrier, a branch."""
-
-    id: int
-    file: str
-    line: int
-    func: str
-    text: str
-    buffer: str
-    kind: str  # load, store, barrier, if, while, arith...
-    space: str
-    dtype: str
-    width: int = 1
+from clsim.runtime import record as rec
+from clsim.runtime.record import Site
 
 
 @dataclass
@@ -292,23 +281,21 @@ def _launcher_source(pnames: str, parallel: bool, jit: bool, state: str) -> str:
         f"        _e = _errs[{row}]",
         "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
         f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state})",
-        "        if _e[0] != 0:",
-        "            _e[7] = _gx",
-        "            _e[8] = _gy",
-        "            _e[9] = _gz",
-        "            _e[11] = _L0",
-        "            _e[12] = _L1",
-        "            _e[13] = _L2",
+        f"        if _e[{rec.CODE}] != 0:",
+        *(f"            _e[{field}] = {value}" for field, value in zip(
+            (*rec.GROUP, *rec.GROUP_SIZE), ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"),
+            strict=True)),
     ]
     if not parallel:
         lines.append("            return")
     return "\n".join(line for line in lines if line != "")
 
 
-def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, parallel: bool,
-             instruments=(), bounds: bool = True, subgroup_size: int = 32
-             ) -> tuple[str, list[Site], dict]:
-    """Source of the module for ``kfn`` with these argument types and local size."""
+def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list[Site], dict]:
+    """Source of the module for ``kfn`` with these argument types under ``config`` (a
+    ``clsim.runtime.config.LaunchConfig``: local size, JIT, parallel groups, checks, sub-group
+    size)."""
+    local_size, jit, parallel = config.local_size, config.jit, config.parallel
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
     body = inline_cut_helpers(parsed)
@@ -317,13 +304,14 @@ def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, pa
     typer.run(body)
     analysis = Analysis(body, arg_types, typer.env, forced_varying=temps)
     module = ModuleEmitter(program, kfn.name, jit, parallel)
-    module.bounds = bounds
-    module.subgroup_size = subgroup_size
+    module.config = config
+    module.bounds = config.bounds
+    module.subgroup_size = config.subgroup_size
     module.has_exit = analysis.has_exit
     module.instruments = list(instruments)
     storage = _storage(analysis, arg_types, typer.env)
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
-    gen.bounds_checks = bounds
+    gen.bounds_checks = config.bounds
     gen.emit("_NL = _L0 * _L1 * _L2")
     if module.work_dim == 1:
         gen.emit("_ly = np.int64(0)\n_lz = np.int64(0)")
@@ -350,7 +338,10 @@ def generate(kfn, arg_types: dict, local_size: tuple[int, ...], *, jit: bool, pa
     gen.items(analysis.tree)
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
-    source += "\n_SITES = " + repr([tuple(vars(site).values()) for site in module.sites]) + "\n"
+    source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
+    local_bytes = sum(math.prod(typer.env[name].shape) * np.dtype(typer.env[name].dtype).itemsize
+                      for name, kind in storage.items() if kind == "larray")
+    source += f"_LOCAL_BYTES = {local_bytes}\n"  # checked against the device's local memory
     meta = {"work_dim": module.work_dim, "parallel": parallel, "jit": jit}
     return source, module.sites, meta
 

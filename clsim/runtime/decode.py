@@ -7,7 +7,6 @@ who, in the house shape ``<where>: <what>. <how to fix>``.
 
 from __future__ import annotations
 
-from clsim.compiler import helpers as hp
 from clsim.errors import (
     BarrierDivergenceError,
     DivisionByZeroError,
@@ -15,6 +14,7 @@ from clsim.errors import (
     SimulationError,
     SubGroupError,
 )
+from clsim.runtime import record as rec
 
 
 def _lid_tuple(lid: int, local: tuple[int, int, int], work_dim: int) -> tuple[int, ...]:
@@ -29,74 +29,70 @@ def _gid_tuple(group, lid, enqueued, offset, work_dim):
                                                      strict=False))[:work_dim]
 
 
-# Extension point: error code -> decoder(record, sites, kernel, enqueued, offset, work_dim)
-# for codes written by instruments (clsim.checks uses 20 and up).
-DECODERS: dict = {}
-
-
-def decode(record, sites, kernel: str, enqueued, offset, work_dim: int) -> SimulationError:
-    if int(record[0]) in DECODERS:
-        return DECODERS[int(record[0])](record, sites, kernel, enqueued, offset, work_dim)
-    code, site_id, index, length, lid = (int(v) for v in record[:5])
-    a, b = int(record[5]), int(record[6])
-    group = tuple(int(v) for v in record[7:10])
-    local = tuple(int(v) for v in record[11:14])
-    site = sites[site_id]
-    file, line, func, text, buffer = site[1], site[2], site[3], site[4], site[5]
-    where = f"{file.rsplit('/', 1)[-1]}:{line} in {func}"
-    lid_t = _lid_tuple(lid, local, work_dim)
-    gid_t = _gid_tuple(group, lid_t, enqueued, offset, work_dim)
-    group_t = group[:work_dim]
-    fields = dict(kernel=kernel, file=file, line=line, source=text, group=group_t)
-    src = f"\n    {text}" if text else ""
+def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
+           decoders=None) -> SimulationError:
+    """The exception for an error record ``row``. ``decoders`` maps the codes instruments
+    write to their decoder ``(row, sites, kernel, enqueued, offset, work_dim)``, which reads
+    the row in the instrument's own layout (``CODE``, ``SITE`` and the group fields shared)."""
+    record = rec.ErrorRecord.from_row(row)
+    if decoders and record.code in decoders:
+        return decoders[record.code](row, sites, kernel, enqueued, offset, work_dim)
+    code, index, length, lid = record.code, record.index, record.length, record.lid
+    a, b = record.count_a, record.count_b
+    site = sites[record.site]
+    where = site.where
+    lid_t = _lid_tuple(lid, record.group_size, work_dim)
+    gid_t = _gid_tuple(record.group, lid_t, enqueued, offset, work_dim)
+    group_t = record.group[:work_dim]
+    fields = dict(kernel=kernel, file=site.file, line=site.line, source=site.text, group=group_t)
+    src = f"\n    {site.text}" if site.text else ""
     if code in _SUBGROUP_CODES:
-        return _subgroup_error(code, record, site, where, src, local, work_dim, gid_t, lid_t,
-                               fields)
-    if code in (hp.ERR_OOB_LOAD, hp.ERR_OOB_STORE, hp.ERR_OOB_ATOMIC):
-        kind = {hp.ERR_OOB_LOAD: "load from", hp.ERR_OOB_STORE: "store to",
-                hp.ERR_OOB_ATOMIC: "atomic update of"}[code]
+        return _subgroup_error(record, site, where, src, work_dim, gid_t, lid_t, fields)
+    if code in (rec.OOB_LOAD, rec.OOB_STORE, rec.OOB_ATOMIC):
+        kind = {rec.OOB_LOAD: "load from", rec.OOB_STORE: "store to",
+                rec.OOB_ATOMIC: "atomic update of"}[code]
         why = "negative index" if index < 0 else f"len {length}"
         hint = ("Guard the access with a bounds test such as 'if i < n'" if index >= 0 else
                 "Negative indices do not wrap around in OpenCL; check the index arithmetic")
         return OutOfBoundsError(
-            f"{where}, gid={gid_t}, lid={lid_t}: {kind} {buffer}[{index}] out of bounds "
+            f"{where}, gid={gid_t}, lid={lid_t}: {kind} {site.buffer}[{index}] out of bounds "
             f"({why}). {hint}.{src}",
-            buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
-            access={hp.ERR_OOB_LOAD: "load", hp.ERR_OOB_STORE: "store"}.get(code, "atomic"),
+            buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            access={rec.OOB_LOAD: "load", rec.OOB_STORE: "store"}.get(code, "atomic"),
             **fields)
-    if code == hp.ERR_DIVERGENT_BRANCH:
-        first_false = _lid_tuple(lid, local, work_dim)
-        first_true = _lid_tuple(int(record[10]), local, work_dim)
+    if code == rec.DIVERGENT_BRANCH:
+        first_false = _lid_tuple(lid, record.group_size, work_dim)
+        first_true = _lid_tuple(record.other_lid, record.group_size, work_dim)
         return BarrierDivergenceError(
-            f"{where}, group={group_t}: barrier divergence: the condition of this '{site[6]}' "
+            f"{where}, group={group_t}: barrier divergence: the condition of this '{site.kind}' "
             f"around a barrier is true for {a} work-items and false for {b} (e.g. lid="
             f"{first_true} true, lid={first_false} false). Every work-item of a group must "
             f"reach the same barriers; make the condition uniform.{src}",
             taken=a, not_taken=b, lid=first_false, **fields)
-    if code == hp.ERR_EXIT_BEFORE_BARRIER:
+    if code == rec.EXIT_BEFORE_BARRIER:
         return BarrierDivergenceError(
             f"{where}, group={group_t}: barrier divergence: {a} work-items returned before this "
             f"barrier and {b} reached it. Every work-item of a group must reach the barrier; "
             f"replace the early return with an if around the work after the barrier.{src}",
             taken=b, not_taken=a, **fields)
-    if code == hp.ERR_DIV_ZERO:
+    if code == rec.DIV_ZERO:
         return DivisionByZeroError(
             f"{where}, gid={gid_t}, lid={lid_t}: integer division or remainder by zero "
             f"(undefined in OpenCL C; crashes CPU devices). Guard the divisor.{src}",
             gid=gid_t, lid=lid_t, **fields)
-    if code == hp.ERR_SUBGROUP:
-        return SubGroupError(f"{where}, gid={gid_t}: {buffer}{src}", gid=gid_t, lid=lid_t,
+    if code == rec.SUBGROUP_ERROR:
+        return SubGroupError(f"{where}, gid={gid_t}: {site.buffer}{src}", gid=gid_t, lid=lid_t,
                              **fields)
-    if code == hp.ERR_COLLECTIVE_DIVERGENCE:
+    if code == rec.COLLECTIVE_DIVERGENCE:
         return BarrierDivergenceError(
-            f"{where}, group={group_t}: {buffer} reached by {a} work-items but not by {b}; "
+            f"{where}, group={group_t}: {site.buffer} reached by {a} work-items but not by {b}; "
             f"collectives must be reached by all work-items of the (sub-)group.{src}",
             taken=a, not_taken=b, **fields)
     return SimulationError(f"{where}: kernel error code {code}{src}", **fields)
 
 
-_SUBGROUP_CODES = (hp.ERR_SG_BRANCH, hp.ERR_SG_PARTIAL, hp.ERR_SG_NONUNIFORM_ARG,
-                   hp.ERR_SG_RANGE, hp.ERR_WG_PARTIAL)
+_SUBGROUP_CODES = (rec.SG_BRANCH, rec.SG_PARTIAL, rec.SG_NONUNIFORM_ARG, rec.SG_RANGE,
+                   rec.WG_PARTIAL)
 
 _RANGE_WHAT = {
     "sub_group_broadcast": ("lane", "it must be below the sub-group size; compute it from "
@@ -108,16 +104,17 @@ _RANGE_WHAT = {
 }
 
 
-def _subgroup_error(code, record, site, where, src, local, work_dim, gid_t, lid_t, fields):
-    """Messages for sub-group / work-group collective errors (codes 8-12)."""
-    index, length = int(record[2]), int(record[3])
-    a, b, other, sg, dim = int(record[5]), int(record[6]), int(record[10]), int(record[14]), \
-        int(record[15])
-    what = site[6]  # the builtin's name, or "if"/"while"/"for" for a masked condition
+def _subgroup_error(record, site, where, src, work_dim, gid_t, lid_t, fields):
+    """Messages for sub-group / work-group collective errors."""
+    code, index, length = record.code, record.index, record.length
+    a, b, other, sg, dim = record.count_a, record.count_b, record.other_lid, record.subgroup, \
+        record.dim
+    local = record.group_size
+    what = site.kind  # the builtin's name, or "if"/"while"/"for" for a masked condition
     group_t = fields["group"]
     scope = f"sub-group {sg}" if sg >= 0 else "the work-group"
     sg_fields = dict(subgroup=sg if sg >= 0 else None, **fields)
-    if code == hp.ERR_SG_BRANCH:
+    if code == rec.SG_BRANCH:
         first_true = _lid_tuple(other, local, work_dim)
         return BarrierDivergenceError(
             f"{where}, group={group_t}: sub-group divergence: the condition of this '{what}' "
@@ -126,15 +123,15 @@ def _subgroup_error(code, record, site, where, src, local, work_dim, gid_t, lid_
             "sub-group must reach the same collectives; make the condition uniform within "
             f"each sub-group (e.g. depend on get_sub_group_id(), not the lane).{src}",
             taken=a, not_taken=b, lid=lid_t, **sg_fields)
-    if code in (hp.ERR_SG_PARTIAL, hp.ERR_WG_PARTIAL):
-        unit = "lanes" if code == hp.ERR_SG_PARTIAL else "work-items"
+    if code in (rec.SG_PARTIAL, rec.WG_PARTIAL):
+        unit = "lanes" if code == rec.SG_PARTIAL else "work-items"
         return BarrierDivergenceError(
             f"{where}, group={group_t}: {what}() reached by {a} of {a + b} {unit} of {scope}; "
             f"the other {b} returned earlier. Collectives must be reached by all {unit} of the "
             f"{'sub-group' if sg >= 0 else 'work-group'}; replace the early return with an if "
             f"around the work after the collective.{src}",
             taken=a, not_taken=b, lid=lid_t, **sg_fields)
-    if code == hp.ERR_SG_NONUNIFORM_ARG:
+    if code == rec.SG_NONUNIFORM_ARG:
         first = _lid_tuple(other, local, work_dim)
         arg = "lane" if what == "sub_group_broadcast" else f"local id (dimension {dim})"
         return SubGroupError(

@@ -9,9 +9,9 @@ A work-group barrier is a cut: the region builder ends the work-item loop there 
 from __future__ import annotations
 
 from clsim.compiler import ctypes as ct
-from clsim.compiler import helpers as hp
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.diagnostics import node_error
+from clsim.runtime import record as rec
 
 FAMILY = "memory"
 
@@ -34,9 +34,10 @@ def emit_barrier(gen, item) -> None:
     if gen.module.has_exit:
         gen.emit("_nx = 0\nfor _lid in range(_NL):\n    if _exited[_lid]:\n        _nx += 1")
         gen.emit("if _nx == _NL:\n    return")
-        gen.emit(f"if _nx != 0:\n    _err[0] = {hp.ERR_EXIT_BEFORE_BARRIER}\n"
-                 f"    _err[1] = {site}\n    _err[5] = _nx\n    _err[6] = _NL - _nx\n"
-                 "    return")
+    if gen.module.has_exit and gen.module.bounds:  # checks="none": no divergence check
+        gen.emit(f"if _nx != 0:\n    _err[{rec.CODE}] = {rec.EXIT_BEFORE_BARRIER}\n"
+                 f"    _err[{rec.SITE}] = {site}\n    _err[{rec.COUNT_A}] = _nx\n"
+                 f"    _err[{rec.COUNT_B}] = _NL - _nx\n    return")
     call = item.stmt.value
     gen.in_wi = False
     flags = gen.typed(call.args[0], "int64") if call.args else gen.const(3, "int64")

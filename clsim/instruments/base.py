@@ -1,0 +1,115 @@
+"""The instrument protocol: analyses compiled into kernels only when a launch asks for them.
+
+An instrument is a class. What it declares, the runtime reads; nothing else needs to know it:
+
+- ``options``: the ``run()`` keywords it accepts, with their defaults (``traffic=False``...);
+- ``result``: the ``RunResult`` attribute its ``finalize`` fills, ``result_default()`` its
+  value when the instrument is off;
+- ``decoders``: error codes (``clsim.runtime.record.INSTRUMENT_CODES`` and up) it writes into
+  the error record, each with the function that turns such a record into an exception;
+- ``serial_groups``: whether work-groups must run one at a time while it records.
+
+``create(config)`` returns an instance when the launch configuration (``LaunchConfig``, options
+included) enables it, else None. The registry (``clsim.instruments.registry``) lists the
+instrument classes explicitly.
+
+At compile time the generated module calls the hooks below at fixed points; at run time
+``allocate`` makes the state arrays named by ``state_args`` (parameters of every generated
+function) and ``finalize`` turns them into the result. Generated-code conventions a hook can
+rely on: in a work-item loop ``_lid`` is the linear local id, ``_lx/_ly/_lz`` the local ids,
+``_gx/_gy/_gz`` the group ids, ``_L0.._L2`` this group's sizes, ``_NL`` their product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """What a run-time hook knows about the launch."""
+
+    config: Any  # clsim.runtime.config.LaunchConfig
+    params: list[str]
+    values: list  # kernel argument values (flattened buffers, numpy scalars)
+    types: dict
+    sites: tuple  # clsim.runtime.record.Site records
+
+    @property
+    def kernel(self) -> str:
+        return self.config.kernel
+
+    @property
+    def ndrange(self):
+        return self.config.ndrange
+
+    @property
+    def subgroup_size(self) -> int:
+        return self.config.subgroup_size
+
+
+class Instrument:
+    """Base class: declares nothing, and every hook does nothing."""
+
+    name: ClassVar[str] = "instrument"
+    options: ClassVar[Mapping[str, Any]] = {}
+    result: ClassVar[str | None] = None
+    decoders: ClassVar[Mapping[int, Callable]] = {}
+    serial_groups: ClassVar[bool] = False
+
+    @classmethod
+    def create(cls, config) -> Instrument | None:
+        """The instrument for this launch, or None when the configuration does not ask for it."""
+        return None
+
+    @staticmethod
+    def result_default() -> Any:
+        """``RunResult.<result>`` when the instrument is off."""
+        return None
+
+    # -- compile time -----------------------------------------------------------------------
+    def state_args(self) -> list[str]:
+        """Names of the launch-level state arrays passed to every generated function."""
+        return []
+
+    def imports(self) -> list[str]:
+        """Import lines the generated module needs at its top (after numpy and numba)."""
+        return []
+
+    def key(self) -> tuple:
+        """Everything that changes the generated code (part of the compile cache key)."""
+        return (self.name,)
+
+    def group_start(self, gen) -> None:
+        """Emit per-group allocations at the top of the group function."""
+
+    def region_start(self, gen) -> None:
+        """Emit code at the top of each work-item loop body (after ids are decoded)."""
+
+    def region_end(self, gen) -> None:
+        """Emit code after each work-item loop (group level)."""
+
+    def barrier(self, gen, stmt, site: int, flags: str) -> None:
+        """Emit code at a work-group barrier (group level). ``flags`` is the fence code."""
+
+    def subgroup_barrier(self, gen, stmt, site: int) -> None:
+        """Emit code where a sub-group barrier or collective orders the lanes of a sub-group."""
+
+    def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
+               atomic: bool = False) -> list[str]:
+        """Wrap the index codes of one access; the wrapper runs exactly when the access does."""
+        return codes
+
+    def flop(self, gen, kind: str, dtype: str) -> None:
+        """Count one arithmetic operation of ``kind`` (add, mul, fma, div, sqrt, ...)."""
+
+    # -- run time ---------------------------------------------------------------------------
+    def allocate(self, info: LaunchInfo) -> list:
+        """The state arrays, aligned with ``state_args()``."""
+        return []
+
+    def finalize(self, info: LaunchInfo, state: list, result) -> Any:
+        """The value of ``RunResult.<result>`` from the state after the launch."""
+        return None
