@@ -59,9 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _load_library() -> None:
+    """Register the shipped kernel library's specs (clsim.spec imports no library itself)."""
+    try:
+        importlib.import_module("kernels_py")
+    except ImportError:
+        pass  # a clsim without its library: user files (path/file.py::NAME) still work
+
+
 def main(argv: list[str] | None = None) -> int:
     from clsim.errors import SimulationError
 
+    _load_library()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_main", None):

@@ -3,7 +3,9 @@
 A spec ties a Python kernel to its numpy reference, its input generator, its launch plan and the
 matching ``.cl`` twin. The CLI (``clsim run``), the verifier and the traffic report all work from
 specs, so a kernel written once is runnable, checkable and verifiable everywhere. This module
-holds only the records and the registry; it runs nothing.
+holds only the records and the registry; it runs nothing and imports no kernel library: a
+library registers its specs when imported (``import kernels_py``; the ``clsim`` command does
+that for the shipped one), a user's file when loaded.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from clsim.errors import SimulationError
 
 KERNELS_CL_DIR = Path(__file__).resolve().parent.parent / "kernels_cl"
 
@@ -94,16 +98,13 @@ def register(spec: KernelSpec) -> KernelSpec:
 
 
 def all_specs() -> dict[str, KernelSpec]:
-    import kernels_py  # noqa: F401  (importing the package registers the library's kernels)
-
+    """Every registered spec, by name."""
     return dict(sorted(_REGISTRY.items()))
 
 
 def get_spec(name: str) -> KernelSpec:
-    from clsim.errors import SimulationError
-
     specs = all_specs()
     if name not in specs:
-        known = ", ".join(specs)
+        known = ", ".join(specs) or "none (import a kernel library first, e.g. kernels_py)"
         raise SimulationError(f"no kernel named {name!r}. Known kernels: {known}")
     return specs[name]

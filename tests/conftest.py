@@ -20,6 +20,9 @@ from verify.devices import import_pyopencl  # noqa: E402
 
 import_pyopencl()
 
+# The shipped kernel library registers its specs on import (clsim.spec imports no library).
+import kernels_py  # noqa: E402, F401
+
 # Tests taking a `device` argument run once per OpenCL device present (skips state reasons).
 pytest_plugins = ["verify.pytest_plugin"]
 

@@ -8,6 +8,8 @@ import platform
 import time
 from pathlib import Path
 
+import kernels_py  # noqa: F401  (registers the library's specs for clsim.spec.get_spec)
+
 PERFORMANCE_MD = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
 
 
