@@ -34,7 +34,3 @@ __all__ = [
     *_api.BUILTIN_NAMES,
     *[n for n in dir(_api) if n.isupper()],
 ]
-
-# Registers the traffic instrument (run(..., traffic=True)); last, as it needs the engine.
-import clsim.checks
-import clsim.traffic.instrument  # noqa: F401

@@ -13,27 +13,55 @@ from __future__ import annotations
 
 import math
 import types
+from typing import ClassVar
 
-from clsim.checks import analysis, native, state
+from clsim.checks import analysis, native, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
 from clsim.compiler import ctypes as ct
 from clsim.compiler.frontend import Loc
-from clsim.compiler.instrument import Instrument, LaunchInfo
-from clsim.errors import InvalidArgumentError
+from clsim.errors import InvalidArgumentError, SimulationError
+from clsim.instruments.base import Instrument, LaunchInfo
 
 LAYOUT_VERSION = 3
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
 _BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
 _SPACE = {"param": "g", "larray": "l", "parray": "p"}
 
+replay.register()  # the per-kernel helpers (fast paths) join the compiler's helper table
+
+
+def _decode_finding(row, sites, kernel, enqueued, offset, work_dim):
+    return fd.from_record(row, sites, kernel, enqueued, offset, work_dim).error()
+
+
+def _decode_epochs(row, sites, kernel, enqueued, offset, work_dim):
+    site = sites[int(row[1])]
+    return SimulationError(
+        f"{site.where}: a work-group ran more barriers than the race checks can count in this "
+        "launch. Launch fewer, larger work-groups or run with checks='default'",
+        kernel=kernel, file=site.file, line=site.line)
+
 
 class ChecksInstrument(Instrument):
     """Race and uninitialised-read detection over shadow memory (serial groups)."""
 
     name = "checks"
-    parallel_safe = False
+    options: ClassVar = {"report_all": False, "uninit": None}
+    result = "findings"
+    decoders: ClassVar = {ly.ERR_BASE + ly.CAT_RACE: _decode_finding,
+                          ly.ERR_BASE + ly.CAT_UNINIT: _decode_finding,
+                          ly.ERR_EPOCHS: _decode_epochs}
+    serial_groups = True
+
+    @classmethod
+    def create(cls, config) -> ChecksInstrument | None:
+        return _create(config)
+
+    @staticmethod
+    def result_default() -> list:
+        return []
 
     def __init__(self, races: bool, uninit: bool, raise_race: bool, raise_uninit: bool,
                  warn_uninit: bool = False):
@@ -163,13 +191,8 @@ class ChecksInstrument(Instrument):
         return state.allocate(info, self.races, self.uninit, self.raise_race,
                               self.raise_uninit)
 
-    def finalize(self, info: LaunchInfo, arrays: list, result) -> None:
-        if result.parallel:
-            raise InvalidArgumentError(
-                f"{info.kernel}: the race and uninitialised-read checks need work-groups to run "
-                "one after another, but this run used parallel=True; its findings would be "
-                "unreliable. Leave parallel unset (or False) with checks")
-        state.collect(info, arrays, result, self.warn_uninit)
+    def finalize(self, info: LaunchInfo, arrays: list, result) -> list:
+        return state.collect(info, arrays, self.warn_uninit)
 
 
 def _i64(code) -> str:
@@ -198,10 +221,10 @@ def _flatten(gen, base: str, lead: int, arrt, codes: list[str], site: int) -> st
     return offset
 
 
-def factory(options: dict) -> ChecksInstrument | None:
+def _create(config) -> ChecksInstrument | None:
     """The instrument for ``run(..., checks=..., uninit=..., report_all=...)``, or None."""
-    mode = options.get("checks", "default")
-    uninit_opt = options.get("uninit")
+    mode = config.checks
+    uninit_opt = config.option("uninit")
     races = mode in ("all", "races")
     uninit = mode in ("all", "uninit")
     if uninit_opt not in (None, "raise", "warn"):
@@ -214,7 +237,7 @@ def factory(options: dict) -> ChecksInstrument | None:
         uninit = True
     if not (races or uninit):
         return None
-    collect = bool(options.get("report_all"))
+    collect = bool(config.option("report_all"))
     return ChecksInstrument(races, uninit, raise_race=not collect,
                             raise_uninit=not collect and uninit_opt != "warn",
                             warn_uninit=uninit_opt == "warn")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 
 from clsim.checks import replay, shadow
-
-SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_flush", "_cs_end")
+from clsim.checks.shadow import SHARED
+from clsim.runtime.cache import load_source
 
 _HEADERS = {
     True: ["import numpy as np", "from numba import njit",
@@ -34,8 +34,6 @@ def module_source(jit: bool) -> str:
 
 def load(jit: bool):
     """The shared-helpers module, written to the kernel cache and imported (once)."""
-    from clsim.runtime.cache import load_source
-
     module, _path = load_source("checks_jit" if jit else "checks_py", module_source(jit))
     return module
 

@@ -11,8 +11,8 @@ compiled once in ``native``.
 from __future__ import annotations
 
 from clsim.checks import layout as ly
-from clsim.checks import native, shadow
-from clsim.checks.shadow import _keep
+from clsim.checks import shadow
+from clsim.checks.shadow import SHARED, _keep
 from clsim.compiler import helpers as hp
 
 _END = f"""
@@ -95,5 +95,5 @@ def register() -> None:
     (idempotent). The shared ones are imported from ``native`` instead."""
     per_kernel = {**shadow.sources(), **sources()}
     for name, source in per_kernel.items():
-        if name not in native.SHARED:
+        if name not in SHARED:
             hp._define(name, source)

@@ -14,8 +14,8 @@ import numpy as np
 
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
-from clsim.compiler.instrument import LaunchInfo
 from clsim.errors import InvalidArgumentError
+from clsim.instruments.base import LaunchInfo
 
 _NOT_ACCESSES = {"barrier", "if", "while", "arith", "for", ""}
 READ_ONLY = -1  # shadow-site width of a buffer parameter the kernel never writes
@@ -151,15 +151,14 @@ class UninitializedReadWarning(UserWarning):
     """Uninitialised reads found with ``uninit="warn"`` (listed in ``result.findings``)."""
 
 
-def collect(info: LaunchInfo, state: list, result, warn_uninit: bool) -> None:
-    """Append the launch's findings to ``result.findings``; warn about what was not seen."""
+def collect(info: LaunchInfo, state: list, warn_uninit: bool) -> list:
+    """The launch's findings; warns about what was not seen."""
     meta, found = state[0], state[3]
     nd = info.ndrange
-    for row in found[: int(meta[ly.M_NFIND])]:
-        result.findings.append(fd.from_record(
-            row, info.sites, info.kernel, nd.local_size, nd.offset, nd.work_dim,
-            count=int(row[ly.F_COUNT])))
-    uninit = [f for f in result.findings if f.category == "uninit"]
+    findings = [fd.from_record(row, info.sites, info.kernel, nd.local_size, nd.offset,
+                               nd.work_dim, count=int(row[ly.F_COUNT]))
+                for row in found[: int(meta[ly.M_NFIND])]]
+    uninit = [f for f in findings if f.category == "uninit"]
     if uninit and warn_uninit:
         warnings.warn(UninitializedReadWarning(
             f"{info.kernel}: {len(uninit)} uninitialised-read site(s); the first: "
@@ -172,3 +171,4 @@ def collect(info: LaunchInfo, state: list, result, warn_uninit: bool) -> None:
         warnings.warn(f"{info.kernel}: {int(meta[ly.M_OVERFLOW])} finding occurrences were "
                       f"not kept (more than {ly.MAX_FINDINGS} distinct findings, or more than "
                       f"{ly.PENDING} in one work-item loop)", stacklevel=4)
+    return findings

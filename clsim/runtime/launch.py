@@ -11,21 +11,31 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from clsim.api import KernelFunction
 from clsim.compiler import ctypes as ct
-from clsim.compiler import helpers as hp
 from clsim.compiler.frontend import parse
-from clsim.compiler.instrument import LaunchInfo, build_instruments
 from clsim.compiler.module import generate
 from clsim.errors import InvalidArgumentError, KernelCompileError
+from clsim.instruments import registry
+from clsim.instruments.base import LaunchInfo
+from clsim.runtime import record as rec
 from clsim.runtime.cache import load_source
+from clsim.runtime.config import (
+    LaunchConfig,
+    check_mode,
+    check_reduction,
+    check_subgroup_size,
+    resolve_device,
+)
 from clsim.runtime.decode import decode
-from clsim.runtime.ndrange import DEFAULT_MAX_WORK_GROUP_SIZE, NDRange, make_ndrange
+from clsim.runtime.ndrange import NDRange, make_ndrange
+from clsim.runtime.record import site_table
 
 _CHUNK = 4096  # groups per parallel launch: bounds the error-record memory
 _SUPPORTED = set(ct.INT_TYPES) | {"float32", "float64", "bool"}
@@ -42,8 +52,15 @@ class RunResult:
     jit: bool
     parallel: bool
     module_path: str
-    traffic: Any = None
-    findings: list = field(default_factory=list)
+    results: dict = field(default_factory=dict)  # each instrument's result, by its name
+    config: Any = None  # the LaunchConfig it ran with
+
+    def __getattr__(self, name: str):
+        # result.traffic, result.findings...: the fields instruments declare (registry)
+        results = self.__dict__.get("results", {})
+        if name in results:
+            return results[name]
+        raise AttributeError(f"RunResult has no attribute {name!r}")
 
     @property
     def global_size(self):
@@ -121,18 +138,17 @@ def _arg_types(kfn: KernelFunction, params: list[str], args) -> tuple[dict, list
     return types, values
 
 
-def _compile(kfn, types: dict, nd: NDRange, jit: bool, parallel: bool, instruments, bounds,
-             subgroup_size) -> _Compiled:
-    key = (id(kfn), kfn.fn.__code__, tuple(types.items()), nd.local_size, nd.work_dim, jit,
-           parallel, tuple(inst.key() for inst in instruments), bounds, subgroup_size)
+def _compile(kfn, types: dict, config: LaunchConfig, instruments) -> _Compiled:
+    nd = config.ndrange
+    key = (id(kfn), kfn.fn.__code__, tuple(types.items()), nd.local_size, nd.work_dim,
+           config.jit, config.parallel, tuple(inst.key() for inst in instruments),
+           config.bounds, config.subgroup_size)
     hit = _COMPILED.get(key)
     if hit is not None:
         return hit
-    source, _sites, _meta = generate(kfn, types, nd.local_size[: nd.work_dim], jit=jit,
-                                    parallel=parallel, instruments=instruments, bounds=bounds,
-                                    subgroup_size=subgroup_size)
+    source, _sites, _meta = generate(kfn, types, config, instruments=instruments)
     module, path = load_source(kfn.name, source)
-    compiled = _Compiled(module, module._SITES, str(path))
+    compiled = _Compiled(module, site_table(module._SITES), str(path))
     _COMPILED[key] = compiled
     return compiled
 
@@ -141,61 +157,88 @@ def _has_global_atomics(kfn) -> bool:
     return getattr(parse(kfn), "uses_global_atomics", False)
 
 
-DEFAULT_SUBGROUP_SIZE = 32
-CHECK_MODES = ("default", "all", "races", "uninit", "bounds", "none")
-# Options consumed by instruments (traffic, race checks...); run() accepts them by name.
-INSTRUMENT_OPTIONS = {"report_all", "uninit", "reduction_order", "reduction_seed", "simd_width",
-                      "profile"}
-
-
 def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: bool | None = None,
         parallel: bool | None = None, global_offset=None, opencl_version: str = "3.0",
-        max_work_group_size: int = DEFAULT_MAX_WORK_GROUP_SIZE,
-        subgroup_size: int | None = None, traffic: bool = False, checks: str = "default",
-        **options) -> RunResult:
+        device=None, max_work_group_size: int | None = None,
+        subgroup_size: int | None = None, reduction_order: str | None = None,
+        reduction_seed: int = 0, checks: str = "default", **options) -> RunResult:
     """Run ``kernel`` over the ND-range with OpenCL semantics; buffers are updated in place.
 
-    ``checks``: "default" (bounds and barrier divergence), "all", "races", "uninit", "bounds"
-    or "none" (benchmarking only). ``traffic=True`` fills ``result.traffic``. ``subgroup_size``
-    (1-128, default 32) shapes sub-groups. ``jit=False`` (or ``CLSIM_JIT=0``) runs the same
-    generated code as plain Python, for pdb.
+    ``device``: the simulated device, a profile name ("h200", the default; "intel-xe", "cpu"...),
+    a ``.toml`` path or a ``DeviceProfile``: its sub-group size, maximum work-group size, local
+    memory size and reduction order apply unless ``subgroup_size``, ``max_work_group_size`` or
+    ``reduction_order`` override them. ``checks``: "default" (bounds and barrier divergence),
+    "all", "races", "uninit", "bounds" or "none" (no checks at all; benchmarking only).
+    Instruments take further keywords: ``traffic=True`` fills ``result.traffic``,
+    ``report_all=True`` collects ``result.findings`` (see ``clsim.instruments.registry``).
+    ``jit=False`` (or ``CLSIM_JIT=0``) runs the same generated code as plain Python, for pdb.
     """
     if not isinstance(kernel, KernelFunction) or not kernel.is_kernel:
         raise KernelCompileError(f"{kernel!r} is not a @clsim.kernel")
-    unknown = set(options) - INSTRUMENT_OPTIONS
+    known = registry.options()
+    unknown = set(options) - set(known)
     if unknown:
-        raise InvalidArgumentError(f"run(): unknown options {sorted(unknown)}")
-    if checks not in CHECK_MODES:
-        raise InvalidArgumentError(f"run(): checks={checks!r}; use one of {CHECK_MODES}")
-    sg = DEFAULT_SUBGROUP_SIZE if subgroup_size is None else int(subgroup_size)
-    if not 1 <= sg <= 128:
-        raise InvalidArgumentError(f"run(): subgroup_size={subgroup_size} must be 1 to 128")
-    instruments = build_instruments(
-        {"traffic": traffic, "checks": checks, "subgroup_size": sg, **options})
+        raise InvalidArgumentError(f"run(): unknown options {sorted(unknown)}; run() takes "
+                                   f"{', '.join(sorted(known))} besides its named parameters")
+    sim = resolve_device(device)
+    order, seed = check_reduction(reduction_order or sim.reduction_order, reduction_seed)
     jit = _jit_default() if jit is None else bool(jit)
     parsed = parse(kernel)
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
-                      opencl_version=opencl_version, max_work_group_size=max_work_group_size)
+                      opencl_version=opencl_version,
+                      max_work_group_size=max_work_group_size or sim.max_work_group_size)
     types, values = _arg_types(kernel, parsed.params, tuple(args))
-    if parallel is None:
-        parallel = (jit and not _has_global_atomics(kernel) and nd.total_groups > 1
-                    and all(inst.parallel_safe for inst in instruments))
-    elif parallel and _has_global_atomics(kernel):
-        parallel = False  # atomics take effect in work-item loop order (docs/subgroups.md)
-    elif parallel and not all(inst.parallel_safe for inst in instruments):
-        parallel = False  # e.g. race checks: shadow memory assumes groups run one at a time
-    compiled = _compile(kernel, types, nd, jit, parallel, instruments, checks != "none", sg)
-    info = LaunchInfo(kernel.name, nd, parsed.params, values, types, compiled.sites, sg)
+    config = LaunchConfig(
+        kernel.name, nd, sim,
+        check_subgroup_size(sim.subgroup_size if subgroup_size is None else subgroup_size),
+        order, seed, check_mode(checks), str(opencl_version), jit, parallel=False,
+        options=MappingProxyType({**known, **options}))
+    instruments = registry.build(config)
+    config = replace(config, parallel=_parallel(kernel, config, instruments, parallel))
+    compiled = _compile(kernel, types, config, instruments)
+    _check_local_memory(compiled, config)
+    info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
     state = [arr for inst in instruments for arr in inst.allocate(info)]
-    values = [*values, *state]
-    ng = nd.num_groups
-    sizes = (*ng, *nd.global_size, *nd.offset)
-    sizes = tuple(np.int64(v) for v in sizes)
+    result = _launch(compiled, config, [*values, *state])
+    offset = 0
+    for inst in instruments:
+        count = len(inst.state_args())
+        value = inst.finalize(info, state[offset:offset + count], result)
+        if inst.result:
+            result.results[inst.result] = value
+        offset += count
+    return result
+
+
+def _check_local_memory(compiled: _Compiled, config: LaunchConfig) -> None:
+    used, limit = compiled.module._LOCAL_BYTES, config.device.local_mem_bytes
+    if limit is not None and used > limit:
+        raise InvalidArgumentError(
+            f"{config.kernel}: its local arrays take {used:,} bytes of local memory, more than "
+            f"the {limit:,} bytes of device {config.device.name!r} (CL_OUT_OF_RESOURCES). Use "
+            "smaller local arrays, or run(..., device=...) with a device that has more",
+            kernel=config.kernel)
+
+
+def _parallel(kernel, config: LaunchConfig, instruments, asked: bool | None) -> bool:
+    """Groups run in parallel unless asked not to, or unless global atomics (which take effect
+    in work-item loop order, docs/subgroups.md) or an instrument need them one at a time."""
+    serial = _has_global_atomics(kernel) or any(inst.serial_groups for inst in instruments)
+    if asked is None:
+        return config.jit and config.ndrange.total_groups > 1 and not serial
+    return bool(asked) and not serial
+
+
+def _launch(compiled: _Compiled, config: LaunchConfig, values: list) -> RunResult:
+    """Run every work-group (in chunks when parallel); raise the first error recorded."""
+    nd = config.ndrange
+    sizes = tuple(np.int64(v) for v in (*nd.num_groups, *nd.global_size, *nd.offset))
+    parallel = config.parallel
     rows = min(_CHUNK, nd.total_groups) if parallel else 1
-    errs = np.zeros((rows, hp.ERR_FIELDS), np.int64)
+    errs = np.zeros((rows, rec.FIELDS), np.int64)
     launch = compiled.module._launch
     compile_s = 0.0
-    if jit and "warm" not in compiled.warmed:
+    if config.jit and "warm" not in compiled.warmed:
         t0 = time.perf_counter()
         launch(np.int64(0), np.int64(0), *sizes, *values, errs)
         compile_s = time.perf_counter() - t0
@@ -207,17 +250,11 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
         while start < nd.total_groups:
             count = min(rows if parallel else nd.total_groups, nd.total_groups - start)
             launch(np.int64(start), np.int64(count), *sizes, *values, errs)
-            failed = np.nonzero(errs[:, 0])[0]
+            failed = np.nonzero(errs[:, rec.CODE])[0]
             if failed.size:
-                record = errs[failed[0]]
-                raise decode(record, compiled.sites, kernel.name, nd.local_size, nd.offset,
-                             nd.work_dim)
+                raise decode(errs[failed[0]], compiled.sites, config.kernel, nd.local_size,
+                             nd.offset, nd.work_dim, registry.decoders())
             start += count
     elapsed = time.perf_counter() - t0
-    result = RunResult(kernel.name, nd, elapsed, compile_s, jit, parallel, compiled.path)
-    offset = 0
-    for inst in instruments:
-        count = len(inst.state_args())
-        inst.finalize(info, state[offset:offset + count], result)
-        offset += count
-    return result
+    return RunResult(config.kernel, nd, elapsed, compile_s, config.jit, parallel, compiled.path,
+                     results=registry.result_defaults(), config=config)

@@ -9,6 +9,7 @@ Importing this package imports neither numba nor matplotlib; ``counting.compiled
 ``report.plot_roofline`` import them when first used.
 """
 
+from clsim.profiles import DeviceProfile, list_profiles, load_profile
 from clsim.traffic.counting import (
     bank_replays,
     compiled,
@@ -18,7 +19,6 @@ from clsim.traffic.counting import (
     new_bitmap,
 )
 from clsim.traffic.model import FLOP_KINDS, TrafficReport, TrafficSite, flops_from_counts
-from clsim.traffic.profiles import DeviceProfile, list_profiles, load_profile
 from clsim.traffic.report import compare_table, plot_roofline, write_report_json
 from clsim.traffic.roofline import MeasuredVsBound, Roofline, measured_vs_bound, roofline
 

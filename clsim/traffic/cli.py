@@ -86,7 +86,7 @@ def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int,
 def main(args) -> int:
     from tqdm import tqdm
 
-    from clsim.traffic.profiles import load_profile
+    from clsim.profiles import load_profile
     from clsim.traffic.report import compare_table, plot_roofline, write_report_json
     from clsim.traffic.roofline import roofline
 

@@ -23,16 +23,18 @@ and ``profile`` (a name or ``DeviceProfile``: its sector, line and bank figures)
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
-from clsim.compiler.instrument import Instrument, LaunchInfo, register_instrument
 from clsim.errors import InvalidArgumentError
+from clsim.instruments.base import Instrument, LaunchInfo
+from clsim.profiles import DeviceProfile, load_profile
 from clsim.traffic import (
     arena,
     helpers,  # noqa: F401  (registers the helper sources)
 )
 from clsim.traffic import layout as lay
-from clsim.traffic.counting import DEFAULT_BANK_WIDTH, DEFAULT_BANKS, LINE_BYTES, SECTOR_BYTES
 from clsim.traffic.model import FLOP_KINDS
 
 VERSION = 2  # of the generated code; part of the compile cache key
@@ -53,27 +55,27 @@ class TrafficInstrument(Instrument):
     """Counts traffic for one run; see the module docstring."""
 
     name = "traffic"
-    parallel_safe = True  # each Numba thread counts in its own arena row
+    options: ClassVar = {"traffic": False, "simd_width": None, "profile": None}
+    result = "traffic"
+
+    @classmethod
+    def create(cls, config) -> TrafficInstrument | None:
+        return cls(config) if config.option("traffic") else None
 
     def imports(self) -> list[str]:
         return ["from numba import get_thread_id as _tr_thread",
                 "from clsim.traffic.steps import end as _tr_end"]
 
-    def __init__(self, options: dict):
-        simd = options.get("simd_width") or options.get("subgroup_size") or 32
+    def __init__(self, config):
+        simd = config.option("simd_width") or config.subgroup_size
         if not 1 <= int(simd) <= 1024:
             raise InvalidArgumentError(f"run(): simd_width={simd} must be 1 to 1024")
-        sector, line = SECTOR_BYTES, LINE_BYTES
-        banks, width = DEFAULT_BANKS, DEFAULT_BANK_WIDTH
-        profile = options.get("profile")
-        if profile is not None:
-            from clsim.traffic.profiles import DeviceProfile, load_profile
-
-            if not isinstance(profile, DeviceProfile):
-                profile = load_profile(str(profile))
-            sector, line = profile.sector_bytes, profile.line_bytes
-            banks, width = profile.local_banks, profile.local_bank_width_bytes
-        self.device = arena.Device(int(simd), sector, line, banks, width)
+        profile = config.option("profile") or config.device.profile
+        if not isinstance(profile, DeviceProfile):
+            profile = load_profile(str(profile))
+        self.profile = profile
+        self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
+                                   profile.local_banks, profile.local_bank_width_bytes)
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
@@ -181,12 +183,5 @@ class TrafficInstrument(Instrument):
     def allocate(self, info: LaunchInfo) -> list:
         return arena.build(info, self.device)
 
-    def finalize(self, info: LaunchInfo, state: list, result) -> None:
-        result.traffic = arena.read(info, state, self.device)
-
-
-def _factory(options: dict) -> TrafficInstrument | None:
-    return TrafficInstrument(options) if options.get("traffic") else None
-
-
-register_instrument("traffic", _factory)
+    def finalize(self, info: LaunchInfo, state: list, result):
+        return arena.read(info, state, self.device)

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from clsim.errors import SimulationError
+from clsim.profiles import DeviceProfile
 from clsim.traffic.model import TrafficReport
-from clsim.traffic.profiles import DeviceProfile
 from clsim.traffic.roofline import Roofline, measured_vs_bound
 
 Row = tuple[str, TrafficReport, Roofline] | tuple[str, TrafficReport, Roofline, float | None]

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from clsim.traffic.profiles import DeviceProfile
+from clsim.profiles import DeviceProfile
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ from clsim import (
     local_array,
 )
 from clsim.compiler.frontend import parse
-from clsim.compiler.instrument import Instrument, register_instrument
+from clsim.instruments import registry
+from clsim.instruments.base import Instrument
 
 
 @kernel
@@ -227,20 +228,17 @@ class _Accesses(Instrument):
         self.seen.append((buffer, kind, atomic, arrt.space))
         return codes
 
+    @classmethod
+    def create(cls, config):
+        return cls()
 
-_ON = {"on": False}
-register_instrument("test_atomic_accesses", lambda options: _Accesses() if _ON["on"] else None)
 
-
-def test_instruments_see_one_atomic_access():
+def test_instruments_see_one_atomic_access(monkeypatch):
     """An atomic reaches the instruments as one access of kind "atomic" with atomic=True."""
     _Accesses.seen = []
-    _ON["on"] = True
-    try:
-        clsim.run(histogram, (8,), (8,), (np.zeros(8, np.int32), np.zeros(10, np.int32),
-                                          np.int32(8)))
-    finally:
-        _ON["on"] = False
+    monkeypatch.setattr(registry, "INSTRUMENTS", (*registry.INSTRUMENTS, _Accesses))
+    clsim.run(histogram, (8,), (8,), (np.zeros(8, np.int32), np.zeros(10, np.int32),
+                                      np.int32(8)))
     assert ("counts", "atomic", True, "global") in _Accesses.seen
     assert [s for s in _Accesses.seen if s[0] == "counts"] == [("counts", "atomic", True,
                                                                  "global")]

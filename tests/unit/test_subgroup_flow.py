@@ -43,7 +43,8 @@ from clsim import (
     work_group_broadcast,
     work_group_reduce_add,
 )
-from clsim.compiler.instrument import Instrument, register_instrument
+from clsim.instruments import registry
+from clsim.instruments.base import Instrument
 
 
 def _run(k, n, local, size, *args, jit=False, **kw):
@@ -411,13 +412,12 @@ class _Recorder(Instrument):
     def barrier(self, gen, stmt, site, flags):
         self.events.append(("barrier", site))
 
+    @classmethod
+    def create(cls, config):
+        return cls()
 
-_RECORD = {"on": False}
-register_instrument("test_subgroup_recorder",
-                    lambda options: _Recorder() if _RECORD["on"] else None)
 
-
-def test_instruments_see_sub_group_barriers_and_collectives():
+def test_instruments_see_sub_group_barriers_and_collectives(monkeypatch):
     """Every sub-group collective and sub_group_barrier calls the instruments'
     subgroup_barrier hook; work-group collectives call no barrier hook."""
 
@@ -429,11 +429,8 @@ def test_instruments_see_sub_group_barriers_and_collectives():
         out[i] = s + work_group_reduce_add(x[i])
 
     _Recorder.events = []
-    _RECORD["on"] = True
-    try:
-        _run(k, 8, 8, 4, np.ones(8, np.float32), np.zeros(8, np.float32))
-    finally:
-        _RECORD["on"] = False
+    monkeypatch.setattr(registry, "INSTRUMENTS", (*registry.INSTRUMENTS, _Recorder))
+    _run(k, 8, 8, 4, np.ones(8, np.float32), np.zeros(8, np.float32))
     assert [e[0] for e in _Recorder.events] == ["subgroup_barrier", "subgroup_barrier"]
 
 

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clsim.errors import ProfileError, SimulationError
+from clsim.profiles import ENV_VAR
 from clsim.traffic import (
     TrafficReport,
     TrafficSite,
@@ -27,7 +28,6 @@ from clsim.traffic import (
     roofline,
     write_report_json,
 )
-from clsim.traffic.profiles import ENV_VAR
 
 SHIPPED = ("h200", "a100", "adreno750", "intel-xe", "arc", "cpu")
 FIGURES = ("dram_bandwidth_gbs", "fp32_gflops", "fp16_gflops", "local_banks",

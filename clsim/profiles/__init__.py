@@ -1,13 +1,18 @@
-"""Device profiles for performance models: peak bandwidth and FLOPS, local-memory banks, sizes.
+"""Device profiles: what clsim knows about a device it simulates or models.
 
-A profile is a TOML file (``clsim/profiles/*.toml`` ships h200, a100, adreno750, intel-xe, arc,
-cpu). ``load_profile`` takes a short name, an alias listed in a profile, or a path to a
+A profile gives the launch limits a simulated device enforces (sub-group size, maximum
+work-group size, local memory, reduction order; ``clsim.runtime.config.SimDevice``) and the
+figures the traffic model and the roofline use (peak bandwidth and FLOPS, local-memory banks,
+sector and line sizes, compute units and the L1/L2 caches). A profile is a TOML file next to
+this module (h200, a100, adreno750, intel-xe, arc, cpu), with a ``[sources]`` table citing each
+figure. ``load_profile`` takes a short name, an alias listed in a profile, or a path to a
 ``.toml`` file; directories named in ``CLSIM_PROFILE_PATH`` (``os.pathsep``-separated) are
 searched before the shipped ones, so a user profile can add a device or override a shipped one.
 A missing or malformed profile raises ``ProfileError`` naming the file and the key.
 
 This module only reads and validates profiles; it does not run or query devices (a measured
-OpenCL device is the verifier's business) and does not compute rooflines (``roofline.py``).
+OpenCL device is the verifier's business) and does not compute rooflines
+(``clsim.traffic.roofline``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 from clsim.errors import ProfileError
 
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "profiles"
+SHIPPED_DIR = Path(__file__).resolve().parent
 ENV_VAR = "CLSIM_PROFILE_PATH"
 
 # key -> (type, minimum allowed value). Tables over branches: validation is driven by this.
@@ -35,11 +40,21 @@ _NUMBERS: dict[str, tuple[type, float]] = {
     "max_work_group_size": (int, 1),
     "sector_bytes": (int, 1),
     "line_bytes": (int, 1),
+    # Optional: the cache model (clsim.traffic.cache) needs all six; without them the traffic
+    # report gives the unique and uncached figures only.
+    "compute_units": (int, 1),  # units with a private L1 (SMs, Xe-cores, CPU cores)
+    "local_mem_bytes": (int, 1),  # CL_DEVICE_LOCAL_MEM_SIZE
+    "l1_bytes": (int, 1),
+    "l1_ways": (int, 1),
+    "l2_bytes": (int, 1),
+    "l2_ways": (int, 1),
 }
+_OPTIONAL = ("compute_units", "local_mem_bytes", "l1_bytes", "l1_ways", "l2_bytes", "l2_ways")
+REDUCTION_ORDERS = ("fixed", "shuffled")
 _REQUIRED = ("name", "description", "dram_bandwidth_gbs", "fp32_gflops", "fp16_gflops",
              "local_banks", "local_bank_width_bytes", "subgroup_size", "max_work_group_size")
-_DEFAULTS = {"sector_bytes": 32, "line_bytes": 128}
-_KNOWN = set(_REQUIRED) | set(_DEFAULTS) | {"aliases", "sources"}
+_DEFAULTS = {"sector_bytes": 32, "line_bytes": 128, **dict.fromkeys(_OPTIONAL)}
+_KNOWN = set(_REQUIRED) | set(_DEFAULTS) | {"aliases", "sources", "reduction_order"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,13 @@ class DeviceProfile:
     max_work_group_size: int
     sector_bytes: int = 32
     line_bytes: int = 128
+    compute_units: int | None = None
+    local_mem_bytes: int | None = None
+    l1_bytes: int | None = None
+    l1_ways: int | None = None
+    l2_bytes: int | None = None
+    l2_ways: int | None = None
+    reduction_order: str = "fixed"  # order of float sums in reduce/scan collectives
     aliases: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     path: str = field(default="", compare=False)
@@ -74,6 +96,12 @@ class DeviceProfile:
         gflops = self.fp32_gflops if precision == "fp32" else self.fp16_gflops
         return gflops * 1e9
 
+    @property
+    def has_caches(self) -> bool:
+        """Whether the profile describes its caches (the cache model needs all of it)."""
+        return all(getattr(self, key) is not None for key in
+                   ("compute_units", "l1_bytes", "l1_ways", "l2_bytes", "l2_ways"))
+
     def ridge_point(self, precision: str = "fp32") -> float:
         """Arithmetic intensity (flop/byte) where the memory and compute roofs meet."""
         return self.peak_flops_per_s(precision) / self.bandwidth_bytes_per_s
@@ -86,6 +114,8 @@ class DeviceProfile:
             "local_bank_width_bytes": self.local_bank_width_bytes,
             "subgroup_size": self.subgroup_size, "max_work_group_size": self.max_work_group_size,
             "sector_bytes": self.sector_bytes, "line_bytes": self.line_bytes,
+            **{key: getattr(self, key) for key in _OPTIONAL},
+            "reduction_order": self.reduction_order,
             "aliases": list(self.aliases), "sources": dict(self.sources), "path": self.path,
         }
 
@@ -175,7 +205,12 @@ def _parse(path: Path) -> DeviceProfile:
                                path=str(path), key=key)
     values: dict[str, Any] = {**_DEFAULTS, **{k: v for k, v in data.items() if k in _NUMBERS}}
     for key, (kind, minimum) in _NUMBERS.items():
-        values[key] = _number(path, key, values[key], kind, minimum)
+        if values[key] is not None:
+            values[key] = _number(path, key, values[key], kind, minimum)
+    order = data.get("reduction_order", "fixed")
+    if order not in REDUCTION_ORDERS:
+        raise ProfileError(f"{path}: key 'reduction_order' must be one of {REDUCTION_ORDERS}, "
+                           f"got {order!r}.", path=str(path), key="reduction_order")
     for key in ("name", "description"):
         if not isinstance(data[key], str) or not data[key]:
             raise ProfileError(f"{path}: key {key!r} must be a non-empty string.",
@@ -190,7 +225,8 @@ def _parse(path: Path) -> DeviceProfile:
                            path=str(path), key="sources")
     return DeviceProfile(
         name=data["name"], description=data["description"], aliases=tuple(aliases),
-        sources={str(k): str(v) for k, v in sources.items()}, path=str(path), **values)
+        sources={str(k): str(v) for k, v in sources.items()}, path=str(path),
+        reduction_order=order, **values)
 
 
 def _number(path: Path, key: str, value: Any, kind: type, minimum: float) -> Any:

@@ -1,0 +1,12 @@
+"""Analyses compiled into kernels on request: the instrument protocol and its registry.
+
+``base`` defines the protocol (``Instrument``, ``LaunchInfo``); ``registry`` lists the
+instruments (the race and uninitialised-read checks of ``clsim.checks``, the traffic model of
+``clsim.traffic``, the shuffled reduction order of the sub-group engine). Adding an instrument
+means writing its module and adding its class to ``registry.INSTRUMENTS``; see
+docs/instruments.md.
+"""
+
+from clsim.instruments.base import Instrument, LaunchInfo
+
+__all__ = ["Instrument", "LaunchInfo"]

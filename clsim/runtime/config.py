@@ -1,0 +1,128 @@
+"""The simulated device and the launch configuration, built once per ``run()``.
+
+``SimDevice`` is what the simulator enforces and mimics for one device: sub-group size, maximum
+work-group size, local memory size and the order of float sums in collectives, plus the
+``DeviceProfile`` the traffic model reads. ``run(..., device="intel-xe")`` builds it from a
+profile; the default device is the ``h200`` profile's (32-wide sub-groups, 1024 work-items,
+48 KiB of local memory as NVIDIA's OpenCL reports it).
+
+``LaunchConfig`` is everything about one launch besides the kernel's arguments: the ND-range,
+the device, the sub-group size and reduction order in force, the checks, the OpenCL version,
+JIT and parallelism, and the instruments' options. It is frozen and built in one place
+(``run()``); the compiler and every instrument read it, so a launch parameter has one path.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from clsim.errors import InvalidArgumentError
+from clsim.profiles import REDUCTION_ORDERS, DeviceProfile, load_profile
+from clsim.runtime.ndrange import NDRange
+
+DEFAULT_DEVICE = "h200"
+CHECK_MODES = ("default", "all", "races", "uninit", "bounds", "none")
+MAX_SUBGROUP_SIZE = 128
+
+
+@dataclass(frozen=True)
+class SimDevice:
+    """The device a launch simulates (limits and behaviour) and models (its profile)."""
+
+    name: str
+    subgroup_size: int
+    max_work_group_size: int
+    local_mem_bytes: int | None  # None: no limit (a profile that does not say)
+    reduction_order: str
+    profile: DeviceProfile = field(repr=False)
+
+    @classmethod
+    def from_profile(cls, profile: DeviceProfile) -> SimDevice:
+        return cls(profile.name, profile.subgroup_size, profile.max_work_group_size,
+                   profile.local_mem_bytes, profile.reduction_order, profile)
+
+
+_DEVICES: dict[str, SimDevice] = {}
+
+
+def resolve_device(device) -> SimDevice:
+    """A ``SimDevice`` from None (the default), a profile name or ``.toml`` path, a
+    ``DeviceProfile`` or a ``SimDevice``."""
+    if isinstance(device, SimDevice):
+        return device
+    if isinstance(device, DeviceProfile):
+        return SimDevice.from_profile(device)
+    if device is None:
+        device = DEFAULT_DEVICE
+    if not isinstance(device, str | os.PathLike):
+        raise InvalidArgumentError(
+            f"run(): device={device!r}; pass a profile name such as 'intel-xe', a .toml path, "
+            "a clsim.profiles.DeviceProfile or a SimDevice")
+    key = os.fspath(device)
+    if key not in _DEVICES:  # profiles are files: read each once per process
+        _DEVICES[key] = SimDevice.from_profile(load_profile(key))
+    return _DEVICES[key]
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """One launch's configuration; see the module docstring."""
+
+    kernel: str
+    ndrange: NDRange
+    device: SimDevice
+    subgroup_size: int
+    reduction_order: str
+    reduction_seed: int
+    checks: str
+    opencl_version: str
+    jit: bool
+    parallel: bool
+    options: Mapping[str, Any] = field(default_factory=dict)  # instruments' run() options
+
+    @property
+    def bounds(self) -> bool:
+        """Bounds checks and barrier/collective divergence checks (off only for "none")."""
+        return self.checks != "none"
+
+    @property
+    def local_size(self) -> tuple[int, ...]:
+        return self.ndrange.local_size[: self.ndrange.work_dim]
+
+    def option(self, name: str, default=None):
+        return self.options.get(name, default)
+
+
+def check_subgroup_size(size) -> int:
+    try:
+        value = None if isinstance(size, bool) else operator.index(size)
+    except TypeError:
+        value = None
+    if value is None or not 1 <= value <= MAX_SUBGROUP_SIZE:
+        raise InvalidArgumentError(
+            f"run(): subgroup_size={size!r} must be an int from 1 to {MAX_SUBGROUP_SIZE}")
+    return value
+
+
+def check_mode(checks) -> str:
+    if checks not in CHECK_MODES:
+        raise InvalidArgumentError(f"run(): checks={checks!r}; use one of {CHECK_MODES}")
+    return checks
+
+
+def check_reduction(order, seed) -> tuple[str, int]:
+    if order not in REDUCTION_ORDERS:
+        raise InvalidArgumentError(f"run(): reduction_order={order!r}; use 'fixed' (lane "
+                                   "order, the default) or 'shuffled' (seeded permutation)")
+    try:
+        value = None if isinstance(seed, bool) else operator.index(seed)
+    except TypeError:
+        value = None
+    if value is None or not 0 <= value < 2**63:
+        raise InvalidArgumentError(f"run(): reduction_seed={seed!r} must be an int in "
+                                   "[0, 2**63)")
+    return order, value
