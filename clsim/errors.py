@@ -78,3 +78,17 @@ class DeviceLacksFeature(DeviceError):
 class VerificationError(SimulationError):
     """The simulator and a device disagree beyond the stated policy."""
 
+
+
+# -- A launch stopped from outside (clsim.runtime.watch) -------------------------------------
+# Fields: kernel, groups_done, total_groups, elapsed_s, still_running (a work-group that compiled
+# code could not leave is still running in a background thread).
+
+
+class KernelTimeoutError(SimulationError, TimeoutError):
+    """The launch ran past ``run(..., timeout_s=...)``."""
+
+
+class KernelInterrupted(SimulationError, KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped the launch. Also a KeyboardInterrupt, so code that catches
+    Exception does not swallow it."""

@@ -342,8 +342,16 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     local_bytes = sum(math.prod(typer.env[name].shape) * np.dtype(typer.env[name].dtype).itemsize
                       for name, kind in storage.items() if kind == "larray")
     source += f"_LOCAL_BYTES = {local_bytes}\n"  # checked against the device's local memory
+    source += f"_ARRAY_BYTES = {_array_bytes(storage, typer.env)!r}\n"  # named in memory errors
     meta = {"work_dim": module.work_dim, "parallel": parallel, "jit": jit}
     return source, module.sites, meta
+
+
+def _array_bytes(storage: dict, env: dict) -> dict[str, tuple[str, int]]:
+    """Each local and private array: (space, bytes of one instance)."""
+    return {name: ("local" if kind == "larray" else "private",
+                   math.prod(env[name].shape) * np.dtype(env[name].dtype).itemsize)
+            for name, kind in sorted(storage.items()) if kind in ("larray", "parray")}
 
 
 def _storage(analysis: Analysis, arg_types: dict, env: dict) -> dict[str, str]:

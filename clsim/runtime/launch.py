@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from clsim.api import KernelFunction
-from clsim.compiler import ctypes as ct
 from clsim.compiler.frontend import parse
 from clsim.compiler.module import generate
 from clsim.errors import InvalidArgumentError, KernelCompileError
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
 from clsim.runtime import record as rec
+from clsim.runtime import watch
+from clsim.runtime.arguments import kernel_arg_types, read_only_error, stored_buffers
 from clsim.runtime.cache import load_source
 from clsim.runtime.config import (
     LaunchConfig,
@@ -34,11 +35,11 @@ from clsim.runtime.config import (
     resolve_device,
 )
 from clsim.runtime.decode import decode
+from clsim.runtime.memory import check_memory
 from clsim.runtime.ndrange import NDRange, make_ndrange
 from clsim.runtime.record import site_table
 
 _CHUNK = 4096  # groups per parallel launch: bounds the error-record memory
-_SUPPORTED = set(ct.INT_TYPES) | {"float32", "float64", "bool"}
 
 
 @dataclass
@@ -99,45 +100,6 @@ def _jit_default() -> bool:
     return os.environ.get("CLSIM_JIT", "1") not in ("0", "false", "no")
 
 
-def _arg_types(kfn: KernelFunction, params: list[str], args) -> tuple[dict, list]:
-    if len(args) != len(params):
-        raise InvalidArgumentError(
-            f"{kfn.name} takes {len(params)} arguments ({', '.join(params)}) but got "
-            f"{len(args)} (CL_INVALID_KERNEL_ARGS)", kernel=kfn.name)
-    types, values = {}, []
-    for name, value in zip(params, args, strict=True):
-        if isinstance(value, np.ndarray) and value.ndim > 0:
-            if value.size == 0:
-                raise InvalidArgumentError(
-                    f"{kfn.name}: buffer '{name}' is empty; OpenCL buffers need at least one "
-                    "element (CL_INVALID_BUFFER_SIZE)", kernel=kfn.name, buffer=name)
-            if not value.flags.c_contiguous:
-                raise InvalidArgumentError(
-                    f"{kfn.name}: buffer '{name}' is not C-contiguous, so results could not be "
-                    "written back in place. Pass np.ascontiguousarray(...)",
-                    kernel=kfn.name, buffer=name)
-            if value.dtype.name not in _SUPPORTED:
-                raise InvalidArgumentError(
-                    f"{kfn.name}: buffer '{name}' has dtype {value.dtype}, which kernels cannot "
-                    "use yet", kernel=kfn.name, buffer=name)
-            types[name] = ct.ArrayT(value.dtype.name, 1, "global")
-            values.append(value.reshape(-1))
-        elif isinstance(value, np.generic | np.ndarray):
-            scalar = value[()] if isinstance(value, np.ndarray) else value
-            if scalar.dtype.name not in _SUPPORTED:
-                raise InvalidArgumentError(
-                    f"{kfn.name}: scalar '{name}' has dtype {scalar.dtype}", kernel=kfn.name)
-            types[name] = scalar.dtype.name
-            values.append(scalar)
-        else:
-            hint = "np.int32(...)" if isinstance(value, int) else "np.float32(...)"
-            raise InvalidArgumentError(
-                f"{kfn.name}: argument '{name}' is a Python {type(value).__name__}; pass a numpy "
-                f"scalar of the type the kernel declares, e.g. {hint}, or a numpy array for a "
-                "buffer (CL_INVALID_ARG_SIZE)", kernel=kfn.name, argument=name)
-    return types, values
-
-
 def _compile(kfn, types: dict, config: LaunchConfig, instruments) -> _Compiled:
     nd = config.ndrange
     key = (id(kfn), kfn.fn.__code__, tuple(types.items()), nd.local_size, nd.work_dim,
@@ -161,7 +123,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
         parallel: bool | None = None, global_offset=None, opencl_version: str = "3.0",
         device=None, max_work_group_size: int | None = None,
         subgroup_size: int | None = None, reduction_order: str | None = None,
-        reduction_seed: int = 0, checks: str = "default", **options) -> RunResult:
+        reduction_seed: int = 0, checks: str = "default", timeout_s: float | None = None,
+        progress=None, **options) -> RunResult:
     """Run ``kernel`` over the ND-range with OpenCL semantics; buffers are updated in place.
 
     ``device``: the simulated device, a profile name ("h200", the default; "intel-xe", "cpu"...),
@@ -172,6 +135,10 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     Instruments take further keywords: ``traffic=True`` fills ``result.traffic``,
     ``report_all=True`` collects ``result.findings`` (see ``clsim.instruments.registry``).
     ``jit=False`` (or ``CLSIM_JIT=0``) runs the same generated code as plain Python, for pdb.
+    ``timeout_s``: stop with ``KernelTimeoutError`` when the groups run longer (compilation
+    not counted); Ctrl-C stops a run with ``KernelInterrupted`` (see ``clsim.runtime.watch``).
+    ``progress``: called as ``progress(stage, done, total)`` with stage "compile" before the
+    JIT compiles and "run" with the work-groups completed so far.
     """
     if not isinstance(kernel, KernelFunction) or not kernel.is_kernel:
         raise KernelCompileError(f"{kernel!r} is not a @clsim.kernel")
@@ -187,7 +154,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
                       opencl_version=opencl_version,
                       max_work_group_size=max_work_group_size or sim.max_work_group_size)
-    types, values = _arg_types(kernel, parsed.params, tuple(args))
+    types, values = kernel_arg_types(kernel.name, parsed.params, tuple(args),
+                                     stored_buffers(parsed.tree, parsed.params))
     config = LaunchConfig(
         kernel.name, nd, sim,
         check_subgroup_size(sim.subgroup_size if subgroup_size is None else subgroup_size),
@@ -196,10 +164,11 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     instruments = registry.build(config)
     config = replace(config, parallel=_parallel(kernel, config, instruments, parallel))
     compiled = _compile(kernel, types, config, instruments)
-    _check_local_memory(compiled, config)
+    check_memory(compiled.module, config, _groups_at_once(config))
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
     state = [arr for inst in instruments for arr in inst.allocate(info)]
-    result = _launch(compiled, config, [*values, *state])
+    how = _Watch(parsed.params, timeout_s, progress)
+    result = _launch(compiled, config, [*values, *state], how)
     offset = 0
     for inst in instruments:
         count = len(inst.state_args())
@@ -210,51 +179,94 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     return result
 
 
-def _check_local_memory(compiled: _Compiled, config: LaunchConfig) -> None:
-    used, limit = compiled.module._LOCAL_BYTES, config.device.local_mem_bytes
-    if limit is not None and used > limit:
-        raise InvalidArgumentError(
-            f"{config.kernel}: its local arrays take {used:,} bytes of local memory, more than "
-            f"the {limit:,} bytes of device {config.device.name!r} (CL_OUT_OF_RESOURCES). Use "
-            "smaller local arrays, or run(..., device=...) with a device that has more",
-            kernel=config.kernel)
-
-
 def _parallel(kernel, config: LaunchConfig, instruments, asked: bool | None) -> bool:
     """Groups run in parallel unless asked not to, or unless global atomics (which take effect
     in work-item loop order, docs/subgroups.md) or an instrument need them one at a time."""
     serial = _has_global_atomics(kernel) or any(inst.serial_groups for inst in instruments)
+    if watch.stuck_workers():  # a second parallel region beside a stuck one may deadlock
+        serial = True
     if asked is None:
         return config.jit and config.ndrange.total_groups > 1 and not serial
     return bool(asked) and not serial
 
 
-def _launch(compiled: _Compiled, config: LaunchConfig, values: list) -> RunResult:
-    """Run every work-group (in chunks when parallel); raise the first error recorded."""
+@dataclass(frozen=True)
+class _Watch:
+    """How ``run()`` was asked to watch the launch, and the parameter names errors cite."""
+
+    params: list
+    timeout_s: float | None
+    progress: Any
+
+
+def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch) -> RunResult:
+    """Run every work-group in chunks (clsim.runtime.watch); raise the first error recorded."""
     nd = config.ndrange
     sizes = tuple(np.int64(v) for v in (*nd.num_groups, *nd.global_size, *nd.offset))
     parallel = config.parallel
     rows = min(_CHUNK, nd.total_groups) if parallel else 1
     errs = np.zeros((rows, rec.FIELDS), np.int64)
     launch = compiled.module._launch
-    compile_s = 0.0
-    if config.jit and "warm" not in compiled.warmed:
-        t0 = time.perf_counter()
-        launch(np.int64(0), np.int64(0), *sizes, *values, errs)
-        compile_s = time.perf_counter() - t0
-        compiled.warmed.add("warm")
+
+    def step(start: int, count: int) -> int | None:
+        launch(np.int64(start), np.int64(count), *sizes, *values, errs)
+        failed = np.nonzero(errs[:, rec.CODE])[0]
+        return int(failed[0]) if failed.size else None
+
+    compile_s = _warm_up(compiled, config, step, how, values)
     t0 = time.perf_counter()
-    with np.errstate(all="ignore"), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        start = 0
-        while start < nd.total_groups:
-            count = min(rows if parallel else nd.total_groups, nd.total_groups - start)
-            launch(np.int64(start), np.int64(count), *sizes, *values, errs)
-            failed = np.nonzero(errs[:, rec.CODE])[0]
-            if failed.size:
-                raise decode(errs[failed[0]], compiled.sites, config.kernel, nd.local_size,
-                             nd.offset, nd.work_dim, registry.decoders())
-            start += count
+        try:
+            row = watch.run_groups(step, nd.total_groups, rows if parallel else nd.total_groups,
+                                   kernel=config.kernel, jit=config.jit,
+                                   timeout_s=how.timeout_s, progress=how.progress,
+                                   first_chunk=_first_chunk(rows) if parallel else 1)
+        except ValueError as exc:  # plain Python storing to a read-only array
+            raise _read_only(exc, config, how.params, values) from None
+    if row is not None:
+        raise decode(errs[row], compiled.sites, config.kernel, nd.local_size, nd.offset,
+                     nd.work_dim, registry.decoders())
     elapsed = time.perf_counter() - t0
     return RunResult(config.kernel, nd, elapsed, compile_s, config.jit, parallel, compiled.path,
                      results=registry.result_defaults(), config=config)
+
+
+def _groups_at_once(config: LaunchConfig) -> int:
+    if not config.parallel:
+        return 1
+    import numba
+
+    return min(config.ndrange.total_groups, numba.get_num_threads())
+
+
+def _first_chunk(rows: int) -> int:
+    import numba
+
+    return min(rows, 4 * numba.get_num_threads())
+
+
+def _warm_up(compiled: _Compiled, config: LaunchConfig, step, how: _Watch, values) -> float:
+    """Compile the JIT launcher with an empty launch; its seconds (0.0 when already warm)."""
+    if not config.jit or "warm" in compiled.warmed:
+        return 0.0
+    from numba.core.errors import TypingError
+
+    if how.progress is not None:
+        how.progress("compile", 0, config.ndrange.total_groups)
+    t0 = time.perf_counter()
+    try:
+        step(0, 0)
+    except TypingError as exc:  # stores to a read-only array inside a helper
+        raise _read_only(exc, config, how.params, values) from None
+    compiled.warmed.add("warm")
+    return time.perf_counter() - t0
+
+
+def _read_only(exc: Exception, config: LaunchConfig, params: list, values: list) -> Exception:
+    text = str(exc)
+    if "readonly array" not in text and "read-only" not in text:
+        return exc
+    names = [name for name, value in zip(params, values, strict=False)
+             if isinstance(value, np.ndarray) and value.ndim and not value.flags.writeable]
+    return read_only_error(config.kernel, names) if names else exc

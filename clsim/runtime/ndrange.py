@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from clsim.errors import InvalidNDRangeError
 
 DEFAULT_MAX_WORK_GROUP_SIZE = 1024
@@ -43,15 +45,27 @@ class NDRange:
         return a * b * c
 
 
-def _as_tuple(value, what: str, kernel: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        value = (value,)
-    try:
-        dims = tuple(int(v) for v in value)
-    except TypeError:
+def _dimension(value, what: str, kernel: str) -> int:
+    """One size or offset: an int (or numpy integer), never a bool, float or string, because
+    int() would turn 7.9 into 7 and True into 1 without a word."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise InvalidNDRangeError(
-            f"{kernel}: {what} must be a tuple of 1 to 3 ints, got {value!r}",
-            cl_error="CL_INVALID_WORK_DIMENSION", kernel=kernel) from None
+            f"{kernel}: {what} has the entry {value!r} ({type(value).__name__}); sizes must be "
+            "ints. Pass e.g. 128 or (128, 4)", cl_error="CL_INVALID_WORK_DIMENSION",
+            kernel=kernel)
+    return int(value)
+
+
+def _as_tuple(value, what: str, kernel: str) -> tuple[int, ...]:
+    if isinstance(value, str | bytes):  # tuple("128") would be the 3-D range (1, 2, 8)
+        raise InvalidNDRangeError(
+            f"{kernel}: {what} is the string {value!r}; pass an int or a tuple of 1 to 3 ints, "
+            "e.g. 128 or (128, 4)", cl_error="CL_INVALID_WORK_DIMENSION", kernel=kernel)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, tuple | list | np.ndarray):
+        value = (value,)
+    dims = tuple(_dimension(v, what, kernel) for v in value)
     if not 1 <= len(dims) <= 3:
         raise InvalidNDRangeError(
             f"{kernel}: {what} has {len(dims)} dimensions; OpenCL allows 1 to 3 "

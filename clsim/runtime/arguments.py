@@ -1,0 +1,109 @@
+"""Kernel arguments checked before anything compiles, mirroring clSetKernelArg's refusals.
+
+``kernel_arg_types`` turns ``run()``'s argument tuple into the type map the compiler
+specialises on and the values the launch passes, and refuses what no device would take (empty
+or non-contiguous buffers, unsupported dtypes, Python scalars) and what Numba would only refuse
+with a long typing error (a read-only array the kernel stores to). It does not look at sizes
+against the ND-range: out-of-bounds accesses are the bounds checks' concern.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from clsim.compiler import ctypes as ct
+from clsim.errors import InvalidArgumentError
+
+SUPPORTED_DTYPES = frozenset(set(ct.INT_TYPES) | {"float32", "float64", "bool"})
+# Builtins that write through a buffer argument, and which argument: atomics take p[i] or
+# (p, i) first, vstoreN(v, offset, p) third.
+_WRITTEN_ARGUMENT = {"atomic_": 0, "atom_": 0, "vstore": 2}
+
+
+def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
+                     ) -> tuple[dict, list]:
+    """(types by parameter, values to pass); ``stored``: the buffers the kernel writes."""
+    if len(args) != len(params):
+        raise InvalidArgumentError(
+            f"{kernel} takes {len(params)} arguments ({', '.join(params)}) but got "
+            f"{len(args)} (CL_INVALID_KERNEL_ARGS)", kernel=kernel)
+    types, values = {}, []
+    for name, value in zip(params, args, strict=True):
+        if isinstance(value, np.ndarray) and value.ndim > 0:
+            _check_buffer(kernel, name, value, name in stored)
+            types[name] = ct.ArrayT(value.dtype.name, 1, "global")
+            values.append(value.reshape(-1))
+        elif isinstance(value, np.generic | np.ndarray):
+            scalar = value[()] if isinstance(value, np.ndarray) else value
+            if scalar.dtype.name not in SUPPORTED_DTYPES:
+                raise InvalidArgumentError(
+                    f"{kernel}: scalar '{name}' has dtype {scalar.dtype}", kernel=kernel)
+            types[name] = scalar.dtype.name
+            values.append(scalar)
+        else:
+            hint = "np.int32(...)" if isinstance(value, int) else "np.float32(...)"
+            raise InvalidArgumentError(
+                f"{kernel}: argument '{name}' is a Python {type(value).__name__}; pass a numpy "
+                f"scalar of the type the kernel declares, e.g. {hint}, or a numpy array for a "
+                "buffer (CL_INVALID_ARG_SIZE)", kernel=kernel, argument=name)
+    return types, values
+
+
+def _check_buffer(kernel: str, name: str, value: np.ndarray, stored: bool) -> None:
+    if value.size == 0:
+        raise InvalidArgumentError(
+            f"{kernel}: buffer '{name}' is empty; OpenCL buffers need at least one "
+            "element (CL_INVALID_BUFFER_SIZE)", kernel=kernel, buffer=name)
+    if not value.flags.c_contiguous:
+        raise InvalidArgumentError(
+            f"{kernel}: buffer '{name}' is not C-contiguous, so results could not be "
+            "written back in place. Pass np.ascontiguousarray(...)", kernel=kernel, buffer=name)
+    if value.dtype.name not in SUPPORTED_DTYPES:
+        raise InvalidArgumentError(
+            f"{kernel}: buffer '{name}' has dtype {value.dtype}, which kernels cannot "
+            "use yet", kernel=kernel, buffer=name)
+    if stored and not value.flags.writeable:
+        raise read_only_error(kernel, [name])
+
+
+def read_only_error(kernel: str, names: list[str]) -> InvalidArgumentError:
+    """The kernel stores to a read-only array (``flags.writeable`` False)."""
+    which = f"buffer '{names[0]}' is" if len(names) == 1 else \
+        f"one of the buffers {', '.join(repr(n) for n in names)} is"
+    return InvalidArgumentError(
+        f"{kernel}: {which} read-only (flags.writeable is False) and the kernel stores to it "
+        "(CL_INVALID_MEM_OBJECT, a CL_MEM_READ_ONLY buffer). Pass a writable copy, "
+        "np.array(...), or declare the output writable", kernel=kernel, buffer=names[0])
+
+
+def stored_buffers(tree: ast.FunctionDef, params: list[str]) -> set[str]:
+    """Parameters the kernel body itself stores to: ``p[i] = ...``, ``p[i] += ...``, atomics
+    and vstoreN. Stores inside helpers are not seen here; the launch converts Numba's refusal
+    of those (see ``read_only_error``)."""
+    names = set(params)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call):
+            position = _written_argument(node.func)
+            if position is not None and position < len(node.args):
+                arg = node.args[position]
+                targets = [arg.value if isinstance(arg, ast.Subscript) else arg]
+        for target in targets:
+            base = target.value if isinstance(target, ast.Subscript) else target
+            if isinstance(base, ast.Name) and base.id in names and (
+                    isinstance(target, ast.Subscript) or isinstance(node, ast.Call)):
+                found.add(base.id)
+    return found
+
+
+def _written_argument(func: ast.expr) -> int | None:
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return next((pos for prefix, pos in _WRITTEN_ARGUMENT.items() if name.startswith(prefix)),
+                None)
