@@ -15,6 +15,8 @@ from clsim.errors import (
     InvalidArgumentError,
     InvalidNDRangeError,
     KernelCompileError,
+    KernelInterrupted,
+    KernelTimeoutError,
     OutOfBoundsError,
     ProfileError,
     SimulationError,
@@ -28,7 +30,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BarrierDivergenceError", "DataRaceError", "DeviceError", "DivisionByZeroError",
-    "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "OutOfBoundsError",
+    "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
+    "KernelTimeoutError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
     "VerificationError", "func", "kernel", "run",
     *_api.BUILTIN_NAMES,
