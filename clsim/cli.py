@@ -2,8 +2,10 @@
 
 Each subcommand lives in its own module with ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int``; this module only wires them together. Library code raises
-``SimulationError`` subclasses; here they become ``clsim: error: <message>`` and exit code 2
-(1 means "ran, but results disagree"; 3 an internal error). ``--debug`` shows the traceback.
+``SimulationError`` subclasses; here they become ``clsim: error: <message>`` on one line and
+exit code 2 (1 means "ran, but results disagree"; 3 an internal error; 130 Ctrl-C). A bad
+command line is one line too (``OneLineParser``), never argparse's usage block. ``--debug``
+adds the traceback and keeps the exit code.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
 # name -> (module, prefix of its functions); prefix "" means HELP/add_arguments/main.
 COMMANDS = {
@@ -29,6 +32,14 @@ _FALLBACK_HELP = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (with where to find help) and exit 2."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message}. See '{self.prog} --help'", file=sys.stderr)
+        sys.exit(2)
+
+
 def _entry(name: str):
     module_name, prefix = COMMANDS[name]
     try:
@@ -43,7 +54,7 @@ def _entry(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="clsim", description="OpenCL kernels in Python: simulate, check, count, verify.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -68,32 +79,43 @@ def _load_library() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from clsim.errors import SimulationError
-
     _load_library()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad command line (2), already printed
+        return int(exc.code or 0)
     if not getattr(args, "_main", None):
         parser.print_help()
         return 2
+    debug = args.debug or getattr(args, "debug_here", False)
     try:
         return int(args._main(args) or 0)
-    except SimulationError as exc:
-        if args.debug or getattr(args, "debug_here", False):
-            raise
-        first = str(exc).partition("\n")[0]
-        print(f"clsim: error: {first}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("clsim: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # a bug in clsim itself: still one line unless --debug
-        if args.debug or getattr(args, "debug_here", False):
-            raise
-        first = str(exc).partition("\n")[0]
-        print(f"clsim: internal error: {type(exc).__name__}: {first} (rerun with --debug for "
-              "the traceback and report it)", file=sys.stderr)
-        return 3
+    except BaseException as exc:  # every way out becomes one line and a documented code
+        code, line = _failure(exc)
+        if code is None:
+            raise  # SystemExit from argparse inside a command: already handled
+        if debug:
+            traceback.print_exc()
+        print(line, file=sys.stderr)
+        return code
+
+
+def _failure(exc: BaseException) -> tuple[int | None, str]:
+    """(exit code, the one line to print) for an exception that ended a command."""
+    from clsim.errors import KernelInterrupted, SimulationError
+
+    first = str(exc).partition("\n")[0]
+    if isinstance(exc, SystemExit):
+        return None, ""
+    if isinstance(exc, KernelInterrupted):
+        return 130, f"clsim: interrupted: {first}"
+    if isinstance(exc, KeyboardInterrupt):
+        return 130, "clsim: interrupted"
+    if isinstance(exc, SimulationError):
+        return 2, f"clsim: error: {first}"
+    return 3, (f"clsim: internal error: {type(exc).__name__}: {first} (rerun with --debug for "
+               "the traceback and report it)")
 
 
 if __name__ == "__main__":

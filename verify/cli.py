@@ -21,6 +21,7 @@ import numpy as np
 
 from clsim.errors import DeviceError, SimulationError
 from clsim.spec import all_specs
+from verify.cli_errors import damaged_failure_files, one_line, opencl_errors
 from verify.devices import DeviceInfo, format_devices, get_device, list_devices
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, Found, FuzzReport, fuzz_spec
@@ -33,6 +34,8 @@ DEVICES_HELP = "list the OpenCL devices: platform, version, limits, sub-groups, 
 VERIFY_HELP = "compare the simulator with OpenCL devices on drawn inputs; shrink and save failures"
 REPLAY_HELP = "re-run a saved failure (.clsim/failures/...) on the simulator and devices"
 _EXCERPT = 8
+def _debug(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "debug", False) or getattr(args, "debug_here", False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,7 +56,8 @@ def _device_dict(d: DeviceInfo) -> dict[str, Any]:
 
 
 def devices_main(args: argparse.Namespace) -> int:
-    devices = list_devices()
+    with opencl_errors():
+        devices = list_devices()
     if getattr(args, "json", False):
         print(json.dumps([_device_dict(d) for d in devices], indent=2))
     else:
@@ -94,9 +98,10 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _devices(names: Sequence[str] | None) -> list[DeviceInfo]:
-    if names:
-        return list({get_device(n).short_name: get_device(n) for n in names}.values())
-    devices = list_devices()
+    with opencl_errors():
+        if names:
+            return list({get_device(n).short_name: get_device(n) for n in names}.values())
+        devices = list_devices()
     if not devices:
         raise DeviceError("no OpenCL devices found. pip install pocl-binary-distribution "
                           "(and '.[devices]' for intel-cpu and oclgrind).")
@@ -133,10 +138,10 @@ def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespac
     name = f"  {info.short_name:<12}"
     try:
         report = fuzz_spec(spec, info, examples=args.examples, seed=args.seed,
-                           failures_dir=args.failures_dir, progress=not args.no_progress,
+                           failures_dir=args.failures_dir, progress=_progress(args),
                            max_elements=args.max_elements, pair=pair)
-    except SimulationError as err:  # a build failure: the whole log, then the next device
-        return name + f"ERROR   {type(err).__name__}: {err}", True
+    except SimulationError as err:  # a build failure: one line (--debug: the whole log)
+        return name + "ERROR   " + one_line(f"{type(err).__name__}: {err}", _debug(args)), True
     if report.skipped:
         return name + f"skipped ({report.skipped})", False
     if report.found is None:
@@ -144,6 +149,11 @@ def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespac
             False
     text = name + f"DIFFER  {report.examples} examples, seed {report.seed}; minimal example:\n"
     return text + _indent(format_found(report.found), 6), True
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    """A bar only on a terminal: a redirected log never holds bar fragments."""
+    return not args.no_progress and sys.stderr.isatty()
 
 
 def _ulps(report: FuzzReport) -> str:
@@ -221,7 +231,8 @@ def _timing(spec: Any, pair: Pair, devices: Sequence[DeviceInfo], repeats: int,
         try:
             ns = time_on_device(pair, case, info, repeats)
         except SimulationError as err:
-            lines.append(f"    {info.short_name:<12}ERROR {type(err).__name__}: {err}")
+            lines.append(f"    {info.short_name:<12}ERROR "
+                         + one_line(f"{type(err).__name__}: {err}"))
             continue
         lines.append(f"    {info.short_name:<12}{_ms(ns)}" + _versus(roof, ns))
     return "\n".join(lines)
@@ -273,12 +284,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use the .cl source saved with the failure, not the current file")
 
 
-def _outcome_line(outcome: ReplayOutcome) -> tuple[str, bool]:
+def _outcome_line(outcome: ReplayOutcome, debug: bool = False) -> tuple[str, bool]:
     name = f"  {outcome.device:<12}"
     if outcome.skipped:
         return name + f"skipped ({outcome.skipped})", False
     if outcome.error:
-        return name + "ERROR   " + outcome.error, True
+        return name + "ERROR   " + one_line(outcome.error, debug), True
     comparison = outcome.comparison
     assert comparison is not None
     if comparison.equal:
@@ -290,13 +301,15 @@ def _outcome_line(outcome: ReplayOutcome) -> tuple[str, bool]:
 
 
 def replay_main(args: argparse.Namespace) -> int:
-    failure, case, outcomes = replay(args.path, args.devices, all_devices=args.all_devices,
-                                     cl_source=args.cl, saved_source=args.saved_source)
+    with damaged_failure_files(args.path), opencl_errors():
+        failure, case, outcomes = replay(args.path, args.devices,
+                                         all_devices=args.all_devices, cl_source=args.cl,
+                                         saved_source=args.saved_source)
     print(f"replay {failure.path}: {failure.spec_name}, failed on {failure.device} "
           f"(seed {failure.seed}); {case.describe()}")
     failed = False
     for outcome in outcomes:
-        line, bad = _outcome_line(outcome)
+        line, bad = _outcome_line(outcome, _debug(args))
         failed |= bad
         print(line)
     return 1 if failed else 0
@@ -307,7 +320,9 @@ def replay_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m verify.cli")
+    from clsim.cli import OneLineParser
+
+    parser = OneLineParser(prog="python -m verify.cli")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text, add, run in (
             ("devices", DEVICES_HELP, add_devices_arguments, devices_main),

@@ -1,8 +1,10 @@
 """``clsim run NAME``: run a library kernel on generated input and check it against numpy.
 
-Prints what ran (ND-range, groups, time, work-items per second), the tolerance used and the
-largest error found, and a traffic summary per buffer. Exit code 1 on a mismatch; errors from
-the simulator propagate to the CLI, which prints them as one line.
+Prints what ran (ND-range, groups, time, work-items per second), which checks ran and what they
+found, the tolerance used and the largest error found, and a traffic summary per buffer; on
+stderr, what is being compiled when that takes a while and a progress bar on a terminal
+(``clsim.commands.progress``). Exit code 1 on a mismatch or a finding; errors from the
+simulator propagate to the CLI, which prints them as one line.
 """
 
 from __future__ import annotations
@@ -12,22 +14,39 @@ import numpy as np
 HELP = "run a kernel on generated input and compare with its numpy reference"
 
 
+CHECKS_RUN = {  # what each --check mode runs (docs/checks.md has the same table)
+    "default": ("bounds", "barrier divergence"),
+    "bounds": ("bounds", "barrier divergence"),
+    "races": ("bounds", "barrier divergence", "data races"),
+    "uninit": ("bounds", "barrier divergence", "uninitialised reads"),
+    "all": ("bounds", "barrier divergence", "data races", "uninitialised reads"),
+    "none": (),
+}
+_COLLECTING = ("all", "races", "uninit")  # the modes whose findings --report-all collects
+
+
 def add_arguments(parser) -> None:
+    from clsim.commands import options as opt
+
     parser.add_argument("name", help="kernel name (see 'clsim list')")
     parser.add_argument("--shape", help="problem shape: KEY=N[,KEY=N] or AxB in the order of "
                                         "the kernel's shape keys (e.g. rows=64,cols=1000)")
-    parser.add_argument("--local-size", help="work-group size, e.g. 128 or 16,16")
-    parser.add_argument("--seed", type=int, default=0, help="input generator seed (default 0)")
+    parser.add_argument("--local-size", type=opt.local_size,
+                        help="work-group size, e.g. 128 or 16,16")
+    parser.add_argument("--seed", type=opt.seed, default=0,
+                        help="input generator seed, 0 to 2**32-1 (default 0)")
     parser.add_argument("--no-jit", action="store_true",
                         help="run the generated code as plain Python (slow; for pdb)")
-    parser.add_argument("--subgroup-size", type=int, help="sub-group size (default: the "
-                                                          "kernel's, else 32)")
+    parser.add_argument("--subgroup-size", type=opt.positive_int,
+                        help="sub-group size (default: the kernel's, else 32)")
     parser.add_argument("--traffic", action="store_true", help="print the full traffic table")
-    parser.add_argument("--check", default="default",
-                        choices=("default", "all", "races", "uninit", "bounds", "none"),
+    parser.add_argument("--check", default="default", choices=tuple(CHECKS_RUN),
                         help="which checks to run (default: bounds and barrier divergence)")
     parser.add_argument("--report-all", action="store_true",
-                        help="with --check: collect every finding instead of stopping at one")
+                        help="with --check all, races or uninit: collect every finding instead "
+                             "of stopping at the first")
+    parser.add_argument("--timeout", type=opt.positive_seconds, metavar="SECONDS",
+                        help="stop the kernel after this many seconds (compilation not counted)")
 
 
 def parse_shape(text: str | None, defaults: dict) -> dict:
@@ -59,15 +78,17 @@ def parse_shape(text: str | None, defaults: dict) -> dict:
     return shape
 
 
-def parse_local(text: str | None):
+def parse_local(text):
+    """A --local-size value: None, a tuple (already parsed by argparse) or text."""
+    from clsim.commands.options import local_size
     from clsim.errors import SimulationError
 
-    if not text:
-        return None
+    if text is None or isinstance(text, tuple):
+        return text
     try:
-        return tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise SimulationError(f"--local-size {text}: write e.g. 128 or 16,16") from None
+        return local_size(text)
+    except Exception as exc:  # argparse.ArgumentTypeError: the same words, as our error
+        raise SimulationError(f"--local-size {exc}") from None
 
 
 def _fresh(inputs: dict) -> dict:
@@ -88,25 +109,64 @@ def main(args) -> int:
     import clsim
     from clsim.spec import get_spec
 
+    if args.report_all and args.check not in _COLLECTING:
+        raise clsim.SimulationError(
+            f"--report-all collects the findings of race and uninitialised-read checks, which "
+            f"--check {args.check} does not run. Add --check all (or races, uninit)")
     spec = get_spec(args.name)
     shape = parse_shape(args.shape, dict(spec.default_shape))
-    inputs = spec.make_inputs(np.random.default_rng(args.seed), shape)
+    inputs = make_inputs(spec, shape, args.seed)
     launch = spec.launch(inputs, shape, parse_local(args.local_size))
-    sg = args.subgroup_size or spec.subgroup_size
+    sg = spec.subgroup_size if args.subgroup_size is None else args.subgroup_size
     options = {"jit": not args.no_jit, "subgroup_size": sg, "checks": args.check}
     if args.report_all:
         options["report_all"] = True
     work = _fresh(inputs)
-    run_args = tuple(work[name] if isinstance(inputs[name], np.ndarray) else inputs[name]
-                     for name in _param_names(spec, inputs, launch))
-    result = clsim.run(spec.kernel, launch.global_size, launch.local_size, run_args, **options)
+    result = _run(spec, launch, inputs, work, options, args.timeout, spec.name)
     _print_run(spec, result, shape)
     findings = getattr(result, "findings", None) or []
+    _print_findings(args.check, args.report_all, findings)
+    ok = _print_check(spec, inputs, work)
+    _print_traffic(spec, inputs, launch, shape, options, args.traffic, args.timeout)
+    return 0 if ok and not findings else 1
+
+
+def make_inputs(spec, shape: dict, seed: int) -> dict:
+    """The spec's generated inputs; a shape too large for memory is a SimulationError."""
+    from clsim.errors import SimulationError
+
+    try:
+        return spec.make_inputs(np.random.default_rng(seed), shape)
+    except MemoryError as exc:
+        need = getattr(exc, "_total_size", None)  # numpy's _ArrayMemoryError knows it
+        size = f" ({need / 2**30:,.1f} GiB for one array)" if need else ""
+        shape_text = ",".join(f"{k}={v}" for k, v in shape.items())
+        raise SimulationError(
+            f"{spec.name} --shape {shape_text}: the inputs do not fit in memory{size}. "
+            "Use a smaller --shape") from None
+
+
+def _run(spec, launch, inputs, work, options, timeout, label):
+    import clsim
+    from clsim.commands.progress import RunProgress
+
+    run_args = tuple(work[name] if isinstance(inputs[name], np.ndarray) else inputs[name]
+                     for name in _param_names(spec, inputs, launch))
+    with RunProgress(label) as progress:
+        return clsim.run(spec.kernel, launch.global_size, launch.local_size, run_args,
+                         timeout_s=timeout, progress=progress, **options)
+
+
+def _print_findings(check: str, report_all: bool, findings) -> None:
+    ran = CHECKS_RUN[check]
+    if not ran:
+        print("  checks: none (--check none)")
+        return
+    found = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}" if report_all \
+        else "nothing found"
+    print(f"  checks: {', '.join(ran)}: {found}")
     for finding in findings:
         print(getattr(finding, "describe", lambda f=finding: str(f))())
-    ok = _print_check(spec, inputs, work)
-    _print_traffic(spec, inputs, launch, shape, options, args.traffic)
-    return 0 if ok and not findings else 1
 
 
 def _param_names(spec, inputs, launch) -> list[str]:
@@ -124,8 +184,20 @@ def _print_run(spec, result, shape) -> None:
     print(f"  ND-range global={result.global_size} local={result.local_size}, "
           f"{result.work_groups} work-groups, {result.work_items} work-items ({mode}{par})")
     compile_note = f", compile {result.compile_s:.2f} s" if result.compile_s else ""
-    print(f"  time {result.elapsed_s * 1e3:.2f} ms, "
-          f"{result.work_items_per_s / 1e6:.1f} M work-items/s{compile_note}")
+    print(f"  time {_seconds(result.elapsed_s)}, {_rate(result.work_items_per_s)}"
+          f"{compile_note}")
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def _rate(per_s: float) -> str:
+    """Work-items per second with a unit that keeps three significant digits."""
+    for scale, unit in ((1e9, "G "), (1e6, "M "), (1e3, "k ")):
+        if per_s >= scale:
+            return f"{per_s / scale:.3g} {unit}work-items/s"
+    return f"{per_s:.3g} work-items/s"
 
 
 def _print_check(spec, inputs, work) -> bool:
@@ -149,15 +221,14 @@ def _print_check(spec, inputs, work) -> bool:
     return ok
 
 
-def _print_traffic(spec, inputs, launch, shape, options, full: bool) -> None:
+def _print_traffic(spec, inputs, launch, shape, options, full: bool, timeout) -> None:
     import clsim
 
     work = _fresh(inputs)
-    run_args = tuple(work[name] if isinstance(inputs[name], np.ndarray) else inputs[name]
-                     for name in _param_names(spec, inputs, launch))
     try:
-        result = clsim.run(spec.kernel, launch.global_size, launch.local_size, run_args,
-                           **{**options, "traffic": True, "checks": "default"})
+        result = _run(spec, launch, inputs, work, {**options, "traffic": True,
+                                                   "checks": "default"},
+                      timeout, f"{spec.name} (traffic counting)")
     except clsim.InvalidArgumentError:
         return
     traffic = result.traffic

@@ -62,6 +62,8 @@ def run_groups(step: Step, total: int, max_chunk: int, *, kernel: str, jit: bool
     """Run all ``total`` groups through ``step``; the error row of the first failing chunk, or
     None. Raises ``KernelTimeoutError`` past ``timeout_s`` and ``KernelInterrupted`` on Ctrl-C."""
     deadline = None if timeout_s is None else time.monotonic() + _check_timeout(timeout_s)
+    if progress is not None:
+        progress("run", 0, total)
     if jit:
         return _threaded(step, total, max_chunk, first_chunk, kernel, deadline, timeout_s,
                          progress)

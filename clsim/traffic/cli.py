@@ -33,9 +33,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--local-size", help="work-group size for every variant, e.g. 128")
     parser.add_argument("--seed", type=int, default=0, help="input generator seed (default 0)")
     parser.add_argument("--no-jit", action="store_true", help="run as plain Python (slow)")
+    from clsim.commands.options import output_file  # refused before any variant runs
+
     parser.add_argument("--json", default="report.json", metavar="PATH",
+                        type=output_file(".json"),
                         help="where to write the JSON report (default report.json)")
-    parser.add_argument("--plot", metavar="FILE.png", help="draw a roofline chart (matplotlib)")
+    parser.add_argument("--plot", metavar="FILE.png", type=output_file(".png"),
+                        help="draw a roofline chart (matplotlib)")
 
 
 def variants(names: list[str]) -> list:

@@ -1,0 +1,63 @@
+"""What a long ``clsim run`` shows on stderr while it works: a line naming the kernel being
+compiled when compiling takes a while, and a tqdm bar of work-groups on a terminal. Off the
+terminal (a redirected log) there is no bar at all, only the compile line, so a log never holds
+bar fragments. It plugs into ``clsim.run(..., progress=...)`` and knows nothing else of runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+_COMPILE_NOTE_AFTER_S = 0.5  # a warm disk cache loads faster than this: say nothing then
+_BAR_AFTER_S = 1.0  # a bar for a run shorter than this is only flicker
+
+
+class RunProgress:
+    """A ``progress(stage, done, total)`` callback for one launch of ``what`` (a label)."""
+
+    def __init__(self, what: str, stream=None):
+        self.what = what
+        self.stream = stream if stream is not None else sys.stderr
+        self.terminal = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._timer: threading.Timer | None = None
+        self._bar = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage == "compile":
+            self._timer = threading.Timer(_COMPILE_NOTE_AFTER_S, self._compile_note)
+            self._timer.daemon = True
+            self._timer.start()
+            return
+        self._cancel_note()
+        if self.terminal:
+            self._advance(done, total)
+
+    def _compile_note(self) -> None:
+        print(f"clsim: compiling {self.what} with Numba (first run of this configuration; "
+              "cached on disk afterwards)...", file=self.stream, flush=True)
+
+    def _cancel_note(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _advance(self, done: int, total: int) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=self.what, unit="group", file=self.stream,
+                             leave=False, delay=_BAR_AFTER_S, dynamic_ncols=True)
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        self._cancel_note()
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> RunProgress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

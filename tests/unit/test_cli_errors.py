@@ -1,0 +1,187 @@
+"""Bad command lines and bad files give one line on stderr and exit code 2 (130 for Ctrl-C, 3
+for a bug in clsim), never a traceback or argparse's usage block; --debug adds the traceback
+and keeps the exit code."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from clsim.cli import main
+from clsim.errors import DeviceError, KernelInterrupted
+
+
+def _one_line_error(capsys, argv, code=2):
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err and "usage:" not in err
+    return err
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["run", "vector_add", "--local-size", "0"], "--local-size: '0': 1 to 3 sizes, each at least"),
+    (["run", "vector_add", "--local-size", "64,0"], "--local-size"),
+    (["run", "vector_add", "--seed", "-1"], "--seed: -1 must be from 0"),
+    (["run", "vector_add", "--subgroup-size", "0"], "--subgroup-size: 0 must be at least 1"),
+    (["run", "vector_add", "--timeout", "0"], "--timeout"),
+    (["run", "vector_add", "--report-all"], "--report-all collects"),
+    (["run", "vector_add", "--report-all", "--check", "bounds"], "--check bounds does not run"),
+    (["run", "vector_add", "--bogus"], "unrecognized arguments: --bogus"),
+    (["run", "vector_add", "--check", "foo"], "invalid choice: 'foo'"),
+    (["run"], "the following arguments are required: name"),
+    (["nosuchcommand"], "invalid choice: 'nosuchcommand'"),
+    (["run", "softmax", "--shape", "rows=100000,cols=100000"], "do not fit in memory (37.3 GiB"),
+    (["report", "softmax", "--plot", "roofline"], "'roofline' must end in .png"),
+    (["report", "softmax", "--plot", "/no/such/folder/r.png"], "does not exist"),
+    (["report", "softmax", "--plot", "/proc/r.png"], "cannot write in '/proc'"),
+])
+def test_bad_command_lines_are_one_line_and_exit_2(capsys, argv, fragment):
+    """Each case names the option and what is wrong with it, before any kernel runs."""
+    err = _one_line_error(capsys, argv)
+    assert err.startswith("clsim"), err
+    assert fragment in err, err
+
+
+def test_plot_check_runs_before_any_report_is_written(capsys, tmp_path, monkeypatch):
+    """An unwritable --plot refuses at once: no report.json written first."""
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(capsys, ["report", "softmax", "--plot", str(tmp_path / "no" / "r.png")])
+    assert not (tmp_path / "report.json").exists()
+
+
+def _fake_command(monkeypatch, exc):
+    """Make 'clsim list' raise ``exc``."""
+    import clsim.commands.list_ as list_command
+
+    def boom(args):
+        raise exc
+    monkeypatch.setattr(list_command, "main", boom)
+
+
+@pytest.mark.parametrize("exc, code, fragment", [
+    (DeviceError("no device\nsecond line"), 2, "clsim: error: no device"),
+    (RuntimeError("a bug"), 3, "clsim: internal error: RuntimeError: a bug"),
+    (KernelInterrupted("k: stopped by Ctrl-C; 3 of 9 work-groups", kernel="k"), 130,
+     "clsim: interrupted: k: stopped by Ctrl-C; 3 of 9"),
+    (KeyboardInterrupt(), 130, "clsim: interrupted"),
+])
+def test_debug_adds_the_traceback_and_keeps_the_exit_code(capsys, monkeypatch, exc, code,
+                                                          fragment):
+    _fake_command(monkeypatch, exc)
+    err = _one_line_error(capsys, ["list"], code)
+    assert fragment in err
+    assert main(["--debug", "list"]) == code
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.rstrip().splitlines()[-1].startswith(fragment)
+    assert main(["list", "--debug"]) == code
+
+
+def _platform_not_found():
+    import pyopencl as cl
+
+    return cl.LogicError(cl._cl._ErrorRecord(
+        msg="clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR", code=-1001,
+        routine="clGetPlatformIDs"))
+
+
+@pytest.mark.parametrize("no_setup", [True, False])
+def test_no_opencl_platform_is_one_line_that_says_what_to_install(capsys, monkeypatch,
+                                                                   no_setup):
+    """PLATFORM_NOT_FOUND_KHR from the ICD loader (e.g. CLSIM_NO_ICD_SETUP=1 on a machine with
+    no vendors) explains itself instead of a pyopencl LogicError as an internal error."""
+    import verify.cli
+
+    def no_platform(refresh=False):
+        raise _platform_not_found()
+    monkeypatch.setattr(verify.cli, "list_devices", no_platform)
+    if no_setup:
+        monkeypatch.setenv("CLSIM_NO_ICD_SETUP", "1")
+    else:
+        monkeypatch.delenv("CLSIM_NO_ICD_SETUP", raising=False)
+    for argv in (["devices"], ["verify", "vector_add"]):
+        err = _one_line_error(capsys, argv)
+        assert "no OpenCL platform found" in err and "pocl" in err
+        assert ("CLSIM_NO_ICD_SETUP=1" in err) is no_setup
+
+
+def _fake_device():
+    return types.SimpleNamespace(short_name="fakecl")
+
+
+def test_a_device_build_failure_is_one_line_unless_debug(capsys, monkeypatch):
+    """The build log's error line is kept on the device's line; --debug shows the whole log."""
+    import verify.cli
+
+    log = ("vector_add on fakecl: CL_BUILD_PROGRAM_FAILURE (options: -cl-std=CL1.2). Fix the "
+           "OpenCL C source; build log:\nwarning: something\nerror: unknown target CPU "
+           "'generic'\nnote: more\nnote: even more")
+
+    def fails(*args, **kwargs):
+        raise DeviceError(log)
+    monkeypatch.setattr(verify.cli, "_devices", lambda names: [_fake_device()])
+    monkeypatch.setattr(verify.cli, "fuzz_spec", fails)
+    assert main(["verify", "vector_add", "--no-progress"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    error_line = next(line for line in out if "fakecl" in line)
+    assert "ERROR" in error_line and "CL_BUILD_PROGRAM_FAILURE" in error_line
+    assert "unknown target CPU 'generic'" in error_line and "+3 more lines" in error_line
+    assert len(out) == 2, out
+    assert main(["--debug", "verify", "vector_add", "--no-progress"]) == 1
+    assert "note: even more" in capsys.readouterr().out
+
+
+def test_one_line_keeps_a_single_line_as_it_is():
+    from verify.cli_errors import one_line
+
+    assert one_line("just one line") == "just one line"
+    assert one_line("head\nbody") == "head body"
+
+
+@pytest.fixture
+def saved_failure(tmp_path):
+    from verify.failures import save_failure
+
+    a = np.arange(16, dtype=np.float32)
+    return save_failure(tmp_path / "failures", spec_name="vector_add",
+                        inputs={"a": a, "b": a.copy(), "c": np.zeros_like(a)},
+                        launch={"global_size": (16,), "local_size": (4,)}, device="pocl")
+
+
+@pytest.mark.parametrize("damage, fragment", [
+    (lambda f: (f / "inputs.npz").write_bytes((f / "inputs.npz").read_bytes()[:100]),
+     "inputs.npz is truncated or damaged (BadZipFile"),
+    (lambda f: (f / "inputs.npz").write_bytes(b""), "inputs.npz is truncated or damaged"),
+    (lambda f: (f / "meta.json").write_text('{"spec_name": "vec'), "meta.json"),
+])
+def test_replay_of_a_damaged_failure_folder_names_the_file(capsys, saved_failure, damage,
+                                                           fragment):
+    damage(saved_failure)
+    err = _one_line_error(capsys, ["replay", str(saved_failure)])
+    assert fragment in err and str(saved_failure) in err
+
+
+def test_replay_of_a_missing_folder_is_one_line(capsys, tmp_path):
+    err = _one_line_error(capsys, ["replay", str(tmp_path / "nothing-here")])
+    assert "nothing-here" in err
+
+
+def test_standalone_verify_cli_errors_are_one_line(capsys):
+    import verify.cli
+
+    with pytest.raises(SystemExit) as info:
+        verify.cli.main(["verify", "--examples"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "usage:" not in err and "--examples" in err
+
+
+def test_the_console_script_prints_one_line_without_a_traceback():
+    """The real entry point in a subprocess: usage errors and failures are one line."""
+    import subprocess
+
+    for argv in (["run", "vector_add", "--seed", "-1"], ["run", "nope"]):
+        proc = subprocess.run([sys.executable, "-m", "clsim.cli", *argv],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
