@@ -1,8 +1,11 @@
 """The clsim command line: list, run, and errors as one line with a non-zero exit code."""
 
+import io
+import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -23,13 +26,90 @@ def test_run_prints_ndrange_time_check_and_traffic(capsys):
     out = capsys.readouterr().out
     assert "global=(256,) local=(64,), 4 work-groups" in out
     assert "tolerance rtol=1e-05 atol=1e-07" in out and ": OK" in out
-    assert "M work-items/s" in out
+    assert re.search(r"time [\d.]+ ms, [\d.]+ [kMG] work-items/s", out), out
 
 
 def test_run_no_jit_and_shape_shorthand(capsys):
-    """--no-jit runs the same code as plain Python; AxB maps onto the shape keys in order."""
+    """--no-jit runs the same code as plain Python; AxB maps onto the shape keys in order; its
+    rate reads (k work-items/s), never "0.0 M work-items/s"."""
     assert main(["run", "softmax", "--shape", "2x50", "--local-size", "16", "--no-jit"]) == 0
-    assert "no-jit" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "no-jit" in out and "0.0 M" not in out
+    assert re.search(r"[1-9][\d.]* [kM]? ?work-items/s", out), out
+
+
+@pytest.mark.parametrize("per_s, text", [
+    (25_400.0, "25.4 k work-items/s"), (1.31e6, "1.31 M work-items/s"),
+    (2.5e9, "2.5 G work-items/s"), (850.0, "850 work-items/s"), (0.5, "0.5 work-items/s"),
+])
+def test_rates_keep_three_significant_digits(per_s, text):
+    from clsim.commands.run import _rate
+
+    assert _rate(per_s) == text
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--check", "all"], "checks: bounds, barrier divergence, data races, uninitialised reads: "
+                         "nothing found"),
+    (["--check", "all", "--report-all"], "checks: bounds, barrier divergence, data races, "
+                                         "uninitialised reads: 0 findings"),
+    (["--check", "races"], "checks: bounds, barrier divergence, data races: nothing found"),
+    ([], "checks: bounds, barrier divergence: nothing found"),
+    (["--check", "none"], "checks: none (--check none)"),
+])
+def test_run_says_which_checks_ran_and_what_they_found(capsys, argv, line):
+    """0 findings is news too: the checks line appears for every --check."""
+    assert main(["run", "vector_add", "--shape", "n=256", "--local-size", "64", *argv]) == 0
+    assert "  " + line in capsys.readouterr().out.splitlines()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_on_a_terminal_only():
+    """A tqdm bar is drawn on a terminal; on a redirected stream nothing at all."""
+    from clsim.commands import progress
+
+    for stream, drawn in ((_Terminal(), True), (io.StringIO(), False)):
+        with progress.RunProgress("softmax", stream) as show:
+            show("run", 0, 100)
+            time.sleep(progress._BAR_AFTER_S + 0.1)
+            show("run", 40, 100)
+            show("run", 100, 100)
+        text = stream.getvalue()
+        assert ("softmax" in text and "40/100" in text) is drawn, repr(text)
+        assert ("\r" in text) is drawn
+
+
+def test_compile_note_only_when_compiling_takes_a_while():
+    """'compiling NAME' appears when the JIT takes longer than a disk-cache load would."""
+    from clsim.commands import progress
+
+    slow, quick = io.StringIO(), io.StringIO()
+    with progress.RunProgress("softmax", slow) as show:
+        show("compile", 0, 4)
+        time.sleep(progress._COMPILE_NOTE_AFTER_S + 0.3)
+        show("run", 0, 4)
+    with progress.RunProgress("softmax", quick) as show:
+        show("compile", 0, 4)
+        show("run", 0, 4)
+        time.sleep(progress._COMPILE_NOTE_AFTER_S + 0.3)
+    assert slow.getvalue().startswith("clsim: compiling softmax with Numba")
+    assert slow.getvalue().count("\n") == 1
+    assert quick.getvalue() == ""
+
+
+def test_a_redirected_run_log_has_no_bar_fragments(tmp_path):
+    """clsim run with stderr to a file: no carriage returns, only whole lines."""
+    log = tmp_path / "err.log"
+    with log.open("w") as err:
+        proc = subprocess.run([sys.executable, "-m", "clsim.cli", "run", "softmax", "--shape",
+                               "8x64", "--no-jit"], stdout=subprocess.PIPE, stderr=err,
+                              text=True)
+    assert proc.returncode == 0
+    assert "\r" not in log.read_text()
 
 
 @pytest.mark.parametrize("argv, fragment", [
