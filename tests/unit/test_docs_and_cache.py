@@ -1,11 +1,15 @@
 """The README's example runs as written, and compiled kernels are cached on disk."""
 
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import clsim
 from clsim import get_global_id, kernel
@@ -59,3 +63,73 @@ def test_generated_module_is_cached_on_disk_and_reused(tmp_path, monkeypatch):
     second = clsim.run(scale, (8,), (4,), (x, y), jit=True)
     assert second.module_path == first.module_path
     assert Path(second.module_path).stat().st_mtime_ns == mtime, "file not rewritten"
+
+
+DOCS_SUPPORT = ROOT / "tests" / "docs_support"
+_NOT_RUN = "# not run:"
+# Runs one doc's blocks in order in one namespace, as a reader pastes them into one session;
+# a block that needs an OpenCL device the machine cannot give exits 77 with the reason.
+_RUNNER = """
+import json, sys
+from clsim.errors import DeviceError
+blocks = json.load(open(sys.argv[1]))
+namespace = {"__name__": "__doc_example__"}
+for number, code in blocks:
+    try:
+        exec(compile(code, f"{sys.argv[2]} block {number}", "exec"), namespace)
+    except DeviceError as err:
+        print(f"block {number} needs an OpenCL device: {str(err).splitlines()[0]}")
+        sys.exit(77)
+"""
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
+
+
+def _runnable(doc: Path) -> list[tuple[int, str]]:
+    return [(number, code) for number, code in enumerate(_python_blocks(doc), 1)
+            if not code.startswith(_NOT_RUN)]
+
+
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+DOCS_WITH_CODE = [d for d in DOCS if _runnable(d)]
+
+
+def test_blocks_not_run_say_why():
+    """A block is left out only by a first line '# not run: <reason>' with a reason."""
+    for doc in DOCS:
+        for number, code in enumerate(_python_blocks(doc), 1):
+            if code.startswith(_NOT_RUN):
+                reason = code.splitlines()[0][len(_NOT_RUN):].strip()
+                assert len(reason) > 10, f"{doc.name} block {number}: give the reason"
+    assert DOCS_WITH_CODE, "some doc block runs"
+
+
+@pytest.mark.parametrize("doc", DOCS_WITH_CODE, ids=[d.name for d in DOCS_WITH_CODE])
+def test_every_python_block_in_the_docs_runs(doc, tmp_path):
+    """Each ```python block of docs/*.md runs (in order, sharing names, in a folder holding
+    tests/docs_support: the user's my_kernels.py and saxpy.cl), unless its first line is
+    '# not run: <reason>'; a block needing an absent device is a skip saying so."""
+    runnable = _runnable(doc)
+    for support in DOCS_SUPPORT.iterdir():
+        shutil.copy(support, tmp_path / support.name)
+    (tmp_path / "blocks.json").write_text(json.dumps(runnable))
+    (tmp_path / "run_blocks.py").write_text(_RUNNER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "run_blocks.py", "blocks.json", doc.name],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    if proc.returncode == 77:
+        pytest.skip(f"{doc.name}: {proc.stdout.strip()}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_docs_verifying_example_uses_names_that_exist():
+    """The fuzz example's failure formatter is importable as the doc writes it (it once read
+    verify.cli.format_found after a bare 'import verify', an AttributeError on failure)."""
+    text = (ROOT / "docs" / "verifying.md").read_text()
+    assert "verify.cli.format_found" not in text
+    from verify.cli import format_found
+
+    assert callable(format_found)
