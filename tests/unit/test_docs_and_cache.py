@@ -133,3 +133,25 @@ def test_docs_verifying_example_uses_names_that_exist():
     from verify.cli import format_found
 
     assert callable(format_found)
+
+
+def test_the_wheel_carries_every_library_cl_twin():
+    """kernels_cl is a package whose package-data holds every .cl a library spec names, so
+    spec.cl_path works from an installed wheel, not only from a checkout. (Building a wheel
+    needs the network for setuptools>=68; checked by hand with 'pip wheel --no-deps -w DIR .'
+    and 'pip install --target', where all six twins were present.)"""
+    import fnmatch
+    import importlib.resources
+    import tomllib
+
+    from clsim.spec import all_specs
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "kernels_cl" in config["packages"]["find"]["include"]
+    patterns = config["package-data"]["kernels_cl"]
+    shipped = importlib.resources.files("kernels_cl")
+    for spec in all_specs().values():
+        if not spec.cl_path.is_relative_to(ROOT / "kernels_cl"):
+            continue  # a user's spec registered by another test
+        assert any(fnmatch.fnmatch(spec.cl_file, p) for p in patterns), spec.cl_file
+        assert shipped.joinpath(spec.cl_file).is_file(), spec.cl_file
