@@ -28,7 +28,8 @@ _COLLECTING = ("all", "races", "uninit")  # the modes whose findings --report-al
 def add_arguments(parser) -> None:
     from clsim.commands import options as opt
 
-    parser.add_argument("name", help="kernel name (see 'clsim list')")
+    parser.add_argument("name", help="kernel name (see 'clsim list') or path/to/file.py::NAME "
+                                     "(a KernelSpec in your own file, docs/kernelspec.md)")
     parser.add_argument("--shape", help="problem shape: KEY=N[,KEY=N] or AxB in the order of "
                                         "the kernel's shape keys (e.g. rows=64,cols=1000)")
     parser.add_argument("--local-size", type=opt.local_size,
@@ -107,13 +108,12 @@ def _max_errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float,
 
 def main(args) -> int:
     import clsim
-    from clsim.spec import get_spec
 
     if args.report_all and args.check not in _COLLECTING:
         raise clsim.SimulationError(
             f"--report-all collects the findings of race and uninitialised-read checks, which "
             f"--check {args.check} does not run. Add --check all (or races, uninit)")
-    spec = get_spec(args.name)
+    spec = load_spec(args.name)
     shape = parse_shape(args.shape, dict(spec.default_shape))
     inputs = make_inputs(spec, shape, args.seed)
     launch = spec.launch(inputs, shape, parse_local(args.local_size))
@@ -129,6 +129,18 @@ def main(args) -> int:
     ok = _print_check(spec, inputs, work)
     _print_traffic(spec, inputs, launch, shape, options, args.traffic, args.timeout)
     return 0 if ok and not findings else 1
+
+
+def load_spec(name: str):
+    """A library spec by name, or ``path/file.py::NAME`` from a file the user names (imported,
+    so only name your own files; the same loader as ``clsim verify``)."""
+    from clsim.spec import get_spec
+
+    if "::" not in name:
+        return get_spec(name)
+    from verify.replay import load_spec_ref
+
+    return load_spec_ref(name)[0]
 
 
 def make_inputs(spec, shape: dict, seed: int) -> dict:

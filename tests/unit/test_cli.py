@@ -138,3 +138,21 @@ def test_console_script_is_installed():
     proc = subprocess.run([sys.executable, "-m", "clsim.cli", "run", "nope", "--debug"],
                           capture_output=True, text=True)
     assert "Traceback" in proc.stderr
+
+
+def test_run_a_spec_from_the_users_own_file(capsys, tmp_path):
+    """docs/kernelspec.md's spec, saved as my_specs.py beside my_kernels.py and saxpy.cl, runs
+    with 'clsim run my_specs.py::SAXPY' and agrees with its numpy reference."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec_code = re.findall(r"```python\n(.*?)```", (root / "docs" / "kernelspec.md").read_text(),
+                           re.S)[0]
+    assert "SAXPY = KernelSpec(" in spec_code
+    for support in (root / "tests" / "docs_support").iterdir():
+        shutil.copy(support, tmp_path / support.name)
+    (tmp_path / "my_specs.py").write_text(spec_code)
+    assert main(["run", f"{tmp_path / 'my_specs.py'}::SAXPY", "--shape", "n=1000"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("saxpy: n=1000") and "check y: tolerance rtol=0 atol=0" in out
+    assert ": OK" in out
