@@ -181,14 +181,20 @@ def test_timeout_stops_an_endless_kernel(jit):
     assert time.monotonic() - t0 < 20
 
 
-def _sigint_once_running(delay):
-    """A progress callback that sends this process SIGINT ``delay`` s into the run stage."""
+def _sigint_once_running(delay=None):
+    """A progress callback that sends this process SIGINT ``delay`` s into the run stage (from a
+    timer thread), or, with no delay, as soon as some work-groups are done."""
     fired = []
 
     def progress(stage, done, total):
-        if stage == "run" and not fired:
+        if stage != "run" or fired:
+            return
+        if delay is not None:
             fired.append(threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)))
             fired[0].start()
+        elif done > 0:
+            fired.append(True)
+            signal.raise_signal(signal.SIGINT)
     return progress
 
 
@@ -200,7 +206,7 @@ def test_ctrl_c_stops_a_long_run_between_chunks(jit):
     n = np.int32(20_000 if jit else 2_000)
     clsim.run(busy, (64,), (64,), (out[:64], np.int32(1)), jit=jit)
     with pytest.raises(clsim.KernelInterrupted) as info:
-        clsim.run(busy, out.shape, (64,), (out, n), jit=jit, progress=_sigint_once_running(0.3))
+        clsim.run(busy, out.shape, (64,), (out, n), jit=jit, progress=_sigint_once_running())
     err = info.value
     assert isinstance(err, KeyboardInterrupt)
     assert 0 < err.groups_done < err.total_groups == 4096
