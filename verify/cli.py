@@ -268,9 +268,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-devices", action="store_true",
                         help="replay on every device present")
     parser.add_argument("--cl", default=None, metavar="FILE",
-                        help="use this .cl file (e.g. a fix) instead of the kernel's current one")
-    parser.add_argument("--saved-source", action="store_true",
-                        help="use the .cl source saved with the failure, not the current file")
+                        help="use this .cl file (e.g. a fix) instead of the kernel.cl saved "
+                             "in the folder")
+    parser.add_argument("--kernel", default=None, metavar="REF",
+                        help="the Python kernel: path/file.py::NAME or a library spec name "
+                             "(needed when it came from your own file; the folder's is never "
+                             "imported)")
 
 
 def _outcome_line(outcome: ReplayOutcome) -> tuple[str, bool]:
@@ -291,7 +294,8 @@ def _outcome_line(outcome: ReplayOutcome) -> tuple[str, bool]:
 
 def replay_main(args: argparse.Namespace) -> int:
     failure, case, outcomes = replay(args.path, args.devices, all_devices=args.all_devices,
-                                     cl_source=args.cl, saved_source=args.saved_source)
+                                     cl_source=args.cl, kernel=args.kernel,
+                                     announce=lambda plan: print(f"replay: {plan}"))
     print(f"replay {failure.path}: {failure.spec_name}, failed on {failure.device} "
           f"(seed {failure.seed}); {case.describe()}")
     failed = False
