@@ -57,6 +57,7 @@ PARTIAL = ".partial-"
 # reused) is abandoned after this long; no save of one case takes minutes.
 STALE_PARTIAL_S = 15 * 60
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_NOT_SAVED_TOLD: dict[tuple[str, ...], int] = {}
 
 
 class FailureNotSaved(SimulationError):
@@ -277,10 +278,22 @@ def _not_saved(root: Path, spec_name: str, device: str, difference: str,
     message = (f"{root}: could not save the failing case of {spec_name} on {device} ({reason}). "
                "Free disk space or pass --failures-dir on a writable disk. The disagreement: "
                + told.replace("\n", " | "))
-    # Printed here, not only raised: Hypothesis may swallow the exception while it shrinks.
-    print(f"clsim: NOT SAVED: {message}", file=sys.stderr, flush=True)
+    _tell_not_saved((str(root), spec_name, device, reason), message)
     return FailureNotSaved(message, spec=spec_name, device=device, difference=difference,
                            reason=reason, directory=str(root))
+
+
+def _tell_not_saved(key: tuple[str, ...], message: str) -> None:
+    # Printed here, not only raised: Hypothesis may swallow the exception while it shrinks.
+    # Once per directory, kernel, device and reason: each shrink step would repeat it.
+    told = _NOT_SAVED_TOLD.get(key, 0)
+    _NOT_SAVED_TOLD[key] = told + 1
+    if told == 0:
+        print(f"clsim: NOT SAVED: {message}", file=sys.stderr, flush=True)
+    elif told == 1:
+        print(f"clsim: NOT SAVED: further failing cases of {key[1]} on {key[2]} are not saved "
+              f"either ({key[3]}); the last one is reported when the run ends.",
+              file=sys.stderr, flush=True)
 
 
 def record_outcome(folder: str | os.PathLike[str], *, difference: str = "",
