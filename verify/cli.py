@@ -22,6 +22,7 @@ import numpy as np
 from clsim.errors import DeviceError, SimulationError
 from clsim.spec import all_specs
 from verify.devices import DeviceInfo, format_devices, get_device, list_devices
+from verify.campaign import fuzz_jobs, jobs_count
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, Found, FuzzReport, fuzz_spec
 from verify.pairs import Case, Pair, default_case
@@ -91,6 +92,9 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-elements", type=int, default=MAX_ELEMENTS,
                         help=f"largest drawn problem, in elements (default {MAX_ELEMENTS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("-j", "--jobs", type=jobs_count, default=1, metavar="N",
+                        help="fuzz each kernel and device in N processes (or 'auto': one per "
+                             "CPU), worker i under seed S+i with its share of the examples")
 
 
 def _devices(names: Sequence[str] | None) -> list[DeviceInfo]:
@@ -112,10 +116,10 @@ def verify_main(args: argparse.Namespace) -> int:
     devices = _devices(args.devices)
     loaded = [spec_ref_pair(ref, args.cl) for ref in refs]  # fail fast on a bad name
     failed = False
-    for spec, pair in loaded:
+    for ref, (spec, pair) in zip(refs, loaded, strict=True):
         print(_heading(pair, args.examples))
         for info in devices:
-            line, bad = _verify_one(spec, pair, info, args)
+            line, bad = _verify_one(spec, pair, info, args, ref)
             failed |= bad
             print(line)
         if args.time:
@@ -128,13 +132,19 @@ def _heading(pair: Pair, examples: int) -> str:
     return f"{pair.name} ({policies}): {examples} examples per device"
 
 
-def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespace
-                ) -> tuple[str, bool]:
+def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespace,
+                ref: str) -> tuple[str, bool]:
     name = f"  {info.short_name:<12}"
     try:
-        report = fuzz_spec(spec, info, examples=args.examples, seed=args.seed,
-                           failures_dir=args.failures_dir, progress=not args.no_progress,
-                           max_elements=args.max_elements, pair=pair)
+        if getattr(args, "jobs", 1) > 1:
+            report = fuzz_jobs(ref, info.short_name, jobs=args.jobs, examples=args.examples,
+                               seed=args.seed, failures_dir=args.failures_dir,
+                               max_elements=args.max_elements, cl_source=args.cl,
+                               progress=not args.no_progress)
+        else:
+            report = fuzz_spec(spec, info, examples=args.examples, seed=args.seed,
+                               failures_dir=args.failures_dir, progress=not args.no_progress,
+                               max_elements=args.max_elements, pair=pair)
     except SimulationError as err:  # a build failure: the whole log, then the next device
         return name + f"ERROR   {type(err).__name__}: {err}", True
     if report.skipped:
