@@ -13,13 +13,12 @@ removed with ``discard_failure`` (it agreed). Each failure is a folder
   who wrote it (host, pid, pytest-xdist worker), and how to restore each input;
 - any text files the caller adds (the verifier stores the ``.cl`` source as ``kernel.cl``).
 
-The folder is written under a temporary ``.partial-<host>-<pid>-*`` name and renamed when
-complete (an atomic rename that never replaces another writer's case), so a listed failure is
-never half written, and processes or machines sharing one directory never clobber each other.
-Partial folders of writers that died (pid gone, or older than ``STALE_PARTIAL_S``) are removed
-by the next save or listing. When the disk refuses a case (ENOSPC, EROFS...) ``save_failure``
-prints the disagreement on stderr, the one thing this module prints, and raises
-``FailureNotSaved`` carrying it: a disagreement is never hidden by a full disk.
+The folder is written under a ``.partial-<host>-<pid>-*`` name and published by one rename
+(``verify.folders``), so a listed failure is never half written and processes or machines
+sharing one directory never clobber each other's cases; partial folders of writers that died
+are removed by the next save or listing. When the disk refuses a case (ENOSPC, EROFS...)
+``save_failure`` prints the disagreement on stderr, the one thing this module prints, and
+raises ``FailureNotSaved`` carrying it: a disagreement is never hidden by a full disk.
 
 Files of a folder are read only from inside it (``saved_text`` refuses links leading out): a
 failure folder is meant to be shared. This module does not compare, rerun or report.
@@ -36,8 +35,6 @@ import re
 import shutil
 import socket
 import sys
-import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,15 +44,27 @@ from typing import Any
 import numpy as np
 
 from clsim.errors import SimulationError
+from verify.folders import (
+    PARTIAL,
+    STALE_PARTIAL_S,
+    clean_partials,
+    inside,
+    new_partial,
+    publish,
+    remove_folder,
+    replace_file,
+    slug,
+)
+from verify.folders import sync as _sync
+
+__all__ = ["DEFAULT_DIR", "STALE_PARTIAL_S", "Failure", "FailureNotSaved", "clean_partials",
+           "discard_failure", "list_failures", "load_failure", "record_outcome", "save_failure",
+           "saved_text"]
 
 FORMAT_VERSION = 1
 DEFAULT_DIR = ".clsim/failures"
 META = "meta.json"
 INPUTS = "inputs.npz"
-PARTIAL = ".partial-"
-# A partial folder whose writer cannot be checked (another host, or a pid that may have been
-# reused) is abandoned after this long; no save of one case takes minutes.
-STALE_PARTIAL_S = 15 * 60
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _NOT_SAVED_TOLD: dict[tuple[str, ...], int] = {}
 
@@ -78,11 +87,6 @@ class Failure:
     policy: Any = None
     difference: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _slug(text: str, limit: int = 40) -> str:
-    # Device names hold spaces, parentheses and '@' ("Intel(R) Core(TM) i7 @ 2.6GHz").
-    return re.sub(r"[^A-Za-z0-9_.]+", "_", str(text)).strip("_.")[:limit] or "unknown"
 
 
 def _jsonable(value: Any) -> Any:
@@ -148,10 +152,6 @@ def _digest(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
         h.update(f"{key}:{arr.dtype.str}:{arr.shape}".encode())
         h.update(arr.tobytes())
     return h.hexdigest()[:10]
-
-
-def _host() -> str:
-    return _slug(socket.gethostname(), 30)
 
 
 def _writer() -> dict[str, Any]:
@@ -220,15 +220,14 @@ def save_failure(
     }
     digest = _digest(arrays, meta)
     meta.update(created=now.isoformat(), writer=_writer())
-    stem = f"{_slug(spec_name)}-{_slug(device)}-{now.strftime('%Y%m%dT%H%M%SZ')}-{digest}"
+    stem = f"{slug(spec_name)}-{slug(device)}-{now.strftime('%Y%m%dT%H%M%SZ')}-{digest}"
     tmp: Path | None = None
     try:
         root.mkdir(parents=True, exist_ok=True)
         clean_partials(root)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{PARTIAL}{_host()}-{os.getpid()}-", dir=root))
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a failure is meant to be shared
+        tmp = new_partial(root)
         _write_folder(tmp, arrays, meta, files or {})
-        return _publish(tmp, root, stem)
+        return publish(tmp, root, stem)
     except OSError as err:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -247,27 +246,6 @@ def _write_folder(tmp: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str
     with open(tmp / META, "w", encoding="utf-8") as f:
         f.write(json.dumps(meta, indent=2) + "\n")
         _sync(f)
-
-
-def _sync(f: Any) -> None:
-    # On disk before anything is reported: the process may be killed right after.
-    f.flush()
-    os.fsync(f.fileno())
-
-
-def _publish(tmp: Path, root: Path, stem: str) -> Path:
-    """Rename the complete temporary folder to its final name, adding -2, -3... if taken."""
-    for n in range(1, 1000):
-        final = root / (stem if n == 1 else f"{stem}-{n}")
-        try:
-            # Atomic on one file system. Onto a non-empty folder (every published case holds
-            # meta.json) it fails, so two writers of one name never clobber each other.
-            tmp.rename(final)
-            return final
-        except OSError:
-            if not final.exists():
-                raise
-    raise FileExistsError(f"{root}: too many failures named {stem}. Clear old failures.")
 
 
 def _not_saved(root: Path, spec_name: str, device: str, difference: str,
@@ -302,18 +280,13 @@ def record_outcome(folder: str | os.PathLike[str], *, difference: str = "",
     keys (merged into ``meta.json``'s ``"extra"``). ``meta.json`` is replaced atomically, so
     a reader sees the old or the new one, never half of it."""
     folder = Path(folder)
-    meta_path = _inside(folder, META)
+    meta_path = inside(folder, META)
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["difference"] = difference
     meta["extra"] = {**meta.get("extra", {}), **_jsonable(dict(extra or {}))}
-    fd, tmp = tempfile.mkstemp(prefix=".meta-", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(meta, indent=2) + "\n")
-            _sync(f)
-        os.replace(tmp, meta_path)
+        replace_file(meta_path, json.dumps(meta, indent=2) + "\n")
     except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
         raise _not_saved(folder, meta.get("spec_name", "?"), meta.get("device", "?"),
                          difference, err) from err
     return folder
@@ -323,52 +296,8 @@ def discard_failure(folder: str | os.PathLike[str]) -> None:
     """Remove a saved case (it was saved before a launch that then agreed). It is renamed to
     a partial name first, so it disappears from listings at once even if removal stops."""
     folder = Path(folder)
-    _inside(folder, META)  # only ever remove a failure folder
-    gone = folder.with_name(f"{PARTIAL}{_host()}-{os.getpid()}-discard-{folder.name}")
-    folder.rename(gone)
-    shutil.rmtree(gone, ignore_errors=True)
-
-
-def _writer_alive(name: str) -> bool | None:
-    """Whether the writer of a partial folder still runs; None when it cannot be told."""
-    match = re.fullmatch(re.escape(PARTIAL) + r"([^-]+)-(\d+)-.*", name)
-    if match is None or match.group(1) != _host():
-        return None
-    try:
-        os.kill(int(match.group(2)), 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
-
-
-def clean_partials(directory: str | os.PathLike[str], *, now: float | None = None) -> list[Path]:
-    """Remove partial folders left by interrupted saves: their writer on this host is gone,
-    or they are older than ``STALE_PARTIAL_S``. Returns what was removed."""
-    root = Path(directory)
-    now = time.time() if now is None else now
-    removed = []
-    for path in root.glob(PARTIAL + "*"):
-        try:
-            old = now - path.lstat().st_mtime > STALE_PARTIAL_S
-        except OSError:
-            continue  # removed meanwhile by another cleaner
-        alive = _writer_alive(path.name)
-        if alive is False or (old and path.is_dir() and not path.is_symlink()):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
-
-
-def _inside(folder: Path, name: str) -> Path:
-    """``folder/name`` when it is a regular file of the folder itself (not a link out)."""
-    path = folder / name
-    if path.is_symlink() or not path.is_file():
-        what = "a link" if path.is_symlink() else "missing"
-        raise FileNotFoundError(f"{path}: {what}; a saved failure's files are plain files "
-                                "inside its folder.")
-    return path
+    inside(folder, META)  # only ever remove a failure folder
+    remove_folder(folder)
 
 
 def saved_text(failure: Failure, name: str) -> str | None:
@@ -377,7 +306,7 @@ def saved_text(failure: Failure, name: str) -> str | None:
     path = failure.path / name
     if not path.exists() and not path.is_symlink():
         return None
-    return _inside(failure.path, name).read_text(encoding="utf-8")
+    return inside(failure.path, name).read_text(encoding="utf-8")
 
 
 def load_failure(path: str | os.PathLike[str]) -> Failure:
@@ -389,12 +318,12 @@ def load_failure(path: str | os.PathLike[str]) -> Failure:
         folder = folder.parent
     if not (folder / META).exists():
         raise FileNotFoundError(f"{folder}: no {META}; not a saved failure folder.")
-    meta = json.loads(_inside(folder, META).read_text(encoding="utf-8"))
+    meta = json.loads(inside(folder, META).read_text(encoding="utf-8"))
     if not isinstance(meta, dict) or not isinstance(meta.get("inputs"), dict):
         raise ValueError(f"{folder / META}: not a saved failure's meta.json (no inputs).")
     arrays: dict[str, np.ndarray] = {}
     if (folder / INPUTS).exists():
-        with np.load(_inside(folder, INPUTS), allow_pickle=False) as npz:
+        with np.load(inside(folder, INPUTS), allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     inputs = {
         name: _decode_input(info, arrays, info.get("key", ""))

@@ -22,7 +22,6 @@ from verify.failures import (
     STALE_PARTIAL_S,
     Failure,
     FailureNotSaved,
-    _host,
     clean_partials,
     discard_failure,
     list_failures,
@@ -30,6 +29,7 @@ from verify.failures import (
     record_outcome,
     save_failure,
 )
+from verify.folders import host
 from verify.testing import device_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,7 +255,7 @@ def test_writer_killed_mid_save_leaves_nothing_visible_and_is_cleaned(tmp_path):
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
     partials = [p.name for p in root.iterdir()]
-    assert len(partials) == 1 and partials[0].startswith(f".partial-{_host()}-{child.pid}-")
+    assert len(partials) == 1 and partials[0].startswith(f".partial-{host()}-{child.pid}-")
     assert list_failures(root) == []
     assert list(root.iterdir()) == []
 
@@ -267,7 +267,7 @@ def test_stale_partials_of_other_hosts_are_cleaned_by_age(tmp_path):
     root = tmp_path / "failures"
     other = root / ".partial-otherhost-123-abc"
     other.mkdir(parents=True)
-    mine = root / f".partial-{_host()}-{os.getpid()}-abc"
+    mine = root / f".partial-{host()}-{os.getpid()}-abc"
     mine.mkdir()
     assert clean_partials(root) == []
     later = time.time() + STALE_PARTIAL_S + 1
