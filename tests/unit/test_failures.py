@@ -309,3 +309,16 @@ def test_verify_on_a_full_disk_still_reports_the_disagreement(device, tmp_path, 
     for stream in (captured.out, captured.err):
         assert "ENOSPC" in stream and "differs at index" in stream
     assert not (tmp_path / "failures").exists() or not list((tmp_path / "failures").iterdir())
+
+
+def test_next_save_cleans_partials_of_dead_writers(tmp_path):
+    """A partial folder of a writer on this host that has exited is removed by the next
+    save, which is then the only folder."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    root = tmp_path / "failures"
+    left = root / f".partial-{host()}-{dead.stdout.strip()}-abc"
+    left.mkdir(parents=True)
+    (left / "inputs.npz").write_bytes(b"PK")
+    saved = _save(tmp_path)
+    assert list(root.iterdir()) == [saved]

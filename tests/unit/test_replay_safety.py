@@ -117,11 +117,14 @@ def test_missing_saved_source_asks_for_cl(tmp_path):
         load_failure_case(folder)
 
 
-def test_linked_files_out_of_the_folder_are_refused(tmp_path, opened):
-    """kernel.cl replaced by a symbolic link to /etc/passwd: refused as a link, not read."""
+@pytest.mark.parametrize("name", ["kernel.cl", "inputs.npz", "meta.json"])
+def test_linked_files_out_of_the_folder_are_refused(tmp_path, opened, name):
+    """A file of the folder replaced by a symbolic link to /etc/passwd: refused as a link,
+    the target never opened."""
     folder = _folder(tmp_path, {"kind": "spec", "name": "vector_add"})
-    (folder / "kernel.cl").unlink()
-    (folder / "kernel.cl").symlink_to("/etc/passwd")
+    (folder / name).unlink()
+    (folder / name).symlink_to("/etc/passwd")
+    opened.clear()
     with pytest.raises(SimulationError, match="a link"):
         load_failure_case(folder)
     assert "/etc/passwd" not in opened
