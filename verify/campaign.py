@@ -26,6 +26,7 @@ import pickle
 import secrets
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -155,7 +156,8 @@ def fuzz_jobs(ref: str, device: str, *, jobs: int, examples: int = DEFAULT_EXAMP
                    failures_dir=failures_dir, max_elements=max_elements, cl_source=cl_source)
     if len(shares) == 1:
         return run_task(shares[0])
-    futures: list[Future[FuzzReport]] = [_pool(jobs).submit(run_task, t) for t in shares]
+    pool = _pool(jobs)
+    futures: list[Future[FuzzReport]] = [pool.submit(run_task, t) for t in shares]
     bar = tqdm(total=examples, desc=f"{ref} on {device} ({len(shares)} jobs)", unit="ex",
                leave=False, disable=not progress)
     try:
@@ -163,10 +165,28 @@ def fuzz_jobs(ref: str, device: str, *, jobs: int, examples: int = DEFAULT_EXAMP
         for future in futures:
             reports.append(future.result())
             bar.update(min(reports[-1].examples, max(0, examples - bar.n)))
-    except BaseException:
-        for future in futures:
-            future.cancel()
+    except BrokenProcessPool as err:
+        _abandon(jobs)
+        raise SimulationError(
+            f"{ref} on {device}: a campaign worker died ({err}). The cases it saved before are "
+            f"in {failures_dir}; rerun with --jobs 1 to see the failure in one process.") from err
+    except BaseException:  # Ctrl-C: stop the workers now, not after their share
+        _abandon(jobs)
         raise
     finally:
         bar.close()
     return merge_reports(reports)
+
+
+def _abandon(jobs: int) -> None:
+    """Stop a pool's workers at once (they may be mid-launch) and forget the pool."""
+    pool = _POOLS.pop(jobs, None)
+    if pool is None:
+        return
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)

@@ -21,8 +21,8 @@ import numpy as np
 
 from clsim.errors import DeviceError, SimulationError
 from clsim.spec import all_specs
-from verify.devices import DeviceInfo, format_devices, get_device, list_devices
 from verify.campaign import fuzz_jobs, jobs_count
+from verify.devices import DeviceInfo, format_devices, get_device, list_devices
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, Found, FuzzReport, fuzz_spec
 from verify.pairs import Case, Pair, default_case

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clsim.errors import SimulationError
 from clsim.spec import get_spec, ulp
 from verify import cli
 from verify.campaign import (
@@ -160,3 +161,26 @@ def test_pytest_xdist_workers_keep_their_own_cases(device, tmp_path):
     assert sorted(map(str, list_failures(failures))) == sorted(paths)
     workers = {load_failure(p).meta["writer"]["worker"] for p in paths}
     assert workers == {"gw0", "gw1"}
+
+
+_DIES_IN_A_WORKER = """
+import multiprocessing, os, signal
+if multiprocessing.parent_process() is not None:
+    os.kill(os.getpid(), signal.SIGKILL)  # a device runtime crashing a worker
+from kernels_py.vector_add import SPEC as vector_add
+"""
+
+
+@ON_POCL
+def test_a_worker_that_dies_is_an_error_naming_the_kernel(device, tmp_path):
+    """A worker killed mid-campaign: a SimulationError naming the kernel, the device and
+    where its cases are (not a BrokenProcessPool traceback); the broken pool is dropped."""
+    from verify import campaign
+
+    dies = tmp_path / "dies.py"
+    dies.write_text(_DIES_IN_A_WORKER)
+    with pytest.raises(SimulationError, match=r"dies\.py::vector_add on pocl: a campaign "
+                                              r"worker died.*--jobs 1"):
+        fuzz_jobs(f"{dies}::vector_add", device, jobs=2, examples=4, seed=1,
+                  failures_dir=tmp_path / "failures")
+    assert 2 not in campaign._POOLS
