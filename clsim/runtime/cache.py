@@ -89,21 +89,32 @@ def _private_temp_dir() -> Path:
 
 
 def _write(path: Path, source: str) -> None:
+    """Make ``path`` hold ``source``, atomically. A missing file is created only if still
+    missing (a link, not a rename), so when processes race to create one kernel the first
+    file stays: its mtime is the stamp Numba's cache index was written against."""
     try:
-        if path.read_text() == source:
-            return
+        current: str | None = path.read_text()
     except FileNotFoundError:
-        pass
+        current = None
     except (UnicodeDecodeError, ValueError):
-        pass  # a damaged file: rewritten below
+        current = ""  # a damaged file: replaced below
+    if current == source:
+        return
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(source)
+        if current is None:
+            try:
+                os.link(tmp, path)
+                return
+            except FileExistsError:
+                return  # another process created it meanwhile, with this same content
+            except OSError:
+                pass  # a file system without hard links: replace instead
         os.replace(tmp, path)
-    except BaseException:
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_source(kernel_name: str, source: str) -> tuple[ModuleType, Path]:

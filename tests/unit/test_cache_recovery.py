@@ -165,3 +165,23 @@ def test_concurrent_processes_fill_one_cache(tmp_path):
                            capture_output=True, timeout=600)
     assert later.returncode == 0 and "clsim: warning" not in later.stderr, later.stderr
     assert not list((tmp_path / "cache").glob("*.tmp"))
+
+
+def test_racing_creators_keep_the_first_file(tmp_path, monkeypatch):
+    """Two processes that both found the module missing: the second does not replace the
+    first's file (same inode and mtime, Numba's stamp), and leaves no temporary file."""
+    path = tmp_path / "clsim_gen_k_0123.py"
+    path.write_text("x = 1\n")
+    before = path.stat()
+    real = Path.read_text
+
+    def not_there_yet(self, *args, **kwargs):
+        if self == path:
+            raise FileNotFoundError(str(path))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", not_there_yet)
+    cache._write(path, "x = 1\n")
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
