@@ -21,6 +21,7 @@ import hashlib
 import importlib
 import importlib.util
 import re
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -182,7 +183,8 @@ def _user_kernel_refusal(failure: Failure, origin: Mapping[str, Any]) -> Simulat
     return SimulationError(
         f"{failure.path}: the Python kernel came from your own code ({path}, "
         f"{_shown(origin.get('kind'))} {name!r}), not the library; replay never imports code "
-        f"a failure folder names. If you trust that file, name it: --kernel {path}::{name}")
+        f"a failure folder names. If you trust that file, name it: --kernel "
+        + shlex.quote(f"{path}::{name}"))
 
 
 def plan_replay(path: str | Path, kernel: str | None = None,
