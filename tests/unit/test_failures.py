@@ -322,3 +322,15 @@ def test_next_save_cleans_partials_of_dead_writers(tmp_path):
     (left / "inputs.npz").write_bytes(b"PK")
     saved = _save(tmp_path)
     assert list(root.iterdir()) == [saved]
+
+
+def test_outcome_on_a_full_disk_keeps_the_saved_case(tmp_path, monkeypatch, capfd):
+    """record_outcome on a full disk: FailureNotSaved carries the outcome (printed too), and
+    the case saved before the launch is still there, whole, with its old meta.json."""
+    monkeypatch.setattr("verify.failures._NOT_SAVED_TOLD", {})
+    folder = _save(tmp_path, difference="")
+    monkeypatch.setattr("verify.failures.replace_file", _raise_enospc)
+    with pytest.raises(FailureNotSaved, match="device timed out after 10 s"):
+        record_outcome(folder, difference="device timed out after 10 s")
+    assert "device timed out" in capfd.readouterr().err
+    assert load_failure(folder).difference == "" and list_failures(folder.parent) == [folder]
