@@ -106,8 +106,8 @@ def run_task(task: Task) -> FuzzReport:
                          max_elements=task.max_elements, pair=pair)
     except SimulationError as err:
         try:
-            pickle.dumps(err)
-        except Exception:  # an error with fields that do not travel: keep its words
+            pickle.loads(pickle.dumps(err))
+        except Exception:  # an error that does not travel between processes: keep its words
             raise SimulationError(f"{type(err).__name__}: {err}") from None
         raise
 

@@ -68,7 +68,7 @@ def _fall_back(path: Path, err: OSError) -> Path:
     fallback = _private_temp_dir()
     _FALLBACK[path] = fallback
     _warn(f"kernel cache {path} is not writable ({_reason(err)}); using {fallback} instead. "
-          "Set CLSIM_CACHE_DIR to a writable folder to keep compiled kernels.")
+          "Set CLSIM_CACHE_DIR to a writable folder.")
     return fallback
 
 
