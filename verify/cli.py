@@ -21,6 +21,7 @@ import numpy as np
 
 from clsim.errors import DeviceError, SimulationError
 from clsim.spec import all_specs
+from verify.campaign import fuzz_jobs, jobs_count
 from verify.cli_errors import damaged_failure_files, one_line, opencl_errors
 from verify.devices import DeviceInfo, format_devices, get_device, list_devices
 from verify.failures import DEFAULT_DIR
@@ -95,6 +96,9 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-elements", type=int, default=MAX_ELEMENTS,
                         help=f"largest drawn problem, in elements (default {MAX_ELEMENTS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("-j", "--jobs", type=jobs_count, default=1, metavar="N",
+                        help="fuzz each kernel and device in N processes (or 'auto': one per "
+                             "CPU), worker i under seed S+i with its share of the examples")
 
 
 def _devices(names: Sequence[str] | None) -> list[DeviceInfo]:
@@ -117,10 +121,10 @@ def verify_main(args: argparse.Namespace) -> int:
     devices = _devices(args.devices)
     loaded = [spec_ref_pair(ref, args.cl) for ref in refs]  # fail fast on a bad name
     failed = False
-    for spec, pair in loaded:
+    for ref, (spec, pair) in zip(refs, loaded, strict=True):
         print(_heading(pair, args.examples))
         for info in devices:
-            line, bad = _verify_one(spec, pair, info, args)
+            line, bad = _verify_one(spec, pair, info, args, ref)
             failed |= bad
             print(line)
         if args.time:
@@ -133,13 +137,19 @@ def _heading(pair: Pair, examples: int) -> str:
     return f"{pair.name} ({policies}): {examples} examples per device"
 
 
-def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespace
-                ) -> tuple[str, bool]:
+def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespace,
+                ref: str) -> tuple[str, bool]:
     name = f"  {info.short_name:<12}"
     try:
-        report = fuzz_spec(spec, info, examples=args.examples, seed=args.seed,
-                           failures_dir=args.failures_dir, progress=_progress(args),
-                           max_elements=args.max_elements, pair=pair)
+        if getattr(args, "jobs", 1) > 1:
+            report = fuzz_jobs(ref, info.short_name, jobs=args.jobs, examples=args.examples,
+                               seed=args.seed, failures_dir=args.failures_dir,
+                               max_elements=args.max_elements, cl_source=args.cl,
+                               progress=_progress(args))
+        else:
+            report = fuzz_spec(spec, info, examples=args.examples, seed=args.seed,
+                               failures_dir=args.failures_dir, progress=_progress(args),
+                               max_elements=args.max_elements, pair=pair)
     except SimulationError as err:  # a build failure: one line (--debug: the whole log)
         return name + "ERROR   " + one_line(f"{type(err).__name__}: {err}", _debug(args)), True
     if report.skipped:
@@ -279,9 +289,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-devices", action="store_true",
                         help="replay on every device present")
     parser.add_argument("--cl", default=None, metavar="FILE",
-                        help="use this .cl file (e.g. a fix) instead of the kernel's current one")
-    parser.add_argument("--saved-source", action="store_true",
-                        help="use the .cl source saved with the failure, not the current file")
+                        help="use this .cl file (e.g. a fix) instead of the kernel.cl saved "
+                             "in the folder")
+    parser.add_argument("--kernel", default=None, metavar="REF",
+                        help="the Python kernel: path/file.py::NAME or a library spec name "
+                             "(needed when it came from your own file; the folder's is never "
+                             "imported)")
 
 
 def _outcome_line(outcome: ReplayOutcome, debug: bool = False) -> tuple[str, bool]:
@@ -304,7 +317,8 @@ def replay_main(args: argparse.Namespace) -> int:
     with damaged_failure_files(args.path), opencl_errors():
         failure, case, outcomes = replay(args.path, args.devices,
                                          all_devices=args.all_devices, cl_source=args.cl,
-                                         saved_source=args.saved_source)
+                                         kernel=args.kernel,
+                                         announce=lambda plan: print(f"replay: {plan}"))
     print(f"replay {failure.path}: {failure.spec_name}, failed on {failure.device} "
           f"(seed {failure.seed}); {case.describe()}")
     failed = False

@@ -1,29 +1,40 @@
 """Save and reload the inputs of a disagreement between the simulator and a device.
 
-Nothing is lost: the verifier calls ``save_failure`` *before* it reports a disagreement, so a
+Nothing is lost: the verifier calls ``save_failure`` *before* it runs or reports a case, so a
 crash, a Ctrl-C or a Hypothesis shrink that moves on still leaves the failing case on disk.
-Each failure is a folder ``<dir>/<spec>-<device>-<timestamp>-<hash>/`` holding
+A case saved before its launch is completed with ``record_outcome`` (what the launch did) or
+removed with ``discard_failure`` (it agreed). Each failure is a folder
+``<dir>/<spec>-<device>-<timestamp>-<hash>/`` holding
 
 - ``inputs.npz``: every input array and numpy/Python scalar, bit-exact with its dtype
   (written without pickle; values numpy cannot store that way are kept as ``repr`` text in
   ``meta.json`` and come back as that text);
 - ``meta.json``: spec name, device, seed, launch sizes, policy, the difference text, versions,
-  and how to restore each input (array, 0-d array, numpy scalar or Python scalar);
+  who wrote it (host, pid, pytest-xdist worker), and how to restore each input;
 - any text files the caller adds (the verifier stores the ``.cl`` source as ``kernel.cl``).
 
-The folder is written under a temporary name and renamed when complete, so a listed failure is
-never half written. This module does not compare, rerun or report; ``clsim verify --replay``
-(or any caller) loads a ``Failure`` and reruns it.
+The folder is written under a ``.partial-<host>-<pid>-*`` name and published by one rename
+(``verify.folders``), so a listed failure is never half written and processes or machines
+sharing one directory never clobber each other's cases; partial folders of writers that died
+are removed by the next save or listing. When the disk refuses a case (ENOSPC, EROFS...)
+``save_failure`` prints the disagreement on stderr, the one thing this module prints, and
+raises ``FailureNotSaved`` carrying it: a disagreement is never hidden by a full disk.
+
+Files of a folder are read only from inside it (``saved_text`` refuses links leading out): a
+failure folder is meant to be shared. This module does not compare, rerun or report.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import platform
 import re
-import tempfile
+import shutil
+import socket
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,10 +43,35 @@ from typing import Any
 
 import numpy as np
 
+from clsim.errors import SimulationError
+from verify.folders import (
+    PARTIAL,
+    STALE_PARTIAL_S,
+    clean_partials,
+    inside,
+    new_partial,
+    publish,
+    remove_folder,
+    replace_file,
+    slug,
+)
+from verify.folders import sync as _sync
+
+__all__ = ["DEFAULT_DIR", "STALE_PARTIAL_S", "Failure", "FailureNotSaved", "clean_partials",
+           "discard_failure", "list_failures", "load_failure", "record_outcome", "save_failure",
+           "saved_text"]
+
 FORMAT_VERSION = 1
 DEFAULT_DIR = ".clsim/failures"
 META = "meta.json"
 INPUTS = "inputs.npz"
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_NOT_SAVED_TOLD: dict[tuple[str, ...], int] = {}
+
+
+class FailureNotSaved(SimulationError):
+    """A failing case could not be written (full disk, read-only folder...). ``difference``
+    is the disagreement it would have recorded, ``reason`` why the disk refused it."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +87,6 @@ class Failure:
     policy: Any = None
     difference: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _slug(text: str, limit: int = 40) -> str:
-    # Device names hold spaces, parentheses and '@' ("Intel(R) Core(TM) i7 @ 2.6GHz").
-    return re.sub(r"[^A-Za-z0-9_.]+", "_", str(text)).strip("_.")[:limit] or "unknown"
 
 
 def _jsonable(value: Any) -> Any:
@@ -123,6 +154,30 @@ def _digest(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
     return h.hexdigest()[:10]
 
 
+def _writer() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER")}
+
+
+def _encode_inputs(inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    arrays: dict[str, np.ndarray] = {}
+    encoded: dict[str, Any] = {}
+    for i, (name, value) in enumerate(inputs.items()):
+        info, arr = _encode_input(value)
+        if arr is not None:
+            # npz member names are file names: index keys, so any buffer name is safe.
+            info["key"] = key = f"input{i}"
+            arrays[key] = arr
+        encoded[str(name)] = info
+    return encoded, arrays
+
+
+def _policy_text(policy: Any) -> Any:
+    if isinstance(policy, Mapping):
+        return {str(k): str(v) for k, v in policy.items()}
+    return None if policy is None else str(policy)
+
+
 def save_failure(
     directory: str | os.PathLike[str] = DEFAULT_DIR,
     *,
@@ -136,83 +191,122 @@ def save_failure(
     extra: Mapping[str, Any] | None = None,
     files: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write one failure and return its folder. Call it before reporting the disagreement.
+    """Write one failure and return its folder. Call it before running or reporting the case.
 
     ``inputs`` maps names to numpy arrays, numpy scalars or Python scalars (kernel arguments);
     ``launch`` holds ``global_size``, ``local_size``, ``subgroup_size`` and anything else needed
     to rerun; ``policy`` is a Policy, a mapping of buffer to Policy, or text (stored as text);
-    ``difference`` is the human description (``Comparison.describe()``); ``extra`` lands in
-    ``meta.json`` under ``"extra"`` (e.g. a Hypothesis reproduce blob, the command line);
-    ``files`` maps plain file names (no folders) to text written beside them (e.g. the ``.cl``
-    source as it was when the failure happened).
+    ``difference`` is the human description (``Comparison.describe()``; empty before the
+    launch, then ``record_outcome``); ``extra`` lands in ``meta.json`` under ``"extra"`` (e.g.
+    a Hypothesis reproduce blob, the command line); ``files`` maps plain file names (no
+    folders) to text written beside them (e.g. the ``.cl`` source as it was).
+
+    Raises ``FailureNotSaved`` (after printing the disagreement on stderr) when the disk
+    refuses the case; nothing half written is left behind.
     """
     for fname in files or {}:
-        if fname in (META, INPUTS) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", fname):
+        if fname in (META, INPUTS) or not _FILE_NAME.fullmatch(fname):
             raise ValueError(f"save_failure: bad file name {fname!r}; use a plain name like "
                              "'kernel.cl' (not meta.json or inputs.npz).")
     root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
-    arrays: dict[str, np.ndarray] = {}
-    encoded: dict[str, Any] = {}
-    for i, (name, value) in enumerate(inputs.items()):
-        info, arr = _encode_input(value)
-        if arr is not None:
-            # npz member names are file names: index keys, so any buffer name is safe.
-            info["key"] = key = f"input{i}"
-            arrays[key] = arr
-        encoded[str(name)] = info
-    if isinstance(policy, Mapping):
-        policy_text: Any = {str(k): str(v) for k, v in policy.items()}
-    else:
-        policy_text = None if policy is None else str(policy)
+    encoded, arrays = _encode_inputs(inputs)
     now = datetime.now(UTC)
     meta = {
-        "format": FORMAT_VERSION,
-        "spec_name": spec_name,
-        "device": device,
-        "seed": _jsonable(seed),
-        "launch": _jsonable(dict(launch)),
-        "policy": policy_text,
-        "difference": difference,
-        "inputs": encoded,
-        "created": now.isoformat(),
+        "format": FORMAT_VERSION, "spec_name": spec_name, "device": device,
+        "seed": _jsonable(seed), "launch": _jsonable(dict(launch)),
+        "policy": _policy_text(policy), "difference": difference, "inputs": encoded,
         "versions": {"python": platform.python_version(), "numpy": np.__version__},
         "extra": _jsonable(dict(extra or {})),
     }
-    digest = _digest(arrays, {k: v for k, v in meta.items() if k != "created"})
-    stem = f"{_slug(spec_name)}-{_slug(device)}-{now.strftime('%Y%m%dT%H%M%SZ')}-{digest}"
-    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it private; a failure is meant to be shared
+    digest = _digest(arrays, meta)
+    meta.update(created=now.isoformat(), writer=_writer())
+    stem = f"{slug(spec_name)}-{slug(device)}-{now.strftime('%Y%m%dT%H%M%SZ')}-{digest}"
+    tmp: Path | None = None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        clean_partials(root)
+        tmp = new_partial(root)
+        _write_folder(tmp, arrays, meta, files or {})
+        return publish(tmp, root, stem)
+    except OSError as err:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise _not_saved(root, spec_name, device, difference, err) from err
+
+
+def _write_folder(tmp: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
+                  files: Mapping[str, str]) -> None:
     with open(tmp / INPUTS, "wb") as f:
         np.savez(f, **arrays)
         _sync(f)
-    for fname, text in (files or {}).items():
+    for fname, text in files.items():
         with open(tmp / fname, "w", encoding="utf-8") as f:
             f.write(text)
             _sync(f)
     with open(tmp / META, "w", encoding="utf-8") as f:
         f.write(json.dumps(meta, indent=2) + "\n")
         _sync(f)
-    return _publish(tmp, root, stem)
 
 
-def _sync(f: Any) -> None:
-    # On disk before anything is reported: the process may be killed right after.
-    f.flush()
-    os.fsync(f.fileno())
+def _not_saved(root: Path, spec_name: str, device: str, difference: str,
+               err: OSError) -> FailureNotSaved:
+    code = errno.errorcode.get(err.errno or 0, "OSError")
+    reason = f"{code}: {err.strerror or err}"
+    told = difference.strip() or "(no outcome yet: the case was being saved before its launch)"
+    message = (f"{root}: could not save the failing case of {spec_name} on {device} ({reason}). "
+               "Free disk space or pass --failures-dir on a writable disk. The disagreement: "
+               + told.replace("\n", " | "))
+    _tell_not_saved((str(root), spec_name, device, reason), message)
+    return FailureNotSaved(message, spec=spec_name, device=device, difference=difference,
+                           reason=reason, directory=str(root))
 
 
-def _publish(tmp: Path, root: Path, stem: str) -> Path:
-    """Rename the complete temporary folder to its final name, adding -2, -3... if taken."""
-    for n in range(1, 1000):
-        final = root / (stem if n == 1 else f"{stem}-{n}")
-        try:
-            tmp.rename(final)  # atomic on one file system; fails if ``final`` exists
-            return final
-        except OSError:
-            if not final.exists():
-                raise
-    raise FileExistsError(f"{root}: too many failures named {stem}. Clear old failures.")
+def _tell_not_saved(key: tuple[str, ...], message: str) -> None:
+    # Printed here, not only raised: Hypothesis may swallow the exception while it shrinks.
+    # Once per directory, kernel, device and reason: each shrink step would repeat it.
+    told = _NOT_SAVED_TOLD.get(key, 0)
+    _NOT_SAVED_TOLD[key] = told + 1
+    if told == 0:
+        print(f"clsim: NOT SAVED: {message}", file=sys.stderr, flush=True)
+    elif told == 1:
+        print(f"clsim: NOT SAVED: further failing cases of {key[1]} on {key[2]} are not saved "
+              f"either ({key[3]}); the last one is reported when the run ends.",
+              file=sys.stderr, flush=True)
+
+
+def record_outcome(folder: str | os.PathLike[str], *, difference: str = "",
+                   extra: Mapping[str, Any] | None = None) -> Path:
+    """Add what the launch did to a case saved before it: the difference text and ``extra``
+    keys (merged into ``meta.json``'s ``"extra"``). ``meta.json`` is replaced atomically, so
+    a reader sees the old or the new one, never half of it."""
+    folder = Path(folder)
+    meta_path = inside(folder, META)
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["difference"] = difference
+    meta["extra"] = {**meta.get("extra", {}), **_jsonable(dict(extra or {}))}
+    try:
+        replace_file(meta_path, json.dumps(meta, indent=2) + "\n")
+    except OSError as err:
+        raise _not_saved(folder, meta.get("spec_name", "?"), meta.get("device", "?"),
+                         difference, err) from err
+    return folder
+
+
+def discard_failure(folder: str | os.PathLike[str]) -> None:
+    """Remove a saved case (it was saved before a launch that then agreed). It is renamed to
+    a partial name first, so it disappears from listings at once even if removal stops."""
+    folder = Path(folder)
+    inside(folder, META)  # only ever remove a failure folder
+    remove_folder(folder)
+
+
+def saved_text(failure: Failure, name: str) -> str | None:
+    """A text file saved with the failure (e.g. ``kernel.cl``), or None if there is none.
+    Never follows a link out of the folder."""
+    path = failure.path / name
+    if not path.exists() and not path.is_symlink():
+        return None
+    return inside(failure.path, name).read_text(encoding="utf-8")
 
 
 def load_failure(path: str | os.PathLike[str]) -> Failure:
@@ -222,13 +316,14 @@ def load_failure(path: str | os.PathLike[str]) -> Failure:
     folder = Path(path)
     if folder.is_file():
         folder = folder.parent
-    meta_path = folder / META
-    if not meta_path.is_file():
+    if not (folder / META).exists():
         raise FileNotFoundError(f"{folder}: no {META}; not a saved failure folder.")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta = json.loads(inside(folder, META).read_text(encoding="utf-8"))
+    if not isinstance(meta, dict) or not isinstance(meta.get("inputs"), dict):
+        raise ValueError(f"{folder / META}: not a saved failure's meta.json (no inputs).")
     arrays: dict[str, np.ndarray] = {}
-    if (folder / INPUTS).is_file():
-        with np.load(folder / INPUTS, allow_pickle=False) as npz:
+    if (folder / INPUTS).exists():
+        with np.load(inside(folder, INPUTS), allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     inputs = {
         name: _decode_input(info, arrays, info.get("key", ""))
@@ -236,8 +331,8 @@ def load_failure(path: str | os.PathLike[str]) -> Failure:
     }
     return Failure(
         path=folder,
-        spec_name=meta["spec_name"],
-        device=meta["device"],
+        spec_name=str(meta["spec_name"]),
+        device=str(meta["device"]),
         seed=meta.get("seed"),
         launch=_tuples(meta.get("launch", {})),
         inputs=inputs,
@@ -253,21 +348,28 @@ def list_failures(
     device: str | None = None,
 ) -> list[Path]:
     """Saved failure folders under ``directory``, oldest first, optionally for one spec or
-    device. A missing directory means no failures (an empty list)."""
+    device. A missing directory means no failures (an empty list). Partial folders of dead
+    writers are cleaned on the way."""
     root = Path(directory)
     if not root.is_dir():
         return []
+    try:
+        clean_partials(root)
+    except OSError:
+        pass  # a read-only listing still lists
     found = []
     for meta_path in root.glob(f"*/{META}"):
-        if meta_path.parent.name.startswith(".partial-"):
+        if meta_path.parent.name.startswith(PARTIAL):
             continue
         try:
             meta = json.loads(meta_path.read_text())
         except (OSError, ValueError):
             continue  # a foreign or damaged folder is not ours to list
+        if not isinstance(meta, dict):
+            continue
         if spec_name is not None and meta.get("spec_name") != spec_name:
             continue
         if device is not None and meta.get("device") != device:
             continue
-        found.append((meta.get("created", ""), meta_path.parent.name, meta_path.parent))
+        found.append((str(meta.get("created", "")), meta_path.parent.name, meta_path.parent))
     return [p for _, _, p in sorted(found)]

@@ -2,10 +2,15 @@
 
 ``load_spec_ref`` imports a user's file and returns the spec it names; ``load_failure_case``
 rebuilds the pair and the case of a folder written by ``verify.fuzz.save_case``; ``replay``
-re-runs it on the simulator and on devices. The Python kernel is found by the origin recorded
-with the failure (a library spec, a spec in a user file, or a kernel in an importable module
-or a file); the ``.cl`` source is the current file when it still exists, else the copy saved
-as ``kernel.cl`` (``saved_source=True`` always takes the copy).
+re-runs it on the simulator and on devices.
+
+A failure folder is data someone may have sent you, so replay runs nothing it names. The
+Python kernel is a library kernel found by its spec name, or the file the user names
+(``kernel="path/file.py::NAME"``, ``clsim replay FOLDER --kernel ...``); a folder whose kernel
+came from a user file or module says so and asks for ``--kernel``, it never imports it. The
+OpenCL C source is the ``kernel.cl`` saved inside the folder, or the file the user names
+(``cl_source``, ``--cl``); the ``cl_path`` recorded in ``meta.json`` is shown, never read.
+``plan_replay`` tells what would be loaded before anything is (the CLI prints it first).
 
 This module draws nothing and saves nothing.
 """
@@ -15,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import re
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +33,7 @@ from clsim.api import KernelFunction
 from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, all_specs, get_spec
 from verify.devices import DeviceInfo, get_device, list_devices
-from verify.failures import Failure, load_failure
+from verify.failures import Failure, load_failure, saved_text
 from verify.pairs import Case, Pair, kernel_params, read_source
 from verify.pairs import spec_pair as _spec_pair
 from verify.policy import parse_policy
@@ -112,74 +119,224 @@ def spec_ref_pair(ref: str, cl_source: str | Path | None = None) -> tuple[Kernel
 # ---------------------------------------------------------------------------------------------
 # Saved failures
 
-
-def _kernel_from_origin(origin: dict[str, Any]) -> tuple[KernelFunction, KernelSpec | None]:
-    kind = origin.get("kind")
-    if kind == "spec":
-        spec = get_spec(origin["name"])
-        return spec.kernel, spec
-    if kind == "file":
-        spec = _find_spec(import_file(origin["path"]), origin["name"], origin["path"])
-        return spec.kernel, spec
-    if kind == "kernel":
-        try:
-            module = importlib.import_module(origin["module"])
-        except ImportError:
-            module = import_file(origin["path"])
-        value = getattr(module, origin["attr"], None)
-        if isinstance(value, KernelFunction):
-            return value, None
-        raise SimulationError(
-            f"{origin['path']}: no kernel {origin['attr']!r} any more. Restore it, or compare "
-            "by hand with verify.compare.")
-    raise SimulationError(f"unknown kernel origin {origin!r} in the saved failure.")
+SAVED_CL = "kernel.cl"
+LIBRARY = "kernels_py"
+# Build options a replay passes on: macros and -cl-* switches. Anything else (-I, -include...)
+# could make the OpenCL compiler read files named by the folder.
+_SAFE_OPTION = re.compile(r"-D[A-Za-z_]\w*(=[\w.+-]*)?|-cl-[a-z0-9-]+(=[\w.]+)?|-w|-Werror")
+_FEATURE = re.compile(r"subgroups|fp16|fp64|(subgroup_size|work_group_size):\d{1,6}")
 
 
-def _source(failure: Failure, cl_source: str | Path | None, saved_source: bool
-            ) -> tuple[str, str | None]:
-    saved = failure.path / "kernel.cl"
-    current = failure.launch.get("cl_path")
-    if cl_source is not None:
-        return read_source(cl_source)
-    if not saved_source and current and Path(current).is_file():
-        return read_source(Path(current))
-    if saved.is_file():
-        return saved.read_text(), str(saved)
-    raise SimulationError(f"{failure.path}: neither {current} nor a saved kernel.cl exists. "
-                          "Pass the .cl file with --cl.")
+@dataclass(frozen=True)
+class ReplayPlan:
+    """What a replay would load, decided from the folder's data alone (nothing imported,
+    nothing read outside the folder): ``python`` is a library spec name or a user ref
+    (``path/file.py::NAME``) the caller gave; ``cl_source`` the file the caller gave, or None
+    for the folder's saved ``kernel.cl``."""
+
+    failure: Failure
+    python: str
+    python_from_user: bool
+    cl_source: str | Path | None
+    recorded_cl_path: str | None
+
+    def describe(self) -> str:
+        if self.python_from_user:
+            py = f"{_shown(self.python)} (named with --kernel)"
+        else:
+            py = f"library kernel {_shown(self.python)!s}"
+        if self.cl_source is not None:
+            cl = f"{_shown(self.cl_source)} (named with --cl)"
+        else:
+            cl = f"{SAVED_CL} saved in the folder"
+            if self.recorded_cl_path:
+                cl += f" (it was {_shown(self.recorded_cl_path)}; --cl FILE to use a file)"
+        return f"loading Python kernel: {py}; OpenCL C: {cl}"
 
 
-def load_failure_case(path: str | Path, cl_source: str | Path | None = None,
-                      saved_source: bool = False) -> tuple[Failure, Pair, Case]:
-    """The saved failure, the pair that produced it and its case, ready for ``run_pair``."""
+def _shown(value: Any, limit: int = 200) -> str:
+    """Text from a folder, safe to print: no control characters (no terminal escapes)."""
+    text = str(value)
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _load(path: str | Path) -> Failure:
     try:
-        failure = load_failure(path)
-    except (OSError, ValueError, KeyError) as err:
+        return load_failure(path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise SimulationError(f"{path}: cannot load a saved failure ({err}). Give a folder "
                               "under .clsim/failures/ (or its meta.json).") from err
-    launch = failure.launch
-    if "global_size" not in launch:
-        raise SimulationError(f"{failure.path}: saved without a launch (not written by the "
-                              "verifier); rerun it by hand with verify.compare.")
-    kernel, spec = _kernel_from_origin(dict(launch.get("origin") or {
-        "kind": "spec", "name": failure.spec_name}))
-    source, cl_path = _source(failure, cl_source, saved_source)
+
+
+def _origin(failure: Failure) -> dict[str, Any]:
+    origin = failure.launch.get("origin") or {"kind": "spec", "name": failure.spec_name}
+    if not isinstance(origin, Mapping):
+        raise SimulationError(f"{failure.path}/meta.json: 'origin' is not a mapping. The "
+                              "folder is damaged; pass the kernel with --kernel.")
+    return dict(origin)
+
+
+def _user_kernel_refusal(failure: Failure, origin: Mapping[str, Any]) -> SimulationError:
+    path = _shown(origin.get("path") or origin.get("module") or "?")
+    name = _shown(origin.get("name") or origin.get("attr") or failure.spec_name)
+    return SimulationError(
+        f"{failure.path}: the Python kernel came from your own code ({path}, "
+        f"{_shown(origin.get('kind'))} {name!r}), not the library; replay never imports code "
+        f"a failure folder names. If you trust that file, name it: --kernel "
+        + shlex.quote(f"{path}::{name}"))
+
+
+def plan_replay(path: str | Path, kernel: str | None = None,
+                cl_source: str | Path | None = None) -> ReplayPlan:
+    """What replaying ``path`` would load; raises SimulationError when the folder needs a
+    kernel the user must name (``kernel``) or has no saved ``kernel.cl`` and no ``cl_source``."""
+    failure = _load(path)
+    origin = _origin(failure)
+    recorded = failure.launch.get("cl_path")
+    recorded = str(recorded) if recorded else None
+    if kernel is None and origin.get("kind", "spec") != "spec":
+        raise _user_kernel_refusal(failure, origin)
+    if cl_source is None and _saved_cl(failure) is None:
+        raise SimulationError(
+            f"{failure.path}: no {SAVED_CL} saved in the folder. Pass the OpenCL C file with "
+            f"--cl FILE" + (f" (it was {_shown(recorded)})." if recorded else "."))
+    python = kernel if kernel is not None else str(origin.get("name", failure.spec_name))
+    return ReplayPlan(failure, python, kernel is not None, cl_source, recorded)
+
+
+def _saved_cl(failure: Failure) -> str | None:
+    try:
+        return saved_text(failure, SAVED_CL)
+    except (OSError, UnicodeDecodeError) as err:
+        raise SimulationError(f"{failure.path}: cannot read its {SAVED_CL} ({err}). Pass the "
+                              "OpenCL C file with --cl FILE.") from err
+
+
+def _library_spec(name: str, failure: Failure) -> KernelSpec:
+    if name not in all_specs():
+        try:
+            importlib.import_module(LIBRARY)  # our own library, by a fixed name
+        except ImportError:
+            pass
+    specs = all_specs()
+    if name not in specs:
+        raise SimulationError(
+            f"{failure.path}: {_shown(name)!r} is not a library kernel (library: "
+            f"{', '.join(specs) or 'none'}). Pass its Python kernel with --kernel "
+            "path/file.py::NAME.")
+    return specs[name]
+
+
+def _user_kernel(ref: str, origin: Mapping[str, Any], failure: Failure
+                 ) -> tuple[KernelFunction, KernelSpec | None]:
+    """The kernel the user named: ``file.py::NAME``, ``file.py`` (NAME as saved) or a
+    library spec name."""
+    if "::" not in ref and not ref.endswith(".py"):
+        spec = _library_spec(ref, failure)
+        return spec.kernel, spec
+    file, _, name = ref.rpartition("::") if "::" in ref else (ref, "", "")
+    name = name or str(origin.get("name") or origin.get("attr") or failure.spec_name)
+    module = import_file(file)
+    value = getattr(module, name, None)
+    if isinstance(value, KernelFunction) and value.is_kernel:
+        return value, None
+    spec = _find_spec(module, name, file)
+    return spec.kernel, spec
+
+
+def _sizes(value: Any, what: str, failure: Failure) -> tuple[int, ...]:
+    if not isinstance(value, tuple | list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+        raise SimulationError(f"{failure.path}/meta.json: {what} {_shown(value)} is not a "
+                              "tuple of positive ints. The folder is damaged.")
+    return tuple(value)
+
+
+def _options(launch: Mapping[str, Any], failure: Failure) -> tuple[str, ...]:
+    options = tuple(str(o) for o in launch.get("options", ()))
+    for option in options:
+        if not _SAFE_OPTION.fullmatch(option):
+            raise SimulationError(
+                f"{failure.path}/meta.json: build option {_shown(option)!r} is not replayed "
+                "(only -D and -cl-* options are: others can read files). Rerun it by hand "
+                "with verify.compare.")
+    return options
+
+
+def _requires(launch: Mapping[str, Any], spec: KernelSpec | None, failure: Failure
+              ) -> frozenset[str]:
+    features = frozenset(map(str, launch.get("requires", spec.requires if spec else ())))
+    unknown = sorted(f for f in features if not _FEATURE.fullmatch(f))
+    if unknown:
+        raise SimulationError(f"{failure.path}/meta.json: unknown device features "
+                              f"{_shown(unknown)}. The folder is damaged.")
+    return features
+
+
+def _policies(launch: Mapping[str, Any], failure: Failure) -> tuple[Any, Any]:
+    try:
+        policies = None if launch.get("all_arrays") else {
+            str(k): parse_policy(v) for k, v in (launch.get("policies") or {}).items()}
+        return policies, parse_policy(launch.get("default_policy", "exact"))
+    except (ValueError, AttributeError) as err:
+        raise SimulationError(f"{failure.path}/meta.json: {err}") from err
+
+
+def _pair_and_case(plan: ReplayPlan, kernel: KernelFunction, spec: KernelSpec | None,
+                   source: str, cl_path: str | None) -> tuple[Pair, Case]:
+    failure, launch = plan.failure, plan.failure.launch
     params = kernel_params(kernel)
     if tuple(launch.get("params", params)) != params:
         raise SimulationError(
-            f"{failure.path}: the kernel's parameters changed from {launch.get('params')} to "
-            f"{params}; the saved inputs no longer fit.")
-    policies = None if launch.get("all_arrays") else {
-        k: parse_policy(v) for k, v in (launch.get("policies") or {}).items()}
-    pair = Pair(failure.spec_name, kernel, source, launch.get("kernel_name", kernel.name),
-                params, policies, parse_policy(launch.get("default_policy", "exact")),
-                launch.get("forced_subgroup_size"),
-                frozenset(launch.get("requires", spec.requires if spec else ())),
-                tuple(launch.get("options", ())), cl_path, launch.get("origin") or {})
-    case = Case({p: failure.inputs[p] for p in params}, tuple(launch["global_size"]),
-                None if launch.get("local_size") is None else tuple(launch["local_size"]),
+            f"{failure.path}: the kernel's parameters changed from "
+            f"{_shown(launch.get('params'))} to {params}; the saved inputs no longer fit.")
+    missing = [p for p in params if p not in failure.inputs]
+    if missing:
+        raise SimulationError(f"{failure.path}: no saved input for {missing}. The folder is "
+                              "damaged or belongs to another kernel.")
+    policies, default = _policies(launch, failure)
+    pair = Pair(failure.spec_name, kernel, source, str(launch.get("kernel_name", kernel.name)),
+                params, policies, default, launch.get("forced_subgroup_size"),
+                _requires(launch, spec, failure),
+                _options(launch, failure), cl_path, _origin(failure))
+    local = launch.get("local_size")
+    case = Case({p: failure.inputs[p] for p in params},
+                _sizes(launch.get("global_size"), "global_size", failure),
+                None if local is None else _sizes(local, "local_size", failure),
                 dict(launch.get("shape") or {}), launch.get("input_seed"))
-    return failure, pair, case
+    return pair, case
+
+
+def load_plan(plan: ReplayPlan) -> tuple[Pair, Case]:
+    """Load what ``plan`` names (this imports a user's --kernel file) and build the pair."""
+    failure = plan.failure
+    if "global_size" not in failure.launch:
+        raise SimulationError(f"{failure.path}: saved without a launch (not written by the "
+                              "verifier); rerun it by hand with verify.compare.")
+    if plan.python_from_user:
+        kernel, spec = _user_kernel(plan.python, _origin(failure), failure)
+    else:
+        spec = _library_spec(plan.python, failure)
+        kernel = spec.kernel
+    if plan.cl_source is not None:
+        source, cl_path = read_source(plan.cl_source)
+    else:
+        source, cl_path = _saved_cl(failure) or "", str(failure.path / SAVED_CL)
+    return _pair_and_case(plan, kernel, spec, source, cl_path)
+
+
+def load_failure_case(path: str | Path, cl_source: str | Path | None = None,
+                      kernel: str | None = None,
+                      announce: Callable[[str], None] | None = None
+                      ) -> tuple[Failure, Pair, Case]:
+    """The saved failure, the pair that produced it and its case, ready for ``run_pair``.
+    ``announce`` gets the plan's one-line description before anything is loaded."""
+    plan = plan_replay(path, kernel, cl_source)
+    if announce is not None:
+        announce(plan.describe())
+    pair, case = load_plan(plan)
+    return plan.failure, pair, case
 
 
 def replay_devices(failure: Failure, names: Sequence[str] | None, all_devices: bool
@@ -197,10 +354,12 @@ def replay_devices(failure: Failure, names: Sequence[str] | None, all_devices: b
 
 
 def replay(path: str | Path, devices: Sequence[str] | None = None, *, all_devices: bool = False,
-           cl_source: str | Path | None = None, saved_source: bool = False
+           cl_source: str | Path | None = None, kernel: str | None = None,
+           announce: Callable[[str], None] | None = None
            ) -> tuple[Failure, Case, list[ReplayOutcome]]:
-    """Re-run a saved failure on the simulator and on each device."""
-    failure, pair, case = load_failure_case(path, cl_source, saved_source)
+    """Re-run a saved failure on the simulator and on each device (see the module text for
+    what is loaded; ``announce`` is told first)."""
+    failure, pair, case = load_failure_case(path, cl_source, kernel, announce)
     outcomes = []
     for info in replay_devices(failure, devices, all_devices):
         reason = pair.skip_reason(info, case.local_size)

@@ -8,7 +8,8 @@ within N ULPs. A device lacking a feature a spec requires is a skip with the rea
 
 ``CLSIM_VERIFY_EXAMPLES`` sets the drawn examples per kernel and device (default: the Hypothesis
 profile's ``max_examples``, e.g. 15 for ``ci``, 400 for ``thorough``); ``CLSIM_TEST_DEVICES``
-narrows the devices.
+narrows the devices; ``CLSIM_VERIFY_SEED`` changes the seed and ``CLSIM_FAILURES_DIR`` keeps
+failing cases there instead of the test's temporary folder (campaigns: docs/verifying.md).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from verify.testing import device_params
 
 SPECS = all_specs()
 EXAMPLES = int(os.environ.get("CLSIM_VERIFY_EXAMPLES", settings.default.max_examples))
-SEED = 20240601
+SEED = int(os.environ.get("CLSIM_VERIFY_SEED", 20240601))
+FAILURES_DIR = os.environ.get("CLSIM_FAILURES_DIR")
 # Oclgrind interprets each work-item: default shapes are capped to this many elements there.
 OCLGRIND_ELEMENTS = 1 << 16
 
@@ -58,7 +60,7 @@ def test_drawn_cases_agree(name, device, tmp_path):
     """The simulator and the device agree under each output's policy on every drawn case
     (bit for bit for exact kernels); a disagreement prints the minimal example."""
     report = fuzz_spec(SPECS[name], device, examples=EXAMPLES, seed=SEED,
-                       failures_dir=tmp_path)
+                       failures_dir=FAILURES_DIR or tmp_path)
     if report.skipped:
         pytest.skip(report.skipped)
     assert report.found is None, format_found(report.found)

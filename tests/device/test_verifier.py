@@ -287,10 +287,11 @@ def test_fuzz_user_pair_finds_fma_with_a_minimal_example(tmp_path):
     fused = found.comparison.device_outputs["y"]
     assert diff.index == (_first_bit_difference(separate, fused),)
     assert diff.expected == separate[diff.index] and int(args["n"]) <= 8
-    assert json.loads((found.path / "meta.json").read_text())["launch"]["origin"]["attr"] \
-        == "saxpy"
-    # A fresh process finds the kernel again by importing this file by path.
-    proc = subprocess.run([sys.executable, "-m", "verify.cli", "replay", str(found.path)],
+    origin = json.loads((found.path / "meta.json").read_text())["launch"]["origin"]
+    assert origin["attr"] == "saxpy"
+    # A fresh process imports this file only because the command line names it (--kernel).
+    proc = subprocess.run([sys.executable, "-m", "verify.cli", "replay", str(found.path),
+                           "--kernel", f"{origin['path']}::saxpy"],
                           capture_output=True, text=True, cwd=ROOT, env=_env())
     assert proc.returncode == 1 and "DIFFER" in proc.stdout, proc.stdout + proc.stderr
     assert f"differs at index {diff.index}" in proc.stdout
