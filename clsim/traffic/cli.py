@@ -22,6 +22,8 @@ HELP = "traffic and roofline report of kernel families on a device profile"
 
 
 def add_arguments(parser) -> None:
+    from clsim.commands import options  # bad values are refused before any variant runs
+
     parser.add_argument("names", nargs="+", metavar="NAME",
                         help="kernel or family names; a kernel brings its whole family")
     parser.add_argument("--profile", default="h200",
@@ -30,15 +32,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--precision", choices=("fp32", "fp16"), default="fp32",
                         help="which compute roof to use (default fp32)")
     parser.add_argument("--shape", help="problem shape: KEY=N[,KEY=N] or AxB (as 'clsim run')")
-    parser.add_argument("--local-size", help="work-group size for every variant, e.g. 128")
-    parser.add_argument("--seed", type=int, default=0, help="input generator seed (default 0)")
+    parser.add_argument("--local-size", type=options.local_size,
+                        help="work-group size for every variant, e.g. 128")
+    parser.add_argument("--seed", type=options.seed, default=0,
+                        help="input generator seed (default 0)")
     parser.add_argument("--no-jit", action="store_true", help="run as plain Python (slow)")
-    from clsim.commands.options import output_file  # refused before any variant runs
-
     parser.add_argument("--json", default="report.json", metavar="PATH",
-                        type=output_file(".json"),
+                        type=options.output_file(".json"),
                         help="where to write the JSON report (default report.json)")
-    parser.add_argument("--plot", metavar="FILE.png", type=output_file(".png"),
+    parser.add_argument("--plot", metavar="FILE.png", type=options.output_file(".png"),
                         help="draw a roofline chart (matplotlib)")
 
 

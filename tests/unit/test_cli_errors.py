@@ -36,6 +36,8 @@ def _one_line_error(capsys, argv, code=2):
     (["report", "softmax", "--plot", "roofline"], "'roofline' must end in .png"),
     (["report", "softmax", "--plot", "/no/such/folder/r.png"], "does not exist"),
     (["report", "softmax", "--plot", "/proc/r.png"], "cannot write in '/proc'"),
+    (["report", "softmax", "--seed", "-1"], "--seed: -1 must be from 0"),
+    (["report", "softmax", "--local-size", "0"], "--local-size: '0'"),
 ])
 def test_bad_command_lines_are_one_line_and_exit_2(capsys, argv, fragment):
     """Each case names the option and what is wrong with it, before any kernel runs."""
