@@ -187,3 +187,68 @@ def test_the_console_script_prints_one_line_without_a_traceback():
         proc = subprocess.run([sys.executable, "-m", "clsim.cli", *argv],
                               capture_output=True, text=True)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+
+
+_ENDLESS_SPEC = '''
+import numpy as np
+import clsim
+from clsim.spec import EXACT, KernelSpec, Launch
+
+
+@clsim.kernel
+def spin(flag, out):
+    i = clsim.get_global_id(0)
+    while flag[0] == 0:
+        out[i] += 1
+
+
+SPIN = KernelSpec(
+    name="spin", description="never finishes", kernel=spin, cl_file="spin.cl",
+    make_inputs=lambda rng, shape: {"flag": np.zeros(1, np.int32),
+                                    "out": np.zeros(shape["n"], np.int32)},
+    launch=lambda inputs, shape, local: Launch((shape["n"],), local or (32,),
+                                               (inputs["flag"], inputs["out"])),
+    reference=lambda inputs: {"out": inputs["out"]}, outputs={"out": EXACT},
+    default_shape={"n": 64})
+'''
+
+
+def _spin_command(tmp_path, *options):
+    (tmp_path / "endless.py").write_text(_ENDLESS_SPEC)
+    return [sys.executable, "-m", "clsim.cli", "run", f"{tmp_path / 'endless.py'}::SPIN",
+            *options]
+
+
+def test_run_timeout_stops_an_endless_kernel_with_one_line(tmp_path):
+    """clsim run --timeout: exit 2 and one line naming the kernel and the groups done (the
+    stuck JIT thread ends with the process)."""
+    import subprocess
+
+    proc = subprocess.run(_spin_command(tmp_path, "--timeout", "1"), capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("clsim: error: spin: ran past timeout_s=1; 0 of 2 work-groups")
+    assert "Traceback" not in proc.stderr
+
+
+def test_ctrl_c_ends_clsim_run_with_exit_130(tmp_path):
+    """SIGINT to a clsim run stuck in an endless JIT kernel: one line, exit code 130."""
+    import signal
+    import subprocess
+    import time
+
+    # compile once first: a signal landing inside Numba's compiler can be swallowed by a
+    # finalizer ("Exception ignored in ... __del__"), which is not what this test is about
+    subprocess.run(_spin_command(tmp_path, "--timeout", "1"), capture_output=True, timeout=600)
+    child = subprocess.Popen(_spin_command(tmp_path, "--timeout", "300"),
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        time.sleep(3)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("clsim: interrupted")
+    assert "Traceback" not in err
