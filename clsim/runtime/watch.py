@@ -20,6 +20,7 @@ This module does not know what a work-group computes: ``step(start, count)`` run
 from __future__ import annotations
 
 import ctypes
+import os
 import queue
 import threading
 import time
@@ -128,6 +129,16 @@ class _Worker:
 
 _WORKER: _Worker | None = None
 _WORKER_LOCK = threading.Lock()
+
+
+def _forget_worker() -> None:
+    """A forked child has no worker thread, only the parent's record of one."""
+    global _WORKER, _WORKER_LOCK
+    _WORKER, _WORKER_LOCK = None, threading.Lock()
+    _STUCK.clear()
+
+
+os.register_at_fork(after_in_child=_forget_worker)
 
 
 def _submit(job: Callable[[], None]) -> None:

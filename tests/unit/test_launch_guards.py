@@ -233,3 +233,29 @@ def test_timeout_must_be_positive():
     with pytest.raises(clsim.InvalidArgumentError, match="timeout_s"):
         clsim.run(scale, (8,), (4,), (np.zeros(8, np.float32), np.zeros(8, np.float32)),
                   timeout_s=0)
+
+
+def test_a_forked_child_launches_with_its_own_worker():
+    """After fork the parent's worker thread does not exist in the child: the child starts its
+    own instead of queueing work nobody takes (which would hang)."""
+    x, y = np.ones(8, np.float32), np.zeros(8, np.float32)
+    clsim.run(scale, (8,), (4,), (x, y), jit=True)  # the parent has a worker now
+    pid = os.fork()
+    if pid == 0:  # the child: exit status says whether the launch worked
+        code = 1
+        try:
+            clsim.run(scale, (8,), (4,), (x, y), jit=True)
+            code = 0 if y[3] == 2 else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung in clsim.run")
+    assert os.waitstatus_to_exitcode(status) == 0
