@@ -147,6 +147,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     if unknown:
         raise InvalidArgumentError(f"run(): unknown options {sorted(unknown)}; run() takes "
                                    f"{', '.join(sorted(known))} besides its named parameters")
+    if timeout_s is not None:
+        watch.check_timeout(timeout_s)  # before compiling, which can take seconds
     sim = resolve_device(device)
     order, seed = check_reduction(reduction_order or sim.reduction_order, reduction_seed)
     jit = _jit_default() if jit is None else bool(jit)

@@ -1,7 +1,7 @@
 """Running a launch's work-groups so that a deadline and Ctrl-C can stop it.
 
-Compiled (Numba) code never looks at signals, so a JIT launch runs in a worker thread, in
-chunks of work-groups that grow until one takes about ``_TARGET_S``; the calling thread waits in
+Compiled (Numba) code never looks at signals, so a JIT launch runs in a worker thread (one
+long-lived thread per process, replaced when one is left stuck), in chunks of work-groups that grow until one takes about ``_TARGET_S``; the calling thread waits in
 short slices, reports progress, and on ``timeout_s`` or Ctrl-C tells the worker to stop after
 its chunk and raises ``KernelTimeoutError`` / ``KernelInterrupted`` naming the kernel and how
 many groups completed. A work-group that never returns (an endless loop in the kernel) cannot be
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clsim.errors import KernelInterrupted, KernelTimeoutError
+from clsim.errors import InvalidArgumentError, KernelInterrupted, KernelTimeoutError
 
 _TARGET_S = 0.05  # a chunk this long keeps stop latency and call overhead both small
 _POLL_S = 0.1  # how often the waiting thread looks at the clock and reports progress
@@ -63,7 +63,7 @@ def run_groups(step: Step, total: int, max_chunk: int, *, kernel: str, jit: bool
                first_chunk: int = 1) -> int | None:
     """Run all ``total`` groups through ``step``; the error row of the first failing chunk, or
     None. Raises ``KernelTimeoutError`` past ``timeout_s`` and ``KernelInterrupted`` on Ctrl-C."""
-    deadline = None if timeout_s is None else time.monotonic() + _check_timeout(timeout_s)
+    deadline = None if timeout_s is None else time.monotonic() + check_timeout(timeout_s)
     if progress is not None:
         progress("run", 0, total)
     if jit:
@@ -72,9 +72,7 @@ def run_groups(step: Step, total: int, max_chunk: int, *, kernel: str, jit: bool
     return _inline(step, total, max_chunk, first_chunk, kernel, deadline, timeout_s, progress)
 
 
-def _check_timeout(timeout_s) -> float:
-    from clsim.errors import InvalidArgumentError
-
+def check_timeout(timeout_s) -> float:
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or \
             not timeout_s > 0:
         raise InvalidArgumentError(f"run(): timeout_s={timeout_s!r} must be a positive number "
