@@ -128,6 +128,29 @@ def test_local_array_over_the_device_limit_names_array_and_limit():
     assert "local array 't'" in str(err) and "49,152 bytes" in str(err)
 
 
+def test_local_array_on_a_device_without_a_stated_limit_is_checked_against_memory():
+    """A profile that gives no local memory size still refuses an array no machine could hold
+    (numpy's MemoryError, or SystemError, before)."""
+    import dataclasses
+
+    from clsim.runtime.config import resolve_device
+
+    unlimited = dataclasses.replace(resolve_device(None), local_mem_bytes=None)
+    with pytest.raises(clsim.InvalidArgumentError) as info:
+        clsim.run(huge_local_100g, (4,), (4,), (np.zeros(4, np.float32),), jit=False,
+                  device=unlimited)
+    assert info.value.buffer == "t" and "this machine's" in str(info.value)
+
+
+@kernel
+def huge_local_100g(x):
+    i = get_local_id(0)
+    t = local_array(100_000_000_000, np.float32)  # 400 GB
+    t[i] = x[i]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    x[i] = t[i]
+
+
 def test_private_array_over_host_memory_is_an_error_not_memoryerror():
     with pytest.raises(clsim.InvalidArgumentError) as info:
         clsim.run(huge_private, (4,), (4,), (np.zeros(4, np.float32),), jit=False)
