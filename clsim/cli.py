@@ -114,6 +114,9 @@ def _failure(exc: BaseException) -> tuple[int | None, str]:
         return 130, "clsim: interrupted"
     if isinstance(exc, SimulationError):
         return 2, f"clsim: error: {first}"
+    if isinstance(exc, MemoryError):  # the problem's size, not a bug in clsim
+        return 2, (f"clsim: error: out of memory ({first or 'MemoryError'}). Use a smaller "
+                   "--shape, or fewer checks")
     return 3, (f"clsim: internal error: {type(exc).__name__}: {first} (rerun with --debug for "
                "the traceback and report it)")
 

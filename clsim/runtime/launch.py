@@ -168,7 +168,7 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     compiled = _compile(kernel, types, config, instruments)
     check_memory(compiled.module, config, _groups_at_once(config))
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
-    state = [arr for inst in instruments for arr in inst.allocate(info)]
+    state = [arr for inst in instruments for arr in _allocate(inst, info)]
     how = _Watch(parsed.params, timeout_s, progress)
     result = _launch(compiled, config, [*values, *state], how)
     offset = 0
@@ -179,6 +179,19 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
             result.results[inst.result] = value
         offset += count
     return result
+
+
+def _allocate(inst, info: LaunchInfo) -> list:
+    """An instrument's state arrays; running out of memory is the launch's size, not a bug."""
+    try:
+        return list(inst.allocate(info))
+    except MemoryError as exc:
+        need = getattr(exc, "_total_size", None)  # numpy's _ArrayMemoryError knows it
+        size = f" ({need / 2**30:,.1f} GiB for one array)" if need else ""
+        raise InvalidArgumentError(
+            f"{info.config.kernel}: the {inst.name} instrument's state does not fit in "
+            f"memory{size} for {info.config.ndrange.work_items:,} work-items. Use a smaller "
+            "launch, or fewer checks/instruments", kernel=info.config.kernel) from None
 
 
 def _parallel(kernel, config: LaunchConfig, instruments, asked: bool | None) -> bool:

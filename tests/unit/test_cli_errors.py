@@ -68,6 +68,7 @@ def _fake_command(monkeypatch, exc):
     (KernelInterrupted("k: stopped by Ctrl-C; 3 of 9 work-groups", kernel="k"), 130,
      "clsim: interrupted: k: stopped by Ctrl-C; 3 of 9"),
     (KeyboardInterrupt(), 130, "clsim: interrupted"),
+    (MemoryError("Unable to allocate 9 GiB"), 2, "clsim: error: out of memory (Unable to"),
 ])
 def test_debug_adds_the_traceback_and_keeps_the_exit_code(capsys, monkeypatch, exc, code,
                                                           fragment):

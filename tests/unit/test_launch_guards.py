@@ -282,3 +282,25 @@ def test_a_forked_child_launches_with_its_own_worker():
         os.waitpid(pid, 0)
         pytest.fail("the forked child hung in clsim.run")
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_an_instrument_state_too_large_for_memory_is_a_clear_error(monkeypatch):
+    """The checks' or traffic counter's state arrays grow with the launch: running out of
+    memory there names the instrument and the launch size, not numpy's MemoryError."""
+    from clsim.instruments import registry
+
+    x, y = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    instruments = registry.build  # wrap each built instrument's allocate to fail
+
+    def build(config):
+        built = instruments(config)
+        for inst in built:
+            def allocate(info, _inst=inst):
+                raise MemoryError("Unable to allocate 512. GiB")
+            monkeypatch.setattr(inst, "allocate", allocate)
+        return built
+    monkeypatch.setattr(registry, "build", build)
+    with pytest.raises(clsim.InvalidArgumentError) as info:
+        clsim.run(scale, (8,), (4,), (x, y), jit=False, checks="all")
+    assert "instrument's state does not fit in memory" in str(info.value)
+    assert "8 work-items" in str(info.value)
