@@ -36,7 +36,10 @@ from typing import Any
 
 from clsim.errors import DeviceError, DeviceUnavailable
 
-DEFAULT_DEVICE = "pocl"
+WORKING_POCL_HINT = (
+    "Where the PoCL in pyopencl's wheel cannot build (e.g. AMD CPU family 26), install "
+    "Debian's: apt-get install pocl-opencl-icd (see docs/verifying.md, 'When a device is "
+    "unusable')")
 SYSTEM_VENDORS = Path("/etc/OpenCL/vendors")
 CL_DEVICE_SUB_GROUP_SIZES_INTEL = 0x4108
 CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7
@@ -212,6 +215,19 @@ def import_pyopencl() -> ModuleType:
     return _pyopencl
 
 
+def child_env() -> dict[str, str]:
+    """The environment for a child process of the verifier (health probe, device worker): our
+    ICD folder already in OCL_ICD_VENDORS, so the child's pyopencl sees the same devices under
+    the same names, and this process's import path, so it imports this very clsim/verify."""
+    import_pyopencl()
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
 # ---------------------------------------------------------------------------------------------
 # Discovery
 
@@ -235,6 +251,9 @@ class DeviceInfo:
     extensions: frozenset[str]
     device_type: str = "other"
     correctly_rounded_divide_sqrt: bool = False
+    platform_version: str = ""
+    device_version: str = ""
+    driver_version: str = ""
     cl_device: Any = field(default=None, compare=False, repr=False, hash=False)
 
 
@@ -300,6 +319,9 @@ def _describe(cl: ModuleType, platform: Any, device: Any, short_name: str) -> De
         device_type=next((k for m, k in kinds.items() if device.type & m), "other"),
         correctly_rounded_divide_sqrt=bool(
             device.single_fp_config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT),
+        platform_version=platform.version.strip(),
+        device_version=device.version.strip(),
+        driver_version=device.driver_version.strip(),
         cl_device=device,
     )
 
@@ -341,13 +363,32 @@ def list_devices(refresh: bool = False) -> list[DeviceInfo]:
     return list(_devices)
 
 
+def default_device() -> DeviceInfo:
+    """The first device (in ``list_devices`` order) that passes its health probe.
+
+    Raises DeviceUnavailable naming each device's reason when none does."""
+    from verify.probe import health_all
+
+    devices = list_devices()
+    verdicts = health_all(devices)
+    for info in devices:
+        if verdicts[info.short_name].usable:
+            return info
+    reasons = "; ".join(f"{d.short_name}: {verdicts[d.short_name].reason}" for d in devices)
+    raise DeviceUnavailable(
+        f"no usable OpenCL device ({reasons or 'none found'}). {WORKING_POCL_HINT}",
+        available=tuple(d.short_name for d in devices))
+
+
 def get_device(name: str | None = None) -> DeviceInfo:
     """A device by short name, or by a case-insensitive substring of its full or platform name.
 
-    ``None`` means ``DEFAULT_DEVICE``. Raises DeviceUnavailable (listing the short names present)
-    when nothing matches, DeviceError when a substring matches several devices.
+    ``None`` means ``default_device()``, the first usable one. Raises DeviceUnavailable
+    (listing the short names present) when nothing matches, DeviceError when a substring
+    matches several devices.
     """
-    name = name or DEFAULT_DEVICE
+    if not name:
+        return default_device()
     devices = list_devices()
     for info in devices:
         if info.short_name == name:
@@ -382,12 +423,21 @@ def _bytes(n: int) -> str:
     return f"{n} B"
 
 
+def _std_cell(option: str | None) -> str:
+    return option.removeprefix("-cl-std=") if option else "-"
+
+
 def format_devices(devices: list[DeviceInfo]) -> str:
-    """A plain-text table of devices, one per line, for ``clsim devices``."""
-    header = ("name", "platform", "OpenCL", "CUs", "max WG", "sub-groups", "fp16", "fp64",
-              "local mem", "device")
+    """A plain-text table of devices, one per line, for ``clsim devices``; each device's health
+    probe verdict in the ``usable`` column, and why an unusable one is, under the table."""
+    from verify.probe import health_all
+
+    verdicts = health_all(devices)
+    header = ("name", "usable", "platform", "OpenCL", "CL2 std", "CUs", "max WG", "sub-groups",
+              "fp16", "fp64", "local mem", "device")
     rows = [header] + [(
-        d.short_name, d.platform, d.opencl_version, str(d.compute_units),
+        d.short_name, "yes" if verdicts[d.short_name].usable else "NO", d.platform,
+        d.opencl_version, _std_cell(verdicts[d.short_name].cl2_option), str(d.compute_units),
         str(d.max_work_group_size), _subgroup_cell(d), "yes" if d.fp16 else "-",
         "yes" if d.fp64 else "-", _bytes(d.local_mem_size), d.full_name,
     ) for d in devices]
@@ -397,4 +447,9 @@ def format_devices(devices: list[DeviceInfo]) -> str:
     if not devices:
         lines.append("(no OpenCL devices found; pip install '.[devices]' adds intel-cpu and "
                      "oclgrind)")
+    unusable = [d for d in devices if not verdicts[d.short_name].usable]
+    for d in unusable:
+        lines.append(f"{d.short_name}: unusable: {verdicts[d.short_name].reason}")
+    if unusable:
+        lines.append(WORKING_POCL_HINT + ".")
     return "\n".join(lines)
