@@ -13,6 +13,7 @@ launch at a time and is not thread-safe (kernel arguments are set on a shared ob
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import tempfile
 import warnings
@@ -23,9 +24,21 @@ from typing import Any
 import numpy as np
 
 from clsim.errors import DeviceError, DeviceLacksFeature, InvalidArgumentError
-from verify.devices import DeviceInfo, get_device, import_pyopencl
+from verify.clargs import check_signature, memory_groups
+from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
+from verify.probe import health
 
-FEATURES = ("subgroups", "fp16", "fp64", "subgroup_size:<n>", "work_group_size:<n>")
+FEATURES = ("subgroups", "fp16", "fp64", "opencl_c_2.0", "non_uniform_work_groups",
+            "subgroup_size:<n>", "work_group_size:<n>")
+CL2_FEATURES = ("opencl_c_2.0", "non_uniform_work_groups")
+# OpenCL C 2.0 builtins a 1.2 build rejects (work-group collectives, enqueued sizes, C11
+# atomics, generic address space casts); their use makes the build ask for -cl-std=CL2.0+.
+_CL2_USE = re.compile(
+    r"\b(?:work_group_(?:reduce|scan_inclusive|scan_exclusive)_\w+|work_group_(?:broadcast|"
+    r"any|all)|get_enqueued_(?:local_size|num_sub_groups)|atomic_(?:init|load|store|exchange|"
+    r"fetch_\w+|compare_exchange_\w+|work_item_fence)(?:_explicit)?|to_(?:global|local|private))"
+    r"\b")
+_STD_OPTION = re.compile(r"-cl-std=")
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,14 @@ def missing_feature(info: DeviceInfo, feature: str) -> str | None:
         return None if info.fp16 else f"{name} lacks cl_khr_fp16"
     if feature == "fp64":
         return None if info.fp64 else f"{name} lacks cl_khr_fp64"
+    if feature in CL2_FEATURES:
+        verdict = health(info)
+        if verdict.cl2_option is not None:
+            return None
+        what = "OpenCL C 2.0" if feature == "opencl_c_2.0" else (
+            "non-uniform work-groups (a global size that is not a multiple of the local size)")
+        return (f"{name} lacks {what} (OpenCL {info.opencl_version}; its health probe: "
+                f"{verdict.cl2_reason or 'no -cl-std=CL2.0/CL3.0 build ran'})")
     kind, _, value = feature.partition(":")
     if kind == "subgroup_size" and value.isdigit():
         return _subgroup_size_reason(info, int(value))
@@ -130,13 +151,40 @@ def exact_options(info: DeviceInfo) -> tuple[str, ...]:
         else ()
 
 
+def needs_cl2(source: str) -> bool:
+    """True when OpenCL C ``source`` calls a builtin that exists from OpenCL C 2.0 on."""
+    return _CL2_USE.search(re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)) \
+        is not None
+
+
+def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) -> bool:
+    """Whether a launch has partial work-groups (a global size not a multiple of the local)."""
+    return local_size is not None and any(
+        g % max(int(l), 1) for g, l in zip(global_size, local_size, strict=False))
+
+
+def launch_features(source: str, global_size: Sequence[int],
+                    local_size: Sequence[int] | None) -> list[str]:
+    """The OpenCL C 2.0 features a launch needs: its builtins, its partial work-groups."""
+    features = ["opencl_c_2.0"] if needs_cl2(source) else []
+    if non_uniform(global_size, local_size):
+        features.append("non_uniform_work_groups")
+    return features
+
+
 def build_options(info: DeviceInfo, options: str | Sequence[str] = (),
-                  subgroup_size: int | None = None) -> tuple[str, ...]:
+                  subgroup_size: int | None = None, cl2: bool = False) -> tuple[str, ...]:
     """Every build option ``run_cl`` uses: the caller's, ``-DCLSIM_SUBGROUP_SIZE=n`` when a
-    sub-group size is required, then ``exact_options``."""
+    sub-group size is required, the ``-cl-std`` the device's probe found for OpenCL C 2.0 when
+    ``cl2`` (unless the caller gave a ``-cl-std``), ``-cl-kernel-arg-info`` (arguments are
+    checked against the signature), then ``exact_options``."""
     user = tuple(shlex.split(options) if isinstance(options, str) else options)
     defines = (f"-DCLSIM_SUBGROUP_SIZE={subgroup_size}",) if subgroup_size else ()
-    return user + defines + exact_options(info)
+    std: tuple[str, ...] = ()
+    if cl2 and not any(_STD_OPTION.match(o) for o in user):
+        option = health(info).cl2_option
+        std = (option,) if option else ()
+    return user + defines + std + ("-cl-kernel-arg-info",) + exact_options(info)
 
 
 def _build_log(cl: Any, context: Any, info: DeviceInfo, source: str, options: str) -> str | None:
@@ -164,11 +212,15 @@ def _build_error(cl: Any, err: Exception, info: DeviceInfo, source: str,
                                      delete=False) as handle:
         handle.write(source)
     status = _status(cl, err)
+    verdict = health(info)
+    fix = "Fix the OpenCL C source" if verdict.usable else (
+        f"The device is the cause, not the source: {info.short_name} fails its health probe "
+        f"({verdict.reason}). Use another device (clsim devices); {WORKING_POCL_HINT}")
     return DeviceError(
         f"{kernel_name} on {info.short_name}: {status} (options: {joined or '(none)'}; source "
-        f"saved as {handle.name}). Fix the OpenCL C source; build log:\n{log.strip()}",
+        f"saved as {handle.name}). {fix}; build log:\n{log.strip()}",
         device=info.short_name, kernel=kernel_name, status=status, build_log=log,
-        options=options, source_path=handle.name)
+        options=options, source_path=handle.name, device_unusable=not verdict.usable)
 
 
 def build_program(info: DeviceInfo, source: str, options: tuple[str, ...],
@@ -210,13 +262,30 @@ def _check_args(args: Sequence[Any], kernel_name: str) -> None:
                 "LocalMem(nbytes).", kernel=kernel_name, index=index)
 
 
-def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any]
-          ) -> list[tuple[Any, np.ndarray] | None]:
-    """Set every argument; returns (buffer, host array) per array argument, else None."""
+def _set_arg(cl: Any, kernel: Any, index: int, value: Any, info: DeviceInfo,
+             kernel_name: str) -> None:
+    try:
+        kernel.set_arg(index, value)
+    except cl.Error as err:  # e.g. INVALID_ARG_SIZE where the device gave no argument info
+        raise InvalidArgumentError(
+            f"{kernel_name} on {info.short_name}: argument {index} does not fit its .cl "
+            f"parameter ({_status(cl, err)}). Pass the type the .cl kernel declares.",
+            kernel=kernel_name, index=index, status=_status(cl, err)) from err
+
+
+def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any], info: DeviceInfo,
+          kernel_name: str) -> list[tuple[Any, np.ndarray] | None]:
+    """Set every argument; returns (buffer, host array) per array argument, else None.
+    Arguments that are one host array get one buffer (``verify.clargs.memory_groups``)."""
     flags = cl.mem_flags
+    groups = memory_groups(args, kernel_name)
     bound: list[tuple[Any, np.ndarray] | None] = []
     for index, arg in enumerate(args):
-        if isinstance(arg, np.ndarray) and arg.ndim > 0:
+        group = groups[index]
+        if group is not None and group != index:
+            bound.append(bound[group])
+            kernel.set_arg(index, bound[group][0])
+        elif isinstance(arg, np.ndarray) and arg.ndim > 0:
             host = np.ascontiguousarray(arg)  # C order: what a flat __global pointer sees
             if host.nbytes:
                 buf = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=host)
@@ -225,12 +294,31 @@ def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any]
             kernel.set_arg(index, buf)
             bound.append((buf, host))
         elif isinstance(arg, np.generic | np.ndarray):
-            kernel.set_arg(index, np.asarray(arg)[()])
+            _set_arg(cl, kernel, index, np.asarray(arg)[()], info, kernel_name)
             bound.append(None)
         else:  # LocalMem, checked by _check_args
             kernel.set_arg(index, cl.LocalMemory(arg.nbytes))
             bound.append(None)
     return bound
+
+
+def _read_back(cl: Any, queue: Any, bound: list[tuple[Any, np.ndarray] | None]
+               ) -> list[np.ndarray | None]:
+    # One read per buffer: aliased arguments get the same array back.
+    read: dict[int, np.ndarray] = {}
+    buffers: list[np.ndarray | None] = []
+    for item in bound:
+        if item is None:
+            buffers.append(None)
+            continue
+        buf, host = item
+        if id(buf) not in read:
+            out = np.empty_like(host)
+            if out.nbytes:
+                cl.enqueue_copy(queue, out, buf)
+            read[id(buf)] = out
+        buffers.append(read[id(buf)])
+    return buffers
 
 
 def _kernel_subgroup_size(cl: Any, kernel: Any, info: DeviceInfo,
@@ -309,15 +397,17 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
         features.append(f"subgroup_size:{subgroup_size}")
     if local is not None:
         features.append(f"work_group_size:{math.prod(local)}")
-    check_features(info, features)
+    cl2 = launch_features(source, global_tuple, local)
+    check_features(info, features + cl2)
     _check_args(args, kernel_name)
 
-    all_options = build_options(info, options, subgroup_size)
+    all_options = build_options(info, options, subgroup_size, bool(cl2))
     cl = import_pyopencl()
     program = build_program(info, source, all_options, kernel_name)
     context, queue = _queue(info)
     kernel = _make_kernel(cl, program, info, kernel_name)
-    bound = _bind(cl, kernel, context, args)
+    check_signature(cl, kernel, info.short_name, kernel_name, args, LocalMem)
+    bound = _bind(cl, kernel, context, args, info, kernel_name)
 
     actual = _kernel_subgroup_size(cl, kernel, info, local)
     if subgroup_size is not None and actual is not None and actual != subgroup_size:
@@ -328,16 +418,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
             device=info.short_name, kernel=kernel_name, subgroup_size=actual)
 
     event = _launch(cl, queue, kernel, info, kernel_name, global_tuple, local)
-    buffers: list[np.ndarray | None] = []
-    for item in bound:
-        if item is None:
-            buffers.append(None)
-            continue
-        buf, host = item
-        out = np.empty_like(host)
-        if out.nbytes:
-            cl.enqueue_copy(queue, out, buf)
-        buffers.append(out)
+    buffers = _read_back(cl, queue, bound)
     queue.finish()
     return ClRun(device=info.short_name, buffers=buffers,
                  time_ns=_elapsed_ns(event) if profile else None,

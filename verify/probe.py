@@ -2,8 +2,8 @@
 
 A listed device proves nothing: the PoCL in pyopencl's wheel (3.0-rc2, LLVM 14) lists itself on
 an AMD EPYC (family 26) and then fails every build with ``unknown target CPU 'generic'``. So
-each device is probed once: a child process (``python -m verify.probe NAME``, so a driver that
-crashes takes only the child down) builds and runs a tiny kernel and checks its output, then
+each device is probed once: a child process (``verify.probe.main NAME``, so a driver that
+crashes takes only the child down; ``main`` is its entry) builds and runs a tiny kernel and checks its output, then
 tries ``-cl-std=CL2.0`` / ``CL3.0`` builds with a non-uniform launch (global 3, local 2). The
 verdict is a ``Health`` cached on disk (``$XDG_CACHE_HOME/clsim/probe/``) by device identity
 (platform, device and driver versions), the CPU model and ``PROBE_VERSION``, and in memory.
@@ -36,6 +36,8 @@ from verify.devices import DeviceInfo, child_env, get_device, import_pyopencl
 PROBE_VERSION = 1
 FAULT_ENV = "CLSIM_PROBE_FAULT"
 PROBE_TIMEOUT_S = 180
+# Not "-m verify.probe": the verify package imports this module first (runpy would warn).
+_CHILD = "import sys; from verify.probe import main; sys.exit(main())"
 PROBE_SOURCE = """__kernel void clsim_probe(__global int* out)
 {
     size_t i = get_global_id(0);
@@ -128,7 +130,7 @@ def probe_here(info: DeviceInfo, broken: bool = False) -> Health:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m verify.probe NAME``: print the device's Health as one JSON line."""
+    """The child's entry (argv: a device short name): print its Health as one JSON line."""
     (name,) = sys.argv[1:] if argv is None else argv
     info = get_device(name)
     health = probe_here(info, broken=name in _faulty())
@@ -190,7 +192,7 @@ def _write_cache(info: DeviceInfo, health: Health) -> None:
 
 
 def _start(info: DeviceInfo) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "verify.probe", info.short_name],
+    return subprocess.Popen([sys.executable, "-c", _CHILD, info.short_name],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=child_env())
 

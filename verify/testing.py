@@ -2,8 +2,9 @@
 
 ``device_params()`` lists every device kind we know (pocl, intel-cpu, oclgrind) plus any other
 device present, as ``pytest.param(short_name, id=short_name)``. A device that is absent, or
-lacks a required feature, stays in the list with a skip mark whose reason says why and how to
-get it: a test never vanishes silently. ``CLSIM_TEST_DEVICES=pocl,nvidia`` narrows the set (a
+lacks a required feature, or fails its health probe (``verify.probe``: it cannot build a
+trivial kernel), stays in the list with a skip mark whose reason says why and how to get it: a
+test never vanishes silently. ``CLSIM_TEST_DEVICES=pocl,nvidia`` narrows the set (a
 named device that is absent is still reported as a skip).
 
 This module runs no kernels and does not define fixtures; tests/conftest.py may wrap these.
@@ -19,6 +20,7 @@ import pytest
 
 from verify.clrun import missing_feature
 from verify.devices import DeviceInfo, list_devices
+from verify.probe import health
 
 KNOWN_DEVICES = ("pocl", "intel-cpu", "oclgrind")
 ENV_VAR = "CLSIM_TEST_DEVICES"
@@ -56,6 +58,9 @@ def _skip_reason(name: str, devices: dict[str, DeviceInfo], failure: str | None,
         return failure
     if name not in devices:
         return f"device {name} not present ({_install_hint(name)})"
+    verdict = health(devices[name])
+    if not verdict.usable:
+        return f"device {name} is unusable: {verdict.reason}"
     for feature in requires:
         reason = missing_feature(devices[name], feature)
         if reason is not None:
