@@ -378,7 +378,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
            global_size: int | Sequence[int], local_size: int | Sequence[int] | None,
            args: Sequence[Any], *, options: str | Sequence[str] = (),
            required_features: Sequence[str] = (), subgroup_size: int | None = None,
-           profile: bool = True) -> ClRun:
+           profile: bool = True, prepare_only: bool = False) -> ClRun | None:
     """Build ``source`` for ``device``, launch ``kernel_name`` once, read every array back.
 
     Arrays become read-write buffers (copied in, multi-dimensional ones flattened in C order
@@ -387,7 +387,9 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
     ``subgroup_size`` requires that size, defines ``CLSIM_SUBGROUP_SIZE`` for the source's
     ``intel_reqd_sub_group_size`` attribute, and raises DeviceError if the kernel would run
     with another size. Missing features raise DeviceLacksFeature before anything is built.
-    Queues always profile; ``profile=False`` only leaves ``time_ns`` None.
+    Queues always profile; ``profile=False`` only leaves ``time_ns`` None. ``prepare_only``
+    does every check and the build, launches nothing and returns None (``verify.worker`` does
+    this first, so a launch's time limit does not include the build).
     """
     info = device if isinstance(device, DeviceInfo) else get_device(device)
     global_tuple, local = _as_tuple(global_size), _as_tuple(local_size)
@@ -407,6 +409,8 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
     context, queue = _queue(info)
     kernel = _make_kernel(cl, program, info, kernel_name)
     check_signature(cl, kernel, info.short_name, kernel_name, args, LocalMem)
+    if prepare_only:
+        return None
     bound = _bind(cl, kernel, context, args, info, kernel_name)
 
     actual = _kernel_subgroup_size(cl, kernel, info, local)

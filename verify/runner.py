@@ -212,7 +212,8 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     expected = {name: after[index[name]] for name in policies}
     actual = {name: run.buffers[index[name]] for name in policies
               if run.buffers[index[name]] is not None}
-    return LaunchComparison(info.short_name, compare_outputs(expected, actual, policies),
+    return LaunchComparison(info.short_name,
+                            compare_outputs(expected, actual, policies, case.args),
                             expected, actual, run.time_ns, size, run.options, local)
 
 

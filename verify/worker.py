@@ -33,6 +33,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from clsim.errors import DeviceError
+from verify.clrun import non_uniform
 from verify.devices import DeviceInfo, child_env
 from verify.errors import DeviceCrashed, DeviceTimedOut
 
@@ -40,6 +41,7 @@ DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = "CLSIM_DEVICE_TIMEOUT_S"
 CRASH_ENV = "CLSIM_TEST_DEVICE_CRASH"
 _POLL_S = 0.5
+STARTUP_TIMEOUT_S = 180.0
 # Not "-m verify.worker": the verify package imports this module first, and runpy would then
 # run a second copy of it.
 _CHILD = "import sys; from verify.worker import main; sys.exit(main())"
@@ -73,6 +75,7 @@ class DeviceWorker:
         self.to_child: Connection | None = None
         self.from_child: Connection | None = None
         self.starts = 0
+        self.prepared: set[Any] = set()  # launches already built in this child
 
     def _start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-c", _CHILD],
@@ -84,6 +87,9 @@ class DeviceWorker:
         self.proc.stdin.close()
         self.proc.stdout.close()
         self.starts += 1
+        self.prepared = set()
+        # Start-up (imports, device discovery) is not part of any launch's time limit.
+        self._answer(self._wait(STARTUP_TIMEOUT_S, f"starting the {self.device} worker"))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -123,6 +129,10 @@ class DeviceWorker:
             if self.alive():
                 self.close()
             raise
+        return self._answer(answer)
+
+    @staticmethod
+    def _answer(answer: tuple[str, Any]) -> Any:
         status, value = answer
         if status == "ok":
             return value
@@ -176,10 +186,27 @@ def run_isolated(info: DeviceInfo, source: str, kernel_name: str, global_size: A
     or DeviceTimedOut for a fault, and whatever run_cl raised (DeviceError...) otherwise."""
     kwargs = dict(device=info.short_name, source=source, kernel_name=kernel_name,
                   global_size=global_size, local_size=local_size, args=list(args), **options)
+    what = _what(kernel_name, info.short_name, global_size, local_size)
+    child = worker(info.short_name)
+    if not child.alive():
+        child.close()
+        child._start()
+    # The build (and every check) first, under the default limit, once per program: the
+    # launch's own limit then times the kernel alone.
+    key = (source, kernel_name, repr(sorted(options.items())),
+           non_uniform(_sizes(global_size), _sizes(local_size)))
+    if key not in child.prepared:
+        child.call(_Request("run", {**kwargs, "prepare_only": True}), default_timeout(),
+                   "preparing " + what)
+        child.prepared.add(key)
     crash = os.environ.get(CRASH_ENV) == kernel_name
-    return worker(info.short_name).call(
-        _Request("run", kwargs, crash), timeout_s or default_timeout(),
-        _what(kernel_name, info.short_name, global_size, local_size))
+    return child.call(_Request("run", kwargs, crash), timeout_s or default_timeout(), what)
+
+
+def _sizes(size: Any) -> tuple[int, ...] | None:
+    if size is None:
+        return None
+    return (int(size),) if isinstance(size, int) else tuple(int(s) for s in size)
 
 
 def build_isolated(info: DeviceInfo, source: str, options: tuple[str, ...], kernel_name: str,
@@ -197,14 +224,17 @@ def build_isolated(info: DeviceInfo, source: str, options: tuple[str, ...], kern
 
 def _serve(reader: Connection, writer: Connection) -> int:
     from verify import clrun
-    from verify.devices import get_device
+    from verify.devices import get_device, list_devices
 
+    list_devices()
+    writer.send(("ok", None))  # ready
     while True:
         try:
             request: _Request = reader.recv()
         except EOFError:  # the parent is gone or closed us
             return 0
-        if request.crash:
+        if request.crash:  # drivers install SIGSEGV handlers of their own: restore the default
+            signal.signal(signal.SIGSEGV, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGSEGV)
         kwargs = dict(request.kwargs)
         try:

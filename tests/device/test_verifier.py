@@ -36,6 +36,7 @@ from clsim.spec import EXACT, KernelSpec, Launch, get_spec, ulp
 from kernels_py.common import tree_reduce_sum
 from kernels_py.vector_add import vector_add
 from verify import cli
+from verify.devices import get_device
 from verify.failures import load_failure
 from verify.fuzz import fuzz_spec
 from verify.pairs import CONTRACT_OFF, contract_off, spec_pair, uses_subgroups
@@ -47,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CL = ROOT / "kernels_cl"
 PLANTED = CL / "planted"
 WG = 256
+# CLI runs need a device that builds: the first usable one (pocl where the wheel's PoCL works).
+USABLE = get_device(None).short_name
 
 
 @clsim.kernel
@@ -399,7 +402,7 @@ def test_cli_verify_reports_and_replays_planted_bug(tmp_path, capsys):
     """'clsim verify NAME --cl FILE' exits 1 on a disagreement and prints the minimal example:
     shape, input excerpt, first differing index, both values in hex, ULP distance, the saved
     folder; 'clsim replay FOLDER' reproduces it (exit 1) and agrees with the fix (exit 0)."""
-    code = cli.main(["verify", "vector_add", "-d", "pocl", "-n", "30", "--seed", "3",
+    code = cli.main(["verify", "vector_add", "-d", USABLE, "-n", "30", "--seed", "3",
                      "--cl", str(PLANTED / "vector_add_off_by_one.cl"), "--no-progress",
                      "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -415,7 +418,7 @@ def test_cli_verify_reports_and_replays_planted_bug(tmp_path, capsys):
 def test_cli_verify_agrees_with_time(tmp_path, capsys):
     """'clsim verify vector_add --time' exits 0 when every device agrees and prints each
     device's kernel time at the default shape."""
-    code = cli.main(["verify", "vector_add", "-d", "pocl", "-n", "10", "--seed", "1", "--time",
+    code = cli.main(["verify", "vector_add", "-d", USABLE, "-n", "10", "--seed", "1", "--time",
                      "--repeats", "1", "--no-progress", "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0 and "agree" in out and "time at the default shape" in out
@@ -458,7 +461,7 @@ def test_cli_verify_user_file_spec(tmp_path, capsys):
                             outputs={"y": EXACT}, default_shape={"n": 1000})
         """))
     ref = f"{tmp_path / 'my_kernels.py'}::DOUBLE"
-    code = cli.main(["verify", ref, "-d", "pocl", "-n", "15", "--no-progress",
+    code = cli.main(["verify", ref, "-d", USABLE, "-n", "15", "--no-progress",
                      "--failures-dir", str(tmp_path / "failures")])
     assert code == 0 and "agree" in capsys.readouterr().out
 
@@ -467,7 +470,7 @@ def test_cli_devices_and_errors(capsys):
     """'clsim devices' prints the table (or JSON with --json); an unknown kernel or device is
     a one-line error with exit status 2 from the standalone entry point."""
     assert cli.main(["devices"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["name", "platform", "OpenCL"]
+    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["name", "usable", "platform"]
     assert cli.main(["devices", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert any(r["name"] == "pocl" for r in rows) and "local_mem_size" in rows[0]
