@@ -154,14 +154,50 @@ def _param_problem(arg: Any, c_type: str, qualifier: int, local_mem: type) -> st
     return _type_mismatch(base, value.dtype, False)
 
 
+_QUALIFIERS = {"__global": 0x119B, "global": 0x119B, "__constant": 0x119D,
+               "constant": 0x119D, "__local": _QUALIFIER_LOCAL, "local": _QUALIFIER_LOCAL}
+_IGNORED = {"const", "volatile", "restrict", "__restrict", "__read_only", "__write_only",
+            "read_only", "write_only", "struct"}
+
+
+def _parse_param(text: str) -> tuple[str, str, int] | None:
+    words = re.findall(r"[A-Za-z_]\w*|\*", text)
+    names = [w for w in words if w != "*"]
+    if not names:
+        return None
+    qualifier = next((_QUALIFIERS[w] for w in names if w in _QUALIFIERS), _QUALIFIER_PRIVATE)
+    kept = [w for w in names[:-1] if w not in _QUALIFIERS and w not in _IGNORED]
+    if kept[:1] == ["unsigned"]:
+        kept = ["u" + (kept[1] if len(kept) > 1 else "int")]
+    return names[-1], " ".join(kept) + "*" * words.count("*"), qualifier
+
+
+def source_params(source: str, kernel_name: str) -> list[tuple[str, str, int]] | None:
+    """(name, type, address qualifier) of each parameter of ``kernel_name`` as written in the
+    source (macros unexpanded), or None when the signature is not found."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
+    match = re.search(r"\b(?:__kernel|kernel)\b[^;{]*?\b" + re.escape(kernel_name)
+                      + r"\s*\(([^)]*)\)", text)
+    if match is None:
+        return None
+    body = match.group(1).strip()
+    if body in ("", "void"):
+        return []
+    params = [_parse_param(part) for part in body.split(",")]
+    return None if any(p is None for p in params) else params  # type: ignore[return-value]
+
+
 def check_signature(cl: Any, kernel: Any, device: str, kernel_name: str, args: Sequence[Any],
-                    local_mem: type) -> None:
-    """Raise InvalidArgumentError naming the first ``.cl`` parameter the arguments do not fit;
-    does nothing on a device that gives no argument info."""
+                    local_mem: type, source: str = "") -> None:
+    """Raise InvalidArgumentError naming the first ``.cl`` parameter the arguments do not fit.
+    The parameters come from the kernel's argument info, or, where the device gives none (a
+    program loaded from pyopencl's binary cache has none on some drivers), from the source."""
     try:
         params = [_arg_info(cl, kernel, i) for i in range(int(kernel.num_args))]
-    except Exception:  # no -cl-kernel-arg-info support: set_arg's own errors remain
-        return
+    except Exception:
+        params = source_params(source, kernel_name)
+        if params is None:  # nothing to check against: set_arg's own errors remain
+            return
     where = f"{kernel_name} on {device}"
     if len(params) != len(args):
         listed = ", ".join(f"{t} {n}" for n, t, _ in params) or "none"

@@ -408,7 +408,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
     program = build_program(info, source, all_options, kernel_name)
     context, queue = _queue(info)
     kernel = _make_kernel(cl, program, info, kernel_name)
-    check_signature(cl, kernel, info.short_name, kernel_name, args, LocalMem)
+    check_signature(cl, kernel, info.short_name, kernel_name, args, LocalMem, source)
     if prepare_only:
         return None
     bound = _bind(cl, kernel, context, args, info, kernel_name)
