@@ -90,7 +90,8 @@ def missing_feature(info: DeviceInfo, feature: str) -> str | None:
         return None if info.fp64 else f"{name} lacks cl_khr_fp64"
     if feature in CL2_FEATURES:
         verdict = health(info)
-        if verdict.cl2_option is not None:
+        if verdict.cl2_option is not None and (
+                verdict.cl2_builtins or feature == "non_uniform_work_groups"):
             return None
         what = "OpenCL C 2.0" if feature == "opencl_c_2.0" else (
             "non-uniform work-groups (a global size that is not a multiple of the local size)")
@@ -152,9 +153,12 @@ def exact_options(info: DeviceInfo) -> tuple[str, ...]:
 
 
 def needs_cl2(source: str) -> bool:
-    """True when OpenCL C ``source`` calls a builtin that exists from OpenCL C 2.0 on."""
-    return _CL2_USE.search(re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)) \
-        is not None
+    """True when OpenCL C ``source`` calls a builtin that exists from OpenCL C 2.0 on and does
+    not test ``__OPENCL_C_VERSION__`` (a source that does has a 1.2 path of its own, and the
+    build keeps the device's default: the 2.0 path is not always the better one, see
+    docs/verifying.md on the Intel runtime's work-group scan)."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
+    return _CL2_USE.search(code) is not None and "__OPENCL_C_VERSION__" not in code
 
 
 def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) -> bool:
@@ -401,6 +405,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
         features.append(f"work_group_size:{math.prod(local)}")
     cl2 = launch_features(source, global_tuple, local)
     check_features(info, features + cl2)
+    cl2 += [f for f in features if f in CL2_FEATURES]
     _check_args(args, kernel_name)
 
     all_options = build_options(info, options, subgroup_size, bool(cl2))

@@ -423,8 +423,11 @@ def _bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _std_cell(option: str | None) -> str:
-    return option.removeprefix("-cl-std=") if option else "-"
+def _std_cell(health: Any) -> str:
+    if not health.cl2_option:
+        return "-"
+    std = health.cl2_option.removeprefix("-cl-std=")
+    return std if health.cl2_builtins else f"{std} (partial groups only)"
 
 
 def format_devices(devices: list[DeviceInfo]) -> str:
@@ -437,7 +440,7 @@ def format_devices(devices: list[DeviceInfo]) -> str:
               "fp16", "fp64", "local mem", "device")
     rows = [header] + [(
         d.short_name, "yes" if verdicts[d.short_name].usable else "NO", d.platform,
-        d.opencl_version, _std_cell(verdicts[d.short_name].cl2_option), str(d.compute_units),
+        d.opencl_version, _std_cell(verdicts[d.short_name]), str(d.compute_units),
         str(d.max_work_group_size), _subgroup_cell(d), "yes" if d.fp16 else "-",
         "yes" if d.fp64 else "-", _bytes(d.local_mem_size), d.full_name,
     ) for d in devices]

@@ -8,7 +8,12 @@ shrink any disagreement to a minimal example and return a ``FuzzReport``.
 Nothing is lost: the first failing example is saved under ``failures_dir`` the moment it is
 found, before shrinking starts; the minimal one is saved before ``fuzz`` returns. Both folders
 replay with ``clsim replay``. An error on either side (the simulator's OutOfBoundsError, a
-launch the device refuses) counts as a failure too and is saved and shrunk the same way.
+launch the device refuses) counts as a failure too and is saved and shrunk the same way. Device
+launches run in a worker process (``verify.worker``), so a crash or a time-out there is a
+finding saved by this process (stage ``crash``/``timeout``), reported without shrinking; Ctrl-C
+during an example saves it (stage ``interrupted``) before the KeyboardInterrupt propagates.
+Cases are not written before every launch: a save costs ~30 ms (three fsyncs), more than the
+launch; only a kill of this process itself (SIGKILL, out of memory) loses the case in flight.
 
 This module prints nothing except an optional tqdm progress bar on stderr; ``verify.cli``
 formats reports.
@@ -230,6 +235,9 @@ def _try(pair: Pair, case: Case, info: DeviceInfo, state: _State, save: Callable
     bar.update(1)
     try:
         result = run_pair(pair, case, info, timeout_s=timeout_s)
+    except KeyboardInterrupt as err:  # e.g. at a launch that hangs: keep the case in flight
+        path = save(case, None, "interrupted (Ctrl-C) while this case ran", "interrupted")
+        raise KeyboardInterrupt(f"interrupted; the case in flight is saved: {path}") from err
     except DeviceFault as err:
         message = f"{type(err).__name__}: {err}"
         stage = "timeout" if isinstance(err, DeviceTimedOut) else "crash"
@@ -278,8 +286,10 @@ def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo 
 
     def save(case: Case, comparison: LaunchComparison | None, error: str | None,
              stage: str) -> Path:
-        # A hang on the device may hang the simulator too: no diagnosis for a time-out.
-        checks = None if stage == "timeout" else diagnose(pair, case, info, comparison)
+        # A hang on the device may hang the simulator too, and Ctrl-C means stop now: no
+        # diagnosis for either.
+        checks = None if stage in ("timeout", "interrupted") else diagnose(
+            pair, case, info, comparison)
         path = save_case(pair, case, info.short_name, comparison=comparison, error=error,
                          seed_value=seed_value, failures_dir=failures_dir, stage=stage,
                          checks=checks)

@@ -33,7 +33,7 @@ import numpy as np
 
 from verify.devices import DeviceInfo, child_env, get_device, import_pyopencl
 
-PROBE_VERSION = 1
+PROBE_VERSION = 2
 FAULT_ENV = "CLSIM_PROBE_FAULT"
 PROBE_TIMEOUT_S = 180
 # Not "-m verify.probe": the verify package imports this module first (runpy would warn).
@@ -50,6 +50,12 @@ NON_UNIFORM_SOURCE = """__kernel void clsim_probe(__global int* out)
     out[get_global_id(0)] = (int)get_local_size(0);
 }
 """
+BUILTINS_SOURCE = """__kernel void clsim_probe(__global int* out)
+{
+    int s = work_group_reduce_add((int)get_local_id(0) + 1);
+    out[get_global_id(0)] = work_group_broadcast(s, (size_t)0);
+}
+"""
 # Tried in order; the first that builds and runs a non-uniform launch right is the one used.
 CL2_STDS = ("-cl-std=CL2.0", "-cl-std=CL3.0")
 
@@ -57,13 +63,15 @@ CL2_STDS = ("-cl-std=CL2.0", "-cl-std=CL3.0")
 @dataclass(frozen=True)
 class Health:
     """A device's probe verdict. ``reason`` says why it is unusable ("" when usable);
-    ``cl2_option`` is the ``-cl-std`` option that gives OpenCL C 2.0 builtins and non-uniform
-    work-groups on it (None: it has neither, ``cl2_reason`` says what the probe saw)."""
+    ``cl2_option`` is the ``-cl-std`` option that runs non-uniform work-groups right on it
+    (None: none does, ``cl2_reason`` says what the probe saw); ``cl2_builtins`` whether the
+    work-group functions of OpenCL C 2.0 also build and run with it (Oclgrind: no)."""
 
     usable: bool
     reason: str = ""
     cl2_option: str | None = None
     cl2_reason: str = ""
+    cl2_builtins: bool = False
 
 
 _memory: dict[str, Health] = {}
@@ -126,7 +134,13 @@ def probe_here(info: DeviceInfo, broken: bool = False) -> Health:
     if out.tolist() != expected:
         return Health(False, f"a trivial kernel gave {out.tolist()}, expected {expected}")
     option, why = _cl2(cl, info)
-    return Health(True, "", option, why)
+    builtins = False
+    if option is not None:
+        try:
+            builtins = _run(cl, info, BUILTINS_SOURCE, [option], 4, 2).tolist() == [3] * 4
+        except Exception as err:
+            why = f"{option}: work-group functions: {_error_text(err)}"
+    return Health(True, "", option, why, builtins)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -189,3 +189,31 @@ def test_diagnosis_names_a_race(device):
         pair = make_pair(kernel, "__kernel void k() {}", kernel_name="k")
         case = make_case(pair, 32, 16, [x, np.zeros(32, np.float32)])
         assert expect in diagnose(pair, case, info)
+
+
+WG_REDUCE_CL = """
+__kernel void total(__global const int* x, __global int* out)
+{
+    int s = work_group_reduce_add(x[get_global_id(0)]);
+    if (get_local_id(0) == 0) out[get_group_id(0)] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_opencl_c_2_builtins_get_the_matching_std(device):
+    """A source calling a 2.0 work-group function (with no __OPENCL_C_VERSION__ test of its
+    own) is built with the device's -cl-std for 2.0, or refused with the reason; a source that
+    tests __OPENCL_C_VERSION__ keeps the default build."""
+    x = np.arange(64, dtype=np.int32)
+    verdict = health(get_device(device))
+    option = verdict.cl2_option if verdict.cl2_builtins else None
+    if option is None:
+        with pytest.raises(DeviceLacksFeature, match="lacks OpenCL C 2.0"):
+            run_cl(device, WG_REDUCE_CL, "total", 64, 32, [x, np.zeros(2, np.int32)])
+        return
+    run = run_cl(device, WG_REDUCE_CL, "total", 64, 32, [x, np.zeros(2, np.int32)])
+    assert option in run.options and run.buffers[1].tolist() == [x[:32].sum(), x[32:].sum()]
+    guarded = "#if __OPENCL_C_VERSION__ >= 200\n#endif\n" + LOCAL_SIZE_CL
+    plain = run_cl(device, guarded, "local_size", 8, 8, [np.zeros(8, np.int32), np.int32(8)])
+    assert not any(o.startswith("-cl-std") for o in plain.options)
