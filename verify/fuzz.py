@@ -37,10 +37,11 @@ from tqdm import tqdm
 from clsim.api import KernelFunction
 from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, Launch, Policy
-from verify.clrun import build_options, needs_cl2
+from verify.clrun import build_options
 from verify.devices import DeviceInfo, get_device
 from verify.errors import DeviceFault, DeviceTimedOut
 from verify.failures import DEFAULT_DIR, save_failure
+from verify.features import needs_cl2
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_case
 from verify.pairs import spec_pair as _spec_pair
 from verify.probe import health
@@ -274,8 +275,7 @@ def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo 
     info = device if isinstance(device, DeviceInfo) else get_device(device)
     seed_value = secrets.randbits(32) if seed_value is None else int(seed_value)
     verdict = health(info)
-    reason = pair.skip_reason(info) if verdict.usable else (
-        f"{info.short_name} is unusable: {verdict.reason}")
+    reason = pair.skip_reason(info)
     if reason is not None:
         return FuzzReport(pair.name, info.short_name, seed_value, skipped=reason)
     # A build failure fails every case: raise it (with its log) now, not after shrinking.

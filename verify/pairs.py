@@ -25,9 +25,10 @@ import numpy as np
 from clsim.api import KernelFunction
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.spec import EXACT, KernelSpec, Launch, Policy
-from verify.clrun import launch_features, missing_feature
+from verify.features import launch_features, missing_feature
 from verify.devices import DeviceInfo
 from verify.policy import parse_policy
+from verify.probe import health
 
 _SUBGROUP_USE = re.compile(
     r"\b(?:(?:get_(?:max_|num_|enqueued_num_)?sub_group_\w+)|(?:sub_group_\w+)|"
@@ -86,7 +87,11 @@ class Pair:
 
     def skip_reason(self, device: DeviceInfo, local_size: Sequence[int] | None = None,
                     global_size: Sequence[int] | None = None) -> str | None:
-        """Why ``device`` cannot run this pair (e.g. "pocl lacks sub-groups ..."), or None."""
+        """Why ``device`` cannot run this pair (e.g. "pocl lacks sub-groups ...", or "pocl is
+        unusable: ..." when it failed its health probe), or None."""
+        verdict = health(device)
+        if not verdict.usable:
+            return f"{device.short_name} is unusable: {verdict.reason}"
         for feature in self.features(local_size, global_size):
             reason = missing_feature(device, feature)
             if reason is not None:

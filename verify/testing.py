@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from verify.clrun import missing_feature
+from verify.features import missing_feature
 from verify.devices import DeviceInfo, list_devices
 from verify.probe import health
 

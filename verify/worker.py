@@ -33,7 +33,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from clsim.errors import DeviceError
-from verify.clrun import non_uniform
+from verify.features import non_uniform
 from verify.devices import DeviceInfo, child_env
 from verify.errors import DeviceCrashed, DeviceTimedOut
 
