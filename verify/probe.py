@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -105,7 +106,9 @@ def _error_text(err: Exception) -> str:
     text = str(err).strip()
     # pyopencl puts the build log after the status; the log's first error line is the news.
     errors = [line.strip() for line in text.splitlines() if "error" in line.lower()]
-    return (errors[-1] if errors else text.splitlines()[0] if text else type(err).__name__)[:300]
+    line = errors[-1] if errors else text.splitlines()[0] if text else type(err).__name__
+    # "/tmp/.../tempfile_x.cl:1:57: error: ..." names a temporary file: drop it, keep the news.
+    return re.sub(r"\S+\.cl:\d+:\d+:\s*", "", line)[:300]
 
 
 def _cl2(cl: Any, info: DeviceInfo) -> tuple[str | None, str]:

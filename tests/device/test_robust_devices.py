@@ -10,6 +10,7 @@ a ``.cl`` kernel spins on a volatile flag for the time-out.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 
 import numpy as np
@@ -175,3 +176,20 @@ def test_crashing_worker_is_a_saved_finding(tmp_path, monkeypatch):
     args = [np.zeros(8, np.float32), np.zeros(1, np.int32)]
     assert verify.compare(fill, FILL_CL, global_size=8, local_size=8, args=args,
                           device=device).equal
+
+
+def test_ctrl_c_saves_the_case_in_flight(tmp_path, monkeypatch):
+    """Ctrl-C during an example (e.g. at a launch that hangs) saves that case (stage
+    'interrupted') and the KeyboardInterrupt that propagates names the folder."""
+    fuzz_module = importlib.import_module("verify.fuzz")  # verify.fuzz is also the function
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fuzz_module, "run_pair", interrupted)
+    with pytest.raises(KeyboardInterrupt, match="the case in flight is saved: ") as info:
+        verify.fuzz(fill, FILL_CL, launches=_fill_launches(), device=_first_usable(),
+                    examples=5, failures_dir=tmp_path, seed=1)
+    folder = str(info.value).split("saved: ")[1]
+    meta = json.loads((tmp_path / folder.split("/")[-1] / "meta.json").read_text())
+    assert meta["extra"]["stage"] == "interrupted" and meta["launch"]["global_size"] == [8]

@@ -371,7 +371,8 @@ def test_parse_policy_spellings():
         verify.parse_policy("close enough")
 
 
-def test_spec_requiring_subgroups_is_skipped_with_reason(tmp_path):
+@pytest.mark.parametrize("device", device_params(only=("pocl",)))
+def test_spec_requiring_subgroups_is_skipped_with_reason(tmp_path, device):
     """A spec that requires sub-groups is skipped on a device without them (pocl), with the
     device's reason; the runner takes sub-group use from the .cl source."""
     base = get_spec("vector_add")
@@ -379,7 +380,7 @@ def test_spec_requiring_subgroups_is_skipped_with_reason(tmp_path):
                       cl_file=base.cl_file, make_inputs=base.make_inputs, launch=base.launch,
                       reference=base.reference, outputs={"c": EXACT},
                       default_shape={"n": 64}, requires=frozenset({"subgroups"}))
-    report = fuzz_spec(spec, "pocl", examples=5, failures_dir=tmp_path)
+    report = fuzz_spec(spec, device, examples=5, failures_dir=tmp_path)
     assert report.skipped.startswith("pocl lacks sub-groups") and report.equal
     assert uses_subgroups("x = sub_group_reduce_add(v);")
     assert uses_subgroups("__attribute__((intel_reqd_sub_group_size(16)))")
@@ -492,8 +493,8 @@ def test_pytest_plugin_parametrizes_device(tmp_path):
         def test_any(device):
             assert isinstance(device, str)
 
-        @pytest.mark.device_requires("fp16")
-        def test_fp16(device):
+        @pytest.mark.device_requires("work_group_size:100000000")
+        def test_huge(device):
             pass
 
         @pytest.mark.parametrize("device", ["mine"])
@@ -503,11 +504,12 @@ def test_pytest_plugin_parametrizes_device(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "verify.pytest_plugin", "-p", "no:cacheprovider",
          "-rs", "-v", str(tmp_path / "test_plugin_use.py")],
-        capture_output=True, text=True, cwd=ROOT, env={**_env(), "CLSIM_TEST_DEVICES": "pocl"})
+        capture_output=True, text=True, cwd=ROOT, env={**_env(), "CLSIM_TEST_DEVICES": USABLE})
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
-    assert "test_any[pocl] PASSED" in out and "test_explicit[mine] PASSED" in out
-    assert "test_fp16[pocl] SKIPPED" in out and "pocl lacks cl_khr_fp16" in out
+    assert f"test_any[{USABLE}] PASSED" in out and "test_explicit[mine] PASSED" in out
+    assert f"test_huge[{USABLE}] SKIPPED" in out
+    assert f"{USABLE} lacks work-group size 100000000" in out
 
 
 def _env() -> dict[str, str]:
