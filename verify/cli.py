@@ -194,6 +194,8 @@ def format_found(found: Found) -> str:
                 lines.append(c.describe())
     if found.error:
         lines.append(found.error)
+    if found.checks:
+        lines.append(f"simulator with {found.checks}")
     if found.path is not None:
         lines.append(f"saved: {found.path}")
         if found.first_path is not None and found.first_path != found.path:

@@ -409,6 +409,7 @@ def test_cli_verify_reports_and_replays_planted_bug(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1 and "DIFFER" in out and "shape n=" in out
     assert "differs at index" in out and "0x" in out and "ULP distance" in out
+    assert 'simulator with checks="all": no data race or uninitialised read' in out
     saved = [line.split("saved: ")[1] for line in out.splitlines() if "saved: " in line]
     assert len(saved) == 1 and Path(saved[0]).is_dir()
     assert cli.main(["replay", saved[0]]) == 1
