@@ -4,13 +4,17 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 import clsim
 import verify
 from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_global_id, get_local_id, local_array
 from clsim.errors import DeviceLacksFeature, InvalidArgumentError
+from clsim.spec import Launch
 from verify.clrun import run_cl
 from verify.devices import get_device
 from verify.pairs import make_case, make_pair
@@ -217,3 +221,31 @@ def test_opencl_c_2_builtins_get_the_matching_std(device):
     guarded = "#if __OPENCL_C_VERSION__ >= 200\n#endif\n" + LOCAL_SIZE_CL
     plain = run_cl(device, guarded, "local_size", 8, 8, [np.zeros(8, np.int32), np.int32(8)])
     assert not any(o.startswith("-cl-std") for o in plain.options)
+
+
+SHIFT_CL = """
+__kernel void shift(__global const float* x, __global float* out)
+{
+    __local float scratch[16];
+    int lid = get_local_id(0);
+    scratch[lid] = x[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = scratch[(lid + 1) % 16];
+}
+"""
+
+
+@pytest.mark.parametrize("device", device_params(only=("intel-cpu", "pocl")))
+def test_disagreement_from_a_missing_barrier_is_diagnosed(device, tmp_path):
+    """When the device (with its barrier) and the simulator (whose kernel lacks it) differ,
+    the finding and its saved meta say that checks="all" found the data race."""
+    x = np.arange(1, 33, dtype=np.float32)
+    launches = st.just(Launch((32,), (16,), (x, np.zeros(32, np.float32))))
+    report = verify.fuzz(shift_without_barrier, SHIFT_CL, kernel_name="shift",
+                         launches=launches, device=device, examples=3, failures_dir=tmp_path,
+                         seed=1)
+    found = report.found
+    assert found is not None and found.comparison is not None
+    assert "data race" in found.checks
+    meta = json.loads((found.path / "meta.json").read_text())
+    assert meta["extra"]["checks_all"] == found.checks
