@@ -266,5 +266,10 @@ def health(info: DeviceInfo) -> Health:
     return health_all([info])[info.short_name]
 
 
+def health_fields(info: DeviceInfo) -> dict[str, Any]:
+    """The verdict as plain fields (``usable``, ``reason``, ``cl2_option``...), for JSON."""
+    return asdict(health(info))
+
+
 if __name__ == "__main__":
     sys.exit(main())

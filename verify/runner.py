@@ -159,6 +159,7 @@ def _check_args(pair: Pair, case: Case) -> list[Any]:
                 f"{pair.name}: argument {name!r} is LocalMem; the simulator's kernels declare "
                 "local memory with local_array(...) inside the kernel. Declare it there (and "
                 "as a __local array in the .cl kernel).", kernel=pair.name, argument=name)
+    memory_groups(args, pair.name, [repr(p) for p in pair.params])  # overlaps, by name
     return args
 
 

@@ -117,6 +117,9 @@ def test_one_array_passed_twice_is_one_buffer(device):
     base = np.zeros(17, np.float32)
     with pytest.raises(InvalidArgumentError, match="argument 0 and argument 1 are overlapping"):
         run_cl(device, ALIAS_CL, "alias", 16, 16, [base[0:16], base[1:17]])
+    with pytest.raises(InvalidArgumentError, match="alias: 'a' and 'b' are overlapping views"):
+        verify.compare(alias, ALIAS_CL, global_size=16, local_size=16,
+                       args=[base[0:16], base[1:17]], device=device)
 
 
 # --- -cl-std for partial work-groups ---------------------------------------------------------

@@ -476,6 +476,7 @@ def test_cli_devices_and_errors(capsys):
     assert cli.main(["devices", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert any(r["name"] == "pocl" for r in rows) and "local_mem_size" in rows[0]
+    assert all(isinstance(r["usable"], bool) and "reason" in r for r in rows)
     assert cli.main(["verify", "no_such_kernel", "--no-progress"]) == 2
     assert "no kernel named 'no_such_kernel'" in capsys.readouterr().err
     assert cli.main(["verify", "vector_add", "-d", "no-such-gpu", "--no-progress"]) == 2
