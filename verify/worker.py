@@ -107,7 +107,11 @@ class DeviceWorker:
 
     def _crashed(self, what: str) -> DeviceCrashed:
         assert self.proc is not None
-        code = self.proc.wait()
+        try:  # the pipe closed: the child is dying, or wedged after closing it
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
         self.close()
         how = f"died from {_signal_name(-code)}" if code < 0 else f"exited with status {code}"
         return DeviceCrashed(
@@ -123,7 +127,10 @@ class DeviceWorker:
             self._start()
         assert self.to_child is not None and self.from_child is not None
         try:
-            self.to_child.send(request)
+            try:
+                self.to_child.send(request)
+            except OSError as err:  # BrokenPipeError: it died since the last answer
+                raise self._crashed(what) from err
             answer = self._wait(timeout_s, what)
         except BaseException:  # Ctrl-C: a child stuck in a kernel must not outlive the wait
             if self.alive():
