@@ -8,6 +8,8 @@ Public API:
 - ``fuzz(kernel, cl_source, launches=<strategy of clsim.spec.Launch>, ...)``: the same over
   Hypothesis draws, shrunk to a minimal failing example that is saved before it is returned
   (a ``FuzzReport``); ``fuzz_spec(spec, device)`` does it for a ``KernelSpec``;
+- ``magnitude(k, scale)``: the policy for sums that cancel (``|a - b| <= k * eps *
+  sum|terms|``, ``scale`` giving sum|terms| per output from the inputs);
 - ``strategies``: Hypothesis strategies for inputs and launch sizes (edge values, tails).
 
 Modules: ``devices`` (discovery), ``probe`` (device health probe), ``device_table``
@@ -22,10 +24,10 @@ module's other names with ``from verify.fuzz import ...``. See docs/verifying.md
 
 from verify import strategies
 from verify.fuzz import Found, FuzzReport, fuzz, fuzz_spec
-from verify.policy import parse_policy, ulp_distance
+from verify.policy import magnitude, parse_policy, ulp_distance
 from verify.runner import LaunchComparison, compare
 
 __all__ = [
-    "Found", "FuzzReport", "LaunchComparison", "compare", "fuzz", "fuzz_spec", "parse_policy",
-    "strategies", "ulp_distance",
+    "Found", "FuzzReport", "LaunchComparison", "compare", "fuzz", "fuzz_spec", "magnitude",
+    "parse_policy", "strategies", "ulp_distance",
 ]

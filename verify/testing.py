@@ -58,7 +58,10 @@ def _skip_reason(name: str, devices: dict[str, DeviceInfo], failure: str | None,
         return failure
     if name not in devices:
         return f"device {name} not present ({_install_hint(name)})"
-    verdict = health(devices[name])
+    try:
+        verdict = health(devices[name])
+    except Exception as err:  # the probe could not even start: say so, never vanish
+        return f"device {name}: health probe failed: {type(err).__name__}: {err}"
     if not verdict.usable:
         return f"device {name} is unusable: {verdict.reason}"
     for feature in requires:
