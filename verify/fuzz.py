@@ -274,14 +274,13 @@ def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo 
     A device crash or time-out ends the search with that case (saved), unshrunk."""
     info = device if isinstance(device, DeviceInfo) else get_device(device)
     seed_value = secrets.randbits(32) if seed_value is None else int(seed_value)
-    verdict = health(info)
     reason = pair.skip_reason(info)
     if reason is not None:
         return FuzzReport(pair.name, info.short_name, seed_value, skipped=reason)
     # A build failure fails every case: raise it (with its log) now, not after shrinking.
     build_isolated(info, contract_off(pair.source),
                    build_options(info, pair.options, pair.subgroup_size, needs_cl2(pair.source)),
-                   pair.kernel_name, timeout_s)
+                   pair.kernel_name)
     state = _State()
 
     def save(case: Case, comparison: LaunchComparison | None, error: str | None,
@@ -310,7 +309,7 @@ def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo 
         return FuzzReport(pair.name, info.short_name, seed_value, state.runs, skipped=(
             f"no drawn launch fits {info.short_name} (max work-group size "
             f"{info.max_work_group_size}, partial work-groups "
-            f"{'supported' if verdict.cl2_option else 'unsupported'})"))
+            f"{'supported' if health(info).cl2_option else 'unsupported'})"))
     finally:
         bar.close()
     return FuzzReport(pair.name, info.short_name, seed_value, state.runs, found,
