@@ -20,7 +20,7 @@ import pytest
 
 from verify.features import missing_feature
 from verify.devices import DeviceInfo, list_devices
-from verify.probe import health
+from verify.probe import health, health_all
 
 KNOWN_DEVICES = ("pocl", "intel-cpu", "oclgrind")
 ENV_VAR = "CLSIM_TEST_DEVICES"
@@ -78,6 +78,10 @@ def device_params(requires: Sequence[str] = (), only: Iterable[str] | None = Non
     "subgroup_size:<n>", "work_group_size:<n>"). ``only`` restricts to those device names
     (within what CLSIM_TEST_DEVICES selects)."""
     devices, failure = _present()
+    try:  # probe every uncached device at once (in parallel) rather than one by one below
+        health_all(devices.values())
+    except Exception:
+        pass  # _skip_reason reports it per device
     names = selected_names(devices)
     if only is not None:
         keep = set(only)
