@@ -27,6 +27,7 @@ from verify.devices import DeviceInfo, format_devices, get_device, list_devices
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, Found, FuzzReport, fuzz_spec
 from verify.pairs import Case, Pair, default_case
+from verify.probe import health_fields
 from verify.policy import Difference
 from verify.replay import ReplayOutcome, replay, spec_ref_pair
 from verify.runner import time_on_device
@@ -53,7 +54,8 @@ def _device_dict(d: DeviceInfo) -> dict[str, Any]:
             "max_work_group_size": d.max_work_group_size,
             "subgroup_sizes": list(d.subgroup_sizes), "subgroups": d.has_subgroups,
             "fp16": d.fp16, "fp64": d.fp64, "local_mem_size": d.local_mem_size,
-            "correctly_rounded_divide_sqrt": d.correctly_rounded_divide_sqrt}
+            "correctly_rounded_divide_sqrt": d.correctly_rounded_divide_sqrt,
+            **health_fields(d)}
 
 
 def devices_main(args: argparse.Namespace) -> int:
@@ -214,6 +216,8 @@ def format_found(found: Found) -> str:
                 lines.append(c.describe())
     if found.error:
         lines.append(found.error)
+    if found.checks:
+        lines.append(f"simulator with {found.checks}")
     if found.path is not None:
         lines.append(f"saved: {found.path}")
         if found.first_path is not None and found.first_path != found.path:

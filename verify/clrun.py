@@ -13,6 +13,7 @@ launch at a time and is not thread-safe (kernel arguments are set on a shared ob
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import tempfile
 import warnings
@@ -22,10 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from clsim.errors import DeviceError, DeviceLacksFeature, InvalidArgumentError
-from verify.devices import DeviceInfo, get_device, import_pyopencl
+from clsim.errors import DeviceError, InvalidArgumentError
+from verify.clargs import check_signature, memory_groups
+from verify.features import (  # noqa: F401  (re-exported: the launch API's feature names)
+    CL2_FEATURES,
+    FEATURES,
+    check_features,
+    launch_features,
+    missing_feature,
+    needs_cl2,
+    non_uniform,
+)
+from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
+from verify.probe import health
 
-FEATURES = ("subgroups", "fp16", "fp64", "subgroup_size:<n>", "work_group_size:<n>")
+_STD_OPTION = re.compile(r"-cl-std=")
 
 
 @dataclass(frozen=True)
@@ -49,51 +61,6 @@ class ClRun:
 
 _queues: dict[str, tuple[Any, Any]] = {}
 _programs: dict[tuple[str, str, tuple[str, ...]], Any] = {}
-
-
-# ---------------------------------------------------------------------------------------------
-# Features
-
-
-def _subgroup_size_reason(info: DeviceInfo, size: int) -> str | None:
-    if "cl_intel_required_subgroup_size" not in info.extensions:
-        return f"{info.short_name} lacks cl_intel_required_subgroup_size (sub-group size {size})"
-    if size not in info.subgroup_sizes:
-        sizes = ", ".join(map(str, info.subgroup_sizes)) or "none"
-        return f"{info.short_name} lacks sub-group size {size} (supports {sizes})"
-    return None
-
-
-def missing_feature(info: DeviceInfo, feature: str) -> str | None:
-    """Why ``info`` cannot satisfy ``feature`` (e.g. "pocl lacks cl_khr_fp16"), or None."""
-    name = info.short_name
-    if feature == "subgroups":
-        return None if info.has_subgroups else (
-            f"{name} lacks sub-groups (no cl_khr_subgroups, cl_intel_subgroups or "
-            "__opencl_c_subgroups)")
-    if feature == "fp16":
-        return None if info.fp16 else f"{name} lacks cl_khr_fp16"
-    if feature == "fp64":
-        return None if info.fp64 else f"{name} lacks cl_khr_fp64"
-    kind, _, value = feature.partition(":")
-    if kind == "subgroup_size" and value.isdigit():
-        return _subgroup_size_reason(info, int(value))
-    if kind == "work_group_size" and value.isdigit():
-        if int(value) <= info.max_work_group_size:
-            return None
-        return f"{name} lacks work-group size {value} (max {info.max_work_group_size})"
-    raise ValueError(f"unknown device feature {feature!r}; known: {', '.join(FEATURES)}")
-
-
-def check_features(info: DeviceInfo, features: Sequence[str]) -> None:
-    """Raise DeviceLacksFeature for the first feature ``info`` lacks."""
-    for feature in features:
-        reason = missing_feature(info, feature)
-        if reason is not None:
-            raise DeviceLacksFeature(
-                f"{reason}. Pick another device ('clsim devices' lists each device's "
-                "features).",
-                device=info.short_name, feature=feature, reason=reason)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,13 +97,20 @@ def exact_options(info: DeviceInfo) -> tuple[str, ...]:
         else ()
 
 
+
 def build_options(info: DeviceInfo, options: str | Sequence[str] = (),
-                  subgroup_size: int | None = None) -> tuple[str, ...]:
+                  subgroup_size: int | None = None, cl2: bool = False) -> tuple[str, ...]:
     """Every build option ``run_cl`` uses: the caller's, ``-DCLSIM_SUBGROUP_SIZE=n`` when a
-    sub-group size is required, then ``exact_options``."""
+    sub-group size is required, the ``-cl-std`` the device's probe found for OpenCL C 2.0 when
+    ``cl2`` (unless the caller gave a ``-cl-std``), ``-cl-kernel-arg-info`` (arguments are
+    checked against the signature), then ``exact_options``."""
     user = tuple(shlex.split(options) if isinstance(options, str) else options)
     defines = (f"-DCLSIM_SUBGROUP_SIZE={subgroup_size}",) if subgroup_size else ()
-    return user + defines + exact_options(info)
+    std: tuple[str, ...] = ()
+    if cl2 and not any(_STD_OPTION.match(o) for o in user):
+        option = health(info).cl2_option
+        std = (option,) if option else ()
+    return user + defines + std + ("-cl-kernel-arg-info",) + exact_options(info)
 
 
 def _build_log(cl: Any, context: Any, info: DeviceInfo, source: str, options: str) -> str | None:
@@ -164,11 +138,15 @@ def _build_error(cl: Any, err: Exception, info: DeviceInfo, source: str,
                                      delete=False) as handle:
         handle.write(source)
     status = _status(cl, err)
+    verdict = health(info)
+    fix = "Fix the OpenCL C source" if verdict.usable else (
+        f"The device is the cause, not the source: {info.short_name} fails its health probe "
+        f"({verdict.reason}). Use another device (clsim devices); {WORKING_POCL_HINT}")
     return DeviceError(
         f"{kernel_name} on {info.short_name}: {status} (options: {joined or '(none)'}; source "
-        f"saved as {handle.name}). Fix the OpenCL C source; build log:\n{log.strip()}",
+        f"saved as {handle.name}). {fix}; build log:\n{log.strip()}",
         device=info.short_name, kernel=kernel_name, status=status, build_log=log,
-        options=options, source_path=handle.name)
+        options=options, source_path=handle.name, device_unusable=not verdict.usable)
 
 
 def build_program(info: DeviceInfo, source: str, options: tuple[str, ...],
@@ -210,13 +188,30 @@ def _check_args(args: Sequence[Any], kernel_name: str) -> None:
                 "LocalMem(nbytes).", kernel=kernel_name, index=index)
 
 
-def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any]
-          ) -> list[tuple[Any, np.ndarray] | None]:
-    """Set every argument; returns (buffer, host array) per array argument, else None."""
+def _set_arg(cl: Any, kernel: Any, index: int, value: Any, info: DeviceInfo,
+             kernel_name: str) -> None:
+    try:
+        kernel.set_arg(index, value)
+    except cl.Error as err:  # e.g. INVALID_ARG_SIZE where the device gave no argument info
+        raise InvalidArgumentError(
+            f"{kernel_name} on {info.short_name}: argument {index} does not fit its .cl "
+            f"parameter ({_status(cl, err)}). Pass the type the .cl kernel declares.",
+            kernel=kernel_name, index=index, status=_status(cl, err)) from err
+
+
+def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any], info: DeviceInfo,
+          kernel_name: str) -> list[tuple[Any, np.ndarray] | None]:
+    """Set every argument; returns (buffer, host array) per array argument, else None.
+    Arguments that are one host array get one buffer (``verify.clargs.memory_groups``)."""
     flags = cl.mem_flags
+    groups = memory_groups(args, kernel_name)
     bound: list[tuple[Any, np.ndarray] | None] = []
     for index, arg in enumerate(args):
-        if isinstance(arg, np.ndarray) and arg.ndim > 0:
+        group = groups[index]
+        if group is not None and group != index:
+            bound.append(bound[group])
+            kernel.set_arg(index, bound[group][0])
+        elif isinstance(arg, np.ndarray) and arg.ndim > 0:
             host = np.ascontiguousarray(arg)  # C order: what a flat __global pointer sees
             if host.nbytes:
                 buf = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=host)
@@ -225,12 +220,31 @@ def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any]
             kernel.set_arg(index, buf)
             bound.append((buf, host))
         elif isinstance(arg, np.generic | np.ndarray):
-            kernel.set_arg(index, np.asarray(arg)[()])
+            _set_arg(cl, kernel, index, np.asarray(arg)[()], info, kernel_name)
             bound.append(None)
         else:  # LocalMem, checked by _check_args
             kernel.set_arg(index, cl.LocalMemory(arg.nbytes))
             bound.append(None)
     return bound
+
+
+def _read_back(cl: Any, queue: Any, bound: list[tuple[Any, np.ndarray] | None]
+               ) -> list[np.ndarray | None]:
+    # One read per buffer: aliased arguments get the same array back.
+    read: dict[int, np.ndarray] = {}
+    buffers: list[np.ndarray | None] = []
+    for item in bound:
+        if item is None:
+            buffers.append(None)
+            continue
+        buf, host = item
+        if id(buf) not in read:
+            out = np.empty_like(host)
+            if out.nbytes:
+                cl.enqueue_copy(queue, out, buf)
+            read[id(buf)] = out
+        buffers.append(read[id(buf)])
+    return buffers
 
 
 def _kernel_subgroup_size(cl: Any, kernel: Any, info: DeviceInfo,
@@ -290,7 +304,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
            global_size: int | Sequence[int], local_size: int | Sequence[int] | None,
            args: Sequence[Any], *, options: str | Sequence[str] = (),
            required_features: Sequence[str] = (), subgroup_size: int | None = None,
-           profile: bool = True) -> ClRun:
+           profile: bool = True, prepare_only: bool = False) -> ClRun | None:
     """Build ``source`` for ``device``, launch ``kernel_name`` once, read every array back.
 
     Arrays become read-write buffers (copied in, multi-dimensional ones flattened in C order
@@ -299,7 +313,9 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
     ``subgroup_size`` requires that size, defines ``CLSIM_SUBGROUP_SIZE`` for the source's
     ``intel_reqd_sub_group_size`` attribute, and raises DeviceError if the kernel would run
     with another size. Missing features raise DeviceLacksFeature before anything is built.
-    Queues always profile; ``profile=False`` only leaves ``time_ns`` None.
+    Queues always profile; ``profile=False`` only leaves ``time_ns`` None. ``prepare_only``
+    does every check and the build, launches nothing and returns None (``verify.worker`` does
+    this first, so a launch's time limit does not include the build).
     """
     info = device if isinstance(device, DeviceInfo) else get_device(device)
     global_tuple, local = _as_tuple(global_size), _as_tuple(local_size)
@@ -309,15 +325,20 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
         features.append(f"subgroup_size:{subgroup_size}")
     if local is not None:
         features.append(f"work_group_size:{math.prod(local)}")
-    check_features(info, features)
+    cl2 = launch_features(source, global_tuple, local)
+    check_features(info, features + cl2)
+    cl2 += [f for f in features if f in CL2_FEATURES]
     _check_args(args, kernel_name)
 
-    all_options = build_options(info, options, subgroup_size)
+    all_options = build_options(info, options, subgroup_size, bool(cl2))
     cl = import_pyopencl()
     program = build_program(info, source, all_options, kernel_name)
     context, queue = _queue(info)
     kernel = _make_kernel(cl, program, info, kernel_name)
-    bound = _bind(cl, kernel, context, args)
+    check_signature(cl, kernel, info.short_name, kernel_name, args, LocalMem, source)
+    if prepare_only:
+        return None
+    bound = _bind(cl, kernel, context, args, info, kernel_name)
 
     actual = _kernel_subgroup_size(cl, kernel, info, local)
     if subgroup_size is not None and actual is not None and actual != subgroup_size:
@@ -328,16 +349,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
             device=info.short_name, kernel=kernel_name, subgroup_size=actual)
 
     event = _launch(cl, queue, kernel, info, kernel_name, global_tuple, local)
-    buffers: list[np.ndarray | None] = []
-    for item in bound:
-        if item is None:
-            buffers.append(None)
-            continue
-        buf, host = item
-        out = np.empty_like(host)
-        if out.nbytes:
-            cl.enqueue_copy(queue, out, buf)
-        buffers.append(out)
+    buffers = _read_back(cl, queue, bound)
     queue.finish()
     return ClRun(device=info.short_name, buffers=buffers,
                  time_ns=_elapsed_ns(event) if profile else None,

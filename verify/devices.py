@@ -36,7 +36,10 @@ from typing import Any
 
 from clsim.errors import DeviceError, DeviceUnavailable
 
-DEFAULT_DEVICE = "pocl"
+WORKING_POCL_HINT = (
+    "Where the PoCL in pyopencl's wheel cannot build (e.g. AMD CPU family 26), install "
+    "Debian's: apt-get install pocl-opencl-icd (see docs/verifying.md, 'When a device is "
+    "unusable')")
 SYSTEM_VENDORS = Path("/etc/OpenCL/vendors")
 CL_DEVICE_SUB_GROUP_SIZES_INTEL = 0x4108
 CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 7
@@ -212,6 +215,19 @@ def import_pyopencl() -> ModuleType:
     return _pyopencl
 
 
+def child_env() -> dict[str, str]:
+    """The environment for a child process of the verifier (health probe, device worker): our
+    ICD folder already in OCL_ICD_VENDORS, so the child's pyopencl sees the same devices under
+    the same names, and this process's import path, so it imports this very clsim/verify."""
+    import_pyopencl()
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
 # ---------------------------------------------------------------------------------------------
 # Discovery
 
@@ -235,6 +251,9 @@ class DeviceInfo:
     extensions: frozenset[str]
     device_type: str = "other"
     correctly_rounded_divide_sqrt: bool = False
+    platform_version: str = ""
+    device_version: str = ""
+    driver_version: str = ""
     cl_device: Any = field(default=None, compare=False, repr=False, hash=False)
 
 
@@ -300,6 +319,9 @@ def _describe(cl: ModuleType, platform: Any, device: Any, short_name: str) -> De
         device_type=next((k for m, k in kinds.items() if device.type & m), "other"),
         correctly_rounded_divide_sqrt=bool(
             device.single_fp_config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT),
+        platform_version=platform.version.strip(),
+        device_version=device.version.strip(),
+        driver_version=device.driver_version.strip(),
         cl_device=device,
     )
 
@@ -341,13 +363,32 @@ def list_devices(refresh: bool = False) -> list[DeviceInfo]:
     return list(_devices)
 
 
+def default_device() -> DeviceInfo:
+    """The first device (in ``list_devices`` order) that passes its health probe.
+
+    Raises DeviceUnavailable naming each device's reason when none does."""
+    from verify.probe import health_all
+
+    devices = list_devices()
+    verdicts = health_all(devices)
+    for info in devices:
+        if verdicts[info.short_name].usable:
+            return info
+    reasons = "; ".join(f"{d.short_name}: {verdicts[d.short_name].reason}" for d in devices)
+    raise DeviceUnavailable(
+        f"no usable OpenCL device ({reasons or 'none found'}). {WORKING_POCL_HINT}",
+        available=tuple(d.short_name for d in devices))
+
+
 def get_device(name: str | None = None) -> DeviceInfo:
     """A device by short name, or by a case-insensitive substring of its full or platform name.
 
-    ``None`` means ``DEFAULT_DEVICE``. Raises DeviceUnavailable (listing the short names present)
-    when nothing matches, DeviceError when a substring matches several devices.
+    ``None`` means ``default_device()``, the first usable one. Raises DeviceUnavailable
+    (listing the short names present) when nothing matches, DeviceError when a substring
+    matches several devices.
     """
-    name = name or DEFAULT_DEVICE
+    if not name:
+        return default_device()
     devices = list_devices()
     for info in devices:
         if info.short_name == name:
@@ -369,32 +410,8 @@ def get_device(name: str | None = None) -> DeviceInfo:
         device=name, available=tuple(d.short_name for d in devices))
 
 
-def _subgroup_cell(info: DeviceInfo) -> str:
-    if info.subgroup_sizes:
-        return ",".join(str(s) for s in info.subgroup_sizes)
-    return "yes" if info.has_subgroups else "-"
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} B"
-
-
 def format_devices(devices: list[DeviceInfo]) -> str:
-    """A plain-text table of devices, one per line, for ``clsim devices``."""
-    header = ("name", "platform", "OpenCL", "CUs", "max WG", "sub-groups", "fp16", "fp64",
-              "local mem", "device")
-    rows = [header] + [(
-        d.short_name, d.platform, d.opencl_version, str(d.compute_units),
-        str(d.max_work_group_size), _subgroup_cell(d), "yes" if d.fp16 else "-",
-        "yes" if d.fp64 else "-", _bytes(d.local_mem_size), d.full_name,
-    ) for d in devices]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in rows]
-    if not devices:
-        lines.append("(no OpenCL devices found; pip install '.[devices]' adds intel-cpu and "
-                     "oclgrind)")
-    return "\n".join(lines)
+    """The ``clsim devices`` table (``verify.device_table``): features and probe verdicts."""
+    from verify.device_table import format_table
+
+    return format_table(devices)

@@ -8,7 +8,12 @@ shrink any disagreement to a minimal example and return a ``FuzzReport``.
 Nothing is lost: the first failing example is saved under ``failures_dir`` the moment it is
 found, before shrinking starts; the minimal one is saved before ``fuzz`` returns. Both folders
 replay with ``clsim replay``. An error on either side (the simulator's OutOfBoundsError, a
-launch the device refuses) counts as a failure too and is saved and shrunk the same way.
+launch the device refuses) counts as a failure too and is saved and shrunk the same way. Device
+launches run in a worker process (``verify.worker``), so a crash or a time-out there is a
+finding saved by this process (stage ``crash``/``timeout``), reported without shrinking; Ctrl-C
+during an example saves it (stage ``interrupted``) before the KeyboardInterrupt propagates.
+Cases are not written before every launch: a save costs ~30 ms (three fsyncs), more than the
+launch; only a kill of this process itself (SIGKILL, out of memory) loses the case in flight.
 
 This module prints nothing except an optional tqdm progress bar on stderr; ``verify.cli``
 formats reports.
@@ -32,12 +37,16 @@ from tqdm import tqdm
 from clsim.api import KernelFunction
 from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, Launch, Policy
-from verify.clrun import build_kernel, build_options
+from verify.clrun import build_options
 from verify.devices import DeviceInfo, get_device
+from verify.errors import DeviceFault, DeviceTimedOut
 from verify.failures import DEFAULT_DIR, save_failure
+from verify.features import needs_cl2
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_case
 from verify.pairs import spec_pair as _spec_pair
-from verify.runner import LaunchComparison, run_pair
+from verify.probe import health
+from verify.runner import LaunchComparison, diagnose, run_pair
+from verify.worker import build_isolated
 from verify.strategies import float_arrays, problem_sizes
 
 # Local sizes tried for a spec: powers of two, odd sizes, one past a power of two. A fixed set,
@@ -52,13 +61,16 @@ DEFAULT_EXAMPLES = 100
 class Found:
     """A failing example, minimal after shrinking: the comparison that failed, or the error
     one side raised. ``path`` is its saved folder, ``first_path`` the first failing example's
-    (the same when no shrinking was possible)."""
+    (the same when no shrinking was possible); ``checks`` says whether ``checks="all"`` found
+    a race or an uninitialised read in the kernel on this case (the usual cause of a device
+    disagreeing is a missing barrier, which the default simulation hides)."""
 
     case: Case
     comparison: LaunchComparison | None
     error: str | None
     path: Path | None
     first_path: Path | None
+    checks: str | None = None  # what the simulator's checks="all" found on this case
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,16 @@ class _CaseFailed(Exception):
     def __init__(self, case: Case, comparison: LaunchComparison | None, error: str | None):
         super().__init__(error or "outputs differ")
         self.case, self.comparison, self.error = case, comparison, error
+
+
+class _Fault(BaseException):
+    """A device crash or time-out: stops the search at once (Hypothesis lets a BaseException
+    through without shrinking), since every shrink step would restart the worker or wait out
+    the whole time limit. Carries the case, already saved."""
+
+    def __init__(self, case: Case, error: str):
+        super().__init__(error)
+        self.case, self.error = case, error
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,7 +183,7 @@ def _launch_to_case(pair: Pair, drawn: Launch | Mapping[str, Any]) -> Case:
 
 def save_case(pair: Pair, case: Case, device: str, *, comparison: LaunchComparison | None,
               error: str | None, seed_value: int | None, failures_dir: str | Path,
-              stage: str) -> Path:
+              stage: str, checks: str | None = None) -> Path:
     """Write one failing case (inputs, launch, seed, device, .cl source) and return its folder."""
     local = comparison.local_size if comparison is not None else case.local_size
     launch = {
@@ -178,7 +200,7 @@ def save_case(pair: Pair, case: Case, device: str, *, comparison: LaunchComparis
     return save_failure(
         failures_dir, spec_name=pair.name, inputs=dict(case.args), launch=launch,
         seed=seed_value, device=device, policy=pair.policy_map(case.args),
-        difference=difference, extra={"stage": stage, "error": error},
+        difference=difference, extra={"stage": stage, "error": error, "checks_all": checks},
         files={"kernel.cl": pair.source})
 
 
@@ -198,66 +220,96 @@ class _State:
     first: Path | None = None
     first_case: Case | None = None
     max_ulp: dict[str, int] = field(default_factory=dict)
+    checks: dict[Path, str | None] = field(default_factory=dict)  # saved folder -> diagnosis
+
+
+def _first(state: _State, case: Case, save: Callable[..., Path], bar: Any,
+           comparison: LaunchComparison | None, error: str | None) -> None:
+    if state.first is None:
+        state.first, state.first_case = save(case, comparison, error, "first"), case
+        bar.set_postfix_str("shrinking")
 
 
 def _try(pair: Pair, case: Case, info: DeviceInfo, state: _State, save: Callable[..., Path],
-         bar: Any) -> None:
+         bar: Any, timeout_s: float | None) -> None:
     state.runs += 1
     bar.update(1)
     try:
-        result = run_pair(pair, case, info)
+        result = run_pair(pair, case, info, timeout_s=timeout_s)
+    except KeyboardInterrupt as err:  # e.g. at a launch that hangs: keep the case in flight
+        path = save(case, None, "interrupted (Ctrl-C) while this case ran", "interrupted")
+        raise KeyboardInterrupt(f"interrupted; the case in flight is saved: {path}") from err
+    except DeviceFault as err:
+        message = f"{type(err).__name__}: {err}"
+        stage = "timeout" if isinstance(err, DeviceTimedOut) else "crash"
+        state.first, state.first_case = save(case, None, message, stage), case
+        raise _Fault(case, message) from err
     except SimulationError as err:
         if isinstance(err, DeviceLacksFeature):  # e.g. a local size over the device's maximum
             raise
         message = f"{type(err).__name__}: {err}"
-        if state.first is None:
-            state.first, state.first_case = save(case, None, message, "first"), case
-            bar.set_postfix_str("shrinking")
+        _first(state, case, save, bar, None, message)
         raise _CaseFailed(case, None, message) from err
     for name, dist in result.max_ulp.items():
         state.max_ulp[name] = max(state.max_ulp.get(name, 0), dist)
     if not result.equal:
-        if state.first is None:
-            state.first, state.first_case = save(case, result, None, "first"), case
-            bar.set_postfix_str("shrinking")
+        _first(state, case, save, bar, result, None)
         raise _CaseFailed(case, result, None)
 
 
-def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo = "pocl", *,
-           examples: int = DEFAULT_EXAMPLES, seed_value: int | None = None,
-           failures_dir: str | Path = DEFAULT_DIR, progress: bool = False) -> FuzzReport:
-    """Run ``pair`` on up to ``examples`` drawn cases; shrink, save and return any failure."""
+def _fits(pair: Pair, info: DeviceInfo) -> Callable[[Case], bool]:
+    def fits(case: Case) -> bool:
+        local = case.local_size
+        if local is not None and int(np.prod(local)) > info.max_work_group_size:
+            return False
+        return local is None or pair.skip_reason(info, local, case.global_size) is None
+    return fits
+
+
+def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo | None = None,
+           *, examples: int = DEFAULT_EXAMPLES, seed_value: int | None = None,
+           failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
+           timeout_s: float | None = None) -> FuzzReport:
+    """Run ``pair`` on up to ``examples`` drawn cases; shrink, save and return any failure.
+    A device crash or time-out ends the search with that case (saved), unshrunk."""
     info = device if isinstance(device, DeviceInfo) else get_device(device)
     seed_value = secrets.randbits(32) if seed_value is None else int(seed_value)
     reason = pair.skip_reason(info)
     if reason is not None:
         return FuzzReport(pair.name, info.short_name, seed_value, skipped=reason)
     # A build failure fails every case: raise it (with its log) now, not after shrinking.
-    build_kernel(info, contract_off(pair.source),
-                 build_options(info, pair.options, pair.subgroup_size), pair.kernel_name)
+    build_isolated(info, contract_off(pair.source),
+                   build_options(info, pair.options, pair.subgroup_size, needs_cl2(pair.source)),
+                   pair.kernel_name)
     state = _State()
 
     def save(case: Case, comparison: LaunchComparison | None, error: str | None,
              stage: str) -> Path:
-        return save_case(pair, case, info.short_name, comparison=comparison, error=error,
-                         seed_value=seed_value, failures_dir=failures_dir, stage=stage)
+        # A hang on the device may hang the simulator too, and Ctrl-C means stop now: no
+        # diagnosis for either.
+        checks = None if stage in ("timeout", "interrupted") else diagnose(
+            pair, case, info, comparison)
+        path = save_case(pair, case, info.short_name, comparison=comparison, error=error,
+                         seed_value=seed_value, failures_dir=failures_dir, stage=stage,
+                         checks=checks)
+        state.checks[path] = checks
+        return path
 
-    fits = cases.filter(lambda c: c.local_size is None
-                        or int(np.prod(c.local_size)) <= info.max_work_group_size)
     bar = tqdm(total=examples, desc=f"{pair.name} on {info.short_name}", unit="ex",
                leave=False, disable=not progress)
 
     @_settings(examples)
-    @given(fits)
+    @given(cases.filter(_fits(pair, info)))
     def prop(case: Case) -> None:
-        _try(pair, case, info, state, save, bar)
+        _try(pair, case, info, state, save, bar, timeout_s)
 
     try:
         found = _drive(prop, seed_value, state, save)
     except Unsatisfiable:
         return FuzzReport(pair.name, info.short_name, seed_value, state.runs, skipped=(
             f"no drawn launch fits {info.short_name} (max work-group size "
-            f"{info.max_work_group_size})"))
+            f"{info.max_work_group_size}, partial work-groups "
+            f"{'supported' if health(info).cl2_option else 'unsupported'})"))
     finally:
         bar.close()
     return FuzzReport(pair.name, info.short_name, seed_value, state.runs, found,
@@ -269,6 +321,9 @@ def _drive(prop: Callable[[], None], seed_value: int, state: _State,
     """Run the property under ``seed_value``; the failure Hypothesis ends with, or None."""
     try:
         hypothesis_seed(seed_value)(prop)()
+    except _Fault as fault:
+        return Found(fault.case, None, fault.error, state.first, state.first,
+                     state.checks.get(state.first) if state.first else None)
     except _CaseFailed as failed:
         return _found(failed.case, failed.comparison, failed.error, state, save)
     except Unsatisfiable:
@@ -277,7 +332,7 @@ def _drive(prop: Callable[[], None], seed_value: int, state: _State,
         if state.first_case is None:
             raise
         return Found(state.first_case, None, f"{type(err).__name__}: {err}", state.first,
-                     state.first)
+                     state.first, state.checks.get(state.first) if state.first else None)
     return None
 
 
@@ -286,7 +341,7 @@ def _found(case: Case, comparison: LaunchComparison | None, error: str | None, s
     same = state.first_case is case or (
         state.first_case is not None and _same_case(state.first_case, case))
     path = state.first if same else save(case, comparison, error, "minimal")
-    return Found(case, comparison, error, path, state.first)
+    return Found(case, comparison, error, path, state.first, state.checks.get(path))
 
 
 def _same_case(a: Case, b: Case) -> bool:
@@ -300,11 +355,11 @@ def _same_case(a: Case, b: Case) -> bool:
     return True
 
 
-def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo = "pocl", *,
+def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo | None = None, *,
               examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
               failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
               cl_source: str | Path | None = None, max_elements: int = MAX_ELEMENTS,
-              pair: Pair | None = None) -> FuzzReport:
+              pair: Pair | None = None, timeout_s: float | None = None) -> FuzzReport:
     """Fuzz a library (or user) spec on one device: drawn shapes, local sizes and inputs.
 
     ``cl_source`` (text or path) replaces the spec's ``.cl`` file, e.g. to check an edited
@@ -314,22 +369,24 @@ def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo = "pocl", *,
     cases = spec_cases(spec, max_elements, vary_local=not (pair.uses_subgroups
                                                           or "subgroups" in pair.requires))
     return search(pair, cases, device, examples=examples, seed_value=seed,
-                  failures_dir=failures_dir, progress=progress)
+                  failures_dir=failures_dir, progress=progress, timeout_s=timeout_s)
 
 
 def fuzz(kernel: KernelFunction, cl_source: str | Path, *,
          launches: st.SearchStrategy[Launch] | st.SearchStrategy[Mapping[str, Any]],
-         kernel_name: str | None = None, device: str = "pocl",
+         kernel_name: str | None = None, device: str | None = None,
          policy: Policy | str | Mapping[str, Policy | str] = "exact",
          outputs: Sequence[str] | Mapping[str, Policy | str] | None = None,
          examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
          subgroup_size: int | None = None, options: str | Sequence[str] = (),
-         failures_dir: str | Path = DEFAULT_DIR, progress: bool = False) -> FuzzReport:
+         failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
+         timeout_s: float | None = None) -> FuzzReport:
     """``verify.compare`` over Hypothesis draws: ``launches`` yields ``clsim.spec.Launch``
     (global size, local size, args in parameter order) or dicts with those keys. Returns a
-    FuzzReport whose ``found`` (None when all agreed) holds the minimal failing example."""
+    FuzzReport whose ``found`` (None when all agreed) holds the minimal failing example.
+    ``device`` defaults to the first usable one; ``timeout_s`` limits each device launch."""
     pair = make_pair(kernel, cl_source, kernel_name=kernel_name, policy=policy, outputs=outputs,
                      subgroup_size=subgroup_size, options=options)
     cases = launches.map(lambda drawn: _launch_to_case(pair, drawn))
     return search(pair, cases, device, examples=examples, seed_value=seed,
-                  failures_dir=failures_dir, progress=progress)
+                  failures_dir=failures_dir, progress=progress, timeout_s=timeout_s)

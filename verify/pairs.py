@@ -25,9 +25,10 @@ import numpy as np
 from clsim.api import KernelFunction
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.spec import EXACT, KernelSpec, Launch, Policy
-from verify.clrun import missing_feature
+from verify.features import launch_features, missing_feature
 from verify.devices import DeviceInfo
 from verify.policy import parse_policy
+from verify.probe import health
 
 _SUBGROUP_USE = re.compile(
     r"\b(?:(?:get_(?:max_|num_|enqueued_num_)?sub_group_\w+)|(?:sub_group_\w+)|"
@@ -71,19 +72,27 @@ class Pair:
         return {name: self.default_policy for name, value in args.items()
                 if isinstance(value, np.ndarray) and value.ndim > 0}
 
-    def features(self, local_size: Sequence[int] | None = None) -> list[str]:
-        """Device features this pair needs (for ``verify.clrun.missing_feature``)."""
+    def features(self, local_size: Sequence[int] | None = None,
+                 global_size: Sequence[int] | None = None) -> list[str]:
+        """Device features this pair needs (for ``verify.clrun.missing_feature``), for a launch
+        of these sizes when given (partial work-groups need OpenCL C 2.0)."""
         features = sorted(self.requires)
+        features += launch_features(self.source, global_size or (), local_size if global_size
+                                    else None)
         if self.subgroup_size is not None:
             features.append(f"subgroup_size:{self.subgroup_size}")
         if local_size is not None:
             features.append(f"work_group_size:{math.prod(local_size)}")
         return features
 
-    def skip_reason(self, device: DeviceInfo, local_size: Sequence[int] | None = None
-                    ) -> str | None:
-        """Why ``device`` cannot run this pair (e.g. "pocl lacks sub-groups ..."), or None."""
-        for feature in self.features(local_size):
+    def skip_reason(self, device: DeviceInfo, local_size: Sequence[int] | None = None,
+                    global_size: Sequence[int] | None = None) -> str | None:
+        """Why ``device`` cannot run this pair (e.g. "pocl lacks sub-groups ...", or "pocl is
+        unusable: ..." when it failed its health probe), or None."""
+        verdict = health(device)
+        if not verdict.usable:
+            return f"{device.short_name} is unusable: {verdict.reason}"
+        for feature in self.features(local_size, global_size):
             reason = missing_feature(device, feature)
             if reason is not None:
                 return reason

@@ -9,6 +9,11 @@ exist (``clsim.spec.Policy``):
 - ``ulp(N)``: floats agree when their ULP distance is at most N; ``-0.0`` and ``+0.0`` are 0 ULP
   apart; NaN equals NaN; NaN vs a number is a difference. On integer, bool or other non-float
   buffers a ULP policy means exact.
+- ``magnitude(k, scale)`` (``MagnitudePolicy``): floats agree when
+  ``|expected - actual| <= k * eps * scale(inputs)`` element by element, where ``scale`` returns
+  the sum of the magnitudes of the terms each output sums (e.g. ``|A| @ |x|`` for ``A @ x``)
+  and ``eps`` is the output dtype's machine epsilon. For sums that cancel, where a ULP bound
+  on a near-zero result is meaningless. Equal values (infinities included) and NaN vs NaN agree.
 
 Mismatched shapes, dtypes or a missing buffer are reported as a ``Difference`` (with ``reason``
 saying which), never raised, so the verifier always has something to show and save.
@@ -20,8 +25,8 @@ This module only compares and describes; it does not run kernels, pick policies,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +67,27 @@ def _ordered(x: np.ndarray) -> np.ndarray:
     return np.where(bits < 0, sign_min - bits, bits)
 
 
+@dataclass(frozen=True)
+class MagnitudePolicy(Policy):
+    """``|expected - actual| <= k * eps * scale(inputs)`` per element (``k`` is kept in
+    ``ulps``). ``scale`` maps the launch's inputs by parameter name (values before the launch)
+    to an array broadcastable to the output: the sum of |terms| of each output element. The
+    condition-number form ``k * eps * cond * |result|`` with ``cond = sum|terms| / |sum|`` is
+    the same bound. None (a policy parsed from text) cannot compare: pass the function."""
+
+    scale: Callable[[Mapping[str, Any]], Any] | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        return f"magnitude({self.ulps:g})"
+
+
+def magnitude(k: float, scale: Callable[[Mapping[str, Any]], Any]) -> MagnitudePolicy:
+    """Agreement within ``k`` machine epsilons of the sum of the magnitudes of the terms."""
+    return MagnitudePolicy("magnitude", float(k), scale)
+
+
+_MAGNITUDE_TEXT = re.compile(r"^\s*magnitude\s*\(\s*([0-9]+(?:\.[0-9]*)?)\s*\)\s*$",
+                             re.IGNORECASE)
 _ULP_TEXT = re.compile(r"^\s*ulp\s*[(:=]?\s*([0-9]+(?:\.[0-9]*)?)\s*\)?\s*$", re.IGNORECASE)
 
 
@@ -78,7 +104,11 @@ def parse_policy(value: Policy | str) -> Policy:
     match = _ULP_TEXT.match(text)
     if match:
         return ulp(float(match.group(1)))
-    raise ValueError(f"unknown policy {value!r}. Use 'exact', 'ulp(N)' or a clsim.spec.Policy.")
+    match = _MAGNITUDE_TEXT.match(text)
+    if match:  # from a saved failure: the scale function must be given again to compare
+        return MagnitudePolicy("magnitude", float(match.group(1)))
+    raise ValueError(f"unknown policy {value!r}. Use 'exact', 'ulp(N)', "
+                     "verify.policy.magnitude(k, scale) or a clsim.spec.Policy.")
 
 
 def ulp_distance(a: Any, b: Any) -> np.ndarray:
@@ -233,14 +263,27 @@ def _plain(arr: np.ndarray) -> np.ndarray:
     return _c(arr).reshape(-1).view(base).reshape((*arr.shape, len(fields)))
 
 
+def _beyond_magnitude(exp: np.ndarray, act: np.ndarray, policy: Policy,
+                      scale: Any) -> np.ndarray:
+    eps = float(np.finfo(exp.dtype).eps)
+    e, a = exp.astype(np.float64), act.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.where(e == a, 0.0, np.abs(e - a))  # inf == inf: no inf - inf = NaN
+        bound = policy.ulps * eps * np.abs(np.broadcast_to(np.asarray(scale, np.float64),
+                                                           exp.shape))
+        return ~(gap <= bound) & ~(np.isnan(e) & np.isnan(a))
+
+
 def _differs(
-    exp: np.ndarray, act: np.ndarray, policy: Policy
+    exp: np.ndarray, act: np.ndarray, policy: Policy, scale: Any = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Boolean mask of differing elements and, for floats, the ULP distances."""
     exp, act = _native(exp), _native(act)
     if _is_ieee_float(exp.dtype):
         dist = ulp_distance(exp, act)
         both_nan = np.isnan(exp) & np.isnan(act)
+        if policy.kind == "magnitude":
+            return _beyond_magnitude(exp, act, policy, scale), dist
         if policy.kind == "exact":
             signed = _FLOAT_KINDS[exp.dtype.itemsize]
             mask = (exp.view(signed) != act.view(signed)) & ~both_nan
@@ -256,16 +299,34 @@ def _differs(
     return (eb != ab).any(axis=-1), None
 
 
-def compare(name: str, expected: Any, actual: Any, policy: Policy) -> Comparison:
+def _scale_for(name: str, policy: Policy, shape: tuple[int, ...], scale: Any) -> Any:
+    if policy.kind != "magnitude":
+        return None
+    if scale is None:
+        raise ValueError(
+            f"compare {name!r}: {policy} needs the sum of |terms| per element. Give the policy "
+            "a scale function: verify.policy.magnitude(k, scale=lambda inputs: ...).")
+    try:
+        return np.broadcast_to(np.asarray(scale, np.float64), shape)
+    except ValueError as err:
+        raise ValueError(f"compare {name!r}: the scale of {policy} has shape "
+                         f"{np.shape(scale)}, the output {shape}. Return one magnitude per "
+                         "output element.") from err
+
+
+def compare(name: str, expected: Any, actual: Any, policy: Policy,
+            scale: Any = None) -> Comparison:
     """Compare one buffer (``expected``: simulator, ``actual``: device) under ``policy``.
 
     ``exact`` is bitwise on the raw bytes except that NaN equals NaN whatever the payload;
-    ``ulp(N)`` allows N ULPs on floats and means exact on integers. Differing shapes or dtypes
-    give a non-equal ``Comparison`` whose difference explains the mismatch.
+    ``ulp(N)`` allows N ULPs on floats and means exact on integers; ``magnitude(k, ...)``
+    needs ``scale``, the sum of |terms| per element (broadcastable to the output). Differing
+    shapes or dtypes give a non-equal ``Comparison`` whose difference explains the mismatch.
     """
-    if policy.kind not in ("exact", "ulp"):
+    if policy.kind not in ("exact", "ulp", "magnitude"):
         raise ValueError(
-            f"compare {name!r}: unknown policy kind {policy.kind!r}. Use EXACT or ulp(n)."
+            f"compare {name!r}: unknown policy kind {policy.kind!r}. Use EXACT, ulp(n) or "
+            "magnitude(k, scale)."
         )
     exp, act = np.asarray(expected), np.asarray(actual)
     if exp.dtype != act.dtype:
@@ -280,7 +341,8 @@ def compare(name: str, expected: Any, actual: Any, policy: Policy) -> Comparison
             detail += " Same size: reshape the device buffer if only the layout differs."
         return _mismatch(name, policy, "shape", detail, exp.size)
     pe, pa = _plain(exp), _plain(act)
-    mask, dist = _differs(pe, pa, policy)
+    mask, dist = _differs(pe, pa, policy, _scale_for(name, policy, pe.shape, scale)
+                          if _is_ieee_float(pe.dtype) else None)
     max_ulp = None if dist is None else int(dist.max(initial=0))
     n_diff = int(np.count_nonzero(mask))
     if n_diff == 0:
@@ -297,10 +359,12 @@ def compare_outputs(
     expected: Mapping[str, Any],
     actual: Mapping[str, Any],
     policies: Mapping[str, Policy] | Policy,
+    inputs: Mapping[str, Any] | None = None,
 ) -> OutputsComparison:
     """Compare every output buffer named in ``policies`` (a mapping, or one Policy for every
     buffer of ``expected``). Buffers absent from either side are reported as ``missing``;
-    buffers that no policy names (inputs) are not compared."""
+    buffers that no policy names (inputs) are not compared. ``inputs`` (the launch's
+    arguments before it ran) feed the scale of ``magnitude`` policies."""
     if isinstance(policies, Policy):
         policies = dict.fromkeys(expected, policies)
     out: dict[str, Comparison] = {}
@@ -310,5 +374,7 @@ def compare_outputs(
             detail = f"missing from the {' and '.join(absent)} outputs. Return every output buffer."
             out[name] = _mismatch(name, policy, "missing", detail, 0)
         else:
-            out[name] = compare(name, expected[name], actual[name], policy)
+            scale = policy.scale(inputs or {}) if isinstance(policy, MagnitudePolicy) \
+                and policy.scale is not None else None
+            out[name] = compare(name, expected[name], actual[name], policy, scale)
     return OutputsComparison(out)

@@ -34,8 +34,12 @@ from clsim.api import KernelFunction
 from clsim.errors import InvalidArgumentError
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
-from verify.clrun import LocalMem, run_cl
-from verify.devices import DeviceInfo, get_device
+from verify.clargs import copy_args, memory_groups
+from verify.clrun import ClRun, LocalMem, run_cl
+from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device
+from verify.errors import DeviceUnusable
+from verify.probe import health
+from verify.worker import run_isolated
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair
 from verify.policy import Difference, OutputsComparison, compare_outputs
 
@@ -91,12 +95,8 @@ class LaunchComparison:
 # Running
 
 
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value
-
-
 def _digest(args: Sequence[Any]) -> str:
-    h = hashlib.sha256()
+    h = hashlib.sha256(repr(memory_groups(args)).encode())
     for value in args:
         arr = np.asarray(value)
         h.update(f"{arr.dtype.str}{arr.shape}".encode())
@@ -120,8 +120,8 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
            subgroup_size, _digest(args))
     if key in _memo:
         _memo.move_to_end(key)
-        return [_copy(v) for v in _memo[key]]
-    copies = [_copy(v) for v in args]
+        return copy_args(_memo[key])
+    copies = copy_args(args)
     if jit is None:
         size = math.prod(global_size) + sum(
             v.size for v in copies if isinstance(v, np.ndarray))
@@ -131,7 +131,7 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
     _memo[key] = copies
     while len(_memo) > _MEMO_SIZE:
         _memo.popitem(last=False)
-    return [_copy(v) for v in copies]
+    return copy_args(copies)
 
 
 def resolve_local(pair: Pair, case: Case, device: DeviceInfo) -> tuple[int, ...]:
@@ -159,22 +159,51 @@ def _check_args(pair: Pair, case: Case) -> list[Any]:
                 f"{pair.name}: argument {name!r} is LocalMem; the simulator's kernels declare "
                 "local memory with local_array(...) inside the kernel. Declare it there (and "
                 "as a __local array in the .cl kernel).", kernel=pair.name, argument=name)
+    memory_groups(args, pair.name, [repr(p) for p in pair.params])  # overlaps, by name
     return args
 
 
-def run_pair(pair: Pair, case: Case, device: str | DeviceInfo = "pocl",
-             jit: bool | None = None) -> LaunchComparison:
-    """Run ``case`` on ``device`` and on the simulator (separate copies) and compare.
-
-    Raises DeviceLacksFeature (a missing feature, before building), DeviceError (build or
-    launch failures, with the build log) and the simulator's own SimulationErrors.
-    """
+def usable_device(device: str | DeviceInfo | None) -> DeviceInfo:
+    """The device, or the first usable one for None; raises DeviceUnusable when it failed its
+    health probe (``verify.probe``)."""
     info = device if isinstance(device, DeviceInfo) else get_device(device)
+    verdict = health(info)
+    if not verdict.usable:
+        reason = f"{info.short_name} is unusable: {verdict.reason}"
+        raise DeviceUnusable(f"{reason}. Pick another device ('clsim devices'); "
+                             f"{WORKING_POCL_HINT}.", device=info.short_name,
+                             feature="health", reason=reason)
+    return info
+
+
+def launch_device(pair: Pair, case: Case, info: DeviceInfo, local: tuple[int, ...],
+                  args: Sequence[Any], isolate: bool = True,
+                  timeout_s: float | None = None) -> ClRun:
+    """One device launch of the case (in the device's worker process unless not ``isolate``)."""
+    launch = run_isolated if isolate else run_cl
+    extra = {"timeout_s": timeout_s} if isolate else {}
+    return launch(info, contract_off(pair.source), pair.kernel_name, case.global_size, local,
+                  copy_args(args), options=pair.options,
+                  required_features=sorted(pair.requires), subgroup_size=pair.subgroup_size,
+                  **extra)
+
+
+def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
+             jit: bool | None = None, *, isolate: bool = True,
+             timeout_s: float | None = None) -> LaunchComparison:
+    """Run ``case`` on ``device`` (default: the first usable) and on the simulator (separate
+    copies; arguments that are one array stay one on each side) and compare.
+
+    The device launch runs in the device's worker process (``verify.worker``) unless
+    ``isolate=False``. Raises DeviceUnusable (the device failed its health probe),
+    DeviceLacksFeature (a missing feature, before building), DeviceError (build or launch
+    failures, with the build log), DeviceCrashed / DeviceTimedOut (the launch took the worker
+    down or ran past ``timeout_s``) and the simulator's own SimulationErrors.
+    """
+    info = usable_device(device)
     args = _check_args(pair, case)
     local = resolve_local(pair, case, info)
-    run = run_cl(info, contract_off(pair.source), pair.kernel_name, case.global_size, local,
-                 [_copy(v) for v in args], options=pair.options,
-                 required_features=sorted(pair.requires), subgroup_size=pair.subgroup_size)
+    run = launch_device(pair, case, info, local, args, isolate, timeout_s)
     size = pair.subgroup_size
     if size is None and pair.uses_subgroups:
         size = run.subgroup_size
@@ -184,23 +213,51 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo = "pocl",
     expected = {name: after[index[name]] for name in policies}
     actual = {name: run.buffers[index[name]] for name in policies
               if run.buffers[index[name]] is not None}
-    return LaunchComparison(info.short_name, compare_outputs(expected, actual, policies),
+    return LaunchComparison(info.short_name,
+                            compare_outputs(expected, actual, policies, case.args),
                             expected, actual, run.time_ns, size, run.options, local)
 
 
-def time_on_device(pair: Pair, case: Case, device: str | DeviceInfo = "pocl",
+def diagnose(pair: Pair, case: Case, device: DeviceInfo,
+             comparison: LaunchComparison | None = None) -> str:
+    """What the simulator's ``checks="all"`` finds on ``case`` (same local and sub-group
+    sizes as the device run), in one line: races and uninitialised reads hide in the default
+    simulation, and a missing barrier is the usual cause of a device disagreeing."""
+    local = comparison.local_size if comparison is not None else None
+    local = local or resolve_local(pair, case, device)
+    size = comparison.subgroup_size if comparison is not None else pair.subgroup_size
+    args = copy_args(_check_args(pair, case))
+    groups = memory_groups(args)
+    if any(g is not None and g != i for i, g in enumerate(groups)):
+        # The race checker's shadow memory assumed one buffer per argument (issue 9 reports
+        # report_all segfaulting on aliased arguments): no diagnosis rather than a crash.
+        return 'checks="all" not run: arguments share memory'
+    try:
+        result = clsim.run(pair.kernel, tuple(case.global_size), local, args, checks="all",
+                           report_all=True, subgroup_size=size)
+    except Exception as err:  # any failure of the diagnosis must not hide the finding
+        first = str(err).splitlines()[0] if str(err) else ""
+        return f'checks="all" stopped the simulation: {type(err).__name__}: {first}'
+    findings = list(getattr(result, "findings", None) or [])
+    if not findings:
+        return 'checks="all": no data race or uninitialised read on this case'
+    races = sum(1 for f in findings if f.category == "race")
+    head = (f'checks="all" found {races} data race(s) and {len(findings) - races} '
+            "uninitialised read(s) on this case; first: ")
+    return head + findings[0].message.splitlines()[0]
+
+
+def time_on_device(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
                    repeats: int = 3) -> int | None:
     """The fastest of ``repeats`` kernel times (ns, profiling events) after one warm-up run;
     None when the device gives no profiling times. A warm-up over SLOW_NS (an interpreter such
     as Oclgrind) is the answer: repeating it would only cost time."""
-    info = device if isinstance(device, DeviceInfo) else get_device(device)
+    info = usable_device(device)
     args = _check_args(pair, case)
     local = resolve_local(pair, case, info)
     times: list[int | None] = []
     for _ in range(repeats + 1):
-        run = run_cl(info, contract_off(pair.source), pair.kernel_name, case.global_size, local,
-                     args, options=pair.options, required_features=sorted(pair.requires),
-                     subgroup_size=pair.subgroup_size)
+        run = launch_device(pair, case, info, local, args)
         times.append(run.time_ns)
         if len(times) == 1 and run.time_ns is not None and run.time_ns > SLOW_NS:
             return run.time_ns
@@ -210,12 +267,14 @@ def time_on_device(pair: Pair, case: Case, device: str | DeviceInfo = "pocl",
 
 def compare(kernel: KernelFunction, cl_source: str | Path, *, kernel_name: str | None = None,
             global_size: int | Sequence[int], local_size: int | Sequence[int] | None = None,
-            args: Sequence[Any] | Mapping[str, Any], device: str = "pocl",
+            args: Sequence[Any] | Mapping[str, Any], device: str | None = None,
             policy: Policy | str | Mapping[str, Policy | str] = "exact",
             outputs: Sequence[str] | Mapping[str, Policy | str] | None = None,
             subgroup_size: int | None = None, options: str | Sequence[str] = (),
-            jit: bool | None = None) -> LaunchComparison:
-    """Run one launch of ``kernel`` (simulator) and ``cl_source`` (``device``) and compare.
+            jit: bool | None = None, timeout_s: float | None = None) -> LaunchComparison:
+    """Run one launch of ``kernel`` (simulator) and ``cl_source`` (``device``, default the
+    first usable one) and compare. The device runs in a worker process: a crash raises
+    DeviceCrashed, a launch past ``timeout_s`` DeviceTimedOut.
 
     ``args`` in parameter order (or by name): numpy arrays and numpy scalars, as for
     ``clsim.run``; neither side modifies them. ``policy``: "exact", "ulp(N)", a Policy, or a
@@ -226,4 +285,4 @@ def compare(kernel: KernelFunction, cl_source: str | Path, *, kernel_name: str |
     pair = make_pair(kernel, cl_source, kernel_name=kernel_name, policy=policy, outputs=outputs,
                      subgroup_size=subgroup_size, options=options)
     case = make_case(pair, global_size, local_size, args)
-    return run_pair(pair, case, device, jit)
+    return run_pair(pair, case, device, jit, timeout_s=timeout_s)

@@ -2,8 +2,9 @@
 
 ``device_params()`` lists every device kind we know (pocl, intel-cpu, oclgrind) plus any other
 device present, as ``pytest.param(short_name, id=short_name)``. A device that is absent, or
-lacks a required feature, stays in the list with a skip mark whose reason says why and how to
-get it: a test never vanishes silently. ``CLSIM_TEST_DEVICES=pocl,nvidia`` narrows the set (a
+lacks a required feature, or fails its health probe (``verify.probe``: it cannot build a
+trivial kernel), stays in the list with a skip mark whose reason says why and how to get it: a
+test never vanishes silently. ``CLSIM_TEST_DEVICES=pocl,nvidia`` narrows the set (a
 named device that is absent is still reported as a skip).
 
 This module runs no kernels and does not define fixtures; tests/conftest.py may wrap these.
@@ -17,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from verify.clrun import missing_feature
+from verify.features import missing_feature
 from verify.devices import DeviceInfo, list_devices
+from verify.probe import health, health_all
 
 KNOWN_DEVICES = ("pocl", "intel-cpu", "oclgrind")
 ENV_VAR = "CLSIM_TEST_DEVICES"
@@ -56,6 +58,12 @@ def _skip_reason(name: str, devices: dict[str, DeviceInfo], failure: str | None,
         return failure
     if name not in devices:
         return f"device {name} not present ({_install_hint(name)})"
+    try:
+        verdict = health(devices[name])
+    except Exception as err:  # the probe could not even start: say so, never vanish
+        return f"device {name}: health probe failed: {type(err).__name__}: {err}"
+    if not verdict.usable:
+        return f"device {name} is unusable: {verdict.reason}"
     for feature in requires:
         reason = missing_feature(devices[name], feature)
         if reason is not None:
@@ -70,6 +78,10 @@ def device_params(requires: Sequence[str] = (), only: Iterable[str] | None = Non
     "subgroup_size:<n>", "work_group_size:<n>"). ``only`` restricts to those device names
     (within what CLSIM_TEST_DEVICES selects)."""
     devices, failure = _present()
+    try:  # probe every uncached device at once (in parallel) rather than one by one below
+        health_all(devices.values())
+    except Exception:
+        pass  # _skip_reason reports it per device
     names = selected_names(devices)
     if only is not None:
         keep = set(only)

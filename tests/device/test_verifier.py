@@ -36,6 +36,7 @@ from clsim.spec import EXACT, KernelSpec, Launch, get_spec, ulp
 from kernels_py.common import tree_reduce_sum
 from kernels_py.vector_add import vector_add
 from verify import cli
+from verify.devices import get_device
 from verify.failures import load_failure
 from verify.fuzz import fuzz_spec
 from verify.pairs import CONTRACT_OFF, contract_off, spec_pair, uses_subgroups
@@ -47,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CL = ROOT / "kernels_cl"
 PLANTED = CL / "planted"
 WG = 256
+# CLI runs need a device that builds: the first usable one (pocl where the wheel's PoCL works).
+USABLE = get_device(None).short_name
 
 
 @clsim.kernel
@@ -369,7 +372,8 @@ def test_parse_policy_spellings():
         verify.parse_policy("close enough")
 
 
-def test_spec_requiring_subgroups_is_skipped_with_reason(tmp_path):
+@pytest.mark.parametrize("device", device_params(only=("pocl",)))
+def test_spec_requiring_subgroups_is_skipped_with_reason(tmp_path, device):
     """A spec that requires sub-groups is skipped on a device without them (pocl), with the
     device's reason; the runner takes sub-group use from the .cl source."""
     base = get_spec("vector_add")
@@ -377,7 +381,7 @@ def test_spec_requiring_subgroups_is_skipped_with_reason(tmp_path):
                       cl_file=base.cl_file, make_inputs=base.make_inputs, launch=base.launch,
                       reference=base.reference, outputs={"c": EXACT},
                       default_shape={"n": 64}, requires=frozenset({"subgroups"}))
-    report = fuzz_spec(spec, "pocl", examples=5, failures_dir=tmp_path)
+    report = fuzz_spec(spec, device, examples=5, failures_dir=tmp_path)
     assert report.skipped.startswith("pocl lacks sub-groups") and report.equal
     assert uses_subgroups("x = sub_group_reduce_add(v);")
     assert uses_subgroups("__attribute__((intel_reqd_sub_group_size(16)))")
@@ -400,12 +404,13 @@ def test_cli_verify_reports_and_replays_planted_bug(tmp_path, capsys):
     """'clsim verify NAME --cl FILE' exits 1 on a disagreement and prints the minimal example:
     shape, input excerpt, first differing index, both values in hex, ULP distance, the saved
     folder; 'clsim replay FOLDER' reproduces it (exit 1) and agrees with the fix (exit 0)."""
-    code = cli.main(["verify", "vector_add", "-d", "pocl", "-n", "30", "--seed", "3",
+    code = cli.main(["verify", "vector_add", "-d", USABLE, "-n", "30", "--seed", "3",
                      "--cl", str(PLANTED / "vector_add_off_by_one.cl"), "--no-progress",
                      "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1 and "DIFFER" in out and "shape n=" in out
     assert "differs at index" in out and "0x" in out and "ULP distance" in out
+    assert 'simulator with checks="all": no data race or uninitialised read' in out
     saved = [line.split("saved: ")[1] for line in out.splitlines() if "saved: " in line]
     assert len(saved) == 1 and Path(saved[0]).is_dir()
     assert cli.main(["replay", saved[0]]) == 1
@@ -416,7 +421,7 @@ def test_cli_verify_reports_and_replays_planted_bug(tmp_path, capsys):
 def test_cli_verify_agrees_with_time(tmp_path, capsys):
     """'clsim verify vector_add --time' exits 0 when every device agrees and prints each
     device's kernel time at the default shape."""
-    code = cli.main(["verify", "vector_add", "-d", "pocl", "-n", "10", "--seed", "1", "--time",
+    code = cli.main(["verify", "vector_add", "-d", USABLE, "-n", "10", "--seed", "1", "--time",
                      "--repeats", "1", "--no-progress", "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0 and "agree" in out and "time at the default shape" in out
@@ -459,7 +464,7 @@ def test_cli_verify_user_file_spec(tmp_path, capsys):
                             outputs={"y": EXACT}, default_shape={"n": 1000})
         """))
     ref = f"{tmp_path / 'my_kernels.py'}::DOUBLE"
-    code = cli.main(["verify", ref, "-d", "pocl", "-n", "15", "--no-progress",
+    code = cli.main(["verify", ref, "-d", USABLE, "-n", "15", "--no-progress",
                      "--failures-dir", str(tmp_path / "failures")])
     assert code == 0 and "agree" in capsys.readouterr().out
 
@@ -468,10 +473,11 @@ def test_cli_devices_and_errors(capsys):
     """'clsim devices' prints the table (or JSON with --json); an unknown kernel or device is
     a one-line error with exit status 2 from the standalone entry point."""
     assert cli.main(["devices"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["name", "platform", "OpenCL"]
+    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["name", "usable", "platform"]
     assert cli.main(["devices", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert any(r["name"] == "pocl" for r in rows) and "local_mem_size" in rows[0]
+    assert all(isinstance(r["usable"], bool) and "reason" in r for r in rows)
     assert cli.main(["verify", "no_such_kernel", "--no-progress"]) == 2
     assert "no kernel named 'no_such_kernel'" in capsys.readouterr().err
     assert cli.main(["verify", "vector_add", "-d", "no-such-gpu", "--no-progress"]) == 2
@@ -490,8 +496,8 @@ def test_pytest_plugin_parametrizes_device(tmp_path):
         def test_any(device):
             assert isinstance(device, str)
 
-        @pytest.mark.device_requires("fp16")
-        def test_fp16(device):
+        @pytest.mark.device_requires("work_group_size:100000000")
+        def test_huge(device):
             pass
 
         @pytest.mark.parametrize("device", ["mine"])
@@ -501,11 +507,12 @@ def test_pytest_plugin_parametrizes_device(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "verify.pytest_plugin", "-p", "no:cacheprovider",
          "-rs", "-v", str(tmp_path / "test_plugin_use.py")],
-        capture_output=True, text=True, cwd=ROOT, env={**_env(), "CLSIM_TEST_DEVICES": "pocl"})
+        capture_output=True, text=True, cwd=ROOT, env={**_env(), "CLSIM_TEST_DEVICES": USABLE})
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
-    assert "test_any[pocl] PASSED" in out and "test_explicit[mine] PASSED" in out
-    assert "test_fp16[pocl] SKIPPED" in out and "pocl lacks cl_khr_fp16" in out
+    assert f"test_any[{USABLE}] PASSED" in out and "test_explicit[mine] PASSED" in out
+    assert f"test_huge[{USABLE}] SKIPPED" in out
+    assert f"{USABLE} lacks work-group size 100000000" in out
 
 
 def _env() -> dict[str, str]:

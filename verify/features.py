@@ -1,0 +1,101 @@
+"""Device features: what a launch needs (sub-groups, fp16, a work-group size, OpenCL C 2.0 for
+its builtins or its partial work-groups) and why a device lacks it, in one sentence.
+
+``missing_feature`` answers from the device's reported capabilities and, for OpenCL C 2.0,
+from its health probe (``verify.probe``: which ``-cl-std`` really runs partial work-groups and
+work-group functions). This module builds nothing (``verify.clrun``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from clsim.errors import DeviceLacksFeature
+from verify.devices import DeviceInfo
+from verify.probe import health
+
+FEATURES = ("subgroups", "fp16", "fp64", "opencl_c_2.0", "non_uniform_work_groups",
+            "subgroup_size:<n>", "work_group_size:<n>")
+CL2_FEATURES = ("opencl_c_2.0", "non_uniform_work_groups")
+# OpenCL C 2.0 builtins a 1.2 build rejects (work-group collectives, enqueued sizes, C11
+# atomics, generic address space casts); their use makes the build ask for -cl-std=CL2.0+.
+_CL2_USE = re.compile(
+    r"\b(?:work_group_(?:reduce|scan_inclusive|scan_exclusive)_\w+|work_group_(?:broadcast|"
+    r"any|all)|get_enqueued_(?:local_size|num_sub_groups)|atomic_(?:init|load|store|exchange|"
+    r"fetch_\w+|compare_exchange_\w+|work_item_fence)(?:_explicit)?|to_(?:global|local|private))"
+    r"\b")
+
+
+def _subgroup_size_reason(info: DeviceInfo, size: int) -> str | None:
+    if "cl_intel_required_subgroup_size" not in info.extensions:
+        return f"{info.short_name} lacks cl_intel_required_subgroup_size (sub-group size {size})"
+    if size not in info.subgroup_sizes:
+        sizes = ", ".join(map(str, info.subgroup_sizes)) or "none"
+        return f"{info.short_name} lacks sub-group size {size} (supports {sizes})"
+    return None
+
+
+def missing_feature(info: DeviceInfo, feature: str) -> str | None:
+    """Why ``info`` cannot satisfy ``feature`` (e.g. "pocl lacks cl_khr_fp16"), or None."""
+    name = info.short_name
+    if feature == "subgroups":
+        return None if info.has_subgroups else (
+            f"{name} lacks sub-groups (no cl_khr_subgroups, cl_intel_subgroups or "
+            "__opencl_c_subgroups)")
+    if feature == "fp16":
+        return None if info.fp16 else f"{name} lacks cl_khr_fp16"
+    if feature == "fp64":
+        return None if info.fp64 else f"{name} lacks cl_khr_fp64"
+    if feature in CL2_FEATURES:
+        verdict = health(info)
+        if verdict.cl2_option is not None and (
+                verdict.cl2_builtins or feature == "non_uniform_work_groups"):
+            return None
+        what = "OpenCL C 2.0" if feature == "opencl_c_2.0" else (
+            "non-uniform work-groups (a global size that is not a multiple of the local size)")
+        return (f"{name} lacks {what} (OpenCL {info.opencl_version}; its health probe: "
+                f"{verdict.cl2_reason or 'no -cl-std=CL2.0/CL3.0 build ran'})")
+    kind, _, value = feature.partition(":")
+    if kind == "subgroup_size" and value.isdigit():
+        return _subgroup_size_reason(info, int(value))
+    if kind == "work_group_size" and value.isdigit():
+        if int(value) <= info.max_work_group_size:
+            return None
+        return f"{name} lacks work-group size {value} (max {info.max_work_group_size})"
+    raise ValueError(f"unknown device feature {feature!r}; known: {', '.join(FEATURES)}")
+
+
+def check_features(info: DeviceInfo, features: Sequence[str]) -> None:
+    """Raise DeviceLacksFeature for the first feature ``info`` lacks."""
+    for feature in features:
+        reason = missing_feature(info, feature)
+        if reason is not None:
+            raise DeviceLacksFeature(
+                f"{reason}. Pick another device ('clsim devices' lists each device's "
+                "features).",
+                device=info.short_name, feature=feature, reason=reason)
+
+
+def needs_cl2(source: str) -> bool:
+    """True when OpenCL C ``source`` calls a builtin that exists from OpenCL C 2.0 on and does
+    not test ``__OPENCL_C_VERSION__`` (a source that does has a 1.2 path of its own, and the
+    build keeps the device's default: the 2.0 path is not always the better one, see
+    docs/verifying.md on the Intel runtime's work-group scan)."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
+    return _CL2_USE.search(code) is not None and "__OPENCL_C_VERSION__" not in code
+
+
+def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) -> bool:
+    """Whether a launch has partial work-groups (a global size not a multiple of the local)."""
+    return local_size is not None and any(
+        g % max(int(l), 1) for g, l in zip(global_size, local_size, strict=False))
+
+
+def launch_features(source: str, global_size: Sequence[int],
+                    local_size: Sequence[int] | None) -> list[str]:
+    """The OpenCL C 2.0 features a launch needs: its builtins, its partial work-groups."""
+    features = ["opencl_c_2.0"] if needs_cl2(source) else []
+    if non_uniform(global_size, local_size):
+        features.append("non_uniform_work_groups")
+    return features
