@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +85,9 @@ for number, code in blocks:
 
 
 def _python_blocks(path: Path) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
+    # Blocks inside list items are indented; they run dedented, as a reader would paste them.
+    blocks = re.findall(r"^[ \t]*```python\n(.*?)^[ \t]*```", path.read_text(), re.S | re.M)
+    return [textwrap.dedent(code) for code in blocks]
 
 
 def _runnable(doc: Path) -> list[tuple[int, str]]:
