@@ -20,7 +20,7 @@ from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
 from clsim.compiler import ctypes as ct
-from clsim.compiler.frontend import Loc
+from clsim.compiler.frontend import Loc, parse
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.instruments.base import Instrument, LaunchInfo
 
@@ -73,13 +73,20 @@ class ChecksInstrument(Instrument):
         self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
         self._nodes: list = []  # keeps the declaration stand-ins alive while sites refer to them
         self._jit = True
+        self.aliased: tuple[str, ...] = ()  # read-only parameters sharing a written one's memory
+
+    def prepare(self, kernel, params: list[str], values: list) -> None:
+        """A parameter the kernel never writes is not tracked, unless its memory overlaps a
+        written parameter's (the same array twice, or overlapping views of one array)."""
+        written = analysis.written_arrays(parse(kernel))
+        self.aliased = state.aliased_read_only(params, values, written)
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
         return list(ly.STATE_ARGS)
 
     def key(self) -> tuple:
-        return (self.name, LAYOUT_VERSION)
+        return (self.name, LAYOUT_VERSION, self.aliased)
 
     def imports(self) -> list[str]:
         """The shared helpers, compiled once for all kernels (``native``)."""
@@ -122,7 +129,7 @@ class ChecksInstrument(Instrument):
             node = types.SimpleNamespace(loc=Loc(loc.file, loc.line, loc.func,
                                                  ",".join(map(str, shape))))
             self._nodes.append(node)
-            read_only = storage == "param" and name not in written
+            read_only = storage == "param" and name not in written and name not in self.aliased
             module.site(node, name, f"{fd.SHADOW}{t.space}", "none", t.dtype,
                         width=state.READ_ONLY if read_only else math.prod(shape))
             if not read_only:

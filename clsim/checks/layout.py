@@ -38,7 +38,8 @@ META_SIZE = 28
 M_SLOTS, SLOT_WIDTH, SLOT_INDEX = META_SIZE, 4, 3
 
 # _cs_o (object table) columns
-O_MODE, O_W, O_R1, O_R2, O_RX, O_A1, O_A2, O_AX, O_ADDR, O_NBYTES, O_ITEM = range(11)
+O_MODE, O_W, O_R1, O_R2, O_RX, O_A1, O_A2, O_AX, O_ADDR, O_NBYTES, O_ITEM, O_LEN = range(12)
+# (O_LEN: shadow elements per record of an object that owns its shadow; 0 for one sharing it)
 OBJ_COLS = 12
 
 # mode bits of an object

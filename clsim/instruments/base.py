@@ -69,6 +69,10 @@ class Instrument:
         """``RunResult.<result>`` when the instrument is off."""
         return None
 
+    def prepare(self, kernel, params: list[str], values: list) -> None:
+        """See the launch's arguments before the kernel is compiled (what they reveal, such as
+        two parameters sharing memory, may change the code: then ``key`` must say so)."""
+
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
         """Names of the launch-level state arrays passed to every generated function."""

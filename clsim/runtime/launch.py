@@ -195,6 +195,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
         options=MappingProxyType({**known, **options}))
     instruments = registry.build(config)
     config = replace(config, parallel=_parallel(kernel, config, instruments, parallel))
+    for inst in instruments:
+        inst.prepare(kernel, parsed.params, values)
     compiled = _compile(kernel, types, config, instruments)
     _check_local_memory(compiled, config)
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
