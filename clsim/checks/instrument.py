@@ -73,6 +73,7 @@ class ChecksInstrument(Instrument):
         self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
         self._nodes: list = []  # keeps the declaration stand-ins alive while sites refer to them
         self._jit = True
+        self._helper_params: set[tuple[str, str]] = set()  # (helper, param) reaching tracked
         self.aliased: tuple[str, ...] = ()  # read-only parameters sharing a written one's memory
 
     def prepare(self, kernel, params: list[str], values: list) -> None:
@@ -134,6 +135,7 @@ class ChecksInstrument(Instrument):
                         width=state.READ_ONLY if read_only else math.prod(shape))
             if not read_only:
                 self._objs[name] = (number, t, storage)
+        self._helper_params = analysis.tracked_helper_params(program.parsed, set(self._objs))
 
     def barrier(self, gen, stmt, site: int, flags: str) -> None:
         gen.emit(self._tick(site) + f"\n_cs_fl = np.int64({flags})\n"
@@ -164,6 +166,9 @@ class ChecksInstrument(Instrument):
                atomic: bool = False) -> list[str]:
         if gen.in_group_fn and buffer not in self._objs:
             return codes  # a buffer parameter the kernel never writes: nothing to check
+        if not gen.in_group_fn and (gen.module.sites[site].func, buffer) not in \
+                self._helper_params:
+            return codes  # a helper parameter no call binds to a tracked array
         helper = RECORDERS["atomic" if atomic or kind not in ("load", "store") else kind]
         width = gen.module.sites[site].width
         base, lead = gen.array_base(buffer, arrt)
