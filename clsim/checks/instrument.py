@@ -15,7 +15,7 @@ import math
 import types
 from typing import ClassVar
 
-from clsim.checks import analysis, native, replay, state
+from clsim.checks import analysis, native, parallel, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -54,6 +54,7 @@ class ChecksInstrument(Instrument):
                           ly.ERR_BASE + ly.CAT_UNINIT: _decode_finding,
                           ly.ERR_EPOCHS: _decode_epochs}
     serial_groups = True
+    drives_groups = True  # parallel threads with their own shadow state (``parallel``)
 
     @classmethod
     def create(cls, config) -> ChecksInstrument | None:
@@ -79,8 +80,7 @@ class ChecksInstrument(Instrument):
     def prepare(self, kernel, params: list[str], values: list) -> None:
         """A parameter the kernel never writes is not tracked, unless its memory overlaps a
         written parameter's (the same array twice, or overlapping views of one array)."""
-        written = analysis.written_arrays(parse(kernel))
-        self.aliased = state.aliased_read_only(params, values, written)
+        self.aliased = state.aliased_read_only(params, values, _written(kernel))
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
@@ -200,11 +200,28 @@ class ChecksInstrument(Instrument):
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
-        return state.allocate(info, self.races, self.uninit, self.raise_race,
-                              self.raise_uninit)
+        self._launch = (info, state.allocate(info, self.races, self.uninit, self.raise_race,
+                                             self.raise_uninit))
+        return self._launch[1]
+
+    def run_groups(self, run, threads: int) -> bool:
+        info, arrays = self._launch
+        return threads > 1 and parallel.run(info, arrays, run, threads)
 
     def finalize(self, info: LaunchInfo, arrays: list, result) -> list:
         return state.collect(info, arrays, self.warn_uninit)
+
+
+_WRITTEN: dict[int, tuple] = {}
+
+
+def _written(kernel) -> set[str]:
+    """``analysis.written_arrays`` of a kernel, once per kernel version (it walks the source)."""
+    parsed = parse(kernel)
+    hit = _WRITTEN.get(id(kernel))
+    if hit is None or hit[0] is not parsed:
+        hit = _WRITTEN[id(kernel)] = (parsed, analysis.written_arrays(parsed))
+    return hit[1]
 
 
 def _i64(code) -> str:

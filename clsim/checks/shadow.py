@@ -316,7 +316,8 @@ _cs_{short}q{space} = _cs_inline(_cs_{short}q{space})
 
 RECORDERS = {"load": "_cs_ld", "store": "_cs_st", "atomic": "_cs_at"}
 # Helpers the same for every kernel: compiled once into their own module (``native``).
-SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_flush", "_cs_end")
+SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_flush", "_cs_end",
+          "_cs_cross_at", "_cs_cross")
 FAST = ("ld", "st")  # recorders with inlinable fast paths ``_cs_<short>q<l|g|p>``
 
 

@@ -201,7 +201,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     _check_local_memory(compiled, config)
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
     state = [arr for inst in instruments for arr in inst.allocate(info)]
-    result = _launch(compiled, config, [*values, *state])
+    result = _launch(compiled, config, [*values, *state],
+                     _group_driver(kernel, config, instruments, info, len(values)))
     offset = 0
     for inst in instruments:
         count = len(inst.state_args())
@@ -231,32 +232,64 @@ def _parallel(kernel, config: LaunchConfig, instruments, asked: bool | None) -> 
     return bool(asked) and not serial
 
 
-def _launch(compiled: _Compiled, config: LaunchConfig, values: list) -> RunResult:
-    """Run every work-group (in chunks when parallel); raise the first error recorded."""
+def _group_driver(kernel, config: LaunchConfig, instruments, info: LaunchInfo, first: int):
+    """The instrument that runs the launch's groups itself (``Instrument.run_groups``), and
+    how many threads it may use: several only with JIT, groups serial, no global atomics
+    (they take effect in group order) and every other instrument's state shareable."""
+    threads = 1
+    if config.jit and not config.parallel and not _has_global_atomics(kernel):
+        import numba  # only JIT launches need it
+
+        threads = numba.get_num_threads()
+    offset = first
+    for inst in instruments:
+        count = len(inst.state_args())
+        others = [o for o in instruments if o is not inst]
+        if inst.drives_groups and all(o.threads_share_state or not o.state_args()
+                                      for o in others):
+            return inst, offset, count, threads
+        offset += count
+    return None
+
+
+def _launch(compiled: _Compiled, config: LaunchConfig, values: list, driver=None) -> RunResult:
+    """Run every work-group (in chunks when parallel, or as an instrument drives them); raise
+    the first error recorded."""
     nd = config.ndrange
     sizes = tuple(np.int64(v) for v in (*nd.num_groups, *nd.global_size, *nd.offset))
     parallel = config.parallel
     rows = min(_CHUNK, nd.total_groups) if parallel else 1
-    errs = np.zeros((rows, rec.FIELDS), np.int64)
     launch = compiled.module._launch
     compile_s = 0.0
     if config.jit and "warm" not in compiled.warmed:
         t0 = time.perf_counter()
-        launch(np.int64(0), np.int64(0), *sizes, *values, errs)
+        launch(np.int64(0), np.int64(0), *sizes, *values, np.zeros((rows, rec.FIELDS), np.int64))
         compile_s = time.perf_counter() - t0
         compiled.warmed.add("warm")
-    t0 = time.perf_counter()
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        start = 0
-        while start < nd.total_groups:
-            count = min(rows if parallel else nd.total_groups, nd.total_groups - start)
-            launch(np.int64(start), np.int64(count), *sizes, *values, errs)
+
+    def run_groups(start: int, total: int, state=None) -> None:
+        """Groups start .. start + total - 1, in order; ``state`` replaces the driving
+        instrument's arrays. Releases the GIL (JIT), so threads may call it at once."""
+        args = values
+        if state is not None:
+            _inst, offset, count, _threads = driver
+            args = [*values[:offset], *state, *values[offset + count:]]
+        errs = np.zeros((rows, rec.FIELDS), np.int64)
+        stop = start + total
+        while start < stop:
+            count = min(rows if parallel else total, stop - start)
+            launch(np.int64(start), np.int64(count), *sizes, *args, errs)
             failed = np.nonzero(errs[:, rec.CODE])[0]
             if failed.size:
                 raise decode(errs[failed[0]], compiled.sites, config.kernel, nd.local_size,
                              nd.offset, nd.work_dim, registry.decoders())
             start += count
+
+    t0 = time.perf_counter()
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if driver is None or not driver[0].run_groups(run_groups, driver[3]):
+            run_groups(0, nd.total_groups)
     elapsed = time.perf_counter() - t0
     return RunResult(config.kernel, nd, elapsed, compile_s, config.jit, parallel, compiled.path,
                      results=registry.result_defaults(), config=config)
