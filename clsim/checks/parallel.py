@@ -42,13 +42,19 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
     snapshot = _snapshot(info)
     ranges = np.linspace(0, groups, threads + 1).astype(np.int64)
     states, shadows = _thread_states(state, threads)
-    failed = []
+    cross = native.load(True)._cs_cross
+    done = threading.Barrier(threads)
+    failed, conflicts = [], []
 
     def work(t: int) -> None:
         try:
             run_groups(int(ranges[t]), int(ranges[t + 1] - ranges[t]), states[t])
         except BaseException as error:  # noqa: BLE001  (replayed serially below, raised there)
             failed.append(error)
+        finally:
+            done.wait()  # every thread's records are complete: scan a part of them
+        if not failed and cross(shadows, state[1], t, threads):
+            conflicts.append(t)
 
     pool = [threading.Thread(target=work, args=(t,)) for t in range(1, threads)]
     for thread in pool:
@@ -56,7 +62,7 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
     work(0)
     for thread in pool:
         thread.join()
-    if failed or any(s[0][list(_DIRTY)].any() for s in states) or native.load(True)._cs_cross(shadows, state[1]):
+    if failed or conflicts or any(s[0][list(_DIRTY)].any() for s in states):
         for value, saved in snapshot:
             np.copyto(value, saved)
         run_groups(0, groups)
@@ -78,5 +84,6 @@ def _thread_states(state: list, threads: int) -> tuple[list, np.ndarray]:
     """Each thread's state arrays; their shadows are the rows of one array (for the merge)."""
     meta, table, shadow, found, log = state
     shadows = np.zeros((threads, shadow.size), np.int64)
-    return [[meta.copy(), table.copy(), shadows[t], np.zeros_like(found), np.empty_like(log)]
+    return [[meta.copy(), table.copy(), shadows[t], np.zeros(found.shape, np.int64),
+             np.empty_like(log)]
             for t in range(threads)], shadows

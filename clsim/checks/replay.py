@@ -85,9 +85,10 @@ def _cs_sv(v, k, m):
 
 # After a threaded launch (``parallel``): is there a global element that one thread's groups
 # wrote plainly and another thread's accessed, or one accessed atomically and another read
-# plainly? ``s`` holds one shadow per thread (rows), all laid out by the object table ``o``.
+# plainly? ``s`` holds one shadow per thread (rows), all laid out by the object table ``o``;
+# this call looks at part ``part`` of ``parts`` of each object's elements.
 _CROSS = f"""
-def _cs_cross(s, o):
+def _cs_cross(s, o, part, parts):
     cols = np.zeros(7, np.int64)
     for k in range(o.shape[0]):
         n = o[k, {ly.O_LEN}]
@@ -98,7 +99,7 @@ def _cs_cross(s, o):
             if o[k, c] != 0:
                 cols[m] = o[k, c]
                 m += 1
-        for e in range(n):
+        for e in range(n * part // parts, n * (part + 1) // parts):
             hits = 0
             for t in range(s.shape[0]):
                 for j in range(m):

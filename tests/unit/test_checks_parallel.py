@@ -150,3 +150,12 @@ def test_engine_errors_are_the_serial_runs(spy):
         launch(reads_past_the_end, (x, y, np.int32(1)), serial=True)
     assert raised.value.message == serial.value.message
     assert spy[0]["replayed"]
+
+
+@pytest.mark.parametrize("kw", [dict(traffic=True), dict(jit=False)])
+def test_launches_that_cannot_share_state_stay_serial(spy, kw):
+    """Traffic counting's state cannot serve two threads, and without JIT threads would not
+    run at once: such launches keep the serial checked run."""
+    x, y = np.arange(1024, dtype=F32), np.zeros(1024, F32)
+    assert launch(reverse_in_group, (x, y), report_all=True, **kw).findings == []
+    assert spy == []
