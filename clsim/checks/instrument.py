@@ -24,7 +24,7 @@ from clsim.compiler.frontend import Loc, parse
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.instruments.base import Instrument, LaunchInfo
 
-LAYOUT_VERSION = 3
+LAYOUT_VERSION = 4
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
 _BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
 _SPACE = {"param": "g", "larray": "l", "parray": "p"}

@@ -85,29 +85,47 @@ def _cs_sv(v, k, m):
 
 # After a threaded launch (``parallel``): is there a global element that one thread's groups
 # wrote plainly and another thread's accessed, or one accessed atomically and another read
-# plainly? ``s`` holds one shadow per thread (rows), all laid out by the object table ``o``;
-# this call looks at part ``part`` of ``parts`` of each object's elements.
+# plainly? ``s`` holds one shadow per thread (rows), laid out by the object table ``o``; ``rg``
+# each thread's touched ranges (its meta from ``layout.M_RANGES``). Only elements in the
+# overlap of two threads' ranges can be touched by both, so only those are looked at.
 _CROSS = f"""
-def _cs_cross(s, o, part, parts):
+def _cs_cross(s, o, rg):
+    threads = s.shape[0]
+    lo = np.zeros(threads, np.int64)
+    hi = np.zeros(threads, np.int64)
     cols = np.zeros(7, np.int64)
     for k in range(o.shape[0]):
         n = o[k, {ly.O_LEN}]
+        bw = o[k, {ly.O_W}]
         if (o[k, {ly.O_MODE}] & {ly.MB_CROSS}) == 0 or n == 0:
             continue
+        for t in range(threads):  # element range of thread t, over k and objects sharing it
+            lo[t] = n
+            hi[t] = -1
+            for j in range(o.shape[0]):
+                if j == k or (bw != 0 and bw <= o[j, {ly.O_W}] and o[j, {ly.O_W}] < bw + n):
+                    if rg[t, 2 * j + 1] != 0:
+                        lo[t] = min(lo[t], {ly.RANGE_TOP} - rg[t, 2 * j] - bw)
+                        hi[t] = max(hi[t], rg[t, 2 * j + 1] - 1 - bw)
+            if bw == 0:  # no W records: no coordinates to compare, look at everything
+                lo[t] = 0
+                hi[t] = n - 1
         m = 0
         for c in range({ly.O_W}, {ly.O_AX + 1}):
             if o[k, c] != 0:
                 cols[m] = o[k, c]
                 m += 1
-        for e in range(n * part // parts, n * (part + 1) // parts):
-            hits = 0
-            for t in range(s.shape[0]):
-                for j in range(m):
-                    if s[t, cols[j] + e] != 0:
-                        hits += 1
-                        break
-            if hits > 1 and _cs_cross_at(s, o, k, e):
-                return True
+        for t in range(threads):
+            for u in range(t + 1, threads):
+                for e in range(max(lo[t], lo[u], 0), min(hi[t], hi[u], n - 1) + 1):
+                    hits = 0
+                    for v in range(threads):
+                        for j in range(m):
+                            if s[v, cols[j] + e] != 0:
+                                hits += 1
+                                break
+                    if hits > 1 and _cs_cross_at(s, o, k, e):
+                        return True
     return False
 """
 
