@@ -159,3 +159,25 @@ def test_launches_that_cannot_share_state_stay_serial(spy, kw):
     x, y = np.arange(1024, dtype=F32), np.zeros(1024, F32)
     assert launch(reverse_in_group, (x, y), report_all=True, **kw).findings == []
     assert spy == []
+
+
+@kernel
+def write_low_read_high(a, b, out):
+    i = get_global_id(0)
+    if i < 512:
+        a[i] = 1.0
+    else:
+        out[i] = b[i - 512]
+
+
+def test_cross_thread_race_through_two_views_of_one_array(spy):
+    """a and b are two views of one array: the first half of the groups writes through a
+    what the second half reads through b. Only groups of different threads conflict, through
+    different names: found (by the merge, on the shared shadow) as in the serial run."""
+    base, out = np.zeros(1024, F32), np.zeros(1024, F32)
+    found = launch(write_low_read_high, (base[:], base[:], out), report_all=True)
+    assert spy[0] == {"threaded": True, "replayed": True}
+    ref = launch(write_low_read_high, (base[:], base[:], np.zeros(1024, F32)), serial=True,
+                 report_all=True)
+    assert [f.describe() for f in found.findings] == [f.describe() for f in ref.findings]
+    assert found.findings and "different work-groups" in found.findings[0].message
