@@ -43,7 +43,7 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
     if threads < 2:
         return False
     snapshot = _snapshot(info)
-    ranges = np.linspace(0, groups, threads + 1).astype(np.int64)
+    bounds = np.linspace(0, groups, threads + 1).astype(np.int64)  # thread t: its groups
     states, shadows, reused = _thread_states(state, threads)
     failed = []
 
@@ -52,8 +52,8 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
             if reused:  # clear this thread's part, in this thread (pages already mapped)
                 shadows[t].fill(0)
                 states[t][3].fill(0)
-            run_groups(int(ranges[t]), int(ranges[t + 1] - ranges[t]), states[t])
-        except BaseException as error:  # noqa: BLE001  (replayed serially below, raised there)
+            run_groups(int(bounds[t]), int(bounds[t + 1] - bounds[t]), states[t])
+        except Exception as error:  # noqa: BLE001  (replayed serially below, raised there)
             failed.append(error)
 
     pool = [threading.Thread(target=work, args=(t,)) for t in range(1, threads)]
