@@ -55,6 +55,31 @@ def _call_writes(node: ast.Call, active: set[int]) -> set[str]:
     return {n for n in names if n is not None}
 
 
+def tracked_helper_params(parsed, tracked: set[str]) -> set[tuple[str, str]]:
+    """(helper, parameter) pairs through which a helper can reach a tracked array: a call
+    passes a tracked name (or an expression, to be safe) in that position, directly or through
+    another helper's tracked parameter. Accesses through any other helper parameter (a
+    read-only buffer, a helper's own array) need no recording."""
+    out: set[tuple[str, str]] = set()
+    _bind_calls(parsed, set(tracked), out)
+    return out
+
+
+def _bind_calls(parsed, tracked: set[str], out: set) -> None:
+    for node in ast.walk(parsed.tree):
+        resolved = getattr(getattr(node, "func", None), "resolved", None)
+        if not (isinstance(node, ast.Call) and resolved and resolved[0] == "func"):
+            continue
+        callee = parse(resolved[1])
+        name = resolved[1].name  # the helper's name as its access sites carry it
+        reached = {param for param, arg in zip(callee.params, node.args, strict=False)
+                   if not isinstance(arg, ast.Name) or arg.id in tracked}
+        new = {(name, p) for p in reached} - out
+        if new:
+            out |= new
+            _bind_calls(callee, reached, out)
+
+
 def declarations(tree) -> dict[str, Loc]:
     """Where each local/private array of the kernel body is declared."""
     out = {}

@@ -162,7 +162,7 @@ def from_record(rec, sites, kernel: str, enqueued, offset, work_dim: int,
     index = _index(rec[2], obj)
     info = rec[6]
     kind, pkind = info & 15, (info >> 4) & 15
-    hint, sg_size = (info >> 8) & 255, info >> 16
+    hint, sg_size = (info >> 8) & 255, max(info >> 16, 1)
     d = work_dim
     group = tuple(rec[7:10])
     lid = _lid_tuple(rec[4], rec[11:14])
@@ -183,7 +183,8 @@ def from_record(rec, sites, kernel: str, enqueued, offset, work_dim: int,
     there = WorkItem(pgroup[:d], plid[:d], _gid(pgroup, plid, enqueued, offset)[:d])
     other = _ref(sites[(prev >> ly.SITE_SHIFT) & ly.MAX_SITE])
     msg = _race_message(where, KIND_NAMES[kind], KIND_NAMES[pkind], target, space, other,
-                        there, hint, sg_size)
+                        there, hint, sg_size, same_site=other == site,
+                        across_subgroups=rec[4] // sg_size != (prev & ly.MAX_LID) // sg_size)
     return Finding(cat, msg, buffer, space, index, (site, other), (here, there),
                    (KIND_NAMES[kind], KIND_NAMES[pkind]), kernel, hint, count)
 
@@ -198,14 +199,15 @@ def _uninit_message(where, kind, target, space, here) -> str:
             "guard the read.")
 
 
-def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size) -> str:
+def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size,
+                  same_site: bool = False, across_subgroups: bool = False) -> str:
     fence = "CLK_GLOBAL_MEM_FENCE" if space in ("global", "constant") else "CLK_LOCAL_MEM_FENCE"
     head = f"{where}: data race on {target}: this {kind} and a {pkind} at {other} ({there})"
+    both_store = kind == pkind == "store"
     if hint & ly.H_CROSS_GROUP:
-        why = (" run in different work-groups, which are not ordered within a launch, so no "
-               "barrier can order them")
-        fix = ("Give each element a single owning work-group, use atomics for values shared "
-               "between groups, or split the work into two kernel launches")
+        why, fix = _cross_group(both_store)
+    elif both_store and same_site:
+        why, fix = _one_statement(across_subgroups, fence, sg_size)
     elif hint & ly.H_SUBGROUP:
         why = (f" are separated only by a sub_group_barrier, but the two work-items are in "
                f"different sub-groups (size {sg_size})")
@@ -219,7 +221,36 @@ def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size
     else:
         why = " in the same work-group are not separated by a barrier"
         fix = f"Put barrier({fence}) between the two accesses"
+        if both_store:
+            fix += ", or let only one work-item store the element"
     if hint & ly.H_ATOMIC_MIX:
         why += "; one of them is atomic and the other is not (atomics exclude only atomics)"
         fix += ", or make both accesses atomic"
     return f"{head}{why}. {fix}."
+
+
+def _cross_group(both_store: bool) -> tuple[str, str]:
+    why = (" run in different work-groups, which are not ordered within a launch, so no "
+           "barrier can order them")
+    if both_store:
+        return why, ("Let a single work-group store each element (guard the store, e.g. on "
+                     "get_group_id), or combine the groups' values with atomics or in a second "
+                     "kernel launch")
+    return why, ("Give each element a single owning work-group, use atomics for values shared "
+                 "between groups, or split the work into two kernel launches")
+
+
+def _one_statement(across_subgroups: bool, fence: str, sg_size: int) -> tuple[str, str]:
+    """Two work-items storing one element from the same statement: a barrier cannot order two
+    copies of one statement, so the fix is a guard (or one element per writer)."""
+    if across_subgroups:
+        return (f" are the same statement run by two sub-groups (size {sg_size}) of one "
+                "work-group: each sub-group stores the element, and a barrier cannot order "
+                "two runs of one statement"), (
+            "Guard the store so one sub-group makes it (e.g. if get_sub_group_id() == 0), or "
+            f"combine the sub-groups' values in local memory, barrier({fence}), then store "
+            "once")
+    return (" are the same statement run by two work-items of one work-group, which both "
+            "store the element; a barrier cannot order two runs of one statement"), (
+        "Guard the store so one work-item makes it (e.g. if get_local_id(0) == 0), give each "
+        "work-item its own element, or combine the values with atomics or a reduction")

@@ -15,16 +15,16 @@ import math
 import types
 from typing import ClassVar
 
-from clsim.checks import analysis, native, replay, state
+from clsim.checks import analysis, native, parallel, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
 from clsim.compiler import ctypes as ct
-from clsim.compiler.frontend import Loc
+from clsim.compiler.frontend import Loc, parse
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.instruments.base import Instrument, LaunchInfo
 
-LAYOUT_VERSION = 3
+LAYOUT_VERSION = 4
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
 _BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
 _SPACE = {"param": "g", "larray": "l", "parray": "p"}
@@ -54,6 +54,7 @@ class ChecksInstrument(Instrument):
                           ly.ERR_BASE + ly.CAT_UNINIT: _decode_finding,
                           ly.ERR_EPOCHS: _decode_epochs}
     serial_groups = True
+    drives_groups = True  # parallel threads with their own shadow state (``parallel``)
 
     @classmethod
     def create(cls, config) -> ChecksInstrument | None:
@@ -73,13 +74,20 @@ class ChecksInstrument(Instrument):
         self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
         self._nodes: list = []  # keeps the declaration stand-ins alive while sites refer to them
         self._jit = True
+        self._helper_params: set[tuple[str, str]] = set()  # (helper, param) reaching tracked
+        self.aliased: tuple[str, ...] = ()  # read-only parameters sharing a written one's memory
+
+    def prepare(self, kernel, params: list[str], values: list) -> None:
+        """A parameter the kernel never writes is not tracked, unless its memory overlaps a
+        written parameter's (the same array twice, or overlapping views of one array)."""
+        self.aliased = state.aliased_read_only(params, values, _written(kernel))
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
         return list(ly.STATE_ARGS)
 
     def key(self) -> tuple:
-        return (self.name, LAYOUT_VERSION)
+        return (self.name, LAYOUT_VERSION, self.aliased)
 
     def imports(self) -> list[str]:
         """The shared helpers, compiled once for all kernels (``native``)."""
@@ -122,11 +130,12 @@ class ChecksInstrument(Instrument):
             node = types.SimpleNamespace(loc=Loc(loc.file, loc.line, loc.func,
                                                  ",".join(map(str, shape))))
             self._nodes.append(node)
-            read_only = storage == "param" and name not in written
+            read_only = storage == "param" and name not in written and name not in self.aliased
             module.site(node, name, f"{fd.SHADOW}{t.space}", "none", t.dtype,
                         width=state.READ_ONLY if read_only else math.prod(shape))
             if not read_only:
                 self._objs[name] = (number, t, storage)
+        self._helper_params = analysis.tracked_helper_params(program.parsed, set(self._objs))
 
     def barrier(self, gen, stmt, site: int, flags: str) -> None:
         gen.emit(self._tick(site) + f"\n_cs_fl = np.int64({flags})\n"
@@ -157,6 +166,9 @@ class ChecksInstrument(Instrument):
                atomic: bool = False) -> list[str]:
         if gen.in_group_fn and buffer not in self._objs:
             return codes  # a buffer parameter the kernel never writes: nothing to check
+        if not gen.in_group_fn and (gen.module.sites[site].func, buffer) not in \
+                self._helper_params:
+            return codes  # a helper parameter no call binds to a tracked array
         helper = RECORDERS["atomic" if atomic or kind not in ("load", "store") else kind]
         width = gen.module.sites[site].width
         base, lead = gen.array_base(buffer, arrt)
@@ -188,11 +200,28 @@ class ChecksInstrument(Instrument):
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
-        return state.allocate(info, self.races, self.uninit, self.raise_race,
-                              self.raise_uninit)
+        self._launch = (info, state.allocate(info, self.races, self.uninit, self.raise_race,
+                                             self.raise_uninit))
+        return self._launch[1]
+
+    def run_groups(self, run, threads: int) -> bool:
+        info, arrays = self._launch
+        return threads > 1 and parallel.run(info, arrays, run, threads)
 
     def finalize(self, info: LaunchInfo, arrays: list, result) -> list:
         return state.collect(info, arrays, self.warn_uninit)
+
+
+_WRITTEN: dict[int, tuple] = {}
+
+
+def _written(kernel) -> set[str]:
+    """``analysis.written_arrays`` of a kernel, once per kernel version (it walks the source)."""
+    parsed = parse(kernel)
+    hit = _WRITTEN.get(id(kernel))
+    if hit is None or hit[0] is not parsed:
+        hit = _WRITTEN[id(kernel)] = (parsed, analysis.written_arrays(parsed))
+    return hit[1]
 
 
 def _i64(code) -> str:

@@ -32,13 +32,20 @@ M_GX, M_GY, M_GZ, M_L0, M_L1, M_L2 = 13, 14, 15, 16, 17, 18
 M_NPEND, M_LAST_KEY = 19, 20
 M_DEFER, M_NLOG, M_LOST = 22, 23, 24  # the deferred-access log (see shadow)
 M_HELD = 25  # an uninitialised read waits in HELD_ROW for the end of the work-item loop
-META_SIZE = 28
+# then, per object k, the range of shadow indices (of its W records) its global accesses
+# touched: M_RANGES + 2k holds RANGE_TOP - lowest, M_RANGES + 2k + 1 highest + 1 (0: none),
+# both kept as maxima so a zeroed meta means "nothing yet". Threaded runs (``parallel``)
+# compare these per thread, to scan only where two threads' ranges overlap.
+M_RANGES = 28
+RANGE_TOP = 1 << 62
+META_SIZE = M_RANGES + 2 * (1 << 10)
 # then SLOT_WIDTH slots per access site: the leading indices of a multi-dimensional access
 # (0..2) and the index being recorded (3), parked while the access expression is evaluated
 M_SLOTS, SLOT_WIDTH, SLOT_INDEX = META_SIZE, 4, 3
 
 # _cs_o (object table) columns
-O_MODE, O_W, O_R1, O_R2, O_RX, O_A1, O_A2, O_AX, O_ADDR, O_NBYTES, O_ITEM = range(11)
+O_MODE, O_W, O_R1, O_R2, O_RX, O_A1, O_A2, O_AX, O_ADDR, O_NBYTES, O_ITEM, O_LEN = range(12)
+# (O_LEN: shadow elements per record of an object that owns its shadow; 0 for one sharing it)
 OBJ_COLS = 12
 
 # mode bits of an object

@@ -32,10 +32,15 @@ def module_source(jit: bool) -> str:
     return "\n".join(_HEADERS[jit]) + "\n\n\n" + "\n\n\n".join(parts) + "\n"
 
 
+_LOADED: dict[bool, object] = {}
+
+
 def load(jit: bool):
     """The shared-helpers module, written to the kernel cache and imported (once)."""
-    module, _path = load_source("checks_jit" if jit else "checks_py", module_source(jit))
-    return module
+    if jit not in _LOADED:
+        _LOADED[jit], _path = load_source("checks_jit" if jit else "checks_py",
+                                          module_source(jit))
+    return _LOADED[jit]
 
 
 def inline_always(fn):

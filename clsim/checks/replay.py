@@ -83,11 +83,83 @@ def _cs_sv(v, k, m):
     return v + {_keep("m")}
 """
 
+# After a threaded launch (``parallel``): is there a global element that one thread's groups
+# wrote plainly and another thread's accessed, or one accessed atomically and another read
+# plainly? ``s`` holds one shadow per thread (rows), laid out by the object table ``o``; ``rg``
+# each thread's touched ranges (its meta from ``layout.M_RANGES``). Only elements in the
+# overlap of two threads' ranges can be touched by both, so only those are looked at.
+_CROSS = f"""
+def _cs_cross(s, o, rg):
+    threads = s.shape[0]
+    lo = np.zeros(threads, np.int64)
+    hi = np.zeros(threads, np.int64)
+    cols = np.zeros(7, np.int64)
+    for k in range(o.shape[0]):
+        n = o[k, {ly.O_LEN}]
+        bw = o[k, {ly.O_W}]
+        if (o[k, {ly.O_MODE}] & {ly.MB_CROSS}) == 0 or n == 0:
+            continue
+        for t in range(threads):  # element range of thread t, over k and objects sharing it
+            lo[t] = n
+            hi[t] = -1
+            for j in range(o.shape[0]):
+                if j == k or (bw != 0 and bw <= o[j, {ly.O_W}] and o[j, {ly.O_W}] < bw + n):
+                    if rg[t, 2 * j + 1] != 0:
+                        lo[t] = min(lo[t], {ly.RANGE_TOP} - rg[t, 2 * j] - bw)
+                        hi[t] = max(hi[t], rg[t, 2 * j + 1] - 1 - bw)
+            if bw == 0:  # no W records: no coordinates to compare, look at everything
+                lo[t] = 0
+                hi[t] = n - 1
+        m = 0
+        for c in range({ly.O_W}, {ly.O_AX + 1}):
+            if o[k, c] != 0:
+                cols[m] = o[k, c]
+                m += 1
+        for t in range(threads):
+            for u in range(t + 1, threads):
+                for e in range(max(lo[t], lo[u], 0), min(hi[t], hi[u], n - 1) + 1):
+                    hits = 0
+                    for v in range(threads):
+                        for j in range(m):
+                            if s[v, cols[j] + e] != 0:
+                                hits += 1
+                                break
+                    if hits > 1 and _cs_cross_at(s, o, k, e):
+                        return True
+    return False
+"""
+
+# The exact rule for one element that more than one thread touched.
+_CROSS_AT = f"""
+def _cs_cross_at(s, o, k, e):
+    writer = False
+    reader = False
+    atomic = False
+    for t in range(s.shape[0]):
+        w = o[k, {ly.O_W}] != 0 and s[t, o[k, {ly.O_W}] + e] != 0
+        r = False
+        a = False
+        for c in ({ly.O_R1}, {ly.O_R2}, {ly.O_RX}):
+            if o[k, c] != 0 and s[t, o[k, c] + e] != 0:
+                r = True
+        for c in ({ly.O_A1}, {ly.O_A2}, {ly.O_AX}):
+            if o[k, c] != 0 and s[t, o[k, c] + e] != 0:
+                a = True
+        if (w or r or a) and writer:
+            return True
+        if (w and (reader or atomic)) or (a and reader) or (r and atomic):
+            return True
+        writer = writer or w
+        reader = reader or r
+        atomic = atomic or a
+    return False
+"""
 
 
 def sources() -> dict[str, str]:
     """Name -> source of every group-level helper."""
-    return {"_cs_flush": _FLUSH, "_cs_sv": _SAVE, "_cs_end": _END}
+    return {"_cs_flush": _FLUSH, "_cs_sv": _SAVE, "_cs_end": _END, "_cs_cross": _CROSS,
+            "_cs_cross_at": _CROSS_AT}
 
 
 def register() -> None:

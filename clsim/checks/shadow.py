@@ -54,6 +54,18 @@ m[{ly.M_DEFER}] = 1
 """
 
 
+def _range(index: str) -> str:
+    """Widen this object's range of touched shadow indices (``layout.M_RANGES``)."""
+    return f"""
+_x = {index}
+_q = {ly.M_RANGES} + 2 * obj
+if {ly.RANGE_TOP} - _x > m[_q]:
+    m[_q] = {ly.RANGE_TOP} - _x
+if _x + 1 > m[_q + 1]:
+    m[_q + 1] = _x + 1
+"""
+
+
 # -- the full recorders -----------------------------------------------------------------------
 def _conflict(rec: str) -> str:
     """Sets ``_c``: is the access in ``rec`` unordered with this one (and not this item's)?"""
@@ -234,7 +246,8 @@ def _cs_{short}{"p" if pointer else ""}(i, width, {target}, eb, site, lid, {STAT
             sgs = m[{ly.M_SG_SIZE}]
             for k in range(width):
                 e = off + eb + i + k
-{_ind(body, 16)}    return i + {keep}
+                if cross:
+{_ind(_range(f"o[obj, {ly.O_W}] + e"), 20)}{_ind(body, 16)}    return i + {keep}
 """
 
 
@@ -303,7 +316,7 @@ elif (w & {ly.MAX_LID}) != lid and wst >= last and (mode & {ly.MB_RACE}) != 0:
 def _cs_{short}q{space}(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
-        ok = 0
+{_ind(_range("bw + e"), 8) if cross else ""}        ok = 0
         if (m[{ly.M_DEFER}] | (mode & {ly.MB_A})) == 0:
             ok = 1
 {_ind(work, 12)}        if ok == 0:
@@ -316,7 +329,8 @@ _cs_{short}q{space} = _cs_inline(_cs_{short}q{space})
 
 RECORDERS = {"load": "_cs_ld", "store": "_cs_st", "atomic": "_cs_at"}
 # Helpers the same for every kernel: compiled once into their own module (``native``).
-SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_flush", "_cs_end")
+SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_flush", "_cs_end",
+          "_cs_cross_at", "_cs_cross")
 FAST = ("ld", "st")  # recorders with inlinable fast paths ``_cs_<short>q<l|g|p>``
 
 

@@ -29,21 +29,24 @@ def allocate(info: LaunchInfo, races: bool, uninit: bool, raise_race: bool,
     objs = fd.objects(info.sites)
     table = np.zeros((max(len(objs), 1), ly.OBJ_COLS), np.int64)
     usage = _usage(info.sites, objs, info.kernel)
-    lengths, shared = _placement(info, objs, table)
+    lengths, shared, offsets = _placement(info, objs, table)
     for k in range(len(objs)):  # aliased buffers share one shadow: unite their usage
         usage[shared[k]] |= usage[k]
-    total = 1
     for k, obj in enumerate(objs):
-        mode = 0 if obj.count == READ_ONLY else _mode(obj.space, usage[shared[k]], races,
-                                                        uninit)
-        table[k, ly.O_MODE] = mode
+        table[k, ly.O_MODE] = 0 if obj.count == READ_ONLY else _mode(
+            obj.space, usage[shared[k]], races, uninit)
+    total = 1
+    for k in range(len(objs)):  # each shadow's leader first, then the objects sharing it
+        if shared[k] == k:
+            table[k, ly.O_LEN] = lengths[k]
+            for col, need in _records(int(table[k, ly.O_MODE])):
+                if need:
+                    table[k, col] = total
+                    total += lengths[k]
+    for k in range(len(objs)):
         if shared[k] != k:
-            table[k, ly.O_W:ly.O_AX + 1] = table[shared[k], ly.O_W:ly.O_AX + 1]
-            continue
-        for col, need in _records(mode):
-            if need:
-                table[k, col] = total
-                total += lengths[k]
+            lead = table[shared[k], ly.O_W:ly.O_AX + 1]
+            table[k, ly.O_W:ly.O_AX + 1] = np.where(lead != 0, lead + offsets[k], 0)
     meta = np.zeros(ly.M_SLOTS + ly.SLOT_WIDTH * len(info.sites), np.int64)
     meta[ly.M_EPOCH_BITS] = ly.STAMP_BITS - max(1, (nd.total_groups - 1).bit_length())
     meta[ly.M_SG_SIZE] = info.subgroup_size
@@ -98,32 +101,84 @@ def _records(mode: int):
             (ly.O_A1, a), (ly.O_A2, a), (ly.O_AX, a and cross))
 
 
-def _placement(info: LaunchInfo, objs, table) -> tuple[list[int], list[int]]:
-    """Element counts per object; which object's shadow each one shares (aliased buffers)."""
+def aliased_read_only(params: list[str], values: list, written: set[str]) -> tuple[str, ...]:
+    """The parameters the kernel never writes whose memory overlaps a written parameter's."""
+    arrays = {p: v for p, v in zip(params, values, strict=True) if isinstance(v, np.ndarray)}
+    out = []
+    for name, value in arrays.items():
+        if name not in written and any(_overlap(value, arrays[w]) for w in written
+                                       if w in arrays):
+            out.append(name)
+    return tuple(out)
+
+
+def _span(value: np.ndarray) -> tuple[int, int]:
+    return value.ctypes.data, value.ctypes.data + value.nbytes
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    return a0 < b1 and b0 < a1
+
+
+def _placement(info: LaunchInfo, objs, table) -> tuple[list[int], list[int], list[int]]:
+    """Shadow elements per object; which object's shadow each one shares, and at which element
+    offset. Buffers whose memory overlaps (one array passed twice, overlapping views of one
+    array) are one memory: they share the shadow of their union, keyed by byte address."""
     values = dict(zip(info.params, info.values, strict=True))
     lanes = info.ndrange.group_items
-    lengths, shared, seen = [], [], {}
+    lengths, shared, offsets = [], list(range(len(objs))), [0] * len(objs)
+    buffers = []
     for k, obj in enumerate(objs):
-        name, space, width = obj.name, obj.space, obj.count
         item = np.dtype(obj.dtype).itemsize
         table[k, ly.O_ITEM] = item
-        if name in values and isinstance(values[name], np.ndarray):
-            value = values[name]
+        value = values.get(obj.name)
+        if isinstance(value, np.ndarray):
             lengths.append(value.size)
             table[k, ly.O_ADDR] = value.ctypes.data
             table[k, ly.O_NBYTES] = value.nbytes
-            first = seen.setdefault((value.ctypes.data, value.nbytes), k)
-            shared.append(first)
-            if first != k and READ_ONLY in (width, objs[first].count):
-                warnings.warn(f"{info.kernel}: '{name}' and '{objs[first].name}' are the same "
-                              "buffer; reads through the one the kernel never writes are "
-                              "not race-checked", stacklevel=4)
+            if obj.count != READ_ONLY:
+                buffers.append((k, value))
             continue
-        count = width * lanes if space == "private" else width
+        count = obj.count * lanes if obj.space == "private" else obj.count
         lengths.append(count)
         table[k, ly.O_NBYTES] = count * item
-        shared.append(k)
-    return lengths, shared
+    for members in _clusters(buffers):
+        _share(info, objs, members, lengths, shared, offsets)
+    return lengths, shared, offsets
+
+
+def _clusters(buffers: list) -> list[list]:
+    """Groups of buffers whose byte ranges overlap (transitively), in address order."""
+    out: list[list] = []
+    end = -1
+    for k, value in sorted(buffers, key=lambda kv: _span(kv[1])):
+        start, stop = _span(value)
+        if out and start < end:
+            out[-1].append((k, value))
+            end = max(end, stop)
+        else:
+            out.append([(k, value)])
+            end = stop
+    return [c for c in out if len(c) > 1]
+
+
+def _share(info, objs, members, lengths, shared, offsets) -> None:
+    """Let the first member's shadow cover the whole cluster; the others index into it."""
+    lead, lead_value = members[0]
+    base = _span(lead_value)[0]
+    item = lead_value.itemsize
+    if any(v.itemsize != item or (_span(v)[0] - base) % item for _k, v in members):
+        names = ", ".join(f"'{objs[k].name}'" for k, _v in members)
+        warnings.warn(f"{info.kernel}: buffers {names} share memory with different element "
+                      "sizes or alignments; races between them are not looked for",
+                      stacklevel=5)
+        return
+    stop = max(_span(v)[1] for _k, v in members)
+    lengths[lead] = (stop - base) // item
+    for k, value in members[1:]:
+        shared[k] = lead
+        offsets[k] = (_span(value)[0] - base) // item
 
 
 def _usage(sites, objs, kernel: str) -> list[int]:

@@ -7,7 +7,11 @@ An instrument is a class. What it declares, the runtime reads; nothing else need
   value when the instrument is off;
 - ``decoders``: error codes (``clsim.runtime.record.INSTRUMENT_CODES`` and up) it writes into
   the error record, each with the function that turns such a record into an exception;
-- ``serial_groups``: whether work-groups must run one at a time while it records.
+- ``serial_groups``: whether work-groups must run one at a time while it records;
+- ``drives_groups``: whether it runs the launch's groups itself (``run_groups``), e.g. in
+  threads over contiguous ranges, each with its own state;
+- ``threads_share_state``: whether its state arrays may serve groups running in several
+  threads at once (an instrument without state always may).
 
 ``create(config)`` returns an instance when the launch configuration (``LaunchConfig``, options
 included) enables it, else None. The registry (``clsim.instruments.registry``) lists the
@@ -58,6 +62,8 @@ class Instrument:
     result: ClassVar[str | None] = None
     decoders: ClassVar[Mapping[int, Callable]] = {}
     serial_groups: ClassVar[bool] = False
+    drives_groups: ClassVar[bool] = False
+    threads_share_state: ClassVar[bool] = False
 
     @classmethod
     def create(cls, config) -> Instrument | None:
@@ -68,6 +74,10 @@ class Instrument:
     def result_default() -> Any:
         """``RunResult.<result>`` when the instrument is off."""
         return None
+
+    def prepare(self, kernel, params: list[str], values: list) -> None:
+        """See the launch's arguments before the kernel is compiled (what they reveal, such as
+        two parameters sharing memory, may change the code: then ``key`` must say so)."""
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
@@ -109,6 +119,15 @@ class Instrument:
     def allocate(self, info: LaunchInfo) -> list:
         """The state arrays, aligned with ``state_args()``."""
         return []
+
+    def run_groups(self, run, threads: int) -> bool:
+        """Run the launch's groups (only called when ``drives_groups``), after ``allocate``.
+        ``run(start, count, state=None)`` runs groups ``start .. start + count - 1`` in order
+        and raises the first error; ``state`` replaces this instrument's arrays for that call.
+        It releases the GIL, so up to ``threads`` threads may call it at once. Whatever state
+        ``finalize`` is given must describe the whole launch. Return False to let the runtime
+        run the groups itself."""
+        return False
 
     def finalize(self, info: LaunchInfo, state: list, result) -> Any:
         """The value of ``RunResult.<result>`` from the state after the launch."""

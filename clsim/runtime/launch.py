@@ -165,12 +165,15 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
         options=MappingProxyType({**known, **options}))
     instruments = registry.build(config)
     config = replace(config, parallel=_parallel(kernel, config, instruments, parallel))
+    for inst in instruments:
+        inst.prepare(kernel, parsed.params, values)
     compiled = _compile(kernel, types, config, instruments)
     check_memory(compiled.module, config, _groups_at_once(config))
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
     state = [arr for inst in instruments for arr in _allocate(inst, info)]
     how = _Watch(parsed.params, timeout_s, progress)
-    result = _launch(compiled, config, [*values, *state], how)
+    result = _launch(compiled, config, [*values, *state], how,
+                     _group_driver(kernel, config, instruments, info, len(values)))
     offset = 0
     for inst in instruments:
         count = len(inst.state_args())
@@ -214,29 +217,77 @@ class _Watch:
     progress: Any
 
 
-def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch) -> RunResult:
-    """Run every work-group in chunks (clsim.runtime.watch); raise the first error recorded."""
+def _group_driver(kernel, config: LaunchConfig, instruments, info: LaunchInfo, first: int):
+    """The instrument that runs the launch's groups itself (``Instrument.run_groups``), and
+    how many threads it may use: several only with JIT, groups serial, no global atomics
+    (they take effect in group order) and every other instrument's state shareable."""
+    threads = 1
+    if config.jit and not config.parallel and not _has_global_atomics(kernel):
+        import numba  # only JIT launches need it
+
+        threads = numba.get_num_threads()
+    offset = first
+    for inst in instruments:
+        count = len(inst.state_args())
+        others = [o for o in instruments if o is not inst]
+        if inst.drives_groups and all(o.threads_share_state or not o.state_args()
+                                      for o in others):
+            return inst, offset, count, threads
+        offset += count
+    return None
+
+
+def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch,
+            driver=None) -> RunResult:
+    """Run every work-group in chunks (clsim.runtime.watch), or as an instrument drives them
+    (``Instrument.run_groups``: then the whole launch is one chunk, stopped by a timeout or
+    Ctrl-C only when it returns); raise the first error recorded."""
     nd = config.ndrange
     sizes = tuple(np.int64(v) for v in (*nd.num_groups, *nd.global_size, *nd.offset))
     parallel = config.parallel
     rows = min(_CHUNK, nd.total_groups) if parallel else 1
-    errs = np.zeros((rows, rec.FIELDS), np.int64)
     launch = compiled.module._launch
+    errs = np.zeros((rows, rec.FIELDS), np.int64)
 
     def step(start: int, count: int) -> int | None:
         launch(np.int64(start), np.int64(count), *sizes, *values, errs)
         failed = np.nonzero(errs[:, rec.CODE])[0]
         return int(failed[0]) if failed.size else None
 
+    def run_driven(start: int, total: int, state=None) -> None:
+        """Groups start .. start + total - 1 for the driving instrument, which may call this
+        from several threads at once (JIT releases the GIL); ``state`` replaces its arrays."""
+        _inst, offset, count, _threads = driver
+        args = values if state is None else [*values[:offset], *state,
+                                             *values[offset + count:]]
+        own = np.zeros((rows, rec.FIELDS), np.int64)
+        stop = start + total
+        while start < stop:
+            count = min(rows if parallel else total, stop - start)
+            launch(np.int64(start), np.int64(count), *sizes, *args, own)
+            failed = np.nonzero(own[:, rec.CODE])[0]
+            if failed.size:
+                raise decode(own[failed[0]], compiled.sites, config.kernel, nd.local_size,
+                             nd.offset, nd.work_dim, registry.decoders())
+            start += count
+
+    def driven_step(start: int, count: int) -> int | None:
+        if count and not driver[0].run_groups(run_driven, driver[3]):
+            return step(start, count)
+        return None
+
     compile_s = _warm_up(compiled, config, step, how, values)
+    chunk, first = (rows if parallel else nd.total_groups), (_first_chunk(rows) if parallel else 1)
+    if driver is not None:
+        chunk = first = max(1, nd.total_groups)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            row = watch.run_groups(step, nd.total_groups, rows if parallel else nd.total_groups,
-                                   kernel=config.kernel, jit=config.jit,
+            row = watch.run_groups(step if driver is None else driven_step, nd.total_groups,
+                                   chunk, kernel=config.kernel, jit=config.jit,
                                    timeout_s=how.timeout_s, progress=how.progress,
-                                   first_chunk=_first_chunk(rows) if parallel else 1)
+                                   first_chunk=first)
         except ValueError as exc:  # plain Python storing to a read-only array
             raise _read_only(exc, config, how.params, values) from None
     if row is not None:

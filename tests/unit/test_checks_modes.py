@@ -100,8 +100,9 @@ def test_contradictory_options_are_rejected(options):
 
 
 def test_checks_run_groups_serially_even_when_parallel_is_asked():
-    """Shadow memory needs groups one after another: with checks, parallel=True is overridden
-    (result.parallel is False) and the findings are the same as in a default run."""
+    """The checks run the groups themselves (in threads with their own shadows, with JIT), so
+    parallel=True does not switch to the parallel launcher (result.parallel is False) and the
+    findings are the same as in a default run."""
     x, out = np.arange(128, dtype=F32), np.zeros(128, F32)
     asked = clsim.run(racy_and_uninitialised, (128,), (64,), (x, out), jit=False,
                       parallel=True, checks="all", report_all=True)

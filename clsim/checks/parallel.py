@@ -1,0 +1,112 @@
+"""Running the checked work-groups in parallel threads, with the serial run's findings.
+
+The shadow records order work-groups by their stamps, so groups must run in increasing order
+against one shadow. Here each thread runs a contiguous range of groups, in order, against its
+own copy of the state (meta, object table, shadow, findings, log): within a thread everything
+is as in the serial run, conflicts between groups of one thread included. What no thread can
+see, conflicts between groups of different threads on global memory, is found after the
+launch from the records the threads leave: an element some thread wrote plainly and another
+thread accessed, or one thread accessed atomically and another read plainly.
+
+A clean launch (the common case: no finding, no error, no cross-thread conflict) is then done.
+Anything else is replayed serially from a snapshot of the buffers the kernel writes, against
+the launch's own state, so findings, their order and counts, messages and raised errors are
+exactly those of the serial run. The threaded run is only used where it can be undone and
+redone: the runtime allows it (JIT, no global atomics, other instruments' state shareable)
+and the per-thread shadows fit in ``MEMORY_BUDGET``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from clsim.checks import findings as fd
+from clsim.checks import layout as ly
+from clsim.checks import native
+from clsim.checks.state import READ_ONLY
+from clsim.instruments.base import LaunchInfo
+
+MEMORY_BUDGET = 1 << 30  # bytes of per-thread shadow copies, all threads together
+SPARE_BYTES = 1 << 28  # per-thread shadows up to this size are kept for the next launch
+_SPARE: list = []  # [(states, shadows)] of the last launch
+_SPARE_LOCK = threading.Lock()
+_DIRTY = (ly.M_NFIND, ly.M_NPEND, ly.M_OVERFLOW, ly.M_LOST, ly.M_HELD)  # meta slots: not clean
+
+
+def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
+    """Run the launch's groups in up to ``threads`` threads; False when it should not."""
+    groups = info.ndrange.total_groups
+    shadow = state[2]
+    threads = min(threads, groups, max(1, MEMORY_BUDGET // max(shadow.nbytes, 1)))
+    if threads < 2:
+        return False
+    snapshot = _snapshot(info)
+    bounds = np.linspace(0, groups, threads + 1).astype(np.int64)  # thread t: its groups
+    states, shadows, reused = _thread_states(state, threads)
+    failed = []
+
+    def work(t: int) -> None:
+        try:
+            if reused:  # clear this thread's part, in this thread (pages already mapped)
+                shadows[t].fill(0)
+                states[t][3].fill(0)
+            run_groups(int(bounds[t]), int(bounds[t + 1] - bounds[t]), states[t])
+        except Exception as error:  # noqa: BLE001  (replayed serially below, raised there)
+            failed.append(error)
+
+    pool = [threading.Thread(target=work, args=(t,)) for t in range(1, threads)]
+    for thread in pool:
+        thread.start()
+    work(0)
+    for thread in pool:
+        thread.join()
+    dirty = bool(failed) or any(s[0][list(_DIRTY)].any() for s in states) or _cross(states,
+                                                                                  shadows)
+    if shadows.nbytes <= SPARE_BYTES:
+        with _SPARE_LOCK:
+            _SPARE[:] = [(states, shadows)]
+    if dirty:
+        for value, saved in snapshot:
+            np.copyto(value, saved)
+        run_groups(0, groups)
+    return True
+
+
+def _cross(states: list, shadows: np.ndarray) -> bool:
+    """Conflicts between groups of different threads (``replay._cs_cross``)."""
+    table = states[0][1]
+    ranges = np.stack([own[0][ly.M_RANGES:ly.M_RANGES + 2 * table.shape[0]] for own in states])
+    return bool(native.load(True)._cs_cross(shadows, table, ranges))
+
+
+def _snapshot(info: LaunchInfo) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Copies of the buffers the kernel may write, to undo a threaded run."""
+    values = dict(zip(info.params, info.values, strict=True))
+    out = []
+    for obj in fd.objects(info.sites):
+        value = values.get(obj.name)
+        if obj.count != READ_ONLY and isinstance(value, np.ndarray):
+            out.append((value, value.copy()))
+    return out
+
+
+def _thread_states(state: list, threads: int) -> tuple[list, np.ndarray, bool]:
+    """Each thread's state arrays (their shadows are the rows of one array, for the merge),
+    and whether they are the previous launch's, to be cleared before use. Reusing them saves
+    the page faults of fresh shadows, a large part of a short launch's cost."""
+    meta, table, shadow, found, log = state
+    with _SPARE_LOCK:
+        spare = _SPARE.pop() if _SPARE else None
+    if spare is not None:
+        states, shadows = spare
+        if shadows.shape == (threads, shadow.size) and states[0][0].shape == meta.shape \
+                and states[0][1].shape == table.shape:
+            for own in states:
+                own[0][:] = meta
+                own[1][:] = table
+            return states, shadows, True
+    shadows = np.zeros((threads, shadow.size), np.int64)
+    return [[meta.copy(), table.copy(), shadows[t], np.zeros(found.shape, np.int64),
+             np.empty_like(log)] for t in range(threads)], shadows, False

@@ -1,0 +1,183 @@
+"""Checked work-groups run in parallel threads with the serial run's findings (docs/checks.md).
+
+Contracts: with JIT, ``checks="all"`` runs contiguous ranges of groups in several threads,
+each with its own shadow state; a clean launch is done after that (no serial pass); conflicts
+between groups of different threads are found after the launch; and whenever anything was
+found, the launch is replayed serially from the buffers as they were, so findings (messages,
+counts, order), raised errors and the buffers' final contents equal the serial run's.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import clsim
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    get_global_id,
+    get_group_id,
+    get_local_id,
+    get_num_groups,
+    kernel,
+    local_array,
+)
+from clsim.checks import parallel
+
+F32 = np.float32
+pytestmark = pytest.mark.skipif(
+    numba.config.NUMBA_NUM_THREADS < 2,
+    reason="threaded checks need at least two Numba threads (one CPU here)")
+
+
+@kernel
+def reverse_in_group(x, y):
+    lid = get_local_id(0)
+    s = local_array(64, np.float32)
+    s[lid] = x[get_global_id(0)]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[get_global_id(0)] = s[63 - lid] + 1.0
+
+
+@kernel
+def first_and_last_group_store(y, flag):
+    i = get_global_id(0)
+    y[i] = y[i] + 1.0
+    g = get_group_id(0)
+    if get_local_id(0) == 0 and (g == 0 or g == get_num_groups(0) - 1):
+        flag[0] = g
+
+
+@kernel
+def neighbour_in_group(x, y):
+    lid = get_local_id(0)
+    s = local_array(64, np.float32)
+    s[lid] = x[get_global_id(0)]
+    y[get_global_id(0)] = s[(lid + 1) % 64]
+    barrier(CLK_LOCAL_MEM_FENCE)
+
+
+@kernel
+def reads_past_the_end(x, y, n):
+    i = get_global_id(0)
+    y[i] = x[i + n]
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Records, per launch, whether threads ran and whether a serial replay followed."""
+    calls = []
+    real = parallel.run
+
+    def run(info, state, run_groups, threads):
+        replays = []
+
+        def counted(start, count, own=None):
+            if own is None:
+                replays.append((start, count))
+            return run_groups(start, count, own)
+
+        entry = {"threaded": True, "replayed": False}
+        calls.append(entry)
+        try:
+            entry["threaded"] = real(info, state, counted, threads)
+        finally:
+            entry["replayed"] = bool(replays)
+        return entry["threaded"]
+
+    monkeypatch.setattr(parallel, "run", run)
+    return calls
+
+
+def launch(kern, args, size=1024, serial=False, **kw):
+    if serial:  # the reference: the serial checked run
+        real = parallel.run
+        parallel.run = lambda *a: False
+        try:
+            return clsim.run(kern, (size,), (64,), args, checks="all", **kw)
+        finally:
+            parallel.run = real
+    return clsim.run(kern, (size,), (64,), args, checks="all", **kw)
+
+
+def test_clean_launch_runs_threaded_without_a_serial_pass(spy):
+    x, y = np.arange(1024, dtype=F32), np.zeros(1024, F32)
+    result = launch(reverse_in_group, (x, y), report_all=True)
+    assert result.findings == []
+    assert spy == [{"threaded": True, "replayed": False}]
+    expect = x.reshape(-1, 64)[:, ::-1].reshape(-1) + 1
+    np.testing.assert_array_equal(y, expect)
+
+
+def test_race_between_groups_of_different_threads_is_found(spy):
+    """Group 0 and the last group (different threads) store flag[0]: no thread sees both, the
+    merge does; the replayed findings, and the buffers, are the serial run's."""
+    y, flag = np.zeros(1024, F32), np.zeros(1, F32)
+    found = launch(first_and_last_group_store, (y, flag), report_all=True)
+    assert spy == [{"threaded": True, "replayed": True}]
+    y_ref, flag_ref = np.zeros(1024, F32), np.zeros(1, F32)
+    ref = launch(first_and_last_group_store, (y_ref, flag_ref), serial=True, report_all=True)
+    assert [f.describe() for f in found.findings] == [f.describe() for f in ref.findings]
+    assert found.findings and "different work-groups" in found.findings[0].message
+    np.testing.assert_array_equal(y, np.ones(1024, F32))  # incremented once, not twice
+    np.testing.assert_array_equal(flag, flag_ref)
+    with pytest.raises(clsim.DataRaceError) as raised:
+        launch(first_and_last_group_store, (y, flag))
+    with pytest.raises(clsim.DataRaceError) as serial:
+        launch(first_and_last_group_store, (y_ref, flag_ref), serial=True)
+    assert raised.value.message == serial.value.message
+
+
+def test_findings_within_threads_equal_the_serial_run(spy):
+    x = np.arange(1024, dtype=F32)
+    y, y_ref = np.zeros(1024, F32), np.zeros(1024, F32)
+    found = launch(neighbour_in_group, (x, y), report_all=True)
+    ref = launch(neighbour_in_group, (x, y_ref), serial=True, report_all=True)
+    assert spy[0] == {"threaded": True, "replayed": True}
+    assert [(f.describe(), f.count) for f in found.findings] == [
+        (f.describe(), f.count) for f in ref.findings]
+    # (y itself holds reads of undefined local memory here, so it is not compared)
+
+
+def test_engine_errors_are_the_serial_runs(spy):
+    """An out-of-bounds read in the last group: the same error as the serial run names."""
+    x, y = np.arange(1024, dtype=F32), np.zeros(1024, F32)
+    with pytest.raises(clsim.OutOfBoundsError) as raised:
+        launch(reads_past_the_end, (x, y, np.int32(1)))
+    with pytest.raises(clsim.OutOfBoundsError) as serial:
+        launch(reads_past_the_end, (x, y, np.int32(1)), serial=True)
+    assert raised.value.message == serial.value.message
+    assert spy[0]["replayed"]
+
+
+@pytest.mark.parametrize("kw", [dict(traffic=True), dict(jit=False)])
+def test_launches_that_cannot_share_state_stay_serial(spy, kw):
+    """Traffic counting's state cannot serve two threads, and without JIT threads would not
+    run at once: such launches keep the serial checked run."""
+    x, y = np.arange(1024, dtype=F32), np.zeros(1024, F32)
+    assert launch(reverse_in_group, (x, y), report_all=True, **kw).findings == []
+    assert spy == []
+
+
+@kernel
+def write_low_read_high(a, b, out):
+    i = get_global_id(0)
+    if i < 512:
+        a[i] = 1.0
+    else:
+        out[i] = b[i - 512]
+
+
+def test_cross_thread_race_through_two_views_of_one_array(spy):
+    """a and b are two views of one array: the first half of the groups writes through a
+    what the second half reads through b. Only groups of different threads conflict, through
+    different names: found (by the merge, on the shared shadow) as in the serial run."""
+    base, out = np.zeros(1024, F32), np.zeros(1024, F32)
+    found = launch(write_low_read_high, (base[:], base[:], out), report_all=True)
+    assert spy[0] == {"threaded": True, "replayed": True}
+    ref = launch(write_low_read_high, (base[:], base[:], np.zeros(1024, F32)), serial=True,
+                 report_all=True)
+    assert [f.describe() for f in found.findings] == [f.describe() for f in ref.findings]
+    assert found.findings and "different work-groups" in found.findings[0].message
