@@ -227,11 +227,6 @@ def diagnose(pair: Pair, case: Case, device: DeviceInfo,
     local = local or resolve_local(pair, case, device)
     size = comparison.subgroup_size if comparison is not None else pair.subgroup_size
     args = copy_args(_check_args(pair, case))
-    groups = memory_groups(args)
-    if any(g is not None and g != i for i, g in enumerate(groups)):
-        # The race checker's shadow memory assumed one buffer per argument (issue 9 reports
-        # report_all segfaulting on aliased arguments): no diagnosis rather than a crash.
-        return 'checks="all" not run: arguments share memory'
     try:
         result = clsim.run(pair.kernel, tuple(case.global_size), local, args, checks="all",
                            report_all=True, subgroup_size=size)
