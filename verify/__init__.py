@@ -3,7 +3,8 @@
 Public API:
 
 - ``compare(kernel, cl_source, kernel_name=..., global_size=..., local_size=..., args=...,
-  device=None, policy="exact")`` (None: the first device that passes its health probe): one launch on both sides, a ``LaunchComparison``
+  device=None, policy="exact")`` (None: the first device that passes its health probe):
+  one launch on both sides, a ``LaunchComparison``
   (``.equal``, ``.first_difference`` with buffer, index, both values, hex, ULP distance);
 - ``fuzz(kernel, cl_source, launches=<strategy of clsim.spec.Launch>, ...)``: the same over
   Hypothesis draws, shrunk to a minimal failing example that is saved before it is returned

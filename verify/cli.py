@@ -27,8 +27,8 @@ from verify.devices import DeviceInfo, format_devices, get_device, list_devices
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, Found, FuzzReport, fuzz_spec
 from verify.pairs import Case, Pair, default_case
-from verify.probe import health_fields
 from verify.policy import Difference
+from verify.probe import health_fields
 from verify.replay import ReplayOutcome, replay, spec_ref_pair
 from verify.runner import time_on_device
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from clsim.errors import DeviceError, InvalidArgumentError
 from verify.clargs import check_signature, memory_groups
+from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
 from verify.features import (  # noqa: F401  (re-exported: the launch API's feature names)
     CL2_FEATURES,
     FEATURES,
@@ -34,7 +35,6 @@ from verify.features import (  # noqa: F401  (re-exported: the launch API's feat
     needs_cl2,
     non_uniform,
 )
-from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
 from verify.probe import health
 
 _STD_OPTION = re.compile(r"-cl-std=")

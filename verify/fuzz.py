@@ -46,8 +46,8 @@ from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_ca
 from verify.pairs import spec_pair as _spec_pair
 from verify.probe import health
 from verify.runner import LaunchComparison, diagnose, run_pair
-from verify.worker import build_isolated
 from verify.strategies import float_arrays, problem_sizes
+from verify.worker import build_isolated
 
 # Local sizes tried for a spec: powers of two, odd sizes, one past a power of two. A fixed set,
 # so the simulator generates few variants of each kernel.

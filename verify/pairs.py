@@ -25,8 +25,8 @@ import numpy as np
 from clsim.api import KernelFunction
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.spec import EXACT, KernelSpec, Launch, Policy
-from verify.features import launch_features, missing_feature
 from verify.devices import DeviceInfo
+from verify.features import launch_features, missing_feature
 from verify.policy import parse_policy
 from verify.probe import health
 

@@ -3,7 +3,8 @@
 A listed device proves nothing: the PoCL in pyopencl's wheel (3.0-rc2, LLVM 14) lists itself on
 an AMD EPYC (family 26) and then fails every build with ``unknown target CPU 'generic'``. So
 each device is probed once: a child process (``verify.probe.main NAME``, so a driver that
-crashes takes only the child down; ``main`` is its entry) builds and runs a tiny kernel and checks its output, then
+crashes takes only the child down; ``main`` is its entry) builds and runs a tiny kernel and
+checks its output, then
 tries ``-cl-std=CL2.0`` / ``CL3.0`` builds with a non-uniform launch (global 3, local 2). The
 verdict is a ``Health`` cached on disk (``$XDG_CACHE_HOME/clsim/probe/``) by device identity
 (platform, device and driver versions), the CPU model and ``PROBE_VERSION``, and in memory.

@@ -38,10 +38,10 @@ from verify.clargs import copy_args, memory_groups
 from verify.clrun import ClRun, LocalMem, run_cl
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device
 from verify.errors import DeviceUnusable
-from verify.probe import health
-from verify.worker import run_isolated
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair
 from verify.policy import Difference, OutputsComparison, compare_outputs
+from verify.probe import health
+from verify.worker import run_isolated
 
 # Launches up to this many work-items plus buffer elements run on the simulator as plain Python
 # (no Numba compile per local size: the fuzzer draws many small launches); larger ones JIT.

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from verify.features import missing_feature
 from verify.devices import DeviceInfo, list_devices
+from verify.features import missing_feature
 from verify.probe import health, health_all
 
 KNOWN_DEVICES = ("pocl", "intel-cpu", "oclgrind")

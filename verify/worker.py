@@ -1,9 +1,9 @@
 """Device launches in a child process per device, with a time limit, so a crash or a hang in a
 ``.cl`` kernel (or its driver) cannot take the verifier down or stall it forever.
 
-One persistent worker per device (a child running ``verify.worker.main``), started on first use and reused
-for every launch, so fuzzing pays the start-up (imports, device discovery) once and the
-programs the child builds stay cached in it. Requests and results travel pickled over the
+One persistent worker per device (a child running ``verify.worker.main``), started on first
+use and reused for every launch, so fuzzing pays the start-up (imports, device discovery)
+once and the programs the child builds stay cached in it. Requests and results travel pickled over the
 child's stdin/stdout; the child moves its own stdout to stderr first, so driver chatter and
 kernel ``printf`` never corrupt the protocol. The child inherits our ICD folder in
 ``OCL_ICD_VENDORS`` (``verify.devices.child_env``) before it imports pyopencl.
@@ -33,9 +33,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from clsim.errors import DeviceError
-from verify.features import non_uniform
 from verify.devices import DeviceInfo, child_env
 from verify.errors import DeviceCrashed, DeviceTimedOut
+from verify.features import non_uniform
 
 DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = "CLSIM_DEVICE_TIMEOUT_S"

@@ -53,7 +53,7 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
                 shadows[t].fill(0)
                 states[t][3].fill(0)
             run_groups(int(bounds[t]), int(bounds[t + 1] - bounds[t]), states[t])
-        except Exception as error:  # noqa: BLE001  (replayed serially below, raised there)
+        except Exception as error:
             failed.append(error)
 
     pool = [threading.Thread(target=work, args=(t,)) for t in range(1, threads)]

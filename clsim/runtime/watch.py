@@ -1,9 +1,10 @@
 """Running a launch's work-groups so that a deadline and Ctrl-C can stop it.
 
 Compiled (Numba) code never looks at signals, so a JIT launch runs in a worker thread (one
-long-lived thread per process, replaced when one is left stuck), in chunks of work-groups that grow until one takes about ``_TARGET_S``; the calling thread waits in
-short slices, reports progress, and on ``timeout_s`` or Ctrl-C tells the worker to stop after
-its chunk and raises ``KernelTimeoutError`` / ``KernelInterrupted`` naming the kernel and how
+long-lived thread per process, replaced when one is left stuck), in chunks of work-groups
+that grow until one takes about ``_TARGET_S``; the calling thread waits in short slices,
+reports progress, and on ``timeout_s`` or Ctrl-C tells the worker to stop after its chunk and
+raises ``KernelTimeoutError`` / ``KernelInterrupted`` naming the kernel and how
 many groups completed. A work-group that never returns (an endless loop in the kernel) cannot be
 stopped inside compiled code: its thread is left behind (daemon, so the process can still exit),
 the error says so, and later launches run their groups serially so that the thread is never

@@ -159,7 +159,7 @@ def measure(name, setup) -> tuple[list[str], bool]:
     note = (f"{name}: target {TARGETS[name]:g}x {'met' if ratio <= TARGETS[name] else 'MISSED'}"
             f" ({ratio:.2f}x); findings {findings}; max abs error {err:.1e}; first "
             f"{ALL} run in this process {first[ALL].compile_s:.2f} s.")
-    return rows + [""] + [note], ok
+    return [*rows, "", note], ok
 
 
 def main() -> int:

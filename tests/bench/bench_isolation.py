@@ -32,8 +32,8 @@ def main(device: str | None = None) -> None:
         run_cl(info, SOURCE, "vadd", n, 64, args)  # warm both sides (build, worker start)
         run_isolated(info, SOURCE, "vadd", n, 64, args)
         best = best_interleaved({
-            "in process": lambda: run_cl(info, SOURCE, "vadd", n, 64, args),
-            "worker": lambda: run_isolated(info, SOURCE, "vadd", n, 64, args),
+            "in process": lambda n=n, args=args: run_cl(info, SOURCE, "vadd", n, 64, args),
+            "worker": lambda n=n, args=args: run_isolated(info, SOURCE, "vadd", n, 64, args),
         }, rounds=30)
         extra = (best["worker"] - best["in process"]) * 1e3
         print(f"n={n}: in process {best['in process'] * 1e3:.2f} ms, worker "

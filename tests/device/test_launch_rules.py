@@ -93,7 +93,8 @@ def test_signature_arity_and_scalar_types(device):
     out = np.zeros(8, np.int32)
     with pytest.raises(InvalidArgumentError, match=r"takes 2 arguments \(int\* out, int n\)"):
         run_cl(device, LOCAL_SIZE_CL, "local_size", 8, 8, [out])
-    with pytest.raises(InvalidArgumentError, match="argument 1 'n' \\(int\\) holds int64 but the .cl kernel reads int"):
+    with pytest.raises(InvalidArgumentError, match=r"argument 1 'n' \(int\) holds int64 "
+                       r"but the \.cl kernel reads int"):
         run_cl(device, LOCAL_SIZE_CL, "local_size", 8, 8, [out, np.int64(8)])
 
 
@@ -220,7 +221,7 @@ def test_opencl_c_2_builtins_get_the_matching_std(device):
     verdict = health(get_device(device))
     option = verdict.cl2_option if verdict.cl2_builtins else None
     if option is None:
-        with pytest.raises(DeviceLacksFeature, match="lacks OpenCL C 2.0"):
+        with pytest.raises(DeviceLacksFeature, match=r"lacks OpenCL C 2\.0"):
             run_cl(device, WG_REDUCE_CL, "total", 64, 32, [x, np.zeros(2, np.int32)])
         return
     run = run_cl(device, WG_REDUCE_CL, "total", 64, 32, [x, np.zeros(2, np.int32)])

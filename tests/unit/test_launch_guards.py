@@ -97,7 +97,7 @@ def test_local_size_must_be_ints_and_numpy_ints_are_fine():
     x, y = np.zeros(8, np.float32), np.zeros(8, np.float32)
     with pytest.raises(clsim.InvalidNDRangeError, match="local_size"):
         clsim.run(scale, (8,), "4", (x, y), jit=False)
-    with pytest.raises(clsim.InvalidNDRangeError, match="local_size has the entry 4.0"):
+    with pytest.raises(clsim.InvalidNDRangeError, match=r"local_size has the entry 4\.0"):
         clsim.run(scale, (8,), (4.0,), (x, y), jit=False)
     result = clsim.run(scale, (np.int64(8),), np.array([4]), (x, y), jit=False)
     assert result.local_size == (4,)
