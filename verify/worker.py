@@ -3,8 +3,8 @@
 
 One persistent worker per device (a child running ``verify.worker.main``), started on first
 use and reused for every launch, so fuzzing pays the start-up (imports, device discovery)
-once and the programs the child builds stay cached in it. Requests and results travel pickled over the
-child's stdin/stdout; the child moves its own stdout to stderr first, so driver chatter and
+once and the programs the child builds stay cached in it. Requests and results travel pickled
+over the child's stdin/stdout; the child moves its own stdout to stderr first, so driver chatter and
 kernel ``printf`` never corrupt the protocol. The child inherits our ICD folder in
 ``OCL_ICD_VENDORS`` (``verify.devices.child_env``) before it imports pyopencl.
 
