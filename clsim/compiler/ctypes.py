@@ -35,10 +35,32 @@ class ArrayT:
 
 @dataclass(frozen=True)
 class VecT:
-    """An OpenCL vector value (float4...), produced by vloadN and consumed by vstoreN."""
+    """An OpenCL vector value (float4, uchar16...): a tuple of ``width`` scalars of ``dtype``."""
 
     dtype: str
     width: int
+
+    def __str__(self) -> str:
+        return f"{CNAMES.get(self.dtype, self.dtype)}{self.width}"
+
+
+VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+# The element types vectors exist for (OpenCL has no bool vectors).
+VECTOR_ELEMENTS = (*INT_TYPES, *FLOAT_TYPES)
+
+
+def is_vec(t) -> bool:
+    return isinstance(t, VecT)
+
+
+def elem(t):
+    """The element type of a vector, or ``t`` itself for a scalar."""
+    return t.dtype if isinstance(t, VecT) else t
+
+
+def mask_int(t: str) -> str:
+    """The signed integer type of the same size as ``t``: what a vector comparison yields."""
+    return {8: "int8", 16: "int16", 32: "int32", 64: "int64"}[bits(t)]
 
 
 def is_int(t) -> bool:
@@ -108,6 +130,10 @@ def join(a, b):
     """
     if a == b:
         return a
+    if isinstance(a, VecT) or isinstance(b, VecT):
+        vec, other = (a, b) if isinstance(a, VecT) else (b, a)
+        # float4 v = 0.0f: a scalar assigned to a vector variable is widened, as in C
+        return vec if is_scalar(other) and scalar_fits_vector(other, vec) else None
     if not (is_scalar(a) and is_scalar(b)):
         return None
     if a == "bool":
@@ -119,9 +145,15 @@ def join(a, b):
     return arithmetic(a, b)
 
 
-def cname(t: str) -> str:
-    """OpenCL C's name of a scalar type ("float32" -> "float")."""
-    return CNAMES.get(t, str(t))
+def scalar_fits_vector(scalar: str, vec: VecT) -> bool:
+    """A scalar operand widens to ``vec``'s element type: any integer, or a float into a float
+    vector (a float into an integer vector would truncate, which OpenCL C refuses)."""
+    return is_int(promote(scalar)) or is_float(vec.dtype)
+
+
+def cname(t) -> str:
+    """OpenCL C's name of a type ("float32" -> "float", VecT -> "float4")."""
+    return str(t) if isinstance(t, VecT) else CNAMES.get(t, str(t))
 
 
 def short(t) -> str:
@@ -129,5 +161,5 @@ def short(t) -> str:
     if isinstance(t, ArrayT):
         return f"{t.space} {t.dtype}[]"
     if isinstance(t, VecT):
-        return f"{t.dtype}{t.width}"
-    return str(t)
+        return str(t)
+    return CNAMES.get(t, str(t)) if isinstance(t, str) else str(t)

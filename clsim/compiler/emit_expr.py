@@ -15,12 +15,14 @@ import numpy as np
 
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.infer import _CMPS, _OPS
+from clsim.compiler.vector_emit import VectorEmitter
 from clsim.runtime import record as rec
 
 
-class ExprEmitter:
+class ExprEmitter(VectorEmitter):
     """Mixin of ``codegen.FunctionEmitter``: turns typed expression nodes into source."""
 
     # -- small pieces -----------------------------------------------------------------------
@@ -34,6 +36,10 @@ class ExprEmitter:
     def cast(self, code: str, src, dst) -> str:
         if src == dst or dst is None:
             return code
+        if isinstance(dst, ct.VecT):
+            return self.vec_cast(code, src, dst)
+        if isinstance(src, ct.VecT):
+            raise compile_error(None, f"internal: {src} used where {ct.short(dst)} is needed")
         if dst == "bool":
             return f"({code} != 0)"
         if ct.is_float(dst):
@@ -83,6 +89,8 @@ class ExprEmitter:
         return self.read_var(node.id)
 
     def e_BinOp(self, node):
+        if isinstance(node.ctype, ct.VecT):
+            return self.vec_binop(node)
         op = _OPS[type(node.op)]
         res = node.ctype
         if op in ("<<", ">>"):
@@ -103,6 +111,8 @@ class ExprEmitter:
 
     def e_UnaryOp(self, node):
         t = node.ctype
+        if isinstance(t, ct.VecT):
+            return self.vec_unary(node)
         if isinstance(node.op, ast.Not):
             return f"(not {self.typed(node.operand, 'bool')})"
         x = self.typed(node.operand, t)
@@ -117,6 +127,8 @@ class ExprEmitter:
         return "(" + joiner.join(self.typed(v, "bool") for v in node.values) + ")"
 
     def e_Compare(self, node):
+        if isinstance(node.ctype, ct.VecT):
+            return self.vec_compare(node)
         parts = []
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=True):
@@ -135,11 +147,11 @@ class ExprEmitter:
         return "(" + ", ".join(self.typed(e, t) for e in node.elts) + ",)"
 
     def e_Attribute(self, node):
-        return f"{self.expr(node.value)}[{'xyzw'.index(node.attr)}]"
+        return self.vec_components(self.expr(node.value), node.value.ctype, node.components)
 
     def e_Subscript(self, node):
         if isinstance(node.value.ctype, ct.VecT):
-            return f"{self.expr(node.value)}[{node.slice.value}]"
+            return self.vec_index(node)
         return self.array_access(node, "load")
 
     # -- memory -----------------------------------------------------------------------------
@@ -187,6 +199,11 @@ class ExprEmitter:
             return entry.lower(self, node)
         if entry is None or entry.emit is None:
             raise compile_error(node.loc, f"{value}() cannot be used in an expression here")
+        if hasattr(node, "lifted_scalar"):
+            return lift.emit(self, entry, node)
+        if hasattr(node, "vector_form"):
+            codes = [self.expr(a) for a in node.args]
+            return node.vector_form[1](self, codes, [a.ctype for a in node.args], node)
         if entry.flop:
             self.count_flop(entry.flop, node.ctype)
         codes = [self.expr(a) for a in node.args]

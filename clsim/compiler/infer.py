@@ -14,6 +14,8 @@ import numpy as np
 
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
+from clsim.compiler import vectors as vx
+from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 
@@ -38,6 +40,8 @@ def const_type(value):
 
 
 def binop_type(op: str, a, b, loc):
+    if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
+        return vx.binop_type(op, a, b, loc)
     if not (ct.is_scalar(a) and ct.is_scalar(b)):
         raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)} is not "
                                  "supported; index arrays and vectors element by element")
@@ -114,15 +118,22 @@ class Typer:
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise compile_error(loc, "chained assignment 'a = b = x': write two lines")
+            if self._vector_store(s, s.targets[0], s.value):
+                return self.stmt(s)
             self.assign_target(s.targets[0], s.value, loc)
         elif isinstance(s, ast.AugAssign):
+            if not isinstance(s.target, ast.Name) and self._vector_store(s, s.target, None):
+                return self.stmt(s)
             if isinstance(s.target, ast.Name):
                 cur = self.env.get(s.target.id)
                 if cur is None and self.final:
                     raise compile_error(loc, f"'{s.target.id}' is updated before it is assigned")
                 vt = self.expr(s.value)
                 if cur is not None and vt is not None:
-                    binop_type(_OPS[type(s.op)], cur, vt, loc)
+                    res = binop_type(_OPS[type(s.op)], cur, vt, loc)
+                    if isinstance(res, ct.VecT) and not isinstance(cur, ct.VecT):
+                        raise compile_error(loc, f"'{s.target.id}' is {ct.short(cur)} but this "
+                                                 f"update computes {res}")
                     self.assign_name(s.target.id, cur, loc, aug=True)
                     if ct.is_int(cur) and ct.is_float(vt):
                         self.assign_name(s.target.id, vt, loc, aug=True)
@@ -134,7 +145,8 @@ class Typer:
             else:
                 raise compile_error(loc, "unsupported augmented assignment target")
         elif isinstance(s, ast.If | ast.While):
-            self.expr(s.test)
+            if isinstance(self.expr(s.test), ct.VecT):
+                raise vx.truth_error(s.test.ctype, s.test.loc)
             self.block(s.body)
             self.block(s.orelse)
         elif isinstance(s, ast.For):
@@ -155,6 +167,46 @@ class Typer:
                                      "value instead, e.g. x = np.float32(0)")
         else:
             raise compile_error(loc, f"'{type(s).__name__}' statements are not supported")
+
+    def _vector_store(self, s, target, value) -> bool:
+        """Rewrite ``v.xy = e``, ``v[i] = e`` (and ``v.x += e``) on a vector variable into
+        ``v = vector_set(v, e)``, so that every later pass sees a plain assignment of ``v``."""
+        if not isinstance(target, ast.Attribute | ast.Subscript):
+            return False
+        base = target.value
+        if not isinstance(base, ast.Name) or hasattr(base, "resolved"):
+            return False
+        vec = self.env.get(base.id)
+        if not isinstance(vec, ct.VecT):
+            if isinstance(target, ast.Attribute) and vec is not None:
+                raise compile_error(s.loc, f"'{base.id}' is a {ct.short(vec)}, not a vector: "
+                                           f"'.{target.attr}' cannot be assigned")
+            return False
+        if value is None:  # augmented: v.x += e is v.x = v.x + e
+            read = _copy_load(target)
+            value = ast.BinOp(left=read, op=s.op, right=s.value)
+            value.loc = s.loc
+        call = ast.Call(func=ast.Name(id="vector_set", ctx=ast.Load()),
+                        args=[_load(base.id, s.loc), value], keywords=[])
+        call.func.resolved = ("builtin", "vector_set")
+        call.loc = call.func.loc = s.loc
+        if isinstance(target, ast.Attribute):
+            call.vector_components = vx.components(target.attr, vec.width, s.loc)
+        else:
+            if isinstance(target.slice, ast.Constant):
+                if not 0 <= target.slice.value < vec.width:
+                    raise compile_error(s.loc, f"v[{target.slice.value}] is beyond a {vec}")
+                call.vector_components = [target.slice.value]
+            else:
+                call.vector_index = target.slice
+                call.args.append(target.slice)
+        new = ast.Assign(targets=[ast.Name(id=base.id, ctx=ast.Store())], value=call,
+                         type_comment=None)
+        new.loc = s.loc
+        new.targets[0].loc = s.loc
+        s.__class__ = ast.Assign
+        s.__dict__.update(new.__dict__)
+        return True
 
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
@@ -236,6 +288,9 @@ class Typer:
             t = self.expr(node.operand)
             if t is None:
                 return None
+            if isinstance(t, ct.VecT):
+                sym = {ast.Not: "not", ast.Invert: "~"}.get(type(node.op), "-")
+                return vx.unary_type(sym, t, loc)
             if isinstance(node.op, ast.Not):
                 return "bool"
             if isinstance(node.op, ast.Invert) and not ct.is_int(ct.promote(t)):
@@ -243,29 +298,39 @@ class Typer:
             return ct.promote(t)
         if isinstance(node, ast.BoolOp):
             for v in node.values:
-                self.expr(v)
+                if isinstance(self.expr(v), ct.VecT):
+                    raise vx.truth_error(v.ctype, loc)
             return "bool"
         if isinstance(node, ast.Compare):
             types = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+            if any(isinstance(t, ct.VecT) for t in types):
+                if len(types) != 2 or None in types:
+                    return None if None in types else vx.compare_type(*types[:2], loc)
+                return vx.compare_type(types[0], types[1], loc)
             for t in types:
                 if t is not None and not ct.is_scalar(t):
                     raise compile_error(loc, f"cannot compare {ct.short(t)}")
             return "bool"
         if isinstance(node, ast.IfExp):
-            self.expr(node.test)
+            if isinstance(self.expr(node.test), ct.VecT):
+                raise vx.truth_error(node.test.ctype, loc)
             a, b = self.expr(node.body), self.expr(node.orelse)
             if a is None or b is None:
                 return None
+            if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
+                return vx.operand_vector(a, b, "if-else", loc)
             return ct.arithmetic(a, b)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Attribute):
             base = self.expr(node.value)
-            if isinstance(base, ct.VecT) and node.attr in "xyzw" and len(node.attr) == 1:
-                if "xyzw".index(node.attr) >= base.width:
-                    raise compile_error(loc, f".{node.attr} is beyond a {base.width}-vector")
-                return base.dtype
-            raise compile_error(loc, f"attribute '.{node.attr}' is not supported here")
+            if base is None:
+                return None
+            if isinstance(base, ct.VecT):
+                node.components = vx.components(node.attr, base.width, loc)
+                return vx.swizzle_type(base, node.components)
+            raise compile_error(loc, f"attribute '.{node.attr}' of a {ct.short(base)} is not "
+                                     "supported here")
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Tuple):
@@ -291,8 +356,13 @@ class Typer:
         if base is None:
             return None
         if isinstance(base, ct.VecT):
-            if len(indices) != 1 or not isinstance(indices[0], ast.Constant):
-                raise compile_error(loc, "index vectors with a constant (v[0]) or .x/.y/.z/.w")
+            if len(indices) != 1:
+                raise compile_error(loc, "index a vector with one integer, v[i]")
+            if not isinstance(indices[0], ast.Constant):
+                if types[0] is not None and not ct.is_int(ct.promote(types[0])):
+                    raise compile_error(loc, f"a vector index must be an integer, got "
+                                             f"{ct.short(types[0])}")
+                return base.dtype
             if not 0 <= indices[0].value < base.width:
                 raise compile_error(loc, f"v[{indices[0].value}] is beyond a "
                                          f"{base.width}-vector")
@@ -322,6 +392,9 @@ class Typer:
             if len(node.args) != 1:
                 raise compile_error(loc, f"{value}(x) converts one value")
             t = self.expr(node.args[0])
+            if isinstance(t, ct.VecT):
+                raise compile_error(loc, f"np.{value}() converts scalars; convert a {t} with "
+                                         f"convert_{ct.cname(value)}{t.width}(v)")
             if t is not None and not ct.is_scalar(t):
                 raise compile_error(loc, f"cannot convert {ct.short(t)} to {value}")
             return value
@@ -342,7 +415,34 @@ class Typer:
         types = [self.expr(a) for a in node.args]
         if any(t is None for t in types):
             return None
+        for mark in ("vector_form", "lifted_scalar"):  # set anew for each specialisation
+            node.__dict__.pop(mark, None)
+        if any(isinstance(t, ct.VecT) for t in types):
+            form = lift.vector_form(entry)
+            if form is not None:
+                node.vector_form = form
+                return form[0](types, node)
+            if lift.liftable(entry):
+                return lift.result(entry, types, node)
         return entry.result(types, node)
+
+
+def _load(name: str, loc) -> ast.Name:
+    node = ast.Name(id=name, ctx=ast.Load())
+    node.loc = loc
+    return node
+
+
+def _copy_load(target):
+    """A load of the assignment target ``v.x`` or ``v[i]`` (for ``v.x += e``)."""
+    if isinstance(target, ast.Attribute):
+        node = ast.Attribute(value=_load(target.value.id, target.loc), attr=target.attr,
+                             ctx=ast.Load())
+    else:
+        node = ast.Subscript(value=_load(target.value.id, target.loc), slice=target.slice,
+                             ctx=ast.Load())
+    node.loc = target.loc
+    return node
 
 
 def is_cut_call(node) -> bool:

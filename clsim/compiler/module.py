@@ -122,6 +122,7 @@ class ModuleEmitter:
         self.sites: list[Site] = []
         self._site_keys: dict[tuple, int] = {}
         self.func_sources: dict[str, str] = {}
+        self.lifted: dict[str, str] = {}  # body -> name of a vector expression's function
         self.has_exit = False
         self.instruments: list = []
         self.bounds = True
@@ -146,6 +147,15 @@ class ModuleEmitter:
             self.sites.append(Site(len(self.sites), loc.file, loc.line, loc.func,
                                    loc.text.strip(), buffer, kind, space, str(dtype), width))
         return self._site_keys[key]
+
+    def lifted_function(self, params: list[str], body: str, statements: bool = False) -> str:
+        """A module-level function of ``params`` returning the expression ``body`` (or running
+        the indented ``statements``): vector expressions whose operands must be read once.
+        Identical bodies share one function."""
+        key = f"({', '.join(params)}): " + (body if statements else f"return {body}")
+        if key not in self.lifted:
+            self.lifted[key] = f"_vx{len(self.lifted)}"
+        return self.lifted[key]
 
     def register_bitcast(self, src: str, dst: str) -> bool:
         if src == dst:
@@ -227,7 +237,9 @@ class ModuleEmitter:
         deco = "@_jit\n" if self.jit else ""
         helper_src = [deco + src for src in hp.helper_sources(self.helpers_used, table.HELPERS)]
         helper_src += [deco + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
-        funcs = [deco + src for src in self.func_sources.values()]
+        funcs = [deco + f"def {name}{key.split(': ', 1)[0]}:\n    {key.split(': ', 1)[1]}"
+                 for key, name in self.lifted.items()]
+        funcs += [deco + src for src in self.func_sources.values()]
         pnames = ", ".join(f"v_{p}" for p in params)
         e = self.program.local_size
         header = [

@@ -200,7 +200,7 @@ def test_compile_errors_say_where_and_what_to_write():
     msg = _compile_error(unknown_name, np.zeros(4, np.float32))
     assert "'some_undefined_thing' is not defined" in msg
     msg = _compile_error(int_float_mix, np.zeros(4, np.float32), np.zeros(4, np.float32))
-    assert "'acc' holds int32 elsewhere but float32 here" in msg
+    assert "'acc' holds int elsewhere but float here" in msg
 
 
 def test_ndrange_errors_mirror_opencl_status_names():
