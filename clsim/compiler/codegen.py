@@ -228,7 +228,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(value, arrt.dtype)}")
             idx = self.store_index(target)
-            return f"{self.array_access(target, 'store', idx)} = {v}"
+            return f"{self.array_access(target, 'store', idx)} = {self.encode(v, arrt.dtype)}"
 
         self.statement(build)
 
@@ -280,12 +280,14 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             holder = ast.Name(id=v, ctx=ast.Load())
             holder.ctype = s.value.ctype
             cur = self.fresh("_c")
-            self.pre(f"{cur} = {self.array_access(target, 'load', load_idx)}")
+            self.pre(f"{cur} = "
+                     f"{self.decode(self.array_access(target, 'load', load_idx), arrt.dtype)}")
             left = ast.Name(id=cur, ctx=ast.Load())
             left.ctype = arrt.dtype
             expr = ast.BinOp(left=left, op=s.op, right=holder)
             expr.ctype, expr.loc = res, s.loc
-            return f"{access} = {self.cast(self._raw_binop(expr), res, arrt.dtype)}"
+            value = self.cast(self._raw_binop(expr), res, arrt.dtype)
+            return f"{access} = {self.encode(value, arrt.dtype)}"
 
         self.statement(build)
 
@@ -317,8 +319,39 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             self.pre(f"{o} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
         for k in range(width):
-            self.pre(f"{base}[{lead_code}{o} + {k}] = "
-                     f"{self.cast(f'{v}[{k}]', vec.ctype.dtype, arrt.dtype)}")
+            value = self.cast(f"{v}[{k}]", vec.ctype.dtype, arrt.dtype)
+            self.pre(f"{base}[{lead_code}{o} + {k}] = {self.encode(value, arrt.dtype)}")
+        return None
+
+    def half_vload(self, call, width: int, stride: int) -> str:
+        """vload_half / vload_halfN / vloada_halfN: floats from half bits at offset*stride."""
+        vec = self.vload(call, width, stride)
+        return f"({vec})[0]" if width == 1 else vec
+
+    def half_vstore(self, call, width: int, stride: int, mode: int) -> None:
+        """vstore_half[N][_mode]: each float rounded to half by ``mode`` at offset*stride."""
+        vec, offset_node, buf = call.args
+        arrt = buf.ctype
+        base, lead = self.array_base(buf.id, arrt)
+        v = self.fresh("_vv")
+        self.pre(f"{v} = {self.expr(vec)}")
+        o = self.fresh("_vo")
+        self.pre(f"{o} = {self.typed(offset_node, 'int64')} * {stride}")
+        site = self.module.site(call, buf.id, "store", arrt.space, arrt.dtype, width=width)
+        if self.bounds_checks:
+            length = f"{base}.shape[{len(lead)}]"
+            self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
+                     f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
+                     f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
+                     f"{self.lid_code()})\n    {self.err_return}")
+        wrapped = self.module.access(self, site, buf.id, arrt, [o], "store")[0]
+        if wrapped != o:
+            self.pre(f"{o} = {wrapped}")
+        lead_code = ", ".join(lead) + ", " if lead else ""
+        comps = [v] if width == 1 else [f"{v}[{k}]" for k in range(width)]
+        for k, comp in enumerate(comps):
+            self.pre(f"{base}[{lead_code}{o} + {k}] = {self.helper('_f2h_mode')}({comp}, "
+                     f"{self.const(mode, 'int64')})")
         return None
 
     # -- group level ------------------------------------------------------------------------

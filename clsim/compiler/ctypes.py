@@ -49,6 +49,17 @@ VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 VECTOR_ELEMENTS = (*INT_TYPES, *FLOAT_TYPES)
 
 
+def storage_dtype(t: str) -> str:
+    """The numpy dtype an array of ``t`` is stored as in generated code: Numba has no float16,
+    so a half array is its uint16 bits (see builtins/half.py)."""
+    return "uint16" if t == "float16" else t
+
+
+def register_dtype(t: str) -> str:
+    """The numpy dtype a value of ``t`` is held in: a half value is a float32 that holds it."""
+    return "float32" if t == "float16" else t
+
+
 def is_vec(t) -> bool:
     return isinstance(t, VecT)
 

@@ -42,6 +42,10 @@ class ExprEmitter(VectorEmitter):
             raise compile_error(None, f"internal: {src} used where {ct.short(dst)} is needed")
         if dst == "bool":
             return f"({code} != 0)"
+        if dst == "float16":  # round to half (held in a float32)
+            if not ct.is_float(src):
+                code = f"np.float64({code})"
+            return self.helper("_rh") + f"({code})"
         if ct.is_float(dst):
             return f"np.{dst}({code})"
         if src == "bool" or ct.is_int(src):
@@ -49,6 +53,8 @@ class ExprEmitter(VectorEmitter):
         return self.helper(f"_f2i_{dst}") + f"({code})"
 
     def wrap(self, code: str, t: str) -> str:
+        if t == "float16":  # computed in float32, rounded to half: correctly rounded
+            return self.helper("_rh") + f"({code})"
         if ct.is_int(t) and ct.bits(t) <= 32:
             return self.helper(f"_w_{t}") + f"({code})"
         return code
@@ -152,7 +158,15 @@ class ExprEmitter(VectorEmitter):
     def e_Subscript(self, node):
         if isinstance(node.value.ctype, ct.VecT):
             return self.vec_index(node)
-        return self.array_access(node, "load")
+        return self.decode(self.array_access(node, "load"), node.value.ctype.dtype)
+
+    def decode(self, code: str, dtype: str) -> str:
+        """A value read from an array element of ``dtype`` (half arrays hold bits)."""
+        return self.helper("_h2f") + f"({code})" if dtype == "float16" else code
+
+    def encode(self, code: str, dtype: str) -> str:
+        """What an array element of ``dtype`` stores for a value of that type."""
+        return self.helper("_f2h") + f"({code})" if dtype == "float16" else code
 
     # -- memory -----------------------------------------------------------------------------
     def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
@@ -209,7 +223,8 @@ class ExprEmitter(VectorEmitter):
         codes = [self.expr(a) for a in node.args]
         return entry.emit(self, codes, [a.ctype for a in node.args], node)
 
-    def vload(self, node, width: int) -> str:
+    def vload(self, node, width: int, stride: int | None = None) -> str:
+        """``width`` elements of a buffer from ``offset * stride`` (stride: the width)."""
         offset_node, buf = node.args
         if not isinstance(buf, ast.Name):
             raise compile_error(node.loc, "vload's buffer must be a buffer name")
@@ -217,7 +232,7 @@ class ExprEmitter(VectorEmitter):
         base, lead = self.array_base(buf.id, arrt)
         offset = self.typed(offset_node, "int64")
         tmp = self.fresh("_vo")
-        self.pre(f"{tmp} = {offset} * {width}")
+        self.pre(f"{tmp} = {offset} * {stride or width}")
         site = self.module.site(node, buf.id, "load", arrt.space, arrt.dtype, width=width)
         if self.bounds_checks:
             self.pre(f"{self.helper('_ck')}({tmp} + {width - 1}, {base}.shape[{len(lead)}], "
@@ -231,7 +246,8 @@ class ExprEmitter(VectorEmitter):
         if wrapped != tmp:
             self.pre(f"{tmp} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
-        return "(" + ", ".join(f"{base}[{lead_code}{tmp} + {k}]" for k in range(width)) + ",)"
+        return "(" + ", ".join(self.decode(f"{base}[{lead_code}{tmp} + {k}]", arrt.dtype)
+                               for k in range(width)) + ",)"
 
     def call_func(self, node, kfn) -> str:
         spec = self.module.program.funcs[(kfn.name, tuple(a.ctype for a in node.args))]
@@ -276,6 +292,8 @@ def literal(value, t: str) -> str:
     """Source text of a numpy scalar constant of type t (module level, not in loops)."""
     if t == "bool":
         return "True" if value else "False"
+    if t == "float16":  # a half constant is held in a float32
+        return literal(np.float32(np.float16(value)), "float32")
     v = np.dtype(t).type(value)
     if ct.is_float(t):
         if np.isnan(v):

@@ -226,7 +226,7 @@ class ModuleEmitter:
         gen.bounds_checks = self.bounds
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
-                gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
+                gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
         gen.stmts_wi(spec.parsed.tree.body)
         params = ", ".join(f"v_{p}" for p in spec.parsed.params)
         head = f"def {spec.mangled}({params}{', ' if params else ''}{self.hidden_args}):"
@@ -255,7 +255,8 @@ class ModuleEmitter:
                 "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True)",
             ]
         else:
-            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit"]
+            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit",
+                       "from clsim.runtime.intrinsics_py import *  # noqa: F403"]
         for inst in self.instruments:
             header += [line for line in inst.imports() if line not in header]
         consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
@@ -334,13 +335,15 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     for name, kind in sorted(storage.items()):
         t = typer.env[name]
         if kind == "larray":
-            gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
+            gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
         elif kind == "parray":
-            gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, np.{t.dtype})")
+            gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, "
+                     f"np.{ct.storage_dtype(t.dtype)})")
         elif kind == "ctx" and isinstance(t, ct.VecT):
-            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), np.{t.dtype})")
+            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), "
+                     f"np.{ct.register_dtype(t.dtype)})")
         elif kind == "ctx":
-            dtype = "np.bool_" if t == "bool" else f"np.{t}"
+            dtype = "np.bool_" if t == "bool" else f"np.{ct.register_dtype(t)}"
             gen.emit(f"v_{name}__c = np.empty({nl_max}, {dtype})")
     if module.has_exit:
         gen.emit(f"_exited = np.zeros({nl_max}, np.bool_)")

@@ -38,7 +38,7 @@ from clsim.runtime.ndrange import NDRange, make_ndrange
 from clsim.runtime.record import site_table
 
 _CHUNK = 4096  # groups per parallel launch: bounds the error-record memory
-_SUPPORTED = set(ct.INT_TYPES) | {"float32", "float64", "bool"}
+_SUPPORTED = set(ct.INT_TYPES) | {"float16", "float32", "float64", "bool"}
 
 
 @dataclass
@@ -121,14 +121,15 @@ def _arg_types(kfn: KernelFunction, params: list[str], args) -> tuple[dict, list
                     f"{kfn.name}: buffer '{name}' has dtype {value.dtype}, which kernels cannot "
                     "use yet", kernel=kfn.name, buffer=name)
             types[name] = ct.ArrayT(value.dtype.name, 1, "global")
-            values.append(value.reshape(-1))
+            # generated code sees a half buffer as its bits (Numba has no float16)
+            values.append(value.reshape(-1).view(ct.storage_dtype(value.dtype.name)))
         elif isinstance(value, np.generic | np.ndarray):
             scalar = value[()] if isinstance(value, np.ndarray) else value
             if scalar.dtype.name not in _SUPPORTED:
                 raise InvalidArgumentError(
                     f"{kfn.name}: scalar '{name}' has dtype {scalar.dtype}", kernel=kfn.name)
             types[name] = scalar.dtype.name
-            values.append(scalar)
+            values.append(np.dtype(ct.register_dtype(scalar.dtype.name)).type(scalar))
         else:
             hint = "np.int32(...)" if isinstance(value, int) else "np.float32(...)"
             raise InvalidArgumentError(

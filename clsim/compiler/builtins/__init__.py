@@ -1,7 +1,7 @@
 """The builtin table: every OpenCL builtin clsim knows, described once.
 
 One module per family (``workitem``, ``math``, ``integer``, ``relational``, ``conversion``,
-``vector`` (+ ``vector_convert``), ``memory``, ``atomics``, ``collectives``), each with a list ``ENTRIES`` of frozen
+``vector`` (+ ``vector_convert``), ``half``, ``memory``, ``atomics``, ``collectives``), each with a list ``ENTRIES`` of frozen
 ``Builtin`` records (``entry.py`` documents every field). Every pass reads this table and
 nothing else: ``clsim.api`` exports a marker per public name, the front end reads ``cut``,
 ``effects`` and ``on_parse``, typing calls ``result`` (or ``typing``), the region builder reads
@@ -30,6 +30,7 @@ from clsim.compiler.builtins import (
     atomics,
     collectives,
     conversion,
+    half,
     integer,
     math,
     memory,
@@ -41,8 +42,8 @@ from clsim.compiler.builtins import (
 from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
 
-_MODULES = (workitem, math, integer, relational, conversion, vector, vector_convert, memory,
-            atomics, collectives)
+_MODULES = (workitem, math, integer, relational, conversion, vector, vector_convert, half,
+            memory, atomics, collectives)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:

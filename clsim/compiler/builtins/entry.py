@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from clsim.compiler.helpers import Helper
 
-FAMILIES = ("work-item", "math", "integer", "relational", "conversion", "vector", "memory",
-            "atomics", "collectives")
+FAMILIES = ("work-item", "math", "integer", "relational", "conversion", "vector", "half",
+            "memory", "atomics", "collectives")
 
 
 @dataclass(frozen=True)

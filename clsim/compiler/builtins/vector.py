@@ -15,7 +15,7 @@ from clsim.compiler.diagnostics import node_error
 FAMILY = "vector"
 WIDTHS = ct.VECTOR_WIDTHS
 # The element types a vector constructor exists for, by OpenCL C name.
-ELEMENTS = {ct.cname(t): t for t in ct.VECTOR_ELEMENTS if t != "float16"}
+ELEMENTS = {ct.cname(t): t for t in ct.VECTOR_ELEMENTS}
 
 
 def _tuple(parts) -> str:
@@ -121,6 +121,9 @@ def _geo_rule(name, n, scalar_result):
     def rule(types, call):
         if len(types) != n or not all(ct.is_float(ct.elem(t)) for t in types):
             raise node_error(call, f"{name}() takes {n} float vector(s)")
+        if "float16" in [ct.elem(t) for t in types]:
+            raise node_error(call, f"{name}() on half vectors is not supported: convert to "
+                                   "float first, e.g. convert_float4(v)")
         if n == 2 and ct.elem(types[0]) != ct.elem(types[1]):
             raise node_error(call, f"{name}() needs two vectors of the same type")
         widths = {t.width for t in types if isinstance(t, ct.VecT)}

@@ -173,12 +173,16 @@ def _unsigned(t: str) -> str:
 
 
 def _to_bits(gen, code, t) -> str:
+    if t == "float16":
+        return gen.helper("_f2h") + f"({code})"
     if ct.is_float(t):
         return gen.bitcast(code, t, _unsigned(t))
     return gen.cast(code, t, _unsigned(t))
 
 
 def _from_bits(gen, code, t) -> str:
+    if t == "float16":
+        return gen.helper("_h2f") + f"({code})"
     if ct.is_float(t):
         return gen.bitcast(code, _unsigned(t), t)
     return gen.cast(code, _unsigned(t), t)
