@@ -20,6 +20,7 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
 from clsim.compiler.masked import MaskedFlow
+from clsim.compiler.struct_emit import is_field
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
 from clsim.runtime import record as rec
 
@@ -154,6 +155,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             if isinstance(t, ct.ArrayT):
                 return  # local_array/private_array declarations are allocated per group
             self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
+        elif is_field(target):
+            self.field_store(target, s.value)
         elif isinstance(target, ast.Subscript):
             self.store(target, s.value)
         elif isinstance(target, ast.Tuple):

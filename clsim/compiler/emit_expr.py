@@ -17,12 +17,14 @@ from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.structs import StructT
 from clsim.compiler.infer import _CMPS, _OPS
+from clsim.compiler.struct_emit import StructEmitter, is_field
 from clsim.compiler.vector_emit import VectorEmitter
 from clsim.runtime import record as rec
 
 
-class ExprEmitter(VectorEmitter):
+class ExprEmitter(VectorEmitter, StructEmitter):
     """Mixin of ``codegen.FunctionEmitter``: turns typed expression nodes into source."""
 
     # -- small pieces -----------------------------------------------------------------------
@@ -153,11 +155,15 @@ class ExprEmitter(VectorEmitter):
         return "(" + ", ".join(self.typed(e, t) for e in node.elts) + ",)"
 
     def e_Attribute(self, node):
+        if is_field(node):
+            return self.field_load(node)
         return self.vec_components(self.expr(node.value), node.value.ctype, node.components)
 
     def e_Subscript(self, node):
         if isinstance(node.value.ctype, ct.VecT):
             return self.vec_index(node)
+        if is_field(node) or isinstance(getattr(node.value.ctype, "dtype", None), StructT):
+            return self.field_load(node)
         return self.decode(self.array_access(node, "load"), node.value.ctype.dtype)
 
     def decode(self, code: str, dtype: str) -> str:

@@ -18,6 +18,7 @@ from clsim.compiler import vectors as vx
 from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
+from clsim.compiler.structs import StructT
 
 _OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -93,6 +94,10 @@ class Typer:
     def assign_name(self, name: str, t, loc, aug: bool = False):
         if t is None:
             return
+        if isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field"):
+            raise compile_error(loc, f"'{name}' would hold a struct or an array field; read "
+                                     "fields where they are used (x[ib].d, x[ib].qs[j]), a "
+                                     "struct cannot be copied into a variable yet")
         old = self.env.get(name)
         if name in self.params and isinstance(old, ct.ArrayT):
             raise compile_error(loc, f"buffer parameter '{name}' cannot be reassigned")
@@ -137,8 +142,13 @@ class Typer:
                     self.assign_name(s.target.id, cur, loc, aug=True)
                     if ct.is_int(cur) and ct.is_float(vt):
                         self.assign_name(s.target.id, vt, loc, aug=True)
-            elif isinstance(s.target, ast.Subscript):
+            elif isinstance(s.target, ast.Subscript | ast.Attribute):
                 et = self.expr(s.target)
+                if isinstance(s.target, ast.Attribute) or (
+                        isinstance(s.target.value.ctype, ct.ArrayT)
+                        and s.target.value.ctype.space == "field"):
+                    raise compile_error(loc, "'op=' on a struct field: write "
+                                             "x[i].f = x[i].f + v")
                 vt = self.expr(s.value)
                 if et is not None and vt is not None:
                     binop_type(_OPS[type(s.op)], et, vt, loc)
@@ -211,11 +221,14 @@ class Typer:
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, self.expr(value), loc)
-        elif isinstance(target, ast.Subscript):
+        elif isinstance(target, ast.Subscript | ast.Attribute):
             tt = self.expr(target)
             vt = self.expr(value)
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
+            if tt is not None and not ct.is_scalar(tt):
+                raise compile_error(loc, f"cannot assign to a whole {ct.short(tt)}; assign "
+                                         "its fields or elements one by one")
         elif isinstance(target, ast.Tuple):
             if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts):
                 raise compile_error(loc, "tuple assignment needs a tuple of the same length on "
@@ -329,6 +342,8 @@ class Typer:
             if isinstance(base, ct.VecT):
                 node.components = vx.components(node.attr, base.width, loc)
                 return vx.swizzle_type(base, node.components)
+            if isinstance(base, StructT):
+                return _field_type(base, node.attr, loc)
             raise compile_error(loc, f"attribute '.{node.attr}' of a {ct.short(base)} is not "
                                      "supported here")
         if isinstance(node, ast.Call):
@@ -402,6 +417,10 @@ class Typer:
             types = [self.expr(a) for a in node.args]
             if any(t is None for t in types):
                 return None
+            if any(isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field")
+                   for t in types):
+                raise compile_error(loc, "pass struct fields to helpers one by one (x[i].d), "
+                                         "or the whole buffer x and the index i")
             return self.program.specialize(value, tuple(types), loc)
         if kind == "range":
             raise compile_error(loc, "range() only in 'for i in range(...)'")
@@ -425,6 +444,16 @@ class Typer:
             if lift.liftable(entry):
                 return lift.result(entry, types, node)
         return entry.result(types, node)
+
+
+def _field_type(st: StructT, name: str, loc):
+    field = st.field(name)
+    if field is None:
+        raise compile_error(loc, f"the struct has no field '.{name}' (fields: "
+                                 f"{', '.join(f.name for f in st.fields)})")
+    if field.shape:
+        return ct.ArrayT(field.dtype, len(field.shape), "field", field.shape)
+    return field.dtype
 
 
 def _load(name: str, loc) -> ast.Name:

@@ -21,6 +21,7 @@ from clsim.api import KernelFunction
 from clsim.compiler import ctypes as ct
 from clsim.compiler.frontend import parse
 from clsim.compiler.module import generate
+from clsim.compiler.structs import struct_of
 from clsim.errors import InvalidArgumentError, KernelCompileError
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
@@ -116,6 +117,11 @@ def _arg_types(kfn: KernelFunction, params: list[str], args) -> tuple[dict, list
                     f"{kfn.name}: buffer '{name}' is not C-contiguous, so results could not be "
                     "written back in place. Pass np.ascontiguousarray(...)",
                     kernel=kfn.name, buffer=name)
+            if value.dtype.names is not None:  # a packed struct buffer: its bytes
+                types[name] = ct.ArrayT(struct_of(value.dtype, f"{kfn.name}: buffer '{name}': "),
+                                        1, "global")
+                values.append(value.reshape(-1).view(np.uint8))
+                continue
             if value.dtype.name not in _SUPPORTED:
                 raise InvalidArgumentError(
                     f"{kfn.name}: buffer '{name}' has dtype {value.dtype}, which kernels cannot "

@@ -41,6 +41,7 @@ from clsim.compiler.builtins import (
 )
 from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
+from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
 _MODULES = (workitem, math, integer, relational, conversion, vector, vector_convert, half,
             memory, atomics, collectives)
@@ -59,6 +60,8 @@ def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:
                     raise ValueError(f"runtime helper {h.name} has two different sources "
                                      f"(builtin {entry.name})")
                 helpers[h.name] = h
+    for h in STRUCT_HELPERS:  # struct field loads and stores (clsim.compiler.structs)
+        helpers[h.name] = h
     return table, helpers
 
 

@@ -1,0 +1,118 @@
+"""Code generation for struct fields: ``x[ib].d``, ``x[ib].qs[j]``, nested records.
+
+A struct buffer is its bytes (uint8) in generated code. A field chain becomes a byte offset
+(``ib * itemsize + offset + j * size``) with each index checked against its own bound (the
+record count, the array field's length), then a little-endian load or store of the field's
+type (``structs._ldb_T`` / ``_stb_T``). Instruments see one access of the field's bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
+from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.structs import StructT, size_of
+
+_BYTES = ct.ArrayT("uint8", 1, "global")
+
+
+def is_field(node) -> bool:
+    """A struct field access (or an element of an array field): a load or store target."""
+    if isinstance(node, ast.Attribute):
+        return isinstance(getattr(node.value, "ctype", None), StructT)
+    if isinstance(node, ast.Subscript):
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, ct.ArrayT) and base.space == "field"
+    return False
+
+
+class StructEmitter:
+    """Mixin of ``ExprEmitter``: loads and stores of struct fields."""
+
+    def _field_index(self, code: str, length: str, site: int, store: bool) -> str:
+        if not self.bounds_checks:
+            return code
+        if not store:
+            self.checked()
+            return (f"{self.helper('_ck')}({code}, {length}, _err, {self.const(site, 'int64')}, "
+                    f"{self.lid_code()})")
+        tmp = self.fresh("_i")
+        self.pre(f"{tmp} = {code}")
+        self.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
+                 f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
+                 f"{self.const(site, 'int64')}, {tmp}, {length}, {self.lid_code()})\n"
+                 f"    {self.err_return}")
+        return tmp
+
+    def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
+        """(buffer code, byte offset code) of a field chain ending at ``node``."""
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            arrt = node.value.ctype
+            if not isinstance(arrt, ct.ArrayT) or not isinstance(arrt.dtype, StructT):
+                raise compile_error(node.loc, "internal: not a struct buffer")
+            base, lead = self.array_base(node.value.id, arrt)
+            if lead:
+                raise compile_error(node.loc, "private arrays of structs are not supported")
+            size = arrt.dtype.itemsize
+            ib = self._field_index(self.typed(node.slice, "int64"),
+                                   f"({base}.shape[0] // {size})", site, store)
+            return base, f"({ib} * {size})"
+        if isinstance(node, ast.Attribute):
+            base, off = self.field_address(node.value, site, store)
+            field = node.value.ctype.field(node.attr)
+            return base, f"({off} + {field.offset})" if field.offset else off
+        if isinstance(node, ast.Subscript):
+            arrt: ct.ArrayT = node.value.ctype
+            base, off = self.field_address(node.value, site, store)
+            indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            stride = size_of(arrt.dtype)
+            flat = []
+            for dim, ix in enumerate(indices):
+                code = self._field_index(self.typed(ix, "int64"), str(arrt.shape[dim]), site,
+                                         store)
+                inner = 1
+                for n in arrt.shape[dim + 1:]:
+                    inner *= n
+                flat.append(f"{code} * {inner * stride}")
+            return base, f"({off} + {' + '.join(flat)})"
+        raise compile_error(getattr(node, "loc", None), "struct fields are read as "
+                                                        "x[i].field or x[i].field[j]")
+
+    def _field_site(self, node, kind: str) -> tuple[int, str, int]:
+        t = node.ctype
+        name = _buffer_name(node)
+        site = self.module.site(node, name, kind, "global", "uint8", width=size_of(t))
+        return site, name, size_of(t)
+
+    def field_load(self, node) -> str:
+        t = node.ctype
+        if isinstance(t, StructT) or isinstance(t, ct.ArrayT):
+            raise compile_error(node.loc, "a struct or an array field is not a value: read "
+                                          "its fields or elements (x[i].d, x[i].qs[j])")
+        site, name, _ = self._field_site(node, "load")
+        base, off = self.field_address(node, site, store=False)
+        off = self.module.access(self, site, name, _BYTES, [off], "load")[0]
+        return self.helper(f"_ldb_{t}") + f"({base}, {off})"
+
+    def field_store(self, target, value) -> None:
+        t = target.ctype
+
+        def build():
+            v = self.fresh("_v")
+            self.pre(f"{v} = {self.typed(value, t)}")
+            site, name, _ = self._field_site(target, "store")
+            base, off = self.field_address(target, site, store=True)
+            o = self.fresh("_fo")
+            self.pre(f"{o} = {off}")
+            o = self.module.access(self, site, name, _BYTES, [o], "store")[0]
+            return self.helper(f"_stb_{t}") + f"({base}, {o}, {v})"
+
+        self.statement(build)
+
+
+def _buffer_name(node) -> str:
+    while not isinstance(node, ast.Name):
+        node = node.value
+    return node.id
