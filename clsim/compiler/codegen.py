@@ -225,7 +225,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     # -- stores -----------------------------------------------------------------------------
     def store(self, target: ast.Subscript, value) -> None:
-        arrt = target.value.ctype
+        arrt = self.resolve_access(target)[1]
 
         def build():
             v = self.fresh("_v")
@@ -238,15 +238,13 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
     def store_index(self, target: ast.Subscript, kind: str = "store",
                     instrument: bool = True) -> list[str]:
         """Index temporaries of a store, checked before the store happens."""
-        arr = target.value
-        arrt = arr.ctype
-        base, lead = self.array_base(arr.id, arrt)
-        idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-        site = self.module.site(target, arr.id, kind, arrt.space, arrt.dtype)
+        name, arrt, idx_nodes = self.resolve_access(target)
+        base, lead = self.array_base(name, arrt)
+        site = self.module.site(target, name, kind, arrt.space, arrt.dtype)
         temps = self.checked_indices(idx_nodes, base, lead, site, hp.ERR_OOB_STORE)
         if not instrument:
             return temps
-        return self.module.access(self, site, arr.id, arrt, temps, kind)
+        return self.module.access(self, site, name, arrt, temps, kind)
 
     def checked_indices(self, idx_nodes, base: str, lead: list[str], site: int,
                         code: int) -> list[str]:
@@ -267,13 +265,12 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     def aug_store(self, s: ast.AugAssign, op: ast.BinOp) -> None:
         target = s.target
-        arrt = target.value.ctype
+        name, arrt, _ = self.resolve_access(target)
 
         def build():
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(s.value, s.value.ctype)}")
             idx = self.store_index(target, "load", instrument=False)
-            name = target.value.id
             load_site = self.module.site(target, name, "load", arrt.space, arrt.dtype)
             store_site = self.module.site(target, name, "store", arrt.space, arrt.dtype)
             load_idx = self.module.access(self, load_site, name, arrt, idx, "load")
@@ -304,20 +301,20 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     def vstore(self, call: ast.Call, width: int) -> str:
         vec, offset_node, buf = call.args
-        arrt = buf.ctype
-        base, lead = self.array_base(buf.id, arrt)
+        name, arrt, start = self.pointer_offset(buf)
+        base, lead = self.array_base(name, arrt)
         v = self.fresh("_vv")
         self.pre(f"{v} = {self.expr(vec)}")
         o = self.fresh("_vo")
-        self.pre(f"{o} = {self.typed(offset_node, 'int64')} * {width}")
-        site = self.module.site(call, buf.id, "store", arrt.space, arrt.dtype, width=width)
+        self.pre(f"{o} = {start} + {self.typed(offset_node, 'int64')} * {width}")
+        site = self.module.site(call, name, "store", arrt.space, arrt.dtype, width=width)
         if self.bounds_checks:
             length = f"{base}.shape[{len(lead)}]"
             self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
                      f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
                      f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
                      f"{self.lid_code()})\n    {self.err_return}")
-        wrapped = self.module.access(self, site, buf.id, arrt, [o], "store")[0]
+        wrapped = self.module.access(self, site, name, arrt, [o], "store")[0]
         if wrapped != o:
             self.pre(f"{o} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
@@ -334,20 +331,20 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
     def half_vstore(self, call, width: int, stride: int, mode: int) -> None:
         """vstore_half[N][_mode]: each float rounded to half by ``mode`` at offset*stride."""
         vec, offset_node, buf = call.args
-        arrt = buf.ctype
-        base, lead = self.array_base(buf.id, arrt)
+        name, arrt, start = self.pointer_offset(buf)
+        base, lead = self.array_base(name, arrt)
         v = self.fresh("_vv")
         self.pre(f"{v} = {self.expr(vec)}")
         o = self.fresh("_vo")
-        self.pre(f"{o} = {self.typed(offset_node, 'int64')} * {stride}")
-        site = self.module.site(call, buf.id, "store", arrt.space, arrt.dtype, width=width)
+        self.pre(f"{o} = {start} + {self.typed(offset_node, 'int64')} * {stride}")
+        site = self.module.site(call, name, "store", arrt.space, arrt.dtype, width=width)
         if self.bounds_checks:
             length = f"{base}.shape[{len(lead)}]"
             self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
                      f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
                      f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
                      f"{self.lid_code()})\n    {self.err_return}")
-        wrapped = self.module.access(self, site, buf.id, arrt, [o], "store")[0]
+        wrapped = self.module.access(self, site, name, arrt, [o], "store")[0]
         if wrapped != o:
             self.pre(f"{o} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""

@@ -44,6 +44,23 @@ class VecT:
         return f"{CNAMES.get(self.dtype, self.dtype)}{self.width}"
 
 
+@dataclass(frozen=True)
+class PtrT:
+    """A pointer local (``p = x + k``): always into the buffer ``base`` (whose type is
+    ``array``); its value in generated code is the element offset into that buffer, so
+    every access through it is checked against the buffer itself."""
+
+    base: str
+    array: ArrayT
+
+    @property
+    def dtype(self) -> str:
+        return self.array.dtype
+
+    def __str__(self) -> str:
+        return f"{self.array.space} {cname(self.array.dtype)}* (into '{self.base}')"
+
+
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 # The element types vectors exist for (OpenCL has no bool vectors).
 VECTOR_ELEMENTS = (*INT_TYPES, *FLOAT_TYPES)
@@ -55,8 +72,11 @@ def storage_dtype(t: str) -> str:
     return "uint16" if t == "float16" else t
 
 
-def register_dtype(t: str) -> str:
-    """The numpy dtype a value of ``t`` is held in: a half value is a float32 that holds it."""
+def register_dtype(t) -> str:
+    """The numpy dtype a value of ``t`` is held in: a half value is a float32 that holds it,
+    a pointer its element offset."""
+    if isinstance(t, PtrT):
+        return "int64"
     return "float32" if t == "float16" else t
 
 
@@ -171,6 +191,6 @@ def short(t) -> str:
     """Readable C-ish name for messages."""
     if isinstance(t, ArrayT):
         return f"{t.space} {t.dtype}[]"
-    if isinstance(t, VecT):
+    if isinstance(t, VecT | PtrT):
         return str(t)
     return CNAMES.get(t, str(t)) if isinstance(t, str) else str(t)

@@ -94,9 +94,16 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return self.const(node.value, node.ctype)
 
     def e_Name(self, node):
+        if isinstance(node.ctype, ct.PtrT) and getattr(node, "as_pointer", False):
+            return self.const(0, "int64")  # a buffer name read as a pointer: offset 0
         return self.read_var(node.id)
 
     def e_BinOp(self, node):
+        if isinstance(node.ctype, ct.PtrT):
+            return self.pointer_offset(node)[2]
+        if isinstance(node.left.ctype, ct.PtrT):  # p - q: elements between them
+            a, b = self.pointer_offset(node.left)[2], self.pointer_offset(node.right)[2]
+            return f"({a} - {b})"
         if isinstance(node.ctype, ct.VecT):
             return self.vec_binop(node)
         op = _OPS[type(node.op)]
@@ -137,6 +144,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     def e_Compare(self, node):
         if isinstance(node.ctype, ct.VecT):
             return self.vec_compare(node)
+        if isinstance(node.left.ctype, ct.PtrT | ct.ArrayT) and len(node.ops) == 1:
+            a = self.pointer_offset(node.left)[2]
+            b = self.pointer_offset(node.comparators[0])[2]
+            return f"({a} {_CMPS[type(node.ops[0])]} {b})"
         parts = []
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=True):
@@ -166,6 +177,26 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             return self.field_load(node)
         return self.decode(self.array_access(node, "load"), node.value.ctype.dtype)
 
+    def pointer_offset(self, node) -> tuple[str, ct.ArrayT, str]:
+        """(buffer name, its type, element offset code) of a pointer expression: a buffer
+        name (offset 0), a pointer local, or p + k / k + p / p - k."""
+        t = node.ctype
+        if isinstance(node, ast.Name) and isinstance(t, ct.ArrayT):
+            return node.id, t, self.const(0, "int64")
+        if isinstance(node, ast.Name) and getattr(node, "as_pointer", False):
+            return node.id, t.array, self.const(0, "int64")
+        if not isinstance(t, ct.PtrT):
+            raise compile_error(node.loc, f"internal: {ct.short(t)} is not a pointer")
+        if isinstance(node, ast.Name):
+            return t.base, t.array, self.read_var(node.id)
+        if isinstance(node, ast.BinOp):
+            left_ptr = isinstance(node.left.ctype, ct.PtrT | ct.ArrayT)
+            ptr, k = (node.left, node.right) if left_ptr else (node.right, node.left)
+            name, arrt, off = self.pointer_offset(ptr)
+            sign = "-" if isinstance(node.op, ast.Sub) else "+"
+            return name, arrt, f"({off} {sign} {self.typed(k, 'int64')})"
+        raise compile_error(node.loc, "pointers are buffer names, pointer locals and p + k")
+
     def decode(self, code: str, dtype: str) -> str:
         """A value read from an array element of ``dtype`` (half arrays hold bits)."""
         return self.helper("_h2f") + f"({code})" if dtype == "float16" else code
@@ -175,24 +206,36 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return self.helper("_f2h") + f"({code})" if dtype == "float16" else code
 
     # -- memory -----------------------------------------------------------------------------
-    def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
-        """``buf[i]`` for a load (or the target of a store when index_codes is given)."""
+    def resolve_access(self, node: ast.Subscript) -> tuple[str, ct.ArrayT, list]:
+        """(array name, its type, index nodes) of ``a[i]``; through a pointer local ``p``,
+        ``p[i]`` is ``base[p + i]`` (p holds the element offset), checked against base."""
         arr = node.value
         if not isinstance(arr, ast.Name):
             raise compile_error(node.loc, "index arrays by name (x[i]), not expressions")
-        arrt: ct.ArrayT = arr.ctype
-        base, lead = self.array_base(arr.id, arrt)
+        idx = node.slice
+        if isinstance(arr.ctype, ct.PtrT):
+            ptr: ct.PtrT = arr.ctype
+            if not hasattr(node, "ptr_index"):
+                offset = ast.Name(id=arr.id, ctx=ast.Load())
+                offset.ctype, offset.loc = "int64", node.loc
+                flat = ast.BinOp(left=offset, op=ast.Add(), right=idx)
+                flat.ctype, flat.loc = "int64", node.loc
+                node.ptr_index = flat
+            return ptr.base, ptr.array, [node.ptr_index]
+        return arr.id, arr.ctype, idx.elts if isinstance(idx, ast.Tuple) else [idx]
+
+    def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
+        """``buf[i]`` for a load (or the target of a store when index_codes is given)."""
+        name, arrt, _ = self.resolve_access(node)
+        base, lead = self.array_base(name, arrt)
         if index_codes is None:
             index_codes = self.index_codes(node, kind)
         return f"{base}[{', '.join(lead + index_codes)}]"
 
     def index_codes(self, node: ast.Subscript, kind: str) -> list[str]:
-        arr = node.value
-        arrt: ct.ArrayT = arr.ctype
-        base, lead = self.array_base(arr.id, arrt)
-        idx = node.slice
-        indices = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-        site = self.module.site(node, arr.id, kind, arrt.space, arrt.dtype)
+        name, arrt, indices = self.resolve_access(node)
+        base, lead = self.array_base(name, arrt)
+        site = self.module.site(node, name, kind, arrt.space, arrt.dtype)
         codes = []
         for dim, ix in enumerate(indices):
             code = self.typed(ix, "int64")
@@ -202,7 +245,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
                 code = f"{self.helper('_ck')}({code}, {length}, _err, {site_k}, {self.lid_code()})"
                 self.checked()
             codes.append(code)
-        return self.module.access(self, site, arr.id, arrt, codes, kind)
+        return self.module.access(self, site, name, arrt, codes, kind)
 
     def count_flop(self, op, t) -> None:
         self.module.flop(self, op, t)
@@ -232,14 +275,12 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     def vload(self, node, width: int, stride: int | None = None) -> str:
         """``width`` elements of a buffer from ``offset * stride`` (stride: the width)."""
         offset_node, buf = node.args
-        if not isinstance(buf, ast.Name):
-            raise compile_error(node.loc, "vload's buffer must be a buffer name")
-        arrt = buf.ctype
-        base, lead = self.array_base(buf.id, arrt)
+        name, arrt, start = self.pointer_offset(buf)
+        base, lead = self.array_base(name, arrt)
         offset = self.typed(offset_node, "int64")
         tmp = self.fresh("_vo")
-        self.pre(f"{tmp} = {offset} * {stride or width}")
-        site = self.module.site(node, buf.id, "load", arrt.space, arrt.dtype, width=width)
+        self.pre(f"{tmp} = {start} + {offset} * {stride or width}")
+        site = self.module.site(node, name, "load", arrt.space, arrt.dtype, width=width)
         if self.bounds_checks:
             self.pre(f"{self.helper('_ck')}({tmp} + {width - 1}, {base}.shape[{len(lead)}], "
                      f"_err, {self.const(site, 'int64')}, {self.lid_code()})")
@@ -248,7 +289,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
                      f"{self.lid_code()})")
             self.checked()
             self.pre(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
-        wrapped = self.module.access(self, site, buf.id, arrt, [tmp], "load")[0]
+        wrapped = self.module.access(self, site, name, arrt, [tmp], "load")[0]
         if wrapped != tmp:
             self.pre(f"{tmp} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
@@ -271,6 +312,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return f"{spec.mangled}({', '.join(args)}, {self.module.hidden_args})"
 
     def array_base(self, name: str, arrt) -> tuple[str, list[str]]:
+        if arrt.space == "constant":
+            return self.module.table(name, arrt), []
         storage = self.storage.get(name)
         if storage == "parray":
             return f"v_{name}__c", [self.lid_code()]

@@ -116,6 +116,8 @@ def _resolve_value(obj, loc: Loc, name: str):
         return ("dtype", obj.name)
     if isinstance(obj, bool | int | float | np.number | np.bool_):
         return ("const", obj)
+    if isinstance(obj, np.ndarray) and obj.ndim >= 1 and obj.dtype.kind in "iuf":
+        return ("table", obj)  # a __constant table, frozen into the generated module
     if isinstance(obj, types.ModuleType):
         return ("module", obj)
     if obj is py_builtins.range:

@@ -40,7 +40,22 @@ def const_type(value):
     return None
 
 
+def pointer_arith(op: str, a, b, loc):
+    """``p + k``, ``k + p``, ``p - k`` (a pointer) and ``p - q`` (an element count)."""
+    if isinstance(a, ct.PtrT) and isinstance(b, ct.PtrT) and op == "-":
+        if a.base != b.base:
+            raise compile_error(loc, f"'-' between pointers into '{a.base}' and '{b.base}'")
+        return "int64"
+    ptr, other = (a, b) if isinstance(a, ct.PtrT) else (b, a)
+    if op not in ("+", "-") or (op == "-" and ptr is b) or not ct.is_int(ct.promote(other)):
+        raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)}: pointers "
+                                 "take p + k, p - k and p - q")
+    return ptr
+
+
 def binop_type(op: str, a, b, loc):
+    if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT):
+        return pointer_arith(op, a, b, loc)
     if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
         return vx.binop_type(op, a, b, loc)
     if not (ct.is_scalar(a) and ct.is_scalar(b)):
@@ -94,6 +109,8 @@ class Typer:
     def assign_name(self, name: str, t, loc, aug: bool = False):
         if t is None:
             return
+        if isinstance(t, ct.PtrT) and isinstance(self.env.get(t.base), ct.PtrT):
+            t = self.env[t.base]  # q = p: a pointer into p's buffer
         if isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field"):
             raise compile_error(loc, f"'{name}' would hold a struct or an array field; read "
                                      "fields where they are used (x[ib].d, x[ib].qs[j]), a "
@@ -143,6 +160,7 @@ class Typer:
                     if ct.is_int(cur) and ct.is_float(vt):
                         self.assign_name(s.target.id, vt, loc, aug=True)
             elif isinstance(s.target, ast.Subscript | ast.Attribute):
+                _refuse_constant_store(s.target, loc)
                 et = self.expr(s.target)
                 if isinstance(s.target, ast.Attribute) or (
                         isinstance(s.target.value.ctype, ct.ArrayT)
@@ -220,8 +238,13 @@ class Typer:
 
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
-            self.assign_name(target.id, self.expr(value), loc)
+            t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
+            if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
+                raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
+                                         "p = x or p = x + k (a pointer into one buffer)")
+            self.assign_name(target.id, t, loc)
         elif isinstance(target, ast.Subscript | ast.Attribute):
+            _refuse_constant_store(target, loc)
             tt = self.expr(target)
             vt = self.expr(value)
             if tt is not None and vt is not None and not ct.is_scalar(vt):
@@ -280,6 +303,12 @@ class Typer:
                 if t is None:
                     raise compile_error(loc, f"unsupported constant {value!r}")
                 return t
+            if kind == "table":
+                known = self.program.tables.setdefault(node.id, value)
+                if known is not value:
+                    raise compile_error(loc, f"two different module arrays are named "
+                                             f"'{node.id}'; rename one")
+                return ct.ArrayT(value.dtype.name, value.ndim, "constant", value.shape)
             raise compile_error(loc, f"'{ast.unparse(node)}' is not a value here")
         if isinstance(node, ast.Constant):
             t = const_type(node.value)
@@ -291,9 +320,12 @@ class Typer:
                 if self.final:
                     raise compile_error(loc, f"'{node.id}' is used before it is assigned")
                 return None
+            if self.env[node.id] == "null":
+                raise compile_error(loc, f"'{node.id}' is None (a null pointer) in this launch; "
+                                         f"guard its use with 'if {node.id} is not None:'")
             return self.env[node.id]
         if isinstance(node, ast.BinOp):
-            a, b = self.expr(node.left), self.expr(node.right)
+            a, b = self.pointer(node.left), self.pointer(node.right)
             if a is None or b is None:
                 return None
             return binop_type(_OPS[type(node.op)], a, b, loc)
@@ -315,7 +347,16 @@ class Typer:
                     raise vx.truth_error(v.ctype, loc)
             return "bool"
         if isinstance(node, ast.Compare):
-            types = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+            if any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+                raise compile_error(loc, "'is' compares a buffer parameter with None only: "
+                                         "write 'if x is None:' or 'if x is not None:'")
+            types = [self.pointer(node.left)] + [self.pointer(c) for c in node.comparators]
+            if any(isinstance(t, ct.PtrT) for t in types):
+                if len(types) != 2 or not all(isinstance(t, ct.PtrT) for t in types) or \
+                        types[0].base != types[1].base:
+                    raise compile_error(loc, "pointers compare with pointers into the same "
+                                             "buffer (p < q)")
+                return "bool"
             if any(isinstance(t, ct.VecT) for t in types):
                 if len(types) != 2 or None in types:
                     return None if None in types else vx.compare_type(*types[:2], loc)
@@ -362,9 +403,27 @@ class Typer:
             return ct.VecT(t, len(types))
         raise compile_error(loc, f"'{type(node).__name__}' expressions are not supported")
 
+    def pointer(self, node):
+        """The type of ``node``, a buffer name read as a pointer to its first element."""
+        t = self.expr(node)
+        if isinstance(t, ct.ArrayT) and isinstance(node, ast.Name):
+            if t.ndim != 1 or t.space == "field":
+                raise compile_error(node.loc, f"'{node.id}' is a {t.ndim}-D array; pointers "
+                                              "go into flat buffers and 1-D arrays")
+            node.as_pointer = True
+            node.ctype = ct.PtrT(node.id, t)
+            return node.ctype
+        return t
+
     def subscript(self, node: ast.Subscript):
         loc = node.loc
         base = self.expr(node.value)
+        if isinstance(base, ct.PtrT):
+            idx = node.slice
+            it = self.expr(idx)
+            if isinstance(idx, ast.Tuple) or (it is not None and not ct.is_int(ct.promote(it))):
+                raise compile_error(loc, "index a pointer with one integer, p[i]")
+            return base.dtype
         idx = node.slice
         indices = idx.elts if isinstance(idx, ast.Tuple) else [idx]
         types = [self.expr(i) for i in indices]
@@ -417,6 +476,9 @@ class Typer:
             types = [self.expr(a) for a in node.args]
             if any(t is None for t in types):
                 return None
+            if any(isinstance(t, ct.PtrT) for t in types):
+                raise compile_error(loc, "pass helpers the buffer and an offset, not a pointer "
+                                         "local (helpers index their own buffers)")
             if any(isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field")
                    for t in types):
                 raise compile_error(loc, "pass struct fields to helpers one by one (x[i].d), "
@@ -444,6 +506,15 @@ class Typer:
             if lift.liftable(entry):
                 return lift.result(entry, types, node)
         return entry.result(types, node)
+
+
+def _refuse_constant_store(target, loc) -> None:
+    base = target
+    while isinstance(base, ast.Subscript | ast.Attribute):
+        base = base.value
+    if getattr(base, "resolved", (None,))[0] == "table":
+        raise compile_error(loc, f"'{base.id}' is a __constant table (a module-level array): "
+                                 "kernels cannot write it; pass a buffer to write")
 
 
 def _field_type(st: StructT, name: str, loc):

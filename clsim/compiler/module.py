@@ -24,6 +24,7 @@ from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
 from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import inline_cut_helpers
+from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.regions import Analysis
 from clsim.runtime import record as rec
 from clsim.runtime.record import Site
@@ -49,6 +50,7 @@ class Program:
         self.work_dim = len(local_size)
         self.funcs: dict[tuple, FuncSpec] = {}
         self._typing: set[tuple] = set()
+        self.tables: dict[str, object] = {}  # __constant tables the kernel reads, by name
 
     def specialize(self, kfn, arg_types: tuple, loc):
         key = (kfn.name, arg_types)
@@ -122,7 +124,8 @@ class ModuleEmitter:
         self.sites: list[Site] = []
         self._site_keys: dict[tuple, int] = {}
         self.func_sources: dict[str, str] = {}
-        self.lifted: dict[str, str] = {}  # body -> name of a vector expression's function
+        self.lifted: dict[str, str] = {}
+        self.tables: dict[str, str] = {}  # __constant table name -> module-level array  # body -> name of a vector expression's function
         self.has_exit = False
         self.instruments: list = []
         self.bounds = True
@@ -147,6 +150,19 @@ class ModuleEmitter:
             self.sites.append(Site(len(self.sites), loc.file, loc.line, loc.func,
                                    loc.text.strip(), buffer, kind, space, str(dtype), width))
         return self._site_keys[key]
+
+    def table(self, name: str, arrt) -> str:
+        """The module-level array of the __constant table ``name`` (read from the kernel's
+        globals, where the front end found it)."""
+        if name not in self.tables:
+            value = np.ascontiguousarray(self.program.tables[name])
+            stored = value.view(np.uint16) if value.dtype == np.float16 else value
+            const = f"_T_{name}"
+            self.tables[name] = const
+            self.const_lines.append(
+                f"{const} = np.frombuffer(bytes.fromhex({stored.tobytes().hex()!r}), "
+                f"np.{stored.dtype.name}).reshape({stored.shape})")
+        return self.tables[name]
 
     def lifted_function(self, params: list[str], body: str, statements: bool = False) -> str:
         """A module-level function of ``params`` returning the expression ``body`` (or running
@@ -311,7 +327,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     local_size, jit, parallel = config.local_size, config.jit, config.parallel
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
-    body = inline_cut_helpers(parsed)
+    body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)

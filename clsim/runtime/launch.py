@@ -107,6 +107,10 @@ def _arg_types(kfn: KernelFunction, params: list[str], args) -> tuple[dict, list
             f"{len(args)} (CL_INVALID_KERNEL_ARGS)", kernel=kfn.name)
     types, values = {}, []
     for name, value in zip(params, args, strict=True):
+        if value is None:  # a null pointer (compiler/nulls.py); the code never reads it
+            types[name] = "null"
+            values.append(np.zeros(1, np.uint8))
+            continue
         if isinstance(value, np.ndarray) and value.ndim > 0:
             if value.size == 0:
                 raise InvalidArgumentError(

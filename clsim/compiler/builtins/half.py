@@ -97,7 +97,7 @@ F2H_DEPS = (RH, H2F, F2H, F2H_MODE)
 
 
 def _need_half_buffer(name, call, t):
-    if not (isinstance(t, ct.ArrayT) and t.dtype == "float16"):
+    if not (isinstance(t, ct.ArrayT | ct.PtrT) and t.dtype == "float16"):
         raise node_error(call, f"{name}: the buffer must hold half values (an np.float16 "
                                f"buffer), got {ct.short(t)}")
 

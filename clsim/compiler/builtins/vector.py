@@ -81,7 +81,8 @@ def _constructors() -> list[Builtin]:
 # -- vloadN / vstoreN ---------------------------------------------------------------------------
 def _vload_rule(width):
     def rule(types, call):
-        if len(types) != 2 or not ct.is_int(types[0]) or not isinstance(types[1], ct.ArrayT):
+        if len(types) != 2 or not ct.is_int(types[0]) or not isinstance(types[1], ct.ArrayT
+                                                                          | ct.PtrT):
             raise node_error(call, f"vload{width}(offset, buffer) takes an integer offset "
                                    "and a buffer")
         return ct.VecT(types[1].dtype, width)
@@ -92,7 +93,7 @@ def _vload_rule(width):
 def _vstore_rule(width):
     def rule(types, call):
         ok = (len(types) == 3 and isinstance(types[0], ct.VecT) and types[0].width == width
-              and ct.is_int(types[1]) and isinstance(types[2], ct.ArrayT))
+              and ct.is_int(types[1]) and isinstance(types[2], ct.ArrayT | ct.PtrT))
         if not ok:
             got = ", ".join(ct.short(t) for t in types)
             raise node_error(call, f"vstore{width}(vector, offset, buffer) takes a "
