@@ -152,8 +152,9 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         target = s.targets[0]
         if isinstance(target, ast.Name):
             t = self.env[target.id]
-            if isinstance(t, ct.ArrayT):
-                return  # local_array/private_array declarations are allocated per group
+            if isinstance(t, ct.ArrayT):  # allocated per group; initialised here if asked
+                self._fill(target.id, t, getattr(s.value, "fill", None))
+                return
             self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
         elif is_field(target):
             self.field_store(target, s.value)
@@ -170,6 +171,19 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
                     self.pre(f"{self.write_var(t_node.id)} = {tmp}")
                 return None
             self.statement(build)
+
+    def _fill(self, name: str, t: ct.ArrayT, fill) -> None:
+        if fill is None:
+            return
+        base, lead = self.array_base(name, t)
+        row = f"{base}[{lead[0]}]" if lead else base
+        kind, values = fill
+        if kind == "all":
+            self.emit(f"{row}.fill({self.encode(self.const(values, t.dtype), t.dtype)})")
+            return
+        self.emit(f"{row}.fill({self.encode(self.const(0, t.dtype), t.dtype)})")
+        for k, v in enumerate(values):
+            self.emit(f"{row}[{k}] = {self.encode(self.const(v, t.dtype), t.dtype)}")
 
     def s_AugAssign(self, s):
         op = ast.BinOp(left=s.target, op=s.op, right=s.value)

@@ -456,12 +456,16 @@ class Typer:
 
     def call(self, node: ast.Call):
         loc = node.loc
-        if node.keywords:
-            raise compile_error(loc, "keyword arguments are not supported in kernels")
         resolved = getattr(node.func, "resolved", None)
         if resolved is None:
             raise compile_error(loc, f"'{ast.unparse(node.func)}' is not callable in a kernel")
         kind, value = resolved
+        accepted = getattr(table.lookup(value) if kind == "builtin" else None, "keywords", ())
+        bad = [k.arg for k in node.keywords if k.arg not in accepted]
+        if bad:
+            raise compile_error(loc, f"keyword argument '{bad[0]}' is not supported here"
+                                     + (f"; {value}() takes {', '.join(accepted)}=" if accepted
+                                        else ""))
         if kind == "dtype":
             if len(node.args) != 1:
                 raise compile_error(loc, f"{value}(x) converts one value")

@@ -177,3 +177,36 @@ def test_pointer_errors(kern, args, words):
     with pytest.raises(clsim.KernelCompileError) as info:
         clsim.run(kern, (1,), (1,), args)
     assert words in str(info.value) and "test_pointers.py:" in str(info.value)
+
+
+@kernel
+def filled_private(out):
+    i = get_global_id(0)
+    a = clsim.private_array(4, np.float32, fill=1.5)
+    b = clsim.private_array(4, np.int32, fill=(7, -2))
+    a[i % 4] = 0.0
+    for k in range(4):
+        out[i * 8 + k] = a[k]
+        out[i * 8 + 4 + k] = np.float32(b[k])
+
+
+@JIT
+def test_private_array_initialisers(jit):
+    """fill=x sets every element; fill=(a, b) the first ones and the rest 0 (C's
+    float s[4] = {a, b}); each work-item's array starts filled."""
+    out = np.zeros(16, np.float32)
+    clsim.run(filled_private, (2,), (2,), (out,), jit=jit)
+    np.testing.assert_array_equal(out, [0, 1.5, 1.5, 1.5, 7, -2, 0, 0,
+                                        1.5, 0, 1.5, 1.5, 7, -2, 0, 0])
+
+
+@kernel
+def bad_keyword(out):
+    a = clsim.private_array(4, np.float32, init=0.0)
+    out[0] = a[0]
+
+
+def test_unknown_keyword_says_which():
+    with pytest.raises(clsim.KernelCompileError, match="'init' is not supported here; "
+                                                       "private_array\\(\\) takes fill="):
+        clsim.run(bad_keyword, (1,), (1,), (np.zeros(1, np.float32),))

@@ -58,6 +58,7 @@ class Builtin:
     typing: Callable | None = None
     helpers: tuple[Helper, ...] = ()
     public: bool = True
+    keywords: tuple[str, ...] = ()  # keyword arguments its typing accepts (fill=...)
     listed: bool = True  # one row in docs/language.md (False: a sibling's row covers it)
     c: str = ""
     py: str = ""

@@ -8,6 +8,10 @@ A work-group barrier is a cut: the region builder ends the work-item loop there 
 
 from __future__ import annotations
 
+import ast
+
+import numpy as np
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.diagnostics import node_error
@@ -53,16 +57,47 @@ def _declare(name):
     space = "local" if name == "local_array" else "private"
 
     def typing(typer, call):
-        if len(call.args) != 2 or call.keywords:
+        if len(call.args) != 2:
             raise node_error(call, f"{name}(shape, dtype) takes a shape and a numpy dtype")
         dt = getattr(call.args[1], "resolved", None)
         if not dt or dt[0] != "dtype":
             raise node_error(call, f"{name}: the second argument must be a numpy dtype such "
                                    "as np.float32")
         shape = typer.program.const_shape(call.args[0], call.loc)
+        call.fill = _fill_values(call, shape, dt[1])
         return ct.ArrayT(dt[1], len(shape), space, shape)
 
     return typing
+
+
+def _number(node):
+    value = getattr(node, "resolved", ("", None))[1] if hasattr(node, "resolved") else None
+    if isinstance(node, ast.Constant):
+        value = node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    ok = isinstance(value, int | float | np.number) and not isinstance(value, bool)
+    return value if ok else None
+
+
+def _fill_values(call, shape, dtype) -> tuple | None:
+    """``fill=x`` (every element) or ``fill=(a, b, ...)`` (the first elements, the rest 0, as
+    C's ``float s[4] = {a, b};``): constants only."""
+    fill = next((k.value for k in call.keywords if k.arg == "fill"), None)
+    if fill is None:
+        return None
+    items = fill.elts if isinstance(fill, ast.Tuple) else None
+    values = [_number(v) for v in (items if items is not None else [fill])]
+    if any(v is None for v in values):
+        raise node_error(call, "private_array(..., fill=...) takes a number or a tuple of "
+                               "numbers (constants)")
+    if items is not None and (len(shape) != 1 or len(values) > shape[0]):
+        raise node_error(call, f"fill=(...) has {len(values)} values for an array of shape "
+                               f"{shape}; a tuple fills a 1-D array from its start")
+    if ct.is_int(dtype) and any(isinstance(v, float) for v in values):
+        raise node_error(call, f"fill: a float value for an {ct.cname(dtype)} array")
+    return ("all", values[0]) if items is None else ("start", tuple(values))
 
 
 ENTRIES = [
@@ -76,6 +111,8 @@ ENTRIES = [
             c="__local T a[N]", py="a = local_array(N, np.T)", types="shape: constants",
             note="one per work-group, uninitialised; N may be a tuple"),
     Builtin("private_array", FAMILY, typing=_declare("private_array"), varying=True,
-            c="T a[N]", py="a = private_array(N, np.T)", types="shape: constants",
-            note="one per work-item, uninitialised"),
+            keywords=("fill",), c="T a[N]", py="a = private_array(N, np.T)",
+            types="shape: constants",
+            note="one per work-item, uninitialised; fill=0.0 or fill=(a, b) initialises "
+                 "(T a[N] = {a, b}: the rest 0)"),
 ]
