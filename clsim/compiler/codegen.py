@@ -158,6 +158,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
         elif is_field(target):
             self.field_store(target, s.value)
+        elif isinstance(target, ast.Subscript) and getattr(target.value.ctype, "view", None):
+            self.view_store(target, s.value)
         elif isinstance(target, ast.Subscript):
             self.store(target, s.value)
         elif isinstance(target, ast.Tuple):
@@ -279,6 +281,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     def aug_store(self, s: ast.AugAssign, op: ast.BinOp) -> None:
         target = s.target
+        if getattr(target.value.ctype, "view", None) is not None:
+            raise compile_error(s.loc, "'op=' through a view: write p[i] = p[i] + v")
         name, arrt, _ = self.resolve_access(target)
 
         def build():

@@ -52,13 +52,16 @@ class PtrT:
 
     base: str
     array: ArrayT
+    # a typed view of the buffer's bytes (view(x, np.float32, byte_offset)): the element
+    # type (a scalar name or a structs.StructT); the value is then a byte offset
+    view: object = None
 
     @property
-    def dtype(self) -> str:
-        return self.array.dtype
+    def dtype(self):
+        return self.view if self.view is not None else self.array.dtype
 
     def __str__(self) -> str:
-        return f"{self.array.space} {cname(self.array.dtype)}* (into '{self.base}')"
+        return f"{self.array.space} {cname(self.dtype)}* (into '{self.base}')"
 
 
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)

@@ -17,7 +17,7 @@ from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import compile_error
-from clsim.compiler.structs import StructT
+from clsim.compiler.structs import StructT, size_of
 from clsim.compiler.infer import _CMPS, _OPS
 from clsim.compiler.struct_emit import StructEmitter, is_field
 from clsim.compiler.vector_emit import VectorEmitter
@@ -103,7 +103,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             return self.pointer_offset(node)[2]
         if isinstance(node.left.ctype, ct.PtrT):  # p - q: elements between them
             a, b = self.pointer_offset(node.left)[2], self.pointer_offset(node.right)[2]
-            return f"({a} - {b})"
+            view = node.left.ctype.view
+            return f"(({a} - {b}) // {size_of(view)})" if view is not None else f"({a} - {b})"
         if isinstance(node.ctype, ct.VecT):
             return self.vec_binop(node)
         op = _OPS[type(node.op)]
@@ -175,6 +176,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             return self.vec_index(node)
         if is_field(node) or isinstance(getattr(node.value.ctype, "dtype", None), StructT):
             return self.field_load(node)
+        if isinstance(node.value.ctype, ct.PtrT) and node.value.ctype.view is not None:
+            return self.view_load(node)
         return self.decode(self.array_access(node, "load"), node.value.ctype.dtype)
 
     def pointer_offset(self, node) -> tuple[str, ct.ArrayT, str]:
@@ -194,7 +197,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             ptr, k = (node.left, node.right) if left_ptr else (node.right, node.left)
             name, arrt, off = self.pointer_offset(ptr)
             sign = "-" if isinstance(node.op, ast.Sub) else "+"
-            return name, arrt, f"({off} {sign} {self.typed(k, 'int64')})"
+            step = self.typed(k, "int64")
+            if t.view is not None:  # a view's value is a byte offset
+                step = f"{step} * {size_of(t.view)}"
+            return name, arrt, f"({off} {sign} {step})"
         raise compile_error(node.loc, "pointers are buffer names, pointer locals and p + k")
 
     def decode(self, code: str, dtype: str) -> str:

@@ -112,6 +112,8 @@ def _resolve_value(obj, loc: Loc, name: str):
         return ("func", obj)
     if isinstance(obj, type) and issubclass(obj, np.generic):
         return ("dtype", np.dtype(obj).name)
+    if isinstance(obj, np.dtype) and obj.names is not None:
+        return ("struct", obj)  # a packed struct type, e.g. for view(x, block_q4_0, off)
     if isinstance(obj, np.dtype):
         return ("dtype", obj.name)
     if isinstance(obj, bool | int | float | np.number | np.bool_):

@@ -46,8 +46,56 @@ class StructEmitter:
                  f"    {self.err_return}")
         return tmp
 
+    def byte_base(self, name: str, arrt: ct.ArrayT) -> str:
+        """The bytes of array ``name`` (a struct buffer already is its bytes)."""
+        base, lead = self.array_base(name, arrt)
+        row = f"{base}[{lead[0]}]" if lead else base
+        return row if isinstance(arrt.dtype, StructT) else f"{row}.view(np.uint8)"
+
+    def view_offset(self, call) -> str:
+        """Byte offset of ``view(p, T, off)``: p's element offset in bytes plus ``off``."""
+        name, arrt, elems = self.pointer_offset(call.args[0])
+        size = size_of(ct.storage_dtype(arrt.dtype) if isinstance(arrt.dtype, str)
+                       else arrt.dtype)
+        off = self.typed(call.args[2], "int64") if len(call.args) == 3 else "0"
+        return f"({elems} * {size} + {off})"
+
+    def view_element(self, node, kind: str) -> tuple[str, str, str]:
+        """(bytes code, checked byte offset, element type) of ``p[i]`` on a typed view."""
+        ptr: ct.PtrT = node.value.ctype
+        size = size_of(ptr.view)
+        site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8", width=size)
+        data = self.byte_base(ptr.base, ptr.array)
+        off = (f"({self.read_var(node.value.id)} + {self.typed(node.slice, 'int64')} * "
+               f"{size})")
+        checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
+                                    store=(kind == "store"))
+        checked = self.module.access(self, site, ptr.base, _BYTES, [checked], kind)[0]
+        return data, checked, ptr.view
+
+    def view_load(self, node) -> str:
+        data, off, t = self.view_element(node, "load")
+        return self.helper(f"_ldb_{t}") + f"({data}, {off})"
+
+    def view_store(self, target, value) -> None:
+        def build():
+            t = target.value.ctype.view
+            v = self.fresh("_v")
+            self.pre(f"{v} = {self.typed(value, t)}")
+            data, off, _ = self.view_element(target, "store")
+            return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
+
+        self.statement(build)
+
     def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
         """(buffer code, byte offset code) of a field chain ending at ``node``."""
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and isinstance(node.value.ctype, ct.PtrT)):
+            ptr: ct.PtrT = node.value.ctype
+            size = ptr.view.itemsize
+            data = self.byte_base(ptr.base, ptr.array)
+            off = f"({self.read_var(node.value.id)} + {self.typed(node.slice, 'int64')} * {size})"
+            return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             arrt = node.value.ctype
             if not isinstance(arrt, ct.ArrayT) or not isinstance(arrt.dtype, StructT):

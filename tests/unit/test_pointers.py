@@ -210,3 +210,50 @@ def test_unknown_keyword_says_which():
     with pytest.raises(clsim.KernelCompileError, match="'init' is not supported here; "
                                                        "private_array\\(\\) takes fill="):
         clsim.run(bad_keyword, (1,), (1,), (np.zeros(1, np.float32),))
+
+
+BLOCK = np.dtype([("d", np.float16), ("qs", np.uint8, (16,))])
+
+
+@kernel
+def typed_views(src, out, off):
+    i = get_global_id(0)
+    f = clsim.view(src, np.float32, off)
+    out[i] = f[i]
+    b = clsim.view(src, BLOCK, 0)
+    out[8 + i] = np.float32(b[i].d) + np.float32(b[i].qs[3])
+    h = clsim.view(src, np.float16, 2)
+    out[16 + i] = np.float32(h[i])
+    g = f + 1
+    out[24 + i] = np.float32(g - f)
+    w = clsim.view(out, np.int32, 128)
+    w[i] = 7
+
+
+@JIT
+def test_typed_views_of_bytes_at_a_byte_offset(jit):
+    """view(src, np.float32, off) is (global float *)((global char *)src + off): unaligned
+    offsets, struct views (block_q4_0 over a byte buffer), half views, pointer arithmetic in
+    elements of the view's type, and stores through a view of another buffer type."""
+    src = np.random.default_rng(0).integers(0, 256, 200, dtype=np.uint8)
+    src[:144].view(BLOCK)["d"] = np.arange(8)
+    out = np.zeros(40, np.float32)
+    clsim.run(typed_views, (8,), (8,), (src, out, np.int64(6)), jit=jit)
+    blocks = src[:144].view(BLOCK)
+    np.testing.assert_array_equal(out[:8], src[6:38].view(np.float32))
+    np.testing.assert_array_equal(out[8:16], blocks["d"].astype(np.float32) + blocks["qs"][:, 3])
+    np.testing.assert_array_equal(out[16:24], src[2:18].view(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(out[24:32], 1)
+    np.testing.assert_array_equal(out[32:].view(np.int32), 7)
+
+
+@kernel
+def view_past_end(src, out):
+    f = clsim.view(src, np.float32, 1)
+    out[0] = f[get_global_id(0) + 1]
+
+
+def test_view_accesses_are_checked_against_the_bytes():
+    """Reading bytes 5..8 of an 8-byte buffer is out of bounds."""
+    with pytest.raises(clsim.OutOfBoundsError):
+        clsim.run(view_past_end, (1,), (1,), (np.zeros(8, np.uint8), np.zeros(1, np.float32)))

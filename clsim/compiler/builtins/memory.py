@@ -100,6 +100,35 @@ def _fill_values(call, shape, dtype) -> tuple | None:
     return ("all", values[0]) if items is None else ("start", tuple(values))
 
 
+def _view_typing(typer, call):
+    if len(call.args) not in (2, 3):
+        raise node_error(call, "view(buffer, dtype, byte_offset) takes a buffer, a numpy "
+                               "dtype (or a struct dtype) and a byte offset")
+    buf = typer.pointer(call.args[0])
+    kind, what = getattr(call.args[1], "resolved", (None, None))
+    if len(call.args) == 3:
+        off = typer.expr(call.args[2])
+        if off is not None and not ct.is_int(ct.promote(off)):
+            raise node_error(call, "view(): the byte offset must be an integer")
+    if buf is None:
+        return None
+    if not isinstance(buf, ct.PtrT) or buf.view is not None or buf.array.space == "field":
+        raise node_error(call, "view(x, T, off): x must be a buffer or a pointer into one "
+                               "(not another view)")
+    if kind == "dtype" and what != "bool":
+        return ct.PtrT(buf.base, buf.array, what)
+    if kind == "struct":
+        from clsim.compiler.structs import struct_of
+
+        return ct.PtrT(buf.base, buf.array, struct_of(what))
+    raise node_error(call, "view(): the second argument must be a numpy dtype such as "
+                           "np.float32 or a structured dtype")
+
+
+def _view_lower(gen, call):
+    return gen.view_offset(call)
+
+
 ENTRIES = [
     *(Builtin(name, FAMILY, _fence_rule(name), cut="work", emit_cut=emit_barrier,
               c=f"{name}(flags)", types="CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE",
@@ -107,6 +136,11 @@ ENTRIES = [
       for name in ("barrier", "work_group_barrier")),
     Builtin("mem_fence", FAMILY, _fence_rule("mem_fence"), lower=_no_code, c="mem_fence(flags)",
             note="orders one work-item's own accesses: nothing to do in the simulator"),
+    Builtin("view", FAMILY, typing=_view_typing, lower=_view_lower,
+            c="(global T *)((global char *)p + off)", py="q = view(p, np.T, off)",
+            types="T: numpy dtype or struct dtype",
+            note="a typed view of a buffer's bytes at a byte offset; accesses are checked "
+                 "against the buffer"),
     Builtin("local_array", FAMILY, typing=_declare("local_array"), varying=True,
             c="__local T a[N]", py="a = local_array(N, np.T)", types="shape: constants",
             note="one per work-group, uninitialised; N may be a tuple"),

@@ -79,8 +79,16 @@ def _constructors() -> list[Builtin]:
 
 
 # -- vloadN / vstoreN ---------------------------------------------------------------------------
+def _not_a_view(t, call, name):
+    if isinstance(t, ct.PtrT) and t.view is not None:
+        raise node_error(call, f"{name} through a view(...) pointer is not supported yet: "
+                               "read the elements p[i] one by one, or vload from the buffer")
+
+
 def _vload_rule(width):
     def rule(types, call):
+        if len(types) == 2:
+            _not_a_view(types[1], call, f"vload{width}")
         if len(types) != 2 or not ct.is_int(types[0]) or not isinstance(types[1], ct.ArrayT
                                                                           | ct.PtrT):
             raise node_error(call, f"vload{width}(offset, buffer) takes an integer offset "
@@ -92,6 +100,8 @@ def _vload_rule(width):
 
 def _vstore_rule(width):
     def rule(types, call):
+        if len(types) == 3:
+            _not_a_view(types[2], call, f"vstore{width}")
         ok = (len(types) == 3 and isinstance(types[0], ct.VecT) and types[0].width == width
               and ct.is_int(types[1]) and isinstance(types[2], ct.ArrayT | ct.PtrT))
         if not ok:
