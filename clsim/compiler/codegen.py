@@ -51,6 +51,9 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
     def _err_return(self) -> str:
         if self.in_group_fn or self.ret_type is None:
             return "return"
+        if isinstance(self.ret_type, ct.VecT):
+            zero = self.module.const(0, self.ret_type.dtype)
+            return "return (" + ", ".join([zero] * self.ret_type.width) + ",)"
         return f"return {self.module.const(0, self.ret_type)}"
 
     # -- output -----------------------------------------------------------------------------

@@ -45,7 +45,11 @@ class Program:
 
     def __init__(self, parsed: Parsed, arg_types: dict, local_size: tuple[int, ...]):
         self.parsed = parsed
-        self.arg_types = arg_types
+        # What instruments see of the arguments: a struct buffer as its bytes (they size
+        # shadows and traffic by element type; struct field accesses report byte accesses).
+        self.arg_types = {n: ct.ArrayT("uint8", t.ndim, t.space)
+                          if isinstance(t, ct.ArrayT) and not isinstance(t.dtype, str) else t
+                          for n, t in arg_types.items()}
         self.local_size = tuple(local_size) + (1,) * (3 - len(local_size))
         self.work_dim = len(local_size)
         self.funcs: dict[tuple, FuncSpec] = {}

@@ -64,14 +64,25 @@ class StructEmitter:
         """(bytes code, checked byte offset, element type) of ``p[i]`` on a typed view."""
         ptr: ct.PtrT = node.value.ctype
         size = size_of(ptr.view)
-        site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8", width=size)
+        site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8",
+                                width=_report_width(ptr.array, size))
         data = self.byte_base(ptr.base, ptr.array)
         off = (f"({self.read_var(node.value.id)} + {self.typed(node.slice, 'int64')} * "
                f"{size})")
         checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
                                     store=(kind == "store"))
-        checked = self.module.access(self, site, ptr.base, _BYTES, [checked], kind)[0]
-        return data, checked, ptr.view
+        return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def report_bytes(self, site: int, name: str, arrt: ct.ArrayT, off: str, kind: str) -> str:
+        """Tell instruments about an access at byte ``off`` of buffer ``name``: as a byte
+        index into a struct buffer (which they see as bytes), else as the index of the
+        buffer element holding that byte; the byte offset is what the code then uses."""
+        if _bytewise(arrt):
+            return self.module.access(self, site, name, _BYTES, [off], kind)[0]
+        size = size_of(arrt.dtype)
+        element = f"({off} // {size})"
+        seen = self.module.access(self, site, name, arrt, [element], kind)[0]
+        return off if seen == element else f"({off} + 0 * {seen})"
 
     def view_load(self, node) -> str:
         data, off, t = self.view_element(node, "load")
@@ -128,20 +139,27 @@ class StructEmitter:
         raise compile_error(getattr(node, "loc", None), "struct fields are read as "
                                                         "x[i].field or x[i].field[j]")
 
-    def _field_site(self, node, kind: str) -> tuple[int, str, int]:
+    def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
+        """The access site of a field chain, the buffer it is in and that buffer's type."""
         t = node.ctype
-        name = _buffer_name(node)
-        site = self.module.site(node, name, kind, "global", "uint8", width=size_of(t))
-        return site, name, size_of(t)
+        while not isinstance(node, ast.Name):
+            node = node.value
+        if isinstance(node.ctype, ct.PtrT):
+            name, arrt = node.ctype.base, node.ctype.array
+        else:
+            name, arrt = node.id, node.ctype
+        site = self.module.site(node, name, kind, arrt.space, "uint8",
+                                width=_report_width(arrt, size_of(t)))
+        return site, name, arrt
 
     def field_load(self, node) -> str:
         t = node.ctype
         if isinstance(t, StructT) or isinstance(t, ct.ArrayT):
             raise compile_error(node.loc, "a struct or an array field is not a value: read "
                                           "its fields or elements (x[i].d, x[i].qs[j])")
-        site, name, _ = self._field_site(node, "load")
+        site, name, arrt = self._field_site(node, "load")
         base, off = self.field_address(node, site, store=False)
-        off = self.module.access(self, site, name, _BYTES, [off], "load")[0]
+        off = self.report_bytes(site, name, arrt, off, "load")
         return self.helper(f"_ldb_{t}") + f"({base}, {off})"
 
     def field_store(self, target, value) -> None:
@@ -150,17 +168,20 @@ class StructEmitter:
         def build():
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(value, t)}")
-            site, name, _ = self._field_site(target, "store")
+            site, name, arrt = self._field_site(target, "store")
             base, off = self.field_address(target, site, store=True)
             o = self.fresh("_fo")
             self.pre(f"{o} = {off}")
-            o = self.module.access(self, site, name, _BYTES, [o], "store")[0]
+            o = self.report_bytes(site, name, arrt, o, "store")
             return self.helper(f"_stb_{t}") + f"({base}, {o}, {v})"
 
         self.statement(build)
 
 
-def _buffer_name(node) -> str:
-    while not isinstance(node, ast.Name):
-        node = node.value
-    return node.id
+def _bytewise(arrt: ct.ArrayT) -> bool:
+    return isinstance(arrt.dtype, StructT) or arrt.dtype in ("uint8", "int8")
+
+
+def _report_width(arrt: ct.ArrayT, nbytes: int) -> int:
+    """How many elements of the reported array an access of ``nbytes`` bytes spans."""
+    return nbytes if _bytewise(arrt) else max(1, nbytes // size_of(arrt.dtype))
