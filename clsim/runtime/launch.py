@@ -16,9 +16,11 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from clsim.api import KernelFunction
 from clsim.compiler import ctypes as ct
+from clsim.compiler.diagnostics import internal_compile_error
 from clsim.compiler.frontend import parse
 from clsim.compiler.module import generate
 from clsim.compiler.structs import struct_of
@@ -251,7 +253,10 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list) -> RunResul
     compile_s = 0.0
     if config.jit and "warm" not in compiled.warmed:
         t0 = time.perf_counter()
-        launch(np.int64(0), np.int64(0), *sizes, *values, errs)
+        try:
+            launch(np.int64(0), np.int64(0), *sizes, *values, errs)
+        except NumbaError as exc:  # never a Numba traceback (issue 10)
+            raise internal_compile_error(config.kernel, compiled.path, exc) from None
         compile_s = time.perf_counter() - t0
         compiled.warmed.add("warm")
     t0 = time.perf_counter()

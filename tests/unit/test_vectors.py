@@ -432,3 +432,28 @@ def test_constructor_marker_outside_a_kernel():
     with pytest.raises(clsim.KernelCompileError):
         float4(1.0)
     assert str(convert_float4) == "<clsim builtin convert_float4>"
+
+
+@clsim.func
+def scale4(v, s):
+    return v * s
+
+
+@clsim.func
+def hsum(v):
+    return v.x + v.y + v.z + v.w
+
+
+@kernel
+def vector_helpers(x, out):
+    i = get_global_id(0)
+    out[i] = hsum(scale4(vload4(i, x), 2.0))
+
+
+@JIT
+def test_vectors_through_helpers(jit):
+    """@clsim.func helpers take and return vectors."""
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    clsim.run(vector_helpers, (4,), (4,), (x, out), jit=jit)
+    np.testing.assert_array_equal(out, x.reshape(4, 4).sum(1) * 2)
