@@ -25,6 +25,7 @@ from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import inline_cut_helpers
 from clsim.compiler.nulls import fold_null_tests
+from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.regions import Analysis
 from clsim.runtime import record as rec
 from clsim.runtime.record import Site
@@ -332,6 +333,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
     body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
+    body = scope_loop_variables(body, arg_types)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)

@@ -257,3 +257,27 @@ def test_view_accesses_are_checked_against_the_bytes():
     """Reading bytes 5..8 of an 8-byte buffer is out of bounds."""
     with pytest.raises(clsim.OutOfBoundsError):
         clsim.run(view_past_end, (1,), (1,), (np.zeros(8, np.uint8), np.zeros(1, np.float32)))
+
+
+@kernel
+def reused_loop_variable(x, out, n):
+    lid = clsim.get_local_id(0)
+    s = clsim.local_array(4, np.float32)
+    for row in range(lid, n, 4):  # a varying range, no barrier
+        out[row] = x[row]
+    for row in range(2):  # a barrier loop: its counter must be the group's
+        s[lid] = np.float32(row)
+        clsim.barrier(clsim.CLK_LOCAL_MEM_FENCE)
+        out[n + 2 * lid + row] = s[3 - lid]
+        clsim.barrier(clsim.CLK_LOCAL_MEM_FENCE)
+
+
+@JIT
+def test_a_loop_variable_reused_in_two_loops_is_two_variables(jit):
+    """C's block scope: `for (int row...)` twice is two variables, so the barrier loop's
+    counter is not 'assigned elsewhere' by the other loop (issue 10)."""
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    clsim.run(reused_loop_variable, (4,), (4,), (x, out, np.int32(8)), jit=jit)
+    np.testing.assert_array_equal(out[:8], x)
+    np.testing.assert_array_equal(out[8:], np.tile([0, 1], 4))
