@@ -385,6 +385,8 @@ class Typer:
                 return vx.swizzle_type(base, node.components)
             if isinstance(base, StructT):
                 return _field_type(base, node.attr, loc)
+            if isinstance(base, ct.PtrT) and isinstance(base.dtype, StructT):
+                return _field_type(base.dtype, node.attr, loc)  # xb.d is C's xb->d
             raise compile_error(loc, f"attribute '.{node.attr}' of a {ct.short(base)} is not "
                                      "supported here")
         if isinstance(node, ast.Call):

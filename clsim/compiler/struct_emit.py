@@ -21,7 +21,9 @@ _BYTES = ct.ArrayT("uint8", 1, "global")
 def is_field(node) -> bool:
     """A struct field access (or an element of an array field): a load or store target."""
     if isinstance(node, ast.Attribute):
-        return isinstance(getattr(node.value, "ctype", None), StructT)
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, StructT) or (isinstance(base, ct.PtrT)
+                                             and isinstance(base.dtype, StructT))
     if isinstance(node, ast.Subscript):
         base = getattr(node.value, "ctype", None)
         return isinstance(base, ct.ArrayT) and base.space == "field"
@@ -100,13 +102,12 @@ class StructEmitter:
 
     def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
         """(buffer code, byte offset code) of a field chain ending at ``node``."""
+        if isinstance(node, ast.Name) and isinstance(node.ctype, ct.PtrT):  # xb.d: xb->d
+            return self._struct_pointer(node, self.const(0, "int64"), site, store)
         if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
                 and isinstance(node.value.ctype, ct.PtrT)):
-            ptr: ct.PtrT = node.value.ctype
-            size = ptr.view.itemsize
-            data = self.byte_base(ptr.base, ptr.array)
-            off = f"({self.read_var(node.value.id)} + {self.typed(node.slice, 'int64')} * {size})"
-            return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
+            return self._struct_pointer(node.value, self.typed(node.slice, "int64"), site,
+                                        store)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
             arrt = node.value.ctype
             if not isinstance(arrt, ct.ArrayT) or not isinstance(arrt.dtype, StructT):
@@ -120,7 +121,8 @@ class StructEmitter:
             return base, f"({ib} * {size})"
         if isinstance(node, ast.Attribute):
             base, off = self.field_address(node.value, site, store)
-            field = node.value.ctype.field(node.attr)
+            record = node.value.ctype
+            field = (record.dtype if isinstance(record, ct.PtrT) else record).field(node.attr)
             return base, f"({off} + {field.offset})" if field.offset else off
         if isinstance(node, ast.Subscript):
             arrt: ct.ArrayT = node.value.ctype
@@ -138,6 +140,17 @@ class StructEmitter:
             return base, f"({off} + {' + '.join(flat)})"
         raise compile_error(getattr(node, "loc", None), "struct fields are read as "
                                                         "x[i].field or x[i].field[j]")
+
+    def _struct_pointer(self, name_node, index: str, site: int, store: bool):
+        """(bytes, checked byte offset) of record ``p[index]`` through a pointer local: a
+        view holds a byte offset, a pointer into a struct buffer a record offset."""
+        ptr: ct.PtrT = name_node.ctype
+        size = ptr.dtype.itemsize
+        data = self.byte_base(ptr.base, ptr.array)
+        at = self.read_var(name_node.id)
+        off = (f"({at} + {index} * {size})" if ptr.view is not None
+               else f"(({at} + {index}) * {size})")
+        return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
 
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
         """The access site of a field chain, the buffer it is in and that buffer's type."""

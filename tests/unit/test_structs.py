@@ -180,3 +180,25 @@ def test_instruments_see_struct_fields_and_views(options):
     np.testing.assert_array_equal(out, plain)
     np.testing.assert_array_equal(x.view(np.uint8), x_plain.view(np.uint8))
     assert (x["qs"][:, 0] == 9).all()
+
+
+@kernel
+def through_block_pointer(x, out):
+    ib = get_global_id(0)
+    xb = x + ib
+    out[2 * ib] = np.float32(xb.d)
+    out[2 * ib + 1] = np.float32(xb[0].qs[5]) + np.float32(xb.qs[6])
+    xb.qs[0] = 42
+
+
+@JIT
+def test_pointer_to_a_block(jit):
+    """global block_q4_0 *xb = x + ib; xb->d, xb->qs[j]: in Python xb = x + ib, xb.d, xb.qs[j]
+    (and xb[0].qs[j])."""
+    x = _random_blocks(Q4_0, 4, seed=5)
+    want_qs = x["qs"].copy()
+    out = np.zeros(8, np.float32)
+    clsim.run(through_block_pointer, (4,), (4,), (x, out), jit=jit)
+    np.testing.assert_array_equal(out[0::2], x["d"].astype(np.float32))
+    np.testing.assert_array_equal(out[1::2], want_qs[:, 5].astype(np.float32) + want_qs[:, 6])
+    assert (x["qs"][:, 0] == 42).all()
