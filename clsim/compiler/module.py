@@ -129,8 +129,8 @@ class ModuleEmitter:
         self.sites: list[Site] = []
         self._site_keys: dict[tuple, int] = {}
         self.func_sources: dict[str, str] = {}
-        self.lifted: dict[str, str] = {}
-        self.tables: dict[str, str] = {}  # __constant table name -> module-level array  # body -> name of a vector expression's function
+        self.lifted: dict[str, str] = {}  # body -> name of a vector expression's function
+        self.tables: dict[str, str] = {}  # __constant table name -> module-level array
         self.has_exit = False
         self.instruments: list = []
         self.bounds = True

@@ -1,7 +1,8 @@
 """The builtin table: every OpenCL builtin clsim knows, described once.
 
 One module per family (``workitem``, ``math``, ``integer``, ``relational``, ``conversion``,
-``vector`` (+ ``vector_convert``), ``half``, ``memory``, ``atomics``, ``collectives``), each with a list ``ENTRIES`` of frozen
+``vector`` (+ ``vector_convert``), ``half``, ``memory``, ``atomics``, ``collectives``), each
+with a list ``ENTRIES`` of frozen
 ``Builtin`` records (``entry.py`` documents every field). Every pass reads this table and
 nothing else: ``clsim.api`` exports a marker per public name, the front end reads ``cut``,
 ``effects`` and ``on_parse``, typing calls ``result`` (or ``typing``), the region builder reads

@@ -20,7 +20,8 @@ PAGE = Path(__file__).resolve().parents[3] / "docs" / "language.md"
 _TITLES = {
     "work-item": "Work-item functions", "math": "Math and common functions",
     "integer": "Integer functions", "relational": "Relational functions",
-    "conversion": "Conversions and reinterpretation", "vector": "Vectors", "half": "Half precision (cl_khr_fp16)",
+    "conversion": "Conversions and reinterpretation", "vector": "Vectors",
+    "half": "Half precision (cl_khr_fp16)",
     "memory": "Synchronisation and memory", "atomics": "Atomics",
     "collectives": "Sub-group and work-group collectives",
 }
