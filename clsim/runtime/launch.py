@@ -16,7 +16,6 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
-from numba.core.errors import NumbaError
 
 from clsim.api import KernelFunction
 from clsim.compiler import ctypes as ct
@@ -255,8 +254,10 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list) -> RunResul
         t0 = time.perf_counter()
         try:
             launch(np.int64(0), np.int64(0), *sizes, *values, errs)
-        except NumbaError as exc:  # never a Numba traceback (issue 10)
-            raise internal_compile_error(config.kernel, compiled.path, exc) from None
+        except Exception as exc:  # a Numba error is a compile error, never its traceback
+            if type(exc).__module__.startswith("numba."):  # (importing numba here costs 1 s)
+                raise internal_compile_error(config.kernel, compiled.path, exc) from None
+            raise
         compile_s = time.perf_counter() - t0
         compiled.warmed.add("warm")
     t0 = time.perf_counter()
