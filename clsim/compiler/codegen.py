@@ -344,6 +344,28 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             self.pre(f"{base}[{lead_code}{o} + {k}] = {self.encode(value, arrt.dtype)}")
         return None
 
+    def printf(self, call) -> None:
+        """Append [site, global linear id, argument bits...] to the launch's printf buffer."""
+        site = self.module.site(call, "", "printf", "none", "none")
+        self.module.printf_sites[site] = (call.args[0].value, call.printf_kinds)
+        glid = ("((_gz * _E2 + _lz) * _G1 * _G0 + (_gy * _E1 + _ly) * _G0 + "
+                "(_gx * _E0 + _lx))")
+        values = []
+        for arg, (kind, _bits) in zip(call.args[1:], call.printf_kinds, strict=True):
+            if kind == "f":
+                values.append(f"_bitcast_int64({self.typed(arg, 'float64')})")
+            else:
+                values.append(self.cast(self.typed(arg, ct.promote(arg.ctype)),
+                                        ct.promote(arg.ctype), "int64"))
+        n = self.fresh("_pn")
+        lines = [f"{n} = _pf[0, 0] + 1", f"if {n} < _pf.shape[0]:",
+                 f"    _pf[{n}, 0] = {site}", f"    _pf[{n}, 1] = {glid}"]
+        lines += [f"    _pf[{n}, {2 + k}] = {v}" for k, v in enumerate(values)]
+        lines.append(f"_pf[0, 0] = {n}")
+        for line in lines:
+            self.pre(line)
+        return None
+
     def half_vload(self, call, width: int, stride: int) -> str:
         """vload_half / vload_halfN / vloada_halfN: floats from half bits at offset*stride."""
         vec = self.vload(call, width, stride)

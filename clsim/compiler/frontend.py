@@ -42,8 +42,9 @@ class Parsed:
 
     @property
     def uses_global_atomics(self) -> bool:
-        """Atomics on global memory make the launch run its groups in order."""
-        return "global_atomics" in self.flags
+        """Atomics on global memory make the launch run its groups in order (and so does
+        printf, whose lines are collected in one buffer)."""
+        return bool({"global_atomics", "printf"} & self.flags)
 
 
 _REJECTED = {

@@ -131,6 +131,8 @@ class ModuleEmitter:
         self.func_sources: dict[str, str] = {}
         self.lifted: dict[str, str] = {}  # body -> name of a vector expression's function
         self.tables: dict[str, str] = {}  # __constant table name -> module-level array
+        self.uses_printf = "printf" in program.parsed.flags  # then _pf collects its lines
+        self.printf_sites: dict[int, tuple] = {}  # site -> (format, argument kinds)
         self.has_exit = False
         self.instruments: list = []
         self.bounds = True
@@ -227,7 +229,8 @@ class ModuleEmitter:
 
     @property
     def state_args(self) -> list[str]:
-        return [name for inst in self.instruments for name in inst.state_args()]
+        names = [name for inst in self.instruments for name in inst.state_args()]
+        return [*names, "_pf"] if self.uses_printf else names
 
     @property
     def hidden_args(self) -> str:
@@ -376,6 +379,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
     source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
+    if module.uses_printf:
+        source += f"_PRINTF = {module.printf_sites!r}\n"
     local_bytes = sum(math.prod(typer.env[name].shape) * np.dtype(typer.env[name].dtype).itemsize
                       for name, kind in storage.items() if kind == "larray")
     source += f"_LOCAL_BYTES = {local_bytes}\n"  # checked against the device's local memory

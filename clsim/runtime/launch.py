@@ -26,6 +26,7 @@ from clsim.compiler.structs import struct_of
 from clsim.errors import InvalidArgumentError, KernelCompileError
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
+from clsim.runtime import printf
 from clsim.runtime import record as rec
 from clsim.runtime.cache import load_source
 from clsim.runtime.config import (
@@ -211,7 +212,11 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     _check_local_memory(compiled, config)
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
     state = [arr for inst in instruments for arr in inst.allocate(info)]
-    result = _launch(compiled, config, [*values, *state])
+    printf_sites = getattr(compiled.module, "_PRINTF", None)
+    lines = [printf.buffer()] if printf_sites is not None else []
+    result = _launch(compiled, config, [*values, *state, *lines])
+    if lines:  # printf's output, after the launch, by work-item
+        result.results["printf"] = printf.emit(lines[0], printf_sites)
     offset = 0
     for inst in instruments:
         count = len(inst.state_args())

@@ -35,6 +35,7 @@ from clsim.compiler.builtins import (
     integer,
     math,
     memory,
+    printf,
     relational,
     vector,
     vector_convert,
@@ -45,7 +46,7 @@ from clsim.compiler.helpers import Helper
 from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
 _MODULES = (workitem, math, integer, relational, conversion, vector, vector_convert, half,
-            memory, atomics, collectives)
+            memory, printf, atomics, collectives)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:
