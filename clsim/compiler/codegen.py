@@ -322,6 +322,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     def vstore(self, call: ast.Call, width: int) -> str:
         vec, offset_node, buf = call.args
+        if isinstance(buf.ctype, ct.PtrT) and buf.ctype.view is not None:
+            return self.view_vstore(call, width)
         name, arrt, start = self.pointer_offset(buf)
         base, lead = self.array_base(name, arrt)
         v = self.fresh("_vv")

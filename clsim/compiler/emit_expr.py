@@ -281,6 +281,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     def vload(self, node, width: int, stride: int | None = None) -> str:
         """``width`` elements of a buffer from ``offset * stride`` (stride: the width)."""
         offset_node, buf = node.args
+        if isinstance(buf.ctype, ct.PtrT) and buf.ctype.view is not None:
+            if stride not in (None, width):
+                raise compile_error(node.loc, "vloada_half3 through a view is not supported")
+            return self.view_vload(node, width)
         name, arrt, start = self.pointer_offset(buf)
         base, lead = self.array_base(name, arrt)
         offset = self.typed(offset_node, "int64")

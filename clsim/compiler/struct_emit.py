@@ -14,6 +14,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.structs import StructT, size_of
+from clsim.runtime import record as rec
 
 _BYTES = ct.ArrayT("uint8", 1, "global")
 
@@ -85,6 +86,43 @@ class StructEmitter:
         element = f"({off} // {size})"
         seen = self.module.access(self, site, name, arrt, [element], kind)[0]
         return off if seen == element else f"({off} + 0 * {seen})"
+
+    def view_vector(self, call, buf, width: int, kind: str) -> tuple[str, str, object]:
+        """(bytes, checked byte offset of element 0, element type) of vloadN/vstoreN(.., p)
+        through a typed view: N elements at p + offset * N."""
+        ptr: ct.PtrT = buf.ctype
+        size = size_of(ptr.view)
+        offset_node = call.args[0] if kind == "load" else call.args[1]
+        site = self.module.site(call, ptr.base, kind, ptr.array.space, "uint8",
+                                width=_report_width(ptr.array, size * width))
+        data = self.byte_base(ptr.base, ptr.array)
+        _name, _arrt, start = self.pointer_offset(buf)
+        off = f"({start} + {self.typed(offset_node, 'int64')} * {width * size})"
+        checked = self._field_index(off, f"({data}.shape[0] - {width * size - 1})", site,
+                                    store=(kind == "store"))
+        if kind == "load":
+            tmp = self.fresh("_vo")
+            self.pre(f"{tmp} = {checked}")
+            checked = tmp
+            self.pre(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
+        return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def view_vload(self, call, width: int) -> str:
+        data, off, t = self.view_vector(call, call.args[1], width, "load")
+        load = self.helper(f"_ldb_{t}")
+        return "(" + ", ".join(f"{load}({data}, {off} + {k * size_of(t)})"
+                               for k in range(width)) + ",)"
+
+    def view_vstore(self, call, width: int) -> None:
+        vec = call.args[0]
+        v = self.fresh("_vv")
+        self.pre(f"{v} = {self.expr(vec)}")
+        data, off, t = self.view_vector(call, call.args[2], width, "store")
+        store = self.helper(f"_stb_{t}")
+        for k in range(width):
+            value = self.cast(f"{v}[{k}]", vec.ctype.dtype, t)
+            self.pre(f"{store}({data}, {off} + {k * size_of(t)}, {value})")
+        return None
 
     def view_load(self, node) -> str:
         data, off, t = self.view_element(node, "load")

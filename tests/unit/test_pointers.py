@@ -281,3 +281,25 @@ def test_a_loop_variable_reused_in_two_loops_is_two_variables(jit):
     clsim.run(reused_loop_variable, (4,), (4,), (x, out, np.int32(8)), jit=jit)
     np.testing.assert_array_equal(out[:8], x)
     np.testing.assert_array_equal(out[8:], np.tile([0, 1], 4))
+
+
+@kernel
+def vectors_through_views(src, dst, off):
+    i = get_global_id(0)
+    f = clsim.view(src, np.float32, off)
+    g = clsim.view(dst, np.float32, 2)
+    vstore4(vload4(i, f) * 2.0, i, g)
+
+
+@JIT
+def test_vload_vstore_through_typed_views(jit):
+    """vload4(i, (global float *)(src + off)) at an unaligned byte offset, and vstore4 into
+    a float view of a byte buffer."""
+    src = np.random.default_rng(4).integers(0, 256, 64, dtype=np.uint8)
+    src[3:35] = np.arange(8, dtype=np.float32).view(np.uint8)
+    dst = np.zeros(40, np.uint8)
+    clsim.run(vectors_through_views, (2,), (2,), (src, dst, np.int64(3)), jit=jit)
+    np.testing.assert_array_equal(dst[2:34].view(np.float32), np.arange(8) * 2.0)
+    np.testing.assert_array_equal(dst[:2], 0)
+    with pytest.raises(clsim.OutOfBoundsError):
+        clsim.run(vectors_through_views, (3,), (3,), (src, dst, np.int64(3)), jit=jit)

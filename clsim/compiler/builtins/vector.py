@@ -80,9 +80,8 @@ def _constructors() -> list[Builtin]:
 
 # -- vloadN / vstoreN ---------------------------------------------------------------------------
 def _not_a_view(t, call, name):
-    if isinstance(t, ct.PtrT) and t.view is not None:
-        raise node_error(call, f"{name} through a view(...) pointer is not supported yet: "
-                               "read the elements p[i] one by one, or vload from the buffer")
+    if isinstance(t, ct.PtrT) and t.view is not None and not ct.is_scalar(t.view):
+        raise node_error(call, f"{name} through a view of structs: load fields one by one")
 
 
 def _vload_rule(width):
