@@ -18,6 +18,12 @@ from clsim.compiler import vectors as vx
 from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
+from clsim.compiler.places import (
+    field_type,
+    refuse_constant_store,
+    pointer_arith,
+    rewrite_component_store,
+)
 from clsim.compiler.structs import StructT
 
 _OPS = {
@@ -38,19 +44,6 @@ def const_type(value):
     if isinstance(value, float):
         return "float32"  # a bare Python float literal is a float (0.1f), as the docs promise
     return None
-
-
-def pointer_arith(op: str, a, b, loc):
-    """``p + k``, ``k + p``, ``p - k`` (a pointer) and ``p - q`` (an element count)."""
-    if isinstance(a, ct.PtrT) and isinstance(b, ct.PtrT) and op == "-":
-        if a.base != b.base:
-            raise compile_error(loc, f"'-' between pointers into '{a.base}' and '{b.base}'")
-        return "int64"
-    ptr, other = (a, b) if isinstance(a, ct.PtrT) else (b, a)
-    if op not in ("+", "-") or (op == "-" and ptr is b) or not ct.is_int(ct.promote(other)):
-        raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)}: pointers "
-                                 "take p + k, p - k and p - q")
-    return ptr
 
 
 def binop_type(op: str, a, b, loc):
@@ -140,11 +133,11 @@ class Typer:
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise compile_error(loc, "chained assignment 'a = b = x': write two lines")
-            if self._vector_store(s, s.targets[0], s.value):
+            if rewrite_component_store(self, s, s.targets[0], s.value):
                 return self.stmt(s)
             self.assign_target(s.targets[0], s.value, loc)
         elif isinstance(s, ast.AugAssign):
-            if not isinstance(s.target, ast.Name) and self._vector_store(s, s.target, None):
+            if not isinstance(s.target, ast.Name) and rewrite_component_store(self, s, s.target, None):
                 return self.stmt(s)
             if isinstance(s.target, ast.Name):
                 cur = self.env.get(s.target.id)
@@ -160,7 +153,7 @@ class Typer:
                     if ct.is_int(cur) and ct.is_float(vt):
                         self.assign_name(s.target.id, vt, loc, aug=True)
             elif isinstance(s.target, ast.Subscript | ast.Attribute):
-                _refuse_constant_store(s.target, loc)
+                refuse_constant_store(s.target, loc)
                 et = self.expr(s.target)
                 if isinstance(s.target, ast.Attribute) or (
                         isinstance(s.target.value.ctype, ct.ArrayT)
@@ -196,46 +189,6 @@ class Typer:
         else:
             raise compile_error(loc, f"'{type(s).__name__}' statements are not supported")
 
-    def _vector_store(self, s, target, value) -> bool:
-        """Rewrite ``v.xy = e``, ``v[i] = e`` (and ``v.x += e``) on a vector variable into
-        ``v = vector_set(v, e)``, so that every later pass sees a plain assignment of ``v``."""
-        if not isinstance(target, ast.Attribute | ast.Subscript):
-            return False
-        base = target.value
-        if not isinstance(base, ast.Name) or hasattr(base, "resolved"):
-            return False
-        vec = self.env.get(base.id)
-        if not isinstance(vec, ct.VecT):
-            if isinstance(target, ast.Attribute) and vec is not None:
-                raise compile_error(s.loc, f"'{base.id}' is a {ct.short(vec)}, not a vector: "
-                                           f"'.{target.attr}' cannot be assigned")
-            return False
-        if value is None:  # augmented: v.x += e is v.x = v.x + e
-            read = _copy_load(target)
-            value = ast.BinOp(left=read, op=s.op, right=s.value)
-            value.loc = s.loc
-        call = ast.Call(func=ast.Name(id="vector_set", ctx=ast.Load()),
-                        args=[_load(base.id, s.loc), value], keywords=[])
-        call.func.resolved = ("builtin", "vector_set")
-        call.loc = call.func.loc = s.loc
-        if isinstance(target, ast.Attribute):
-            call.vector_components = vx.components(target.attr, vec.width, s.loc)
-        else:
-            if isinstance(target.slice, ast.Constant):
-                if not 0 <= target.slice.value < vec.width:
-                    raise compile_error(s.loc, f"v[{target.slice.value}] is beyond a {vec}")
-                call.vector_components = [target.slice.value]
-            else:
-                call.vector_index = target.slice
-                call.args.append(target.slice)
-        new = ast.Assign(targets=[ast.Name(id=base.id, ctx=ast.Store())], value=call,
-                         type_comment=None)
-        new.loc = s.loc
-        new.targets[0].loc = s.loc
-        s.__class__ = ast.Assign
-        s.__dict__.update(new.__dict__)
-        return True
-
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
             t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
@@ -244,7 +197,7 @@ class Typer:
                                          "p = x or p = x + k (a pointer into one buffer)")
             self.assign_name(target.id, t, loc)
         elif isinstance(target, ast.Subscript | ast.Attribute):
-            _refuse_constant_store(target, loc)
+            refuse_constant_store(target, loc)
             tt = self.expr(target)
             vt = self.expr(value)
             if tt is not None and vt is not None and not ct.is_scalar(vt):
@@ -384,9 +337,9 @@ class Typer:
                 node.components = vx.components(node.attr, base.width, loc)
                 return vx.swizzle_type(base, node.components)
             if isinstance(base, StructT):
-                return _field_type(base, node.attr, loc)
+                return field_type(base, node.attr, loc)
             if isinstance(base, ct.PtrT) and isinstance(base.dtype, StructT):
-                return _field_type(base.dtype, node.attr, loc)  # xb.d is C's xb->d
+                return field_type(base.dtype, node.attr, loc)  # xb.d is C's xb->d
             raise compile_error(loc, f"attribute '.{node.attr}' of a {ct.short(base)} is not "
                                      "supported here")
         if isinstance(node, ast.Call):
@@ -512,43 +465,6 @@ class Typer:
             if lift.liftable(entry):
                 return lift.result(entry, types, node)
         return entry.result(types, node)
-
-
-def _refuse_constant_store(target, loc) -> None:
-    base = target
-    while isinstance(base, ast.Subscript | ast.Attribute):
-        base = base.value
-    if getattr(base, "resolved", (None,))[0] == "table":
-        raise compile_error(loc, f"'{base.id}' is a __constant table (a module-level array): "
-                                 "kernels cannot write it; pass a buffer to write")
-
-
-def _field_type(st: StructT, name: str, loc):
-    field = st.field(name)
-    if field is None:
-        raise compile_error(loc, f"the struct has no field '.{name}' (fields: "
-                                 f"{', '.join(f.name for f in st.fields)})")
-    if field.shape:
-        return ct.ArrayT(field.dtype, len(field.shape), "field", field.shape)
-    return field.dtype
-
-
-def _load(name: str, loc) -> ast.Name:
-    node = ast.Name(id=name, ctx=ast.Load())
-    node.loc = loc
-    return node
-
-
-def _copy_load(target):
-    """A load of the assignment target ``v.x`` or ``v[i]`` (for ``v.x += e``)."""
-    if isinstance(target, ast.Attribute):
-        node = ast.Attribute(value=_load(target.value.id, target.loc), attr=target.attr,
-                             ctx=ast.Load())
-    else:
-        node = ast.Subscript(value=_load(target.value.id, target.loc), slice=target.slice,
-                             ctx=ast.Load())
-    node.loc = target.loc
-    return node
 
 
 def is_cut_call(node) -> bool:
