@@ -7,6 +7,7 @@ it with ``clsim.run(kernel, global_size, local_size, args)``. See README.md for 
 from clsim import api as _api
 from clsim.api import *  # noqa: F403
 from clsim.api import func, kernel
+from clsim.compiler.structs import cstruct
 from clsim.errors import (
     BarrierDivergenceError,
     DataRaceError,
@@ -33,7 +34,7 @@ __all__ = [
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
     "KernelTimeoutError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
-    "VerificationError", "func", "kernel", "run",
+    "VerificationError", "cstruct", "func", "kernel", "run",
     *_api.BUILTIN_NAMES,
     *[n for n in dir(_api) if n.isupper()],
 ]

@@ -18,13 +18,15 @@ from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import builtin_name, compile_error
+from clsim.compiler.builtin_emit import BuiltinStatements
 from clsim.compiler.emit_expr import ExprEmitter
 from clsim.compiler.masked import MaskedFlow
+from clsim.compiler.struct_emit import is_field
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
 from clsim.runtime import record as rec
 
 
-class FunctionEmitter(MaskedFlow, ExprEmitter):
+class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
     """Emits one function body (the work-group function or a helper)."""
 
     def __init__(self, module, storage: dict[str, str], env: dict, *, in_group_fn: bool,
@@ -50,6 +52,9 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
     def _err_return(self) -> str:
         if self.in_group_fn or self.ret_type is None:
             return "return"
+        if isinstance(self.ret_type, ct.VecT):
+            zero = self.module.const(0, self.ret_type.dtype)
+            return "return (" + ", ".join([zero] * self.ret_type.width) + ",)"
         return f"return {self.module.const(0, self.ret_type)}"
 
     # -- output -----------------------------------------------------------------------------
@@ -151,9 +156,14 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
         target = s.targets[0]
         if isinstance(target, ast.Name):
             t = self.env[target.id]
-            if isinstance(t, ct.ArrayT):
-                return  # local_array/private_array declarations are allocated per group
+            if isinstance(t, ct.ArrayT):  # allocated per group; initialised here if asked
+                self._fill(target.id, t, getattr(s.value, "fill", None))
+                return
             self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
+        elif is_field(target):
+            self.field_store(target, s.value)
+        elif isinstance(target, ast.Subscript) and getattr(target.value.ctype, "view", None):
+            self.view_store(target, s.value)
         elif isinstance(target, ast.Subscript):
             self.store(target, s.value)
         elif isinstance(target, ast.Tuple):
@@ -222,28 +232,26 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     # -- stores -----------------------------------------------------------------------------
     def store(self, target: ast.Subscript, value) -> None:
-        arrt = target.value.ctype
+        arrt = self.resolve_access(target)[1]
 
         def build():
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(value, arrt.dtype)}")
             idx = self.store_index(target)
-            return f"{self.array_access(target, 'store', idx)} = {v}"
+            return f"{self.array_access(target, 'store', idx)} = {self.encode(v, arrt.dtype)}"
 
         self.statement(build)
 
     def store_index(self, target: ast.Subscript, kind: str = "store",
                     instrument: bool = True) -> list[str]:
         """Index temporaries of a store, checked before the store happens."""
-        arr = target.value
-        arrt = arr.ctype
-        base, lead = self.array_base(arr.id, arrt)
-        idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-        site = self.module.site(target, arr.id, kind, arrt.space, arrt.dtype)
+        name, arrt, idx_nodes = self.resolve_access(target)
+        base, lead = self.array_base(name, arrt)
+        site = self.module.site(target, name, kind, arrt.space, arrt.dtype)
         temps = self.checked_indices(idx_nodes, base, lead, site, hp.ERR_OOB_STORE)
         if not instrument:
             return temps
-        return self.module.access(self, site, arr.id, arrt, temps, kind)
+        return self.module.access(self, site, name, arrt, temps, kind)
 
     def checked_indices(self, idx_nodes, base: str, lead: list[str], site: int,
                         code: int) -> list[str]:
@@ -264,13 +272,14 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     def aug_store(self, s: ast.AugAssign, op: ast.BinOp) -> None:
         target = s.target
-        arrt = target.value.ctype
+        if getattr(target.value.ctype, "view", None) is not None:
+            raise compile_error(s.loc, "'op=' through a view: write p[i] = p[i] + v")
+        name, arrt, _ = self.resolve_access(target)
 
         def build():
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(s.value, s.value.ctype)}")
             idx = self.store_index(target, "load", instrument=False)
-            name = target.value.id
             load_site = self.module.site(target, name, "load", arrt.space, arrt.dtype)
             store_site = self.module.site(target, name, "store", arrt.space, arrt.dtype)
             load_idx = self.module.access(self, load_site, name, arrt, idx, "load")
@@ -280,12 +289,14 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
             holder = ast.Name(id=v, ctx=ast.Load())
             holder.ctype = s.value.ctype
             cur = self.fresh("_c")
-            self.pre(f"{cur} = {self.array_access(target, 'load', load_idx)}")
+            self.pre(f"{cur} = "
+                     f"{self.decode(self.array_access(target, 'load', load_idx), arrt.dtype)}")
             left = ast.Name(id=cur, ctx=ast.Load())
             left.ctype = arrt.dtype
             expr = ast.BinOp(left=left, op=s.op, right=holder)
             expr.ctype, expr.loc = res, s.loc
-            return f"{access} = {self.cast(self._raw_binop(expr), res, arrt.dtype)}"
+            value = self.cast(self._raw_binop(expr), res, arrt.dtype)
+            return f"{access} = {self.encode(value, arrt.dtype)}"
 
         self.statement(build)
 
@@ -299,26 +310,28 @@ class FunctionEmitter(MaskedFlow, ExprEmitter):
 
     def vstore(self, call: ast.Call, width: int) -> str:
         vec, offset_node, buf = call.args
-        arrt = buf.ctype
-        base, lead = self.array_base(buf.id, arrt)
+        if isinstance(buf.ctype, ct.PtrT) and buf.ctype.view is not None:
+            return self.view_vstore(call, width)
+        name, arrt, start = self.pointer_offset(buf)
+        base, lead = self.array_base(name, arrt)
         v = self.fresh("_vv")
         self.pre(f"{v} = {self.expr(vec)}")
         o = self.fresh("_vo")
-        self.pre(f"{o} = {self.typed(offset_node, 'int64')} * {width}")
-        site = self.module.site(call, buf.id, "store", arrt.space, arrt.dtype, width=width)
+        self.pre(f"{o} = {start} + {self.typed(offset_node, 'int64')} * {width}")
+        site = self.module.site(call, name, "store", arrt.space, arrt.dtype, width=width)
         if self.bounds_checks:
             length = f"{base}.shape[{len(lead)}]"
             self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
                      f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
                      f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
                      f"{self.lid_code()})\n    {self.err_return}")
-        wrapped = self.module.access(self, site, buf.id, arrt, [o], "store")[0]
+        wrapped = self.module.access(self, site, name, arrt, [o], "store")[0]
         if wrapped != o:
             self.pre(f"{o} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
         for k in range(width):
-            self.pre(f"{base}[{lead_code}{o} + {k}] = "
-                     f"{self.cast(f'{v}[{k}]', vec.ctype.dtype, arrt.dtype)}")
+            value = self.cast(f"{v}[{k}]", vec.ctype.dtype, arrt.dtype)
+            self.pre(f"{base}[{lead_code}{o} + {k}] = {self.encode(value, arrt.dtype)}")
         return None
 
     # -- group level ------------------------------------------------------------------------

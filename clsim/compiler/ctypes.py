@@ -35,10 +35,66 @@ class ArrayT:
 
 @dataclass(frozen=True)
 class VecT:
-    """An OpenCL vector value (float4...), produced by vloadN and consumed by vstoreN."""
+    """An OpenCL vector value (float4, uchar16...): a tuple of ``width`` scalars of ``dtype``."""
 
     dtype: str
     width: int
+
+    def __str__(self) -> str:
+        return f"{CNAMES.get(self.dtype, self.dtype)}{self.width}"
+
+
+@dataclass(frozen=True)
+class PtrT:
+    """A pointer local (``p = x + k``): always into the buffer ``base`` (whose type is
+    ``array``); its value in generated code is the element offset into that buffer, so
+    every access through it is checked against the buffer itself."""
+
+    base: str
+    array: ArrayT
+    # a typed view of the buffer's bytes (view(x, np.float32, byte_offset)): the element
+    # type (a scalar name or a structs.StructT); the value is then a byte offset
+    view: object = None
+
+    @property
+    def dtype(self):
+        return self.view if self.view is not None else self.array.dtype
+
+    def __str__(self) -> str:
+        return f"{self.array.space} {cname(self.dtype)}* (into '{self.base}')"
+
+
+VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+# The element types vectors exist for (OpenCL has no bool vectors).
+VECTOR_ELEMENTS = (*INT_TYPES, *FLOAT_TYPES)
+
+
+def storage_dtype(t: str) -> str:
+    """The numpy dtype an array of ``t`` is stored as in generated code: Numba has no float16,
+    so a half array is its uint16 bits (see builtins/half.py)."""
+    return "uint16" if t == "float16" else t
+
+
+def register_dtype(t) -> str:
+    """The numpy dtype a value of ``t`` is held in: a half value is a float32 that holds it,
+    a pointer its element offset."""
+    if isinstance(t, PtrT):
+        return "int64"
+    return "float32" if t == "float16" else t
+
+
+def is_vec(t) -> bool:
+    return isinstance(t, VecT)
+
+
+def elem(t):
+    """The element type of a vector, or ``t`` itself for a scalar."""
+    return t.dtype if isinstance(t, VecT) else t
+
+
+def mask_int(t: str) -> str:
+    """The signed integer type of the same size as ``t``: what a vector comparison yields."""
+    return {8: "int8", 16: "int16", 32: "int32", 64: "int64"}[bits(t)]
 
 
 def is_int(t) -> bool:
@@ -108,6 +164,10 @@ def join(a, b):
     """
     if a == b:
         return a
+    if isinstance(a, VecT) or isinstance(b, VecT):
+        vec, other = (a, b) if isinstance(a, VecT) else (b, a)
+        # float4 v = 0.0f: a scalar assigned to a vector variable is widened, as in C
+        return vec if is_scalar(other) and scalar_fits_vector(other, vec) else None
     if not (is_scalar(a) and is_scalar(b)):
         return None
     if a == "bool":
@@ -119,15 +179,21 @@ def join(a, b):
     return arithmetic(a, b)
 
 
-def cname(t: str) -> str:
-    """OpenCL C's name of a scalar type ("float32" -> "float")."""
-    return CNAMES.get(t, str(t))
+def scalar_fits_vector(scalar: str, vec: VecT) -> bool:
+    """A scalar operand widens to ``vec``'s element type: any integer, or a float into a float
+    vector (a float into an integer vector would truncate, which OpenCL C refuses)."""
+    return is_int(promote(scalar)) or is_float(vec.dtype)
+
+
+def cname(t) -> str:
+    """OpenCL C's name of a type ("float32" -> "float", VecT -> "float4")."""
+    return str(t) if isinstance(t, VecT) else CNAMES.get(t, str(t))
 
 
 def short(t) -> str:
     """Readable C-ish name for messages."""
     if isinstance(t, ArrayT):
         return f"{t.space} {t.dtype}[]"
-    if isinstance(t, VecT):
-        return f"{t.dtype}{t.width}"
-    return str(t)
+    if isinstance(t, VecT | PtrT):
+        return str(t)
+    return CNAMES.get(t, str(t)) if isinstance(t, str) else str(t)

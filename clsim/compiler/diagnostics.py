@@ -49,3 +49,15 @@ def builtin_name(call: ast.AST) -> str | None:
         if target and target[0] == "builtin":
             return target[1]
     return None
+
+
+def internal_compile_error(kernel: str, module_path: str, exc: Exception) -> KernelCompileError:
+    """A KernelCompileError for generated code that Numba refused: a clsim bug, reported in
+    one paragraph instead of Numba's traceback."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc)
+                 .__name__)
+    return KernelCompileError(
+        f"{kernel}: internal error: Numba could not compile the generated code ({first[:200]}). "
+        f"This is a clsim bug: please report it with the generated module {module_path}. "
+        "Meanwhile rewrite the construct it names, or run with jit=False to step through it",
+        kernel=kernel)

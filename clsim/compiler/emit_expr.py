@@ -15,12 +15,16 @@ import numpy as np
 
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.structs import StructT, size_of
 from clsim.compiler.infer import _CMPS, _OPS
+from clsim.compiler.struct_emit import StructEmitter, is_field
+from clsim.compiler.vector_emit import VectorEmitter
 from clsim.runtime import record as rec
 
 
-class ExprEmitter:
+class ExprEmitter(VectorEmitter, StructEmitter):
     """Mixin of ``codegen.FunctionEmitter``: turns typed expression nodes into source."""
 
     # -- small pieces -----------------------------------------------------------------------
@@ -34,8 +38,16 @@ class ExprEmitter:
     def cast(self, code: str, src, dst) -> str:
         if src == dst or dst is None:
             return code
+        if isinstance(dst, ct.VecT):
+            return self.vec_cast(code, src, dst)
+        if isinstance(src, ct.VecT):
+            raise compile_error(None, f"internal: {src} used where {ct.short(dst)} is needed")
         if dst == "bool":
             return f"({code} != 0)"
+        if dst == "float16":  # round to half (held in a float32)
+            if not ct.is_float(src):
+                code = f"np.float64({code})"
+            return self.helper("_rh") + f"({code})"
         if ct.is_float(dst):
             return f"np.{dst}({code})"
         if src == "bool" or ct.is_int(src):
@@ -43,6 +55,8 @@ class ExprEmitter:
         return self.helper(f"_f2i_{dst}") + f"({code})"
 
     def wrap(self, code: str, t: str) -> str:
+        if t == "float16":  # computed in float32, rounded to half: correctly rounded
+            return self.helper("_rh") + f"({code})"
         if ct.is_int(t) and ct.bits(t) <= 32:
             return self.helper(f"_w_{t}") + f"({code})"
         return code
@@ -80,9 +94,19 @@ class ExprEmitter:
         return self.const(node.value, node.ctype)
 
     def e_Name(self, node):
+        if isinstance(node.ctype, ct.PtrT) and getattr(node, "as_pointer", False):
+            return self.const(0, "int64")  # a buffer name read as a pointer: offset 0
         return self.read_var(node.id)
 
     def e_BinOp(self, node):
+        if isinstance(node.ctype, ct.PtrT):
+            return self.pointer_offset(node)[2]
+        if isinstance(node.left.ctype, ct.PtrT):  # p - q: elements between them
+            a, b = self.pointer_offset(node.left)[2], self.pointer_offset(node.right)[2]
+            view = node.left.ctype.view
+            return f"(({a} - {b}) // {size_of(view)})" if view is not None else f"({a} - {b})"
+        if isinstance(node.ctype, ct.VecT):
+            return self.vec_binop(node)
         op = _OPS[type(node.op)]
         res = node.ctype
         if op in ("<<", ">>"):
@@ -103,6 +127,8 @@ class ExprEmitter:
 
     def e_UnaryOp(self, node):
         t = node.ctype
+        if isinstance(t, ct.VecT):
+            return self.vec_unary(node)
         if isinstance(node.op, ast.Not):
             return f"(not {self.typed(node.operand, 'bool')})"
         x = self.typed(node.operand, t)
@@ -117,6 +143,12 @@ class ExprEmitter:
         return "(" + joiner.join(self.typed(v, "bool") for v in node.values) + ")"
 
     def e_Compare(self, node):
+        if isinstance(node.ctype, ct.VecT):
+            return self.vec_compare(node)
+        if isinstance(node.left.ctype, ct.PtrT | ct.ArrayT) and len(node.ops) == 1:
+            a = self.pointer_offset(node.left)[2]
+            b = self.pointer_offset(node.comparators[0])[2]
+            return f"({a} {_CMPS[type(node.ops[0])]} {b})"
         parts = []
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=True):
@@ -135,32 +167,81 @@ class ExprEmitter:
         return "(" + ", ".join(self.typed(e, t) for e in node.elts) + ",)"
 
     def e_Attribute(self, node):
-        return f"{self.expr(node.value)}[{'xyzw'.index(node.attr)}]"
+        if is_field(node):
+            return self.field_load(node)
+        return self.vec_components(self.expr(node.value), node.value.ctype, node.components)
 
     def e_Subscript(self, node):
         if isinstance(node.value.ctype, ct.VecT):
-            return f"{self.expr(node.value)}[{node.slice.value}]"
-        return self.array_access(node, "load")
+            return self.vec_index(node)
+        if is_field(node) or isinstance(getattr(node.value.ctype, "dtype", None), StructT):
+            return self.field_load(node)
+        if isinstance(node.value.ctype, ct.PtrT) and node.value.ctype.view is not None:
+            return self.view_load(node)
+        return self.decode(self.array_access(node, "load"), node.value.ctype.dtype)
+
+    def pointer_offset(self, node) -> tuple[str, ct.ArrayT, str]:
+        """(buffer name, its type, element offset code) of a pointer expression: a buffer
+        name (offset 0), a pointer local, or p + k / k + p / p - k."""
+        t = node.ctype
+        if isinstance(node, ast.Name) and isinstance(t, ct.ArrayT):
+            return node.id, t, self.const(0, "int64")
+        if isinstance(node, ast.Name) and getattr(node, "as_pointer", False):
+            return node.id, t.array, self.const(0, "int64")
+        if not isinstance(t, ct.PtrT):
+            raise compile_error(node.loc, f"internal: {ct.short(t)} is not a pointer")
+        if isinstance(node, ast.Name):
+            return t.base, t.array, self.read_var(node.id)
+        if isinstance(node, ast.BinOp):
+            left_ptr = isinstance(node.left.ctype, ct.PtrT | ct.ArrayT)
+            ptr, k = (node.left, node.right) if left_ptr else (node.right, node.left)
+            name, arrt, off = self.pointer_offset(ptr)
+            sign = "-" if isinstance(node.op, ast.Sub) else "+"
+            step = self.typed(k, "int64")
+            if t.view is not None:  # a view's value is a byte offset
+                step = f"{step} * {size_of(t.view)}"
+            return name, arrt, f"({off} {sign} {step})"
+        raise compile_error(node.loc, "pointers are buffer names, pointer locals and p + k")
+
+    def decode(self, code: str, dtype: str) -> str:
+        """A value read from an array element of ``dtype`` (half arrays hold bits)."""
+        return self.helper("_h2f") + f"({code})" if dtype == "float16" else code
+
+    def encode(self, code: str, dtype: str) -> str:
+        """What an array element of ``dtype`` stores for a value of that type."""
+        return self.helper("_f2h") + f"({code})" if dtype == "float16" else code
 
     # -- memory -----------------------------------------------------------------------------
-    def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
-        """``buf[i]`` for a load (or the target of a store when index_codes is given)."""
+    def resolve_access(self, node: ast.Subscript) -> tuple[str, ct.ArrayT, list]:
+        """(array name, its type, index nodes) of ``a[i]``; through a pointer local ``p``,
+        ``p[i]`` is ``base[p + i]`` (p holds the element offset), checked against base."""
         arr = node.value
         if not isinstance(arr, ast.Name):
             raise compile_error(node.loc, "index arrays by name (x[i]), not expressions")
-        arrt: ct.ArrayT = arr.ctype
-        base, lead = self.array_base(arr.id, arrt)
+        idx = node.slice
+        if isinstance(arr.ctype, ct.PtrT):
+            ptr: ct.PtrT = arr.ctype
+            if not hasattr(node, "ptr_index"):
+                offset = ast.Name(id=arr.id, ctx=ast.Load())
+                offset.ctype, offset.loc = "int64", node.loc
+                flat = ast.BinOp(left=offset, op=ast.Add(), right=idx)
+                flat.ctype, flat.loc = "int64", node.loc
+                node.ptr_index = flat
+            return ptr.base, ptr.array, [node.ptr_index]
+        return arr.id, arr.ctype, idx.elts if isinstance(idx, ast.Tuple) else [idx]
+
+    def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
+        """``buf[i]`` for a load (or the target of a store when index_codes is given)."""
+        name, arrt, _ = self.resolve_access(node)
+        base, lead = self.array_base(name, arrt)
         if index_codes is None:
             index_codes = self.index_codes(node, kind)
         return f"{base}[{', '.join(lead + index_codes)}]"
 
     def index_codes(self, node: ast.Subscript, kind: str) -> list[str]:
-        arr = node.value
-        arrt: ct.ArrayT = arr.ctype
-        base, lead = self.array_base(arr.id, arrt)
-        idx = node.slice
-        indices = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-        site = self.module.site(node, arr.id, kind, arrt.space, arrt.dtype)
+        name, arrt, indices = self.resolve_access(node)
+        base, lead = self.array_base(name, arrt)
+        site = self.module.site(node, name, kind, arrt.space, arrt.dtype)
         codes = []
         for dim, ix in enumerate(indices):
             code = self.typed(ix, "int64")
@@ -170,7 +251,7 @@ class ExprEmitter:
                 code = f"{self.helper('_ck')}({code}, {length}, _err, {site_k}, {self.lid_code()})"
                 self.checked()
             codes.append(code)
-        return self.module.access(self, site, arr.id, arrt, codes, kind)
+        return self.module.access(self, site, name, arrt, codes, kind)
 
     def count_flop(self, op, t) -> None:
         self.module.flop(self, op, t)
@@ -187,21 +268,29 @@ class ExprEmitter:
             return entry.lower(self, node)
         if entry is None or entry.emit is None:
             raise compile_error(node.loc, f"{value}() cannot be used in an expression here")
+        if hasattr(node, "lifted_scalar"):
+            return lift.emit(self, entry, node)
+        if hasattr(node, "vector_form"):
+            codes = [self.expr(a) for a in node.args]
+            return node.vector_form[1](self, codes, [a.ctype for a in node.args], node)
         if entry.flop:
             self.count_flop(entry.flop, node.ctype)
         codes = [self.expr(a) for a in node.args]
         return entry.emit(self, codes, [a.ctype for a in node.args], node)
 
-    def vload(self, node, width: int) -> str:
+    def vload(self, node, width: int, stride: int | None = None) -> str:
+        """``width`` elements of a buffer from ``offset * stride`` (stride: the width)."""
         offset_node, buf = node.args
-        if not isinstance(buf, ast.Name):
-            raise compile_error(node.loc, "vload's buffer must be a buffer name")
-        arrt = buf.ctype
-        base, lead = self.array_base(buf.id, arrt)
+        if isinstance(buf.ctype, ct.PtrT) and buf.ctype.view is not None:
+            if stride not in (None, width):
+                raise compile_error(node.loc, "vloada_half3 through a view is not supported")
+            return self.view_vload(node, width)
+        name, arrt, start = self.pointer_offset(buf)
+        base, lead = self.array_base(name, arrt)
         offset = self.typed(offset_node, "int64")
         tmp = self.fresh("_vo")
-        self.pre(f"{tmp} = {offset} * {width}")
-        site = self.module.site(node, buf.id, "load", arrt.space, arrt.dtype, width=width)
+        self.pre(f"{tmp} = {start} + {offset} * {stride or width}")
+        site = self.module.site(node, name, "load", arrt.space, arrt.dtype, width=width)
         if self.bounds_checks:
             self.pre(f"{self.helper('_ck')}({tmp} + {width - 1}, {base}.shape[{len(lead)}], "
                      f"_err, {self.const(site, 'int64')}, {self.lid_code()})")
@@ -210,11 +299,12 @@ class ExprEmitter:
                      f"{self.lid_code()})")
             self.checked()
             self.pre(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
-        wrapped = self.module.access(self, site, buf.id, arrt, [tmp], "load")[0]
+        wrapped = self.module.access(self, site, name, arrt, [tmp], "load")[0]
         if wrapped != tmp:
             self.pre(f"{tmp} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
-        return "(" + ", ".join(f"{base}[{lead_code}{tmp} + {k}]" for k in range(width)) + ",)"
+        return "(" + ", ".join(self.decode(f"{base}[{lead_code}{tmp} + {k}]", arrt.dtype)
+                               for k in range(width)) + ",)"
 
     def call_func(self, node, kfn) -> str:
         spec = self.module.program.funcs[(kfn.name, tuple(a.ctype for a in node.args))]
@@ -232,6 +322,8 @@ class ExprEmitter:
         return f"{spec.mangled}({', '.join(args)}, {self.module.hidden_args})"
 
     def array_base(self, name: str, arrt) -> tuple[str, list[str]]:
+        if arrt.space == "constant":
+            return self.module.table(name, arrt), []
         storage = self.storage.get(name)
         if storage == "parray":
             return f"v_{name}__c", [self.lid_code()]
@@ -259,6 +351,8 @@ def literal(value, t: str) -> str:
     """Source text of a numpy scalar constant of type t (module level, not in loops)."""
     if t == "bool":
         return "True" if value else "False"
+    if t == "float16":  # a half constant is held in a float32
+        return literal(np.float32(np.float16(value)), "float32")
     v = np.dtype(t).type(value)
     if ct.is_float(t):
         if np.isnan(v):

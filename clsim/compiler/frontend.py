@@ -42,8 +42,9 @@ class Parsed:
 
     @property
     def uses_global_atomics(self) -> bool:
-        """Atomics on global memory make the launch run its groups in order."""
-        return "global_atomics" in self.flags
+        """Atomics on global memory make the launch run its groups in order (and so does
+        printf, whose lines are collected in one buffer)."""
+        return bool({"global_atomics", "printf"} & self.flags)
 
 
 _REJECTED = {
@@ -112,10 +113,14 @@ def _resolve_value(obj, loc: Loc, name: str):
         return ("func", obj)
     if isinstance(obj, type) and issubclass(obj, np.generic):
         return ("dtype", np.dtype(obj).name)
+    if isinstance(obj, np.dtype) and obj.names is not None:
+        return ("struct", obj)  # a packed struct type, e.g. for view(x, block_q4_0, off)
     if isinstance(obj, np.dtype):
         return ("dtype", obj.name)
     if isinstance(obj, bool | int | float | np.number | np.bool_):
         return ("const", obj)
+    if isinstance(obj, np.ndarray) and obj.ndim >= 1 and obj.dtype.kind in "iuf":
+        return ("table", obj)  # a __constant table, frozen into the generated module
     if isinstance(obj, types.ModuleType):
         return ("module", obj)
     if obj is py_builtins.range:

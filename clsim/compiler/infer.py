@@ -14,8 +14,17 @@ import numpy as np
 
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
+from clsim.compiler import vectors as vx
+from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
+from clsim.compiler.places import (
+    field_type,
+    refuse_constant_store,
+    pointer_arith,
+    rewrite_component_store,
+)
+from clsim.compiler.structs import StructT
 
 _OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -38,6 +47,10 @@ def const_type(value):
 
 
 def binop_type(op: str, a, b, loc):
+    if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT):
+        return pointer_arith(op, a, b, loc)
+    if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
+        return vx.binop_type(op, a, b, loc)
     if not (ct.is_scalar(a) and ct.is_scalar(b)):
         raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)} is not "
                                  "supported; index arrays and vectors element by element")
@@ -89,6 +102,12 @@ class Typer:
     def assign_name(self, name: str, t, loc, aug: bool = False):
         if t is None:
             return
+        if isinstance(t, ct.PtrT) and isinstance(self.env.get(t.base), ct.PtrT):
+            t = self.env[t.base]  # q = p: a pointer into p's buffer
+        if isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field"):
+            raise compile_error(loc, f"'{name}' would hold a struct or an array field; read "
+                                     "fields where they are used (x[ib].d, x[ib].qs[j]), a "
+                                     "struct cannot be copied into a variable yet")
         old = self.env.get(name)
         if name in self.params and isinstance(old, ct.ArrayT):
             raise compile_error(loc, f"buffer parameter '{name}' cannot be reassigned")
@@ -114,27 +133,41 @@ class Typer:
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise compile_error(loc, "chained assignment 'a = b = x': write two lines")
+            if rewrite_component_store(self, s, s.targets[0], s.value):
+                return self.stmt(s)
             self.assign_target(s.targets[0], s.value, loc)
         elif isinstance(s, ast.AugAssign):
+            if not isinstance(s.target, ast.Name) and rewrite_component_store(self, s, s.target, None):
+                return self.stmt(s)
             if isinstance(s.target, ast.Name):
                 cur = self.env.get(s.target.id)
                 if cur is None and self.final:
                     raise compile_error(loc, f"'{s.target.id}' is updated before it is assigned")
                 vt = self.expr(s.value)
                 if cur is not None and vt is not None:
-                    binop_type(_OPS[type(s.op)], cur, vt, loc)
+                    res = binop_type(_OPS[type(s.op)], cur, vt, loc)
+                    if isinstance(res, ct.VecT) and not isinstance(cur, ct.VecT):
+                        raise compile_error(loc, f"'{s.target.id}' is {ct.short(cur)} but this "
+                                                 f"update computes {res}")
                     self.assign_name(s.target.id, cur, loc, aug=True)
                     if ct.is_int(cur) and ct.is_float(vt):
                         self.assign_name(s.target.id, vt, loc, aug=True)
-            elif isinstance(s.target, ast.Subscript):
+            elif isinstance(s.target, ast.Subscript | ast.Attribute):
+                refuse_constant_store(s.target, loc)
                 et = self.expr(s.target)
+                if isinstance(s.target, ast.Attribute) or (
+                        isinstance(s.target.value.ctype, ct.ArrayT)
+                        and s.target.value.ctype.space == "field"):
+                    raise compile_error(loc, "'op=' on a struct field: write "
+                                             "x[i].f = x[i].f + v")
                 vt = self.expr(s.value)
                 if et is not None and vt is not None:
                     binop_type(_OPS[type(s.op)], et, vt, loc)
             else:
                 raise compile_error(loc, "unsupported augmented assignment target")
         elif isinstance(s, ast.If | ast.While):
-            self.expr(s.test)
+            if isinstance(self.expr(s.test), ct.VecT):
+                raise vx.truth_error(s.test.ctype, s.test.loc)
             self.block(s.body)
             self.block(s.orelse)
         elif isinstance(s, ast.For):
@@ -158,12 +191,20 @@ class Typer:
 
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
-            self.assign_name(target.id, self.expr(value), loc)
-        elif isinstance(target, ast.Subscript):
+            t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
+            if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
+                raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
+                                         "p = x or p = x + k (a pointer into one buffer)")
+            self.assign_name(target.id, t, loc)
+        elif isinstance(target, ast.Subscript | ast.Attribute):
+            refuse_constant_store(target, loc)
             tt = self.expr(target)
             vt = self.expr(value)
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
+            if tt is not None and not ct.is_scalar(tt):
+                raise compile_error(loc, f"cannot assign to a whole {ct.short(tt)}; assign "
+                                         "its fields or elements one by one")
         elif isinstance(target, ast.Tuple):
             if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts):
                 raise compile_error(loc, "tuple assignment needs a tuple of the same length on "
@@ -215,6 +256,12 @@ class Typer:
                 if t is None:
                     raise compile_error(loc, f"unsupported constant {value!r}")
                 return t
+            if kind == "table":
+                known = self.program.tables.setdefault(node.id, value)
+                if known is not value:
+                    raise compile_error(loc, f"two different module arrays are named "
+                                             f"'{node.id}'; rename one")
+                return ct.ArrayT(value.dtype.name, value.ndim, "constant", value.shape)
             raise compile_error(loc, f"'{ast.unparse(node)}' is not a value here")
         if isinstance(node, ast.Constant):
             t = const_type(node.value)
@@ -226,9 +273,12 @@ class Typer:
                 if self.final:
                     raise compile_error(loc, f"'{node.id}' is used before it is assigned")
                 return None
+            if self.env[node.id] == "null":
+                raise compile_error(loc, f"'{node.id}' is None (a null pointer) in this launch; "
+                                         f"guard its use with 'if {node.id} is not None:'")
             return self.env[node.id]
         if isinstance(node, ast.BinOp):
-            a, b = self.expr(node.left), self.expr(node.right)
+            a, b = self.pointer(node.left), self.pointer(node.right)
             if a is None or b is None:
                 return None
             return binop_type(_OPS[type(node.op)], a, b, loc)
@@ -236,6 +286,9 @@ class Typer:
             t = self.expr(node.operand)
             if t is None:
                 return None
+            if isinstance(t, ct.VecT):
+                sym = {ast.Not: "not", ast.Invert: "~"}.get(type(node.op), "-")
+                return vx.unary_type(sym, t, loc)
             if isinstance(node.op, ast.Not):
                 return "bool"
             if isinstance(node.op, ast.Invert) and not ct.is_int(ct.promote(t)):
@@ -243,29 +296,52 @@ class Typer:
             return ct.promote(t)
         if isinstance(node, ast.BoolOp):
             for v in node.values:
-                self.expr(v)
+                if isinstance(self.expr(v), ct.VecT):
+                    raise vx.truth_error(v.ctype, loc)
             return "bool"
         if isinstance(node, ast.Compare):
-            types = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+            if any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+                raise compile_error(loc, "'is' compares a buffer parameter with None only: "
+                                         "write 'if x is None:' or 'if x is not None:'")
+            types = [self.pointer(node.left)] + [self.pointer(c) for c in node.comparators]
+            if any(isinstance(t, ct.PtrT) for t in types):
+                if len(types) != 2 or not all(isinstance(t, ct.PtrT) for t in types) or \
+                        types[0].base != types[1].base:
+                    raise compile_error(loc, "pointers compare with pointers into the same "
+                                             "buffer (p < q)")
+                return "bool"
+            if any(isinstance(t, ct.VecT) for t in types):
+                if len(types) != 2 or None in types:
+                    return None if None in types else vx.compare_type(*types[:2], loc)
+                return vx.compare_type(types[0], types[1], loc)
             for t in types:
                 if t is not None and not ct.is_scalar(t):
                     raise compile_error(loc, f"cannot compare {ct.short(t)}")
             return "bool"
         if isinstance(node, ast.IfExp):
-            self.expr(node.test)
+            if isinstance(self.expr(node.test), ct.VecT):
+                raise vx.truth_error(node.test.ctype, loc)
             a, b = self.expr(node.body), self.expr(node.orelse)
             if a is None or b is None:
                 return None
+            if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
+                return vx.operand_vector(a, b, "if-else", loc)
             return ct.arithmetic(a, b)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Attribute):
             base = self.expr(node.value)
-            if isinstance(base, ct.VecT) and node.attr in "xyzw" and len(node.attr) == 1:
-                if "xyzw".index(node.attr) >= base.width:
-                    raise compile_error(loc, f".{node.attr} is beyond a {base.width}-vector")
-                return base.dtype
-            raise compile_error(loc, f"attribute '.{node.attr}' is not supported here")
+            if base is None:
+                return None
+            if isinstance(base, ct.VecT):
+                node.components = vx.components(node.attr, base.width, loc)
+                return vx.swizzle_type(base, node.components)
+            if isinstance(base, StructT):
+                return field_type(base, node.attr, loc)
+            if isinstance(base, ct.PtrT) and isinstance(base.dtype, StructT):
+                return field_type(base.dtype, node.attr, loc)  # xb.d is C's xb->d
+            raise compile_error(loc, f"attribute '.{node.attr}' of a {ct.short(base)} is not "
+                                     "supported here")
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Tuple):
@@ -282,17 +358,40 @@ class Typer:
             return ct.VecT(t, len(types))
         raise compile_error(loc, f"'{type(node).__name__}' expressions are not supported")
 
+    def pointer(self, node):
+        """The type of ``node``, a buffer name read as a pointer to its first element."""
+        t = self.expr(node)
+        if isinstance(t, ct.ArrayT) and isinstance(node, ast.Name):
+            if t.ndim != 1 or t.space == "field":
+                raise compile_error(node.loc, f"'{node.id}' is a {t.ndim}-D array; pointers "
+                                              "go into flat buffers and 1-D arrays")
+            node.as_pointer = True
+            node.ctype = ct.PtrT(node.id, t)
+            return node.ctype
+        return t
+
     def subscript(self, node: ast.Subscript):
         loc = node.loc
         base = self.expr(node.value)
+        if isinstance(base, ct.PtrT):
+            idx = node.slice
+            it = self.expr(idx)
+            if isinstance(idx, ast.Tuple) or (it is not None and not ct.is_int(ct.promote(it))):
+                raise compile_error(loc, "index a pointer with one integer, p[i]")
+            return base.dtype
         idx = node.slice
         indices = idx.elts if isinstance(idx, ast.Tuple) else [idx]
         types = [self.expr(i) for i in indices]
         if base is None:
             return None
         if isinstance(base, ct.VecT):
-            if len(indices) != 1 or not isinstance(indices[0], ast.Constant):
-                raise compile_error(loc, "index vectors with a constant (v[0]) or .x/.y/.z/.w")
+            if len(indices) != 1:
+                raise compile_error(loc, "index a vector with one integer, v[i]")
+            if not isinstance(indices[0], ast.Constant):
+                if types[0] is not None and not ct.is_int(ct.promote(types[0])):
+                    raise compile_error(loc, f"a vector index must be an integer, got "
+                                             f"{ct.short(types[0])}")
+                return base.dtype
             if not 0 <= indices[0].value < base.width:
                 raise compile_error(loc, f"v[{indices[0].value}] is beyond a "
                                          f"{base.width}-vector")
@@ -312,16 +411,23 @@ class Typer:
 
     def call(self, node: ast.Call):
         loc = node.loc
-        if node.keywords:
-            raise compile_error(loc, "keyword arguments are not supported in kernels")
         resolved = getattr(node.func, "resolved", None)
         if resolved is None:
             raise compile_error(loc, f"'{ast.unparse(node.func)}' is not callable in a kernel")
         kind, value = resolved
+        accepted = getattr(table.lookup(value) if kind == "builtin" else None, "keywords", ())
+        bad = [k.arg for k in node.keywords if k.arg not in accepted]
+        if bad:
+            raise compile_error(loc, f"keyword argument '{bad[0]}' is not supported here"
+                                     + (f"; {value}() takes {', '.join(accepted)}=" if accepted
+                                        else ""))
         if kind == "dtype":
             if len(node.args) != 1:
                 raise compile_error(loc, f"{value}(x) converts one value")
             t = self.expr(node.args[0])
+            if isinstance(t, ct.VecT):
+                raise compile_error(loc, f"np.{value}() converts scalars; convert a {t} with "
+                                         f"convert_{ct.cname(value)}{t.width}(v)")
             if t is not None and not ct.is_scalar(t):
                 raise compile_error(loc, f"cannot convert {ct.short(t)} to {value}")
             return value
@@ -329,6 +435,13 @@ class Typer:
             types = [self.expr(a) for a in node.args]
             if any(t is None for t in types):
                 return None
+            if any(isinstance(t, ct.PtrT) for t in types):
+                raise compile_error(loc, "pass helpers the buffer and an offset, not a pointer "
+                                         "local (helpers index their own buffers)")
+            if any(isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field")
+                   for t in types):
+                raise compile_error(loc, "pass struct fields to helpers one by one (x[i].d), "
+                                         "or the whole buffer x and the index i")
             return self.program.specialize(value, tuple(types), loc)
         if kind == "range":
             raise compile_error(loc, "range() only in 'for i in range(...)'")
@@ -342,6 +455,15 @@ class Typer:
         types = [self.expr(a) for a in node.args]
         if any(t is None for t in types):
             return None
+        for mark in ("vector_form", "lifted_scalar"):  # set anew for each specialisation
+            node.__dict__.pop(mark, None)
+        if any(isinstance(t, ct.VecT) for t in types):
+            form = lift.vector_form(entry)
+            if form is not None:
+                node.vector_form = form
+                return form[0](types, node)
+            if lift.liftable(entry):
+                return lift.result(entry, types, node)
         return entry.result(types, node)
 
 

@@ -24,6 +24,8 @@ from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
 from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import inline_cut_helpers
+from clsim.compiler.nulls import fold_null_tests
+from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.regions import Analysis
 from clsim.runtime import record as rec
 from clsim.runtime.record import Site
@@ -44,11 +46,16 @@ class Program:
 
     def __init__(self, parsed: Parsed, arg_types: dict, local_size: tuple[int, ...]):
         self.parsed = parsed
-        self.arg_types = arg_types
+        # What instruments see of the arguments: a struct buffer as its bytes (they size
+        # shadows and traffic by element type; struct field accesses report byte accesses).
+        self.arg_types = {n: ct.ArrayT("uint8", t.ndim, t.space)
+                          if isinstance(t, ct.ArrayT) and not isinstance(t.dtype, str) else t
+                          for n, t in arg_types.items()}
         self.local_size = tuple(local_size) + (1,) * (3 - len(local_size))
         self.work_dim = len(local_size)
         self.funcs: dict[tuple, FuncSpec] = {}
         self._typing: set[tuple] = set()
+        self.tables: dict[str, object] = {}  # __constant tables the kernel reads, by name
 
     def specialize(self, kfn, arg_types: tuple, loc):
         key = (kfn.name, arg_types)
@@ -122,6 +129,10 @@ class ModuleEmitter:
         self.sites: list[Site] = []
         self._site_keys: dict[tuple, int] = {}
         self.func_sources: dict[str, str] = {}
+        self.lifted: dict[str, str] = {}  # body -> name of a vector expression's function
+        self.tables: dict[str, str] = {}  # __constant table name -> module-level array
+        self.uses_printf = "printf" in program.parsed.flags  # then _pf collects its lines
+        self.printf_sites: dict[int, tuple] = {}  # site -> (format, argument kinds)
         self.has_exit = False
         self.instruments: list = []
         self.bounds = True
@@ -146,6 +157,28 @@ class ModuleEmitter:
             self.sites.append(Site(len(self.sites), loc.file, loc.line, loc.func,
                                    loc.text.strip(), buffer, kind, space, str(dtype), width))
         return self._site_keys[key]
+
+    def table(self, name: str, arrt) -> str:
+        """The module-level array of the __constant table ``name`` (read from the kernel's
+        globals, where the front end found it)."""
+        if name not in self.tables:
+            value = np.ascontiguousarray(self.program.tables[name])
+            stored = value.view(np.uint16) if value.dtype == np.float16 else value
+            const = f"_T_{name}"
+            self.tables[name] = const
+            self.const_lines.append(
+                f"{const} = np.frombuffer(bytes.fromhex({stored.tobytes().hex()!r}), "
+                f"np.{stored.dtype.name}).reshape({stored.shape})")
+        return self.tables[name]
+
+    def lifted_function(self, params: list[str], body: str, statements: bool = False) -> str:
+        """A module-level function of ``params`` returning the expression ``body`` (or running
+        the indented ``statements``): vector expressions whose operands must be read once.
+        Identical bodies share one function."""
+        key = f"({', '.join(params)}): " + (body if statements else f"return {body}")
+        if key not in self.lifted:
+            self.lifted[key] = f"_vx{len(self.lifted)}"
+        return self.lifted[key]
 
     def register_bitcast(self, src: str, dst: str) -> bool:
         if src == dst:
@@ -196,7 +229,8 @@ class ModuleEmitter:
 
     @property
     def state_args(self) -> list[str]:
-        return [name for inst in self.instruments for name in inst.state_args()]
+        names = [name for inst in self.instruments for name in inst.state_args()]
+        return [*names, "_pf"] if self.uses_printf else names
 
     @property
     def hidden_args(self) -> str:
@@ -216,7 +250,7 @@ class ModuleEmitter:
         gen.bounds_checks = self.bounds
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
-                gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
+                gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
         gen.stmts_wi(spec.parsed.tree.body)
         params = ", ".join(f"v_{p}" for p in spec.parsed.params)
         head = f"def {spec.mangled}({params}{', ' if params else ''}{self.hidden_args}):"
@@ -227,7 +261,9 @@ class ModuleEmitter:
         deco = "@_jit\n" if self.jit else ""
         helper_src = [deco + src for src in hp.helper_sources(self.helpers_used, table.HELPERS)]
         helper_src += [deco + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
-        funcs = [deco + src for src in self.func_sources.values()]
+        funcs = [deco + f"def {name}{key.split(': ', 1)[0]}:\n    {key.split(': ', 1)[1]}"
+                 for key, name in self.lifted.items()]
+        funcs += [deco + src for src in self.func_sources.values()]
         pnames = ", ".join(f"v_{p}" for p in params)
         e = self.program.local_size
         header = [
@@ -243,7 +279,8 @@ class ModuleEmitter:
                 "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True)",
             ]
         else:
-            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit"]
+            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit",
+                       "from clsim.runtime.intrinsics_py import *  # noqa: F403"]
         for inst in self.instruments:
             header += [line for line in inst.imports() if line not in header]
         consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
@@ -298,7 +335,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     local_size, jit, parallel = config.local_size, config.jit, config.parallel
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
-    body = inline_cut_helpers(parsed)
+    body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
+    body = scope_loop_variables(body, arg_types)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
@@ -322,13 +360,15 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     for name, kind in sorted(storage.items()):
         t = typer.env[name]
         if kind == "larray":
-            gen.emit(f"v_{name} = np.empty({t.shape}, np.{t.dtype})")
+            gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
         elif kind == "parray":
-            gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, np.{t.dtype})")
+            gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, "
+                     f"np.{ct.storage_dtype(t.dtype)})")
         elif kind == "ctx" and isinstance(t, ct.VecT):
-            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), np.{t.dtype})")
+            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), "
+                     f"np.{ct.register_dtype(t.dtype)})")
         elif kind == "ctx":
-            dtype = "np.bool_" if t == "bool" else f"np.{t}"
+            dtype = "np.bool_" if t == "bool" else f"np.{ct.register_dtype(t)}"
             gen.emit(f"v_{name}__c = np.empty({nl_max}, {dtype})")
     if module.has_exit:
         gen.emit(f"_exited = np.zeros({nl_max}, np.bool_)")
@@ -339,6 +379,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
     source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
+    if module.uses_printf:
+        source += f"_PRINTF = {module.printf_sites!r}\n"
     local_bytes = sum(math.prod(typer.env[name].shape) * np.dtype(typer.env[name].dtype).itemsize
                       for name, kind in storage.items() if kind == "larray")
     source += f"_LOCAL_BYTES = {local_bytes}\n"  # checked against the device's local memory

@@ -14,9 +14,10 @@ import ast
 import numpy as np
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.structs import struct_of
 from clsim.errors import InvalidArgumentError
 
-SUPPORTED_DTYPES = frozenset(set(ct.INT_TYPES) | {"float32", "float64", "bool"})
+SUPPORTED_DTYPES = frozenset(set(ct.INT_TYPES) | {"float16", "float32", "float64", "bool"})
 # Builtins that write through a buffer argument, and which argument: atomics take p[i] or
 # (p, i) first, vstoreN(v, offset, p) third.
 _WRITTEN_ARGUMENT = {"atomic_": 0, "atom_": 0, "vstore": 2}
@@ -31,17 +32,26 @@ def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
             f"{len(args)} (CL_INVALID_KERNEL_ARGS)", kernel=kernel)
     types, values = {}, []
     for name, value in zip(params, args, strict=True):
-        if isinstance(value, np.ndarray) and value.ndim > 0:
+        if value is None:  # a null pointer (compiler/nulls.py); the code never reads it
+            types[name] = "null"
+            values.append(np.zeros(1, np.uint8))
+        elif isinstance(value, np.ndarray) and value.ndim > 0:
             _check_buffer(kernel, name, value, name in stored)
+            if value.dtype.names is not None:  # a packed struct buffer: its bytes
+                types[name] = ct.ArrayT(struct_of(value.dtype, f"{kernel}: buffer '{name}': "),
+                                        1, "global")
+                values.append(value.reshape(-1).view(np.uint8))
+                continue
             types[name] = ct.ArrayT(value.dtype.name, 1, "global")
-            values.append(value.reshape(-1))
+            # generated code sees a half buffer as its bits (Numba has no float16)
+            values.append(value.reshape(-1).view(ct.storage_dtype(value.dtype.name)))
         elif isinstance(value, np.generic | np.ndarray):
             scalar = value[()] if isinstance(value, np.ndarray) else value
             if scalar.dtype.name not in SUPPORTED_DTYPES:
                 raise InvalidArgumentError(
                     f"{kernel}: scalar '{name}' has dtype {scalar.dtype}", kernel=kernel)
             types[name] = scalar.dtype.name
-            values.append(scalar)
+            values.append(np.dtype(ct.register_dtype(scalar.dtype.name)).type(scalar))
         else:
             hint = "np.int32(...)" if isinstance(value, int) else "np.float32(...)"
             raise InvalidArgumentError(
@@ -60,7 +70,7 @@ def _check_buffer(kernel: str, name: str, value: np.ndarray, stored: bool) -> No
         raise InvalidArgumentError(
             f"{kernel}: buffer '{name}' is not C-contiguous, so results could not be "
             "written back in place. Pass np.ascontiguousarray(...)", kernel=kernel, buffer=name)
-    if value.dtype.name not in SUPPORTED_DTYPES:
+    if value.dtype.names is None and value.dtype.name not in SUPPORTED_DTYPES:
         raise InvalidArgumentError(
             f"{kernel}: buffer '{name}' has dtype {value.dtype}, which kernels cannot "
             "use yet", kernel=kernel, buffer=name)

@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from clsim.api import KernelFunction
+from clsim.compiler.diagnostics import internal_compile_error
 from clsim.compiler.frontend import parse
 from clsim.compiler.module import generate
 from clsim.errors import InvalidArgumentError, KernelCompileError
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
+from clsim.runtime import printf, watch
 from clsim.runtime import record as rec
-from clsim.runtime import watch
 from clsim.runtime.arguments import kernel_arg_types, read_only_error, stored_buffers
 from clsim.runtime.cache import load_source
 from clsim.runtime.config import (
@@ -171,9 +172,13 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     check_memory(compiled.module, config, _groups_at_once(config))
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
     state = [arr for inst in instruments for arr in _allocate(inst, info)]
+    printf_sites = getattr(compiled.module, "_PRINTF", None)
+    lines = [printf.buffer()] if printf_sites is not None else []
     how = _Watch(parsed.params, timeout_s, progress)
-    result = _launch(compiled, config, [*values, *state], how,
+    result = _launch(compiled, config, [*values, *state, *lines], how,
                      _group_driver(kernel, config, instruments, info, len(values)))
+    if lines:  # printf's output, after the launch, by work-item
+        result.results["printf"] = printf.emit(lines[0], printf_sites)
     offset = 0
     for inst in instruments:
         count = len(inst.state_args())
@@ -324,7 +329,14 @@ def _warm_up(compiled: _Compiled, config: LaunchConfig, step, how: _Watch, value
     try:
         step(0, 0)
     except TypingError as exc:  # stores to a read-only array inside a helper
-        raise _read_only(exc, config, how.params, values) from None
+        error = _read_only(exc, config, how.params, values)
+        if error is exc:  # any other Numba error is a compile error, never its traceback
+            raise internal_compile_error(config.kernel, compiled.path, exc) from None
+        raise error from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("numba."):
+            raise internal_compile_error(config.kernel, compiled.path, exc) from None
+        raise
     compiled.warmed.add("warm")
     return time.perf_counter() - t0
 

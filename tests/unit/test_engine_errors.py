@@ -200,7 +200,7 @@ def test_compile_errors_say_where_and_what_to_write():
     msg = _compile_error(unknown_name, np.zeros(4, np.float32))
     assert "'some_undefined_thing' is not defined" in msg
     msg = _compile_error(int_float_mix, np.zeros(4, np.float32), np.zeros(4, np.float32))
-    assert "'acc' holds int32 elsewhere but float32 here" in msg
+    assert "'acc' holds int elsewhere but float here" in msg
 
 
 def test_ndrange_errors_mirror_opencl_status_names():
@@ -245,3 +245,37 @@ def test_builtins_refuse_to_run_outside_kernels():
     """Calling a builtin from plain Python explains how to launch instead."""
     with pytest.raises(clsim.KernelCompileError, match="only be called inside"):
         get_local_size(0)
+
+
+def test_numba_failure_is_a_one_paragraph_compile_error(monkeypatch):
+    """Generated code that Numba refuses (a clsim bug) is a KernelCompileError naming the
+    kernel and the generated module, never Numba's traceback."""
+    from numba.core.errors import TypingError
+
+    from clsim.runtime import launch as launch_mod
+
+    real = launch_mod._compile
+
+    def broken(*args, **kwargs):
+        compiled = real(*args, **kwargs)
+
+        class Module:
+            _LOCAL_BYTES = 0
+
+            @staticmethod
+            def _launch(*a):
+                raise TypingError("No implementation of function Function(<built-in>)")
+
+        return launch_mod._Compiled(Module, compiled.sites, compiled.path)
+
+    monkeypatch.setattr(launch_mod, "_compile", broken)
+    with pytest.raises(clsim.KernelCompileError) as info:
+        clsim.run(numba_refuses, (4,), (4,), (np.zeros(4, np.float32),))
+    msg = str(info.value)
+    assert "numba_refuses: internal error: Numba could not compile" in msg
+    assert "No implementation of function" in msg and "clsim_gen_numba_refuses" in msg
+
+
+@kernel
+def numba_refuses(x):
+    x[get_global_id(0)] = 1.0

@@ -1,7 +1,8 @@
 """The builtin table: every OpenCL builtin clsim knows, described once.
 
 One module per family (``workitem``, ``math``, ``integer``, ``relational``, ``conversion``,
-``vector``, ``memory``, ``atomics``, ``collectives``), each with a list ``ENTRIES`` of frozen
+``vector`` (+ ``vector_convert``), ``half``, ``memory``, ``atomics``, ``collectives``), each
+with a list ``ENTRIES`` of frozen
 ``Builtin`` records (``entry.py`` documents every field). Every pass reads this table and
 nothing else: ``clsim.api`` exports a marker per public name, the front end reads ``cut``,
 ``effects`` and ``on_parse``, typing calls ``result`` (or ``typing``), the region builder reads
@@ -30,18 +31,22 @@ from clsim.compiler.builtins import (
     atomics,
     collectives,
     conversion,
+    half,
     integer,
     math,
     memory,
+    printf,
     relational,
     vector,
+    vector_convert,
     workitem,
 )
 from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
+from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
-_MODULES = (workitem, math, integer, relational, conversion, vector, memory, atomics,
-            collectives)
+_MODULES = (workitem, math, integer, relational, conversion, vector, vector_convert, half,
+            memory, printf, atomics, collectives)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:
@@ -57,6 +62,8 @@ def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:
                     raise ValueError(f"runtime helper {h.name} has two different sources "
                                      f"(builtin {entry.name})")
                 helpers[h.name] = h
+    for h in STRUCT_HELPERS:  # struct field loads and stores (clsim.compiler.structs)
+        helpers[h.name] = h
     return table, helpers
 
 

@@ -20,7 +20,8 @@ PAGE = Path(__file__).resolve().parents[3] / "docs" / "language.md"
 _TITLES = {
     "work-item": "Work-item functions", "math": "Math and common functions",
     "integer": "Integer functions", "relational": "Relational functions",
-    "conversion": "Conversions and reinterpretation", "vector": "Vector loads and stores",
+    "conversion": "Conversions and reinterpretation", "vector": "Vectors",
+    "half": "Half precision (cl_khr_fp16)",
     "memory": "Synchronisation and memory", "atomics": "Atomics",
     "collectives": "Sub-group and work-group collectives",
 }
@@ -58,7 +59,8 @@ def render() -> str:
     """The generated part of docs/language.md, markers included."""
     out = [BEGIN, ""]
     for family in FAMILIES:
-        entries = [e for e in TABLE.values() if e.family == family and e.public]
+        entries = [e for e in TABLE.values()
+                   if e.family == family and e.public and e.listed]
         if not entries:
             continue
         out += [f"### {_TITLES[family]}", "",

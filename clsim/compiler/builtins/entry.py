@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from clsim.compiler.helpers import Helper
 
-FAMILIES = ("work-item", "math", "integer", "relational", "conversion", "vector", "memory",
-            "atomics", "collectives")
+FAMILIES = ("work-item", "math", "integer", "relational", "conversion", "vector", "half",
+            "memory", "atomics", "collectives")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,9 @@ class Builtin:
     some work-items would evaluate it. ``on_parse(parsed, call)`` checks a call once per parsed
     function. ``typing(typer, call)`` replaces ``result`` for declarations whose arguments are
     not values (``local_array(n, np.float32)``). ``helpers``: runtime helper sources the
-    emitted code may call (by name, through ``gen.helper``).
+    emitted code may call (by name, through ``gen.helper``). ``listed=False`` leaves the entry
+    out of the generated docs when one row stands for a whole family (``float4`` for every
+    ``TN`` constructor).
     """
 
     name: str
@@ -56,6 +58,8 @@ class Builtin:
     typing: Callable | None = None
     helpers: tuple[Helper, ...] = ()
     public: bool = True
+    keywords: tuple[str, ...] = ()  # keyword arguments its typing accepts (fill=...)
+    listed: bool = True  # one row in docs/language.md (False: a sibling's row covers it)
     c: str = ""
     py: str = ""
     types: str = ""

@@ -8,6 +8,10 @@ A work-group barrier is a cut: the region builder ends the work-item loop there 
 
 from __future__ import annotations
 
+import ast
+
+import numpy as np
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.diagnostics import node_error
@@ -53,16 +57,76 @@ def _declare(name):
     space = "local" if name == "local_array" else "private"
 
     def typing(typer, call):
-        if len(call.args) != 2 or call.keywords:
+        if len(call.args) != 2:
             raise node_error(call, f"{name}(shape, dtype) takes a shape and a numpy dtype")
         dt = getattr(call.args[1], "resolved", None)
         if not dt or dt[0] != "dtype":
             raise node_error(call, f"{name}: the second argument must be a numpy dtype such "
                                    "as np.float32")
         shape = typer.program.const_shape(call.args[0], call.loc)
+        call.fill = _fill_values(call, shape, dt[1])
         return ct.ArrayT(dt[1], len(shape), space, shape)
 
     return typing
+
+
+def _number(node):
+    value = getattr(node, "resolved", ("", None))[1] if hasattr(node, "resolved") else None
+    if isinstance(node, ast.Constant):
+        value = node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    ok = isinstance(value, int | float | np.number) and not isinstance(value, bool)
+    return value if ok else None
+
+
+def _fill_values(call, shape, dtype) -> tuple | None:
+    """``fill=x`` (every element) or ``fill=(a, b, ...)`` (the first elements, the rest 0, as
+    C's ``float s[4] = {a, b};``): constants only."""
+    fill = next((k.value for k in call.keywords if k.arg == "fill"), None)
+    if fill is None:
+        return None
+    items = fill.elts if isinstance(fill, ast.Tuple) else None
+    values = [_number(v) for v in (items if items is not None else [fill])]
+    if any(v is None for v in values):
+        raise node_error(call, "private_array(..., fill=...) takes a number or a tuple of "
+                               "numbers (constants)")
+    if items is not None and (len(shape) != 1 or len(values) > shape[0]):
+        raise node_error(call, f"fill=(...) has {len(values)} values for an array of shape "
+                               f"{shape}; a tuple fills a 1-D array from its start")
+    if ct.is_int(dtype) and any(isinstance(v, float) for v in values):
+        raise node_error(call, f"fill: a float value for an {ct.cname(dtype)} array")
+    return ("all", values[0]) if items is None else ("start", tuple(values))
+
+
+def _view_typing(typer, call):
+    if len(call.args) not in (2, 3):
+        raise node_error(call, "view(buffer, dtype, byte_offset) takes a buffer, a numpy "
+                               "dtype (or a struct dtype) and a byte offset")
+    buf = typer.pointer(call.args[0])
+    kind, what = getattr(call.args[1], "resolved", (None, None))
+    if len(call.args) == 3:
+        off = typer.expr(call.args[2])
+        if off is not None and not ct.is_int(ct.promote(off)):
+            raise node_error(call, "view(): the byte offset must be an integer")
+    if buf is None:
+        return None
+    if not isinstance(buf, ct.PtrT) or buf.view is not None or buf.array.space == "field":
+        raise node_error(call, "view(x, T, off): x must be a buffer or a pointer into one "
+                               "(not another view)")
+    if kind == "dtype" and what != "bool":
+        return ct.PtrT(buf.base, buf.array, what)
+    if kind == "struct":
+        from clsim.compiler.structs import struct_of
+
+        return ct.PtrT(buf.base, buf.array, struct_of(what))
+    raise node_error(call, "view(): the second argument must be a numpy dtype such as "
+                           "np.float32 or a structured dtype")
+
+
+def _view_lower(gen, call):
+    return gen.view_offset(call)
 
 
 ENTRIES = [
@@ -72,10 +136,17 @@ ENTRIES = [
       for name in ("barrier", "work_group_barrier")),
     Builtin("mem_fence", FAMILY, _fence_rule("mem_fence"), lower=_no_code, c="mem_fence(flags)",
             note="orders one work-item's own accesses: nothing to do in the simulator"),
+    Builtin("view", FAMILY, typing=_view_typing, lower=_view_lower,
+            c="(global T *)((global char *)p + off)", py="q = view(p, np.T, off)",
+            types="T: numpy dtype or struct dtype",
+            note="a typed view of a buffer's bytes at a byte offset; accesses are checked "
+                 "against the buffer"),
     Builtin("local_array", FAMILY, typing=_declare("local_array"), varying=True,
             c="__local T a[N]", py="a = local_array(N, np.T)", types="shape: constants",
             note="one per work-group, uninitialised; N may be a tuple"),
     Builtin("private_array", FAMILY, typing=_declare("private_array"), varying=True,
-            c="T a[N]", py="a = private_array(N, np.T)", types="shape: constants",
-            note="one per work-item, uninitialised"),
+            keywords=("fill",), c="T a[N]", py="a = private_array(N, np.T)",
+            types="shape: constants",
+            note="one per work-item, uninitialised; fill=0.0 or fill=(a, b) initialises "
+                 "(T a[N] = {a, b}: the rest 0)"),
 ]

@@ -12,8 +12,12 @@ from clsim.compiler.diagnostics import node_error
 
 
 def float_result(types) -> str:
-    """The floating type a math builtin computes in: double if any argument is, else float."""
-    return "float64" if "float64" in types else "float32"
+    """The floating type a math builtin computes in: double if any argument is, half if every
+    floating argument is half, else float."""
+    if "float64" in types:
+        return "float64"
+    floats = [t for t in types if ct.is_float(t)]
+    return "float16" if floats and all(t == "float16" for t in floats) else "float32"
 
 
 def need_float(name: str, n: int = 1):
@@ -51,6 +55,10 @@ def call_helper(stem: str):
 
     def emit(gen, codes, types, call):
         to = float_result(types)
+        if to == "float16":  # the float helper, rounded to half (half values are floats)
+            args = cast_all(gen, codes, types, "float32")
+            inner = gen.helper(f"_{stem}_float32") + "(" + ", ".join(args) + ")"
+            return gen.cast(inner, "float32", "float16")
         args = cast_all(gen, codes, types, to)
         return gen.helper(f"_{stem}_{to}") + "(" + ", ".join(args) + ")"
 
@@ -62,6 +70,7 @@ def call_common(helper: str):
 
     def emit(gen, codes, types, call):
         args = cast_all(gen, codes, types, call.ctype)
-        return gen.helper(helper) + "(" + ", ".join(args) + ")"
+        code = gen.helper(helper) + "(" + ", ".join(args) + ")"
+        return gen.wrap(code, call.ctype) if call.ctype == "float16" else code
 
     return emit

@@ -1,0 +1,77 @@
+"""Statement builtins with their own code shapes: printf's record append, vstore_half's
+rounded stores, vload_half's loads, private_array's initialiser. A mixin of
+``codegen.FunctionEmitter`` (it uses its ``pre``, ``typed``, ``cast`` and ``array_base``).
+"""
+
+from __future__ import annotations
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
+
+
+class BuiltinStatements:
+    def _fill(self, name: str, t: ct.ArrayT, fill) -> None:
+        if fill is None:
+            return
+        base, lead = self.array_base(name, t)
+        row = f"{base}[{lead[0]}]" if lead else base
+        kind, values = fill
+        if kind == "all":
+            self.emit(f"{row}.fill({self.encode(self.const(values, t.dtype), t.dtype)})")
+            return
+        self.emit(f"{row}.fill({self.encode(self.const(0, t.dtype), t.dtype)})")
+        for k, v in enumerate(values):
+            self.emit(f"{row}[{k}] = {self.encode(self.const(v, t.dtype), t.dtype)}")
+
+    def printf(self, call) -> None:
+        """Append [site, global linear id, argument bits...] to the launch's printf buffer."""
+        site = self.module.site(call, "", "printf", "none", "none")
+        self.module.printf_sites[site] = (call.args[0].value, call.printf_kinds)
+        glid = ("((_gz * _E2 + _lz) * _G1 * _G0 + (_gy * _E1 + _ly) * _G0 + "
+                "(_gx * _E0 + _lx))")
+        values = []
+        for arg, (kind, _bits) in zip(call.args[1:], call.printf_kinds, strict=True):
+            if kind == "f":
+                values.append(f"_bitcast_int64({self.typed(arg, 'float64')})")
+            else:
+                values.append(self.cast(self.typed(arg, ct.promote(arg.ctype)),
+                                        ct.promote(arg.ctype), "int64"))
+        n = self.fresh("_pn")
+        lines = [f"{n} = _pf[0, 0] + 1", f"if {n} < _pf.shape[0]:",
+                 f"    _pf[{n}, 0] = {site}", f"    _pf[{n}, 1] = {glid}"]
+        lines += [f"    _pf[{n}, {2 + k}] = {v}" for k, v in enumerate(values)]
+        lines.append(f"_pf[0, 0] = {n}")
+        for line in lines:
+            self.pre(line)
+        return None
+
+    def half_vload(self, call, width: int, stride: int) -> str:
+        """vload_half / vload_halfN / vloada_halfN: floats from half bits at offset*stride."""
+        vec = self.vload(call, width, stride)
+        return f"({vec})[0]" if width == 1 else vec
+
+    def half_vstore(self, call, width: int, stride: int, mode: int) -> None:
+        """vstore_half[N][_mode]: each float rounded to half by ``mode`` at offset*stride."""
+        vec, offset_node, buf = call.args
+        name, arrt, start = self.pointer_offset(buf)
+        base, lead = self.array_base(name, arrt)
+        v = self.fresh("_vv")
+        self.pre(f"{v} = {self.expr(vec)}")
+        o = self.fresh("_vo")
+        self.pre(f"{o} = {start} + {self.typed(offset_node, 'int64')} * {stride}")
+        site = self.module.site(call, name, "store", arrt.space, arrt.dtype, width=width)
+        if self.bounds_checks:
+            length = f"{base}.shape[{len(lead)}]"
+            self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
+                     f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
+                     f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
+                     f"{self.lid_code()})\n    {self.err_return}")
+        wrapped = self.module.access(self, site, name, arrt, [o], "store")[0]
+        if wrapped != o:
+            self.pre(f"{o} = {wrapped}")
+        lead_code = ", ".join(lead) + ", " if lead else ""
+        comps = [v] if width == 1 else [f"{v}[{k}]" for k in range(width)]
+        for k, comp in enumerate(comps):
+            self.pre(f"{base}[{lead_code}{o} + {k}] = {self.helper('_f2h_mode')}({comp}, "
+                     f"{self.const(mode, 'int64')})")
+        return None

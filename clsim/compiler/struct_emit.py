@@ -1,0 +1,238 @@
+"""Code generation for struct fields: ``x[ib].d``, ``x[ib].qs[j]``, nested records.
+
+A struct buffer is its bytes (uint8) in generated code. A field chain becomes a byte offset
+(``ib * itemsize + offset + j * size``) with each index checked against its own bound (the
+record count, the array field's length), then a little-endian load or store of the field's
+type (``structs._ldb_T`` / ``_stb_T``). Instruments see one access of the field's bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
+from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.structs import StructT, size_of
+from clsim.runtime import record as rec
+
+_BYTES = ct.ArrayT("uint8", 1, "global")
+
+
+def is_field(node) -> bool:
+    """A struct field access (or an element of an array field): a load or store target."""
+    if isinstance(node, ast.Attribute):
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, StructT) or (isinstance(base, ct.PtrT)
+                                             and isinstance(base.dtype, StructT))
+    if isinstance(node, ast.Subscript):
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, ct.ArrayT) and base.space == "field"
+    return False
+
+
+class StructEmitter:
+    """Mixin of ``ExprEmitter``: loads and stores of struct fields."""
+
+    def _field_index(self, code: str, length: str, site: int, store: bool) -> str:
+        if not self.bounds_checks:
+            return code
+        if not store:
+            self.checked()
+            return (f"{self.helper('_ck')}({code}, {length}, _err, {self.const(site, 'int64')}, "
+                    f"{self.lid_code()})")
+        tmp = self.fresh("_i")
+        self.pre(f"{tmp} = {code}")
+        self.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
+                 f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
+                 f"{self.const(site, 'int64')}, {tmp}, {length}, {self.lid_code()})\n"
+                 f"    {self.err_return}")
+        return tmp
+
+    def byte_base(self, name: str, arrt: ct.ArrayT) -> str:
+        """The bytes of array ``name`` (a struct buffer already is its bytes)."""
+        base, lead = self.array_base(name, arrt)
+        row = f"{base}[{lead[0]}]" if lead else base
+        return row if isinstance(arrt.dtype, StructT) else f"{row}.view(np.uint8)"
+
+    def view_offset(self, call) -> str:
+        """Byte offset of ``view(p, T, off)``: p's element offset in bytes plus ``off``."""
+        name, arrt, elems = self.pointer_offset(call.args[0])
+        size = size_of(ct.storage_dtype(arrt.dtype) if isinstance(arrt.dtype, str)
+                       else arrt.dtype)
+        off = self.typed(call.args[2], "int64") if len(call.args) == 3 else "0"
+        return f"({elems} * {size} + {off})"
+
+    def view_element(self, node, kind: str) -> tuple[str, str, str]:
+        """(bytes code, checked byte offset, element type) of ``p[i]`` on a typed view."""
+        ptr: ct.PtrT = node.value.ctype
+        size = size_of(ptr.view)
+        site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8",
+                                width=_report_width(ptr.array, size))
+        data = self.byte_base(ptr.base, ptr.array)
+        off = (f"({self.read_var(node.value.id)} + {self.typed(node.slice, 'int64')} * "
+               f"{size})")
+        checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
+                                    store=(kind == "store"))
+        return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def report_bytes(self, site: int, name: str, arrt: ct.ArrayT, off: str, kind: str) -> str:
+        """Tell instruments about an access at byte ``off`` of buffer ``name``: as a byte
+        index into a struct buffer (which they see as bytes), else as the index of the
+        buffer element holding that byte; the byte offset is what the code then uses."""
+        if _bytewise(arrt):
+            return self.module.access(self, site, name, _BYTES, [off], kind)[0]
+        size = size_of(arrt.dtype)
+        element = f"({off} // {size})"
+        seen = self.module.access(self, site, name, arrt, [element], kind)[0]
+        return off if seen == element else f"({off} + 0 * {seen})"
+
+    def view_vector(self, call, buf, width: int, kind: str) -> tuple[str, str, object]:
+        """(bytes, checked byte offset of element 0, element type) of vloadN/vstoreN(.., p)
+        through a typed view: N elements at p + offset * N."""
+        ptr: ct.PtrT = buf.ctype
+        size = size_of(ptr.view)
+        offset_node = call.args[0] if kind == "load" else call.args[1]
+        site = self.module.site(call, ptr.base, kind, ptr.array.space, "uint8",
+                                width=_report_width(ptr.array, size * width))
+        data = self.byte_base(ptr.base, ptr.array)
+        _name, _arrt, start = self.pointer_offset(buf)
+        off = f"({start} + {self.typed(offset_node, 'int64')} * {width * size})"
+        checked = self._field_index(off, f"({data}.shape[0] - {width * size - 1})", site,
+                                    store=(kind == "store"))
+        if kind == "load":
+            tmp = self.fresh("_vo")
+            self.pre(f"{tmp} = {checked}")
+            checked = tmp
+            self.pre(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
+        return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def view_vload(self, call, width: int) -> str:
+        data, off, t = self.view_vector(call, call.args[1], width, "load")
+        load = self.helper(f"_ldb_{t}")
+        return "(" + ", ".join(f"{load}({data}, {off} + {k * size_of(t)})"
+                               for k in range(width)) + ",)"
+
+    def view_vstore(self, call, width: int) -> None:
+        vec = call.args[0]
+        v = self.fresh("_vv")
+        self.pre(f"{v} = {self.expr(vec)}")
+        data, off, t = self.view_vector(call, call.args[2], width, "store")
+        store = self.helper(f"_stb_{t}")
+        for k in range(width):
+            value = self.cast(f"{v}[{k}]", vec.ctype.dtype, t)
+            self.pre(f"{store}({data}, {off} + {k * size_of(t)}, {value})")
+        return None
+
+    def view_load(self, node) -> str:
+        data, off, t = self.view_element(node, "load")
+        return self.helper(f"_ldb_{t}") + f"({data}, {off})"
+
+    def view_store(self, target, value) -> None:
+        def build():
+            t = target.value.ctype.view
+            v = self.fresh("_v")
+            self.pre(f"{v} = {self.typed(value, t)}")
+            data, off, _ = self.view_element(target, "store")
+            return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
+
+        self.statement(build)
+
+    def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
+        """(buffer code, byte offset code) of a field chain ending at ``node``."""
+        if isinstance(node, ast.Name) and isinstance(node.ctype, ct.PtrT):  # xb.d: xb->d
+            return self._struct_pointer(node, self.const(0, "int64"), site, store)
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and isinstance(node.value.ctype, ct.PtrT)):
+            return self._struct_pointer(node.value, self.typed(node.slice, "int64"), site,
+                                        store)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            arrt = node.value.ctype
+            if not isinstance(arrt, ct.ArrayT) or not isinstance(arrt.dtype, StructT):
+                raise compile_error(node.loc, "internal: not a struct buffer")
+            base, lead = self.array_base(node.value.id, arrt)
+            if lead:
+                raise compile_error(node.loc, "private arrays of structs are not supported")
+            size = arrt.dtype.itemsize
+            ib = self._field_index(self.typed(node.slice, "int64"),
+                                   f"({base}.shape[0] // {size})", site, store)
+            return base, f"({ib} * {size})"
+        if isinstance(node, ast.Attribute):
+            base, off = self.field_address(node.value, site, store)
+            record = node.value.ctype
+            field = (record.dtype if isinstance(record, ct.PtrT) else record).field(node.attr)
+            return base, f"({off} + {field.offset})" if field.offset else off
+        if isinstance(node, ast.Subscript):
+            arrt: ct.ArrayT = node.value.ctype
+            base, off = self.field_address(node.value, site, store)
+            indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            stride = size_of(arrt.dtype)
+            flat = []
+            for dim, ix in enumerate(indices):
+                code = self._field_index(self.typed(ix, "int64"), str(arrt.shape[dim]), site,
+                                         store)
+                inner = 1
+                for n in arrt.shape[dim + 1:]:
+                    inner *= n
+                flat.append(f"{code} * {inner * stride}")
+            return base, f"({off} + {' + '.join(flat)})"
+        raise compile_error(getattr(node, "loc", None), "struct fields are read as "
+                                                        "x[i].field or x[i].field[j]")
+
+    def _struct_pointer(self, name_node, index: str, site: int, store: bool):
+        """(bytes, checked byte offset) of record ``p[index]`` through a pointer local: a
+        view holds a byte offset, a pointer into a struct buffer a record offset."""
+        ptr: ct.PtrT = name_node.ctype
+        size = ptr.dtype.itemsize
+        data = self.byte_base(ptr.base, ptr.array)
+        at = self.read_var(name_node.id)
+        off = (f"({at} + {index} * {size})" if ptr.view is not None
+               else f"(({at} + {index}) * {size})")
+        return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
+
+    def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
+        """The access site of a field chain, the buffer it is in and that buffer's type."""
+        t = node.ctype
+        while not isinstance(node, ast.Name):
+            node = node.value
+        if isinstance(node.ctype, ct.PtrT):
+            name, arrt = node.ctype.base, node.ctype.array
+        else:
+            name, arrt = node.id, node.ctype
+        site = self.module.site(node, name, kind, arrt.space, "uint8",
+                                width=_report_width(arrt, size_of(t)))
+        return site, name, arrt
+
+    def field_load(self, node) -> str:
+        t = node.ctype
+        if isinstance(t, StructT) or isinstance(t, ct.ArrayT):
+            raise compile_error(node.loc, "a struct or an array field is not a value: read "
+                                          "its fields or elements (x[i].d, x[i].qs[j])")
+        site, name, arrt = self._field_site(node, "load")
+        base, off = self.field_address(node, site, store=False)
+        off = self.report_bytes(site, name, arrt, off, "load")
+        return self.helper(f"_ldb_{t}") + f"({base}, {off})"
+
+    def field_store(self, target, value) -> None:
+        t = target.ctype
+
+        def build():
+            v = self.fresh("_v")
+            self.pre(f"{v} = {self.typed(value, t)}")
+            site, name, arrt = self._field_site(target, "store")
+            base, off = self.field_address(target, site, store=True)
+            o = self.fresh("_fo")
+            self.pre(f"{o} = {off}")
+            o = self.report_bytes(site, name, arrt, o, "store")
+            return self.helper(f"_stb_{t}") + f"({base}, {o}, {v})"
+
+        self.statement(build)
+
+
+def _bytewise(arrt: ct.ArrayT) -> bool:
+    return isinstance(arrt.dtype, StructT) or arrt.dtype in ("uint8", "int8")
+
+
+def _report_width(arrt: ct.ArrayT, nbytes: int) -> int:
+    """How many elements of the reported array an access of ``nbytes`` bytes spans."""
+    return nbytes if _bytewise(arrt) else max(1, nbytes // size_of(arrt.dtype))

@@ -1,0 +1,183 @@
+"""Vector benchmark: a float4 GEMV (4096x4096, one work-item per row) against the same kernel
+written with scalars, in one run (interleaved); the first compile of a vector kernel (fresh
+cache, own process); and the Numba representation behind vectors: the same float4 dot
+product with tuples, with four scalar locals and with a 4-element array.
+
+Run: python tests/bench/bench_vectors.py   (appends a section to docs/performance.md)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numba
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import append_section, best_interleaved  # noqa: E402
+
+import clsim  # noqa: E402
+from clsim import dot, get_global_id, vload4  # noqa: E402
+
+N = 4096
+
+
+@clsim.kernel
+def gemv_float4(a, x, y, ncols):
+    row = get_global_id(0)
+    acc = 0.0
+    for k in range(ncols // 4):
+        acc += dot(vload4(row * (ncols // 4) + k, a), vload4(k, x))
+    y[row] = acc
+
+
+@clsim.kernel
+def gemv_scalar(a, x, y, ncols):
+    row = get_global_id(0)
+    acc = 0.0
+    for k in range(ncols // 4):
+        base = row * ncols + 4 * k
+        acc += (((a[base] * x[4 * k] + a[base + 1] * x[4 * k + 1]) + a[base + 2] * x[4 * k + 2])
+                + a[base + 3] * x[4 * k + 3])
+    y[row] = acc
+
+
+@numba.njit(fastmath=False)
+def rep_tuple(a, x):
+    acc = np.float32(0)
+    for k in range(a.size // 4):
+        v = (a[4 * k], a[4 * k + 1], a[4 * k + 2], a[4 * k + 3])
+        w = (x[4 * k], x[4 * k + 1], x[4 * k + 2], x[4 * k + 3])
+        p = (v[0] * w[0], v[1] * w[1], v[2] * w[2], v[3] * w[3])
+        acc += ((p[0] + p[1]) + p[2]) + p[3]
+    return acc
+
+
+@numba.njit(fastmath=False)
+def rep_scalars(a, x):
+    acc = np.float32(0)
+    for k in range(a.size // 4):
+        v0, v1, v2, v3 = a[4 * k], a[4 * k + 1], a[4 * k + 2], a[4 * k + 3]
+        w0, w1, w2, w3 = x[4 * k], x[4 * k + 1], x[4 * k + 2], x[4 * k + 3]
+        acc += ((v0 * w0 + v1 * w1) + v2 * w2) + v3 * w3
+    return acc
+
+
+@numba.njit(fastmath=False)
+def rep_array(a, x):
+    acc = np.float32(0)
+    v = np.empty(4, np.float32)
+    w = np.empty(4, np.float32)
+    for k in range(a.size // 4):
+        for j in range(4):
+            v[j] = a[4 * k + j]
+            w[j] = x[4 * k + j]
+        p = v * w  # allocates, as array expressions on small arrays do
+        acc += ((p[0] + p[1]) + p[2]) + p[3]
+    return acc
+
+
+def bench_gemv() -> dict:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(N * N).astype(np.float32)
+    x = rng.standard_normal(N).astype(np.float32)
+    y4, ys = np.zeros(N, np.float32), np.zeros(N, np.float32)
+    args4, argss = (a, x, y4, np.int32(N)), (a, x, ys, np.int32(N))
+    first = clsim.run(gemv_float4, (N,), (64,), args4)
+    clsim.run(gemv_scalar, (N,), (64,), argss)
+    assert np.array_equal(y4, ys), "float4 and scalar GEMV must agree bit for bit"
+    best = best_interleaved({
+        "float4": lambda: clsim.run(gemv_float4, (N,), (64,), args4),
+        "scalar": lambda: clsim.run(gemv_scalar, (N,), (64,), argss),
+    }, rounds=7)
+    return {"float4_s": best["float4"], "scalar_s": best["scalar"],
+            "compile_s_this_process": first.compile_s}
+
+
+def bench_representation() -> dict:
+    a = np.random.default_rng(1).standard_normal(N * N).astype(np.float32)
+    x = np.random.default_rng(2).standard_normal(N * N).astype(np.float32)
+    fns = {"tuple": rep_tuple, "scalars": rep_scalars, "array": rep_array}
+    for fn in fns.values():
+        fn(a, x)
+    return best_interleaved({k: (lambda f=f: f(a, x)) for k, f in fns.items()}, rounds=5)
+
+
+_COMPILE_CHILD = """
+import sys, time, numpy as np
+sys.path.insert(0, sys.argv[1])
+t0 = time.perf_counter()
+import bench_vectors as b, clsim
+a = np.ones(64 * 64, np.float32); x = np.ones(64, np.float32); y = np.zeros(64, np.float32)
+r = clsim.run(getattr(b, sys.argv[2]), (64,), (64,), (a, x, y, np.int32(64)))
+print(r.compile_s, time.perf_counter() - t0)
+"""
+
+
+def _compile_once(kernel: str) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "CLSIM_CACHE_DIR": cache}
+        text = subprocess.run([sys.executable, "-c", _COMPILE_CHILD, str(Path(__file__).parent),
+                               kernel], env=env, check=True, capture_output=True,
+                              text=True).stdout.split()
+    return float(text[0]), float(text[1])
+
+
+def bench_compile() -> dict:
+    """Fresh-cache compile of the float4 and the scalar GEMV, each in its own process,
+    alternated twice (best of two), so machine load hits both alike."""
+    best = {"gemv_float4": (1e9, 1e9), "gemv_scalar": (1e9, 1e9)}
+    for _ in range(2):
+        for kernel in best:
+            best[kernel] = min(best[kernel], _compile_once(kernel))
+    return {"first_compile_s": best["gemv_float4"][0],
+            "first_process_s": best["gemv_float4"][1],
+            "scalar_compile_s": best["gemv_scalar"][0]}
+
+
+def main() -> None:
+    gemv = bench_gemv()
+    rep = bench_representation()
+    comp = bench_compile()
+    ratio = gemv["float4_s"] / gemv["scalar_s"]
+    lines = [
+        "float4 GEMV 4096x4096 (one work-item per row, 64 per group, vload4 + dot) against "
+        "the same kernel with scalar loads, warm, default checks, interleaved; the two "
+        "results agree bit for bit:",
+        "",
+        "| kernel | time | ratio |",
+        "| --- | --- | --- |",
+        f"| float4 | {gemv['float4_s'] * 1e3:.1f} ms | {ratio:.2f}x |",
+        f"| scalars | {gemv['scalar_s'] * 1e3:.1f} ms | 1.00x |",
+        "",
+        f"Target (float4 at most 1.3x scalars): {'met' if ratio <= 1.3 else 'NOT met'}.",
+        f"First compile of the float4 kernel (fresh cache): {comp['first_compile_s']:.2f} s "
+        f"(whole process {comp['first_process_s']:.2f} s; the scalar kernel: "
+        f"{comp['scalar_compile_s']:.2f} s in the same conditions); target under 5 s: "
+        f"{'met' if comp['first_compile_s'] < 5 else 'NOT met'}.",
+        "",
+        "Numba representation of a float4 (plain njit, 4M-element dot product):",
+        "",
+        "| representation | time | vs scalar locals |",
+        "| --- | --- | --- |",
+        *(f"| {k} | {v * 1e3:.1f} ms | {v / rep['scalars']:.2f}x |" for k, v in rep.items()),
+        "",
+        "Tuples cost what scalar locals cost (LLVM keeps a UniTuple's components in "
+        "registers) and need no renaming pass in the compiler; small arrays allocate. clsim "
+        "represents vectors as tuples.",
+    ]
+    append_section("Vectors (tests/bench/bench_vectors.py)", lines)
+    print("\n".join(lines))
+    print(json.dumps({**gemv, **rep, **comp}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""Packed structs: numpy structured dtypes as OpenCL packed structs. GGUF's quantisation
+blocks (Q4_0 18 B, Q8_0 34 B, Q4_K 144 B with a nested record, Q6_K 210 B) round-trip
+through kernels byte for byte, x[ib].d (half) and x[ib].qs[j] read like the C code, and
+clsim.cstruct prints the matching typedef."""
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import get_global_id, kernel
+
+Q4_0 = np.dtype([("d", np.float16), ("qs", np.uint8, (16,))])
+Q8_0 = np.dtype([("d", np.float16), ("qs", np.int8, (32,))])
+Q4_K = np.dtype([("dm", [("d", np.float16), ("dmin", np.float16)]),
+                 ("scales", np.uint8, (12,)), ("qs", np.uint8, (128,))])
+Q6_K = np.dtype([("ql", np.uint8, (128,)), ("qh", np.uint8, (64,)), ("scales", np.int8, (16,)),
+                 ("d", np.float16)])
+JIT = pytest.mark.parametrize("jit", [False, True])
+
+
+def _random_blocks(dtype, n, seed=0):
+    raw = np.random.default_rng(seed).integers(0, 256, n * dtype.itemsize, dtype=np.uint8)
+    blocks = raw.view(dtype).copy()
+    for name in dtype.names:  # keep half fields finite so == comparisons mean something
+        if blocks[name].dtype == np.float16:
+            blocks[name] = np.float16(0.5) * (np.arange(n) + 1)
+    return blocks
+
+
+@kernel
+def copy_q4_0(x, y):
+    ib = get_global_id(0)
+    y[ib].d = x[ib].d
+    for j in range(16):
+        y[ib].qs[j] = x[ib].qs[j]
+
+
+@kernel
+def copy_q8_0(x, y):
+    ib = get_global_id(0)
+    y[ib].d = x[ib].d
+    for j in range(32):
+        y[ib].qs[j] = x[ib].qs[j]
+
+
+@kernel
+def copy_q4_k(x, y):
+    ib = get_global_id(0)
+    y[ib].dm.d = x[ib].dm.d
+    y[ib].dm.dmin = x[ib].dm.dmin
+    for j in range(12):
+        y[ib].scales[j] = x[ib].scales[j]
+    for j in range(128):
+        y[ib].qs[j] = x[ib].qs[j]
+
+
+@kernel
+def copy_q6_k(x, y):
+    ib = get_global_id(0)
+    for j in range(128):
+        y[ib].ql[j] = x[ib].ql[j]
+    for j in range(64):
+        y[ib].qh[j] = x[ib].qh[j]
+    for j in range(16):
+        y[ib].scales[j] = x[ib].scales[j]
+    y[ib].d = x[ib].d
+
+
+@JIT
+@pytest.mark.parametrize("dtype, kern, size", [(Q4_0, copy_q4_0, 18), (Q8_0, copy_q8_0, 34),
+                                               (Q4_K, copy_q4_k, 144), (Q6_K, copy_q6_k, 210)])
+def test_gguf_blocks_round_trip_byte_for_byte(dtype, kern, size, jit):
+    """Every field of every block copied through a kernel: the output bytes are the input's."""
+    assert dtype.itemsize == size
+    x = _random_blocks(dtype, 7)
+    y = np.zeros(7, dtype)
+    clsim.run(kern, (7,), (7,), (x, y), jit=jit)
+    np.testing.assert_array_equal(y.view(np.uint8), x.view(np.uint8))
+
+
+@kernel
+def dequantize_q4_0(x, out):
+    ib = get_global_id(0)
+    d = x[ib].d
+    for j in range(16):
+        q = x[ib].qs[j]
+        out[ib * 32 + j] = (np.int32(q & 0x0F) - 8) * np.float32(d)
+        out[ib * 32 + j + 16] = (np.int32(q >> 4) - 8) * np.float32(d)
+
+
+@JIT
+def test_q4_0_dequantisation_matches_ggml_reference(jit):
+    """llama.cpp's dequantize_row_q4_0: low nibbles then high nibbles, minus 8, times d."""
+    x = _random_blocks(Q4_0, 5, seed=3)
+    out = np.zeros(5 * 32, np.float32)
+    clsim.run(dequantize_q4_0, (5,), (5,), (x, out), jit=jit)
+    d = x["d"].astype(np.float32)[:, None]
+    lo = (x["qs"] & 0x0F).astype(np.int32) - 8
+    hi = (x["qs"] >> 4).astype(np.int32) - 8
+    np.testing.assert_array_equal(out.reshape(5, 32), np.concatenate([lo, hi], 1) * d)
+
+
+@kernel
+def block_past_end(x, out):
+    out[0] = x[get_global_id(0) + 3].d
+
+
+@kernel
+def field_past_end(x, out):
+    out[0] = x[0].qs[get_global_id(0) + 16]
+
+
+@kernel
+def store_past_end(x, out):
+    x[0].qs[get_global_id(0) + 16] = 1
+
+
+@pytest.mark.parametrize("kern", [block_past_end, field_past_end, store_past_end])
+def test_struct_indices_are_bounds_checked(kern):
+    """The block index is checked against the number of records, an array field's index
+    against its length (a store is refused before it writes)."""
+    x = _random_blocks(Q4_0, 2)
+    before = x.copy()
+    with pytest.raises(clsim.OutOfBoundsError):
+        clsim.run(kern, (1,), (1,), (x, np.zeros(1, np.float32)))
+    np.testing.assert_array_equal(x.view(np.uint8), before.view(np.uint8))
+
+
+@kernel
+def struct_copy(x, out):
+    b = x[0]
+    out[0] = b.d
+
+
+@kernel
+def no_such_field(x, out):
+    out[0] = x[0].scale
+
+
+@pytest.mark.parametrize("kern, words", [(struct_copy, "cannot be copied into a variable"),
+                                         (no_such_field, "no field '.scale' (fields: d, qs)")])
+def test_struct_errors(kern, words):
+    with pytest.raises(clsim.KernelCompileError, match=None) as info:
+        clsim.run(kern, (1,), (1,), (_random_blocks(Q4_0, 1), np.zeros(1, np.float32)))
+    assert words in str(info.value) and "test_structs.py:" in str(info.value)
+
+
+def test_cstruct_prints_the_packed_typedef_with_asserts():
+    text = clsim.cstruct(Q4_K, "block_q4_K")
+    assert "typedef struct __attribute__((packed)) {" in text
+    assert "        half d;\n        half dmin;\n    } dm;" in text
+    assert "    uchar scales[12];\n    uchar qs[128];\n} block_q4_K;" in text
+    assert '_Static_assert(sizeof(block_q4_K) == 144, "block_q4_K: size");' in text
+    assert "__builtin_offsetof(block_q4_K, qs) == 16" in text
+    with pytest.raises(clsim.KernelCompileError, match="not a structured dtype"):
+        clsim.cstruct(np.float32, "f")
+
+
+@kernel
+def fields_and_views(x, raw, out):
+    i = get_global_id(0)
+    f = clsim.view(raw, np.float32, 4)
+    w = clsim.view(out, np.int32, 0)
+    out[i] = np.float32(x[i].d) + np.float32(x[i].qs[i % 16]) + f[i]
+    w[i + 8] = 3
+    x[i].qs[0] = 9
+
+
+@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True}])
+def test_instruments_see_struct_fields_and_views(options):
+    """Race and uninitialised-read checks and the traffic model run over struct fields and
+    typed views (one access of the field's bytes, reported in the buffer's own elements, so
+    neighbouring work-items' accesses are not mistaken for a race)."""
+    x = _random_blocks(Q4_0, 8)
+    raw = np.arange(64, dtype=np.uint8)
+    out, plain = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    x_plain = x.copy()
+    clsim.run(fields_and_views, (8,), (8,), (x_plain, raw, plain))
+    clsim.run(fields_and_views, (8,), (8,), (x, raw, out), **options)
+    np.testing.assert_array_equal(out, plain)
+    np.testing.assert_array_equal(x.view(np.uint8), x_plain.view(np.uint8))
+    assert (x["qs"][:, 0] == 9).all()
+
+
+@kernel
+def through_block_pointer(x, out):
+    ib = get_global_id(0)
+    xb = x + ib
+    out[2 * ib] = np.float32(xb.d)
+    out[2 * ib + 1] = np.float32(xb[0].qs[5]) + np.float32(xb.qs[6])
+    xb.qs[0] = 42
+
+
+@JIT
+def test_pointer_to_a_block(jit):
+    """global block_q4_0 *xb = x + ib; xb->d, xb->qs[j]: in Python xb = x + ib, xb.d, xb.qs[j]
+    (and xb[0].qs[j])."""
+    x = _random_blocks(Q4_0, 4, seed=5)
+    want_qs = x["qs"].copy()
+    out = np.zeros(8, np.float32)
+    clsim.run(through_block_pointer, (4,), (4,), (x, out), jit=jit)
+    np.testing.assert_array_equal(out[0::2], x["d"].astype(np.float32))
+    np.testing.assert_array_equal(out[1::2], want_qs[:, 5].astype(np.float32) + want_qs[:, 6])
+    assert (x["qs"][:, 0] == 42).all()
