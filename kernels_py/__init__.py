@@ -7,6 +7,8 @@ family (kernel body, reference, input generator, launch plan). Their ``.cl`` twi
 
 from kernels_py import (  # noqa: F401
     argmax,
+    argmax_subgroup,
+    argmax_two_phase,
     prefix_sum,
     reduce_sum,
     softmax,
