@@ -9,6 +9,7 @@ from kernels_py import (  # noqa: F401
     argmax,
     argmax_subgroup,
     argmax_two_phase,
+    gemv,
     prefix_sum,
     reduce_sum,
     softmax,
