@@ -14,6 +14,8 @@ from kernels_py import (  # noqa: F401
     prefix_sum,
     reduce_sum,
     softmax,
+    softmax_ggml,
+    softmax_online,
     softmax_subgroup,
     vector_add,
 )
