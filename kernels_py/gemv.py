@@ -116,7 +116,7 @@ def subgroup_launch(rows_per_subgroup):
     sub-groups)."""
     def launch(inputs, shape, local_size=None, subgroup_size=SUBGROUP_SIZE):
         local = local_size or (subgroup_size * SUBGROUPS_PER_GROUP,)
-        rows_per_group = (local[0] // subgroup_size) * rows_per_subgroup
+        rows_per_group = -(-local[0] // subgroup_size) * rows_per_subgroup
         groups = max(1, -(-inputs["w"].shape[0] // rows_per_group))
         return Launch((groups * local[0],), local, _args(inputs))
     return launch

@@ -142,7 +142,7 @@ def launch_2d(per_item_cols, per_item_rows):
 
 def launch_subgroup(inputs, shape, local_size=None, subgroup_size=SUBGROUP_SIZE):
     local = local_size or (subgroup_size * SUBGROUPS_PER_GROUP,)
-    per_group = local[0] // subgroup_size
+    per_group = -(-local[0] // subgroup_size)
     groups = max(1, -(-inputs["c"].size // per_group))
     return Launch((groups * local[0],), local, _args(inputs))
 
