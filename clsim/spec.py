@@ -66,6 +66,10 @@ class KernelSpec:
     one-launch spec, so the verifier, ``clsim run`` and the report handle each stage alone; a
     later stage's ``make_inputs`` builds the earlier stages' outputs on the host, so it can be
     verified without running them.
+
+    ``fuzz_floats`` (keyword arguments of ``verify.strategies.float_arrays``, e.g.
+    ``{"allow_nan": False}``) and ``fuzz_shapes`` (a Hypothesis strategy of shape dicts) narrow
+    what the verifier draws for this kernel (docs/verifying.md).
     """
 
     name: str
@@ -84,6 +88,8 @@ class KernelSpec:
     requires: frozenset[str] = field(default_factory=frozenset)
     pipeline: str | None = None
     stage: int = 0
+    fuzz_floats: Mapping[str, bool] | None = None
+    fuzz_shapes: Any = None
 
     @property
     def cl_kernel_name(self) -> str:
