@@ -69,7 +69,8 @@ def test_softmax_matches_numpy(rows, cols, local):
 def test_jit_and_no_jit_identical_bytes(name):
     """The generated code gives identical bytes with and without Numba."""
     spec = SPECS[name]
-    shape = {k: min(v, 96) for k, v in spec.default_shape.items()}
+    cap = 96 if len(spec.default_shape) < 3 else 24  # matmul: M*N*K work in plain Python
+    shape = {k: min(v, cap) for k, v in spec.default_shape.items()}
     a = _launch(spec, shape, None, seed=3, jit=True)
     b = _launch(spec, shape, None, seed=3, jit=False)
     for out in spec.outputs:
