@@ -104,7 +104,8 @@ def main() -> int:
                      f"ms, device kernel {dev_s * 1e3:.2f} ms: {ratio:.1f}x (outputs "
                      f"{'bit-identical' if same else 'DIFFER'}) | <= {GEMV_TARGET:.0f}x | "
                      f"{'met' if ratio <= GEMV_TARGET else 'MISSED'} |")
-    lines += ["", f"matmul_regblock 512^3 traffic totals: {totals}"]
+    lines += ["", f"matmul_regblock 512^3 counted {totals['global_load_bytes']:,} global bytes "
+                  f"loaded, {totals['flops']:,} flops over {totals['work_items']:,} work-items."]
     append_section("Operator library (tests/bench/bench_kernels.py)", lines)
     print("\n".join(lines))
     return 0 if ok else 1
