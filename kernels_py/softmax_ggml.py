@@ -73,7 +73,7 @@ def softmax_ggml(x, mask, y, nrows, ncols, rows_per_head, has_mask, scale, max_b
 
 def alibi_parameters(heads: int, max_bias: float) -> tuple[float, float, int]:
     """(m0, m1, n_head_log2) as llama.cpp's host code computes them for the kernel."""
-    n_head_log2 = 1 << int(math.floor(math.log2(heads)))
+    n_head_log2 = 1 << math.floor(math.log2(heads))
     m0 = 2.0 ** (-max_bias / n_head_log2)
     m1 = 2.0 ** (-(max_bias / 2.0) / n_head_log2)
     return m0, m1, n_head_log2

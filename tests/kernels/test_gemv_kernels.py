@@ -13,8 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clsim
-from clsim import get_group_id, get_num_sub_groups, get_sub_group_id, get_sub_group_local_id
-from clsim import get_sub_group_size, kernel, private_array
+from clsim import (
+    get_group_id,
+    get_num_sub_groups,
+    get_sub_group_id,
+    get_sub_group_local_id,
+    get_sub_group_size,
+    kernel,
+    private_array,
+)
 from clsim.errors import OutOfBoundsError
 from clsim.spec import get_spec
 from kernels_py.common import subgroup_sum_butterfly

@@ -14,8 +14,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clsim
-from clsim import INFINITY, exp, fmax, get_group_id, get_local_id, get_local_size, kernel
-from clsim import sub_group_reduce_add, sub_group_reduce_max
+from clsim import (
+    INFINITY,
+    exp,
+    fmax,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    kernel,
+    sub_group_reduce_add,
+    sub_group_reduce_max,
+)
 from clsim.spec import get_spec
 from kernels_py.softmax_ggml import make_inputs as ggml_inputs
 
