@@ -134,6 +134,30 @@ __kernel void gemv_q4_0_split(__global const uchar* q, __global const uchar* d,
     }
 }
 
+__kernel void gemv_q4_0_split_lanes(__global const uchar* q, __global const uchar* d,
+                                    __global const float* x, __global float* y, int nrows,
+                                    int ncols)
+{
+    __local float scratch[MAX_WG];
+    long row = get_group_id(0);
+    long lid = get_local_id(0);
+    long wg = get_local_size(0);
+    long nb = ncols / QK;
+    float acc = 0.0f;
+    for (long k = lid; k < nb * (QK / 2); k += wg) {  // neighbouring work-items, neighbouring bytes
+        long b = k / (QK / 2);
+        long xo = b * QK + k % (QK / 2);
+        int byte = (int)q[row * nb * (QK / 2) + k];
+        float s = (float)((byte & 15) - 8) * x[xo] + (float)((byte >> 4) - 8) * x[xo + QK / 2];
+        long dk = (row * nb + b) * 2;
+        acc += half_to_float(d[dk], d[dk + 1]) * s;
+    }
+    float total = group_total(acc, lid, wg, scratch);
+    if (lid == 0) {
+        y[row] = total;
+    }
+}
+
 __kernel void convert_block_q4_0(__global const uchar* blocks, __global uchar* q,
                                  __global uchar* d, int nblocks)
 {

@@ -8,6 +8,9 @@ against a device.
 - ``gemv_q4_0`` / ``gemv_q8_0``: interleaved GGUF layout (scale and quants in one block), one
   work-group per row, local-memory tree.
 - ``gemv_q4_0_subgroup``: the same, one sub-group per row, shuffle-xor butterfly.
+- ``gemv_q4_0_split_lanes``: the split layout with the work-items of a row sharing its blocks:
+  work-item k takes quant byte k (elements j and j + 16 of its block) and scales their sum by
+  the block's d, so neighbouring work-items read neighbouring bytes of ``q`` and ``x``.
 - ``gemv_q4_0_split``: the "quantized weight splitting" layout llama.cpp's OpenCL backend
   converts Q4_0 to (``kernel_convert_block_q4_0``): the quants of all blocks in one buffer
   ``q`` (16 bytes a block), the scales in another ``d`` (2 bytes a block), so loads of either
@@ -114,6 +117,25 @@ def gemv_q4_0_split(q, d, x, y, nrows, ncols):
     for b in range(lid, nb, wg):
         k = row * nb + b
         acc += q4_0_dot(q, k * (QK // 2), d, k * 2, x, b * QK)
+    total = group_total(acc, lid, wg)
+    if lid == 0:
+        y[row] = total
+
+
+@kernel
+def gemv_q4_0_split_lanes(q, d, x, y, nrows, ncols):
+    row = get_group_id(0)
+    lid = get_local_id(0)
+    wg = get_local_size(0)
+    nb = ncols // QK
+    acc = 0.0
+    for k in range(lid, nb * (QK // 2), wg):  # neighbouring work-items, neighbouring bytes
+        b = k // (QK // 2)
+        xo = b * QK + k % (QK // 2)
+        byte = np.int32(q[row * nb * (QK // 2) + k])
+        s = np.float32((byte & 15) - 8) * x[xo] + np.float32((byte >> 4) - 8) * x[xo + QK // 2]
+        dk = (row * nb + b) * 2
+        acc += half_to_float(d[dk], d[dk + 1]) * s
     total = group_total(acc, lid, wg)
     if lid == 0:
         y[row] = total
@@ -248,6 +270,11 @@ register(KernelSpec(
     name="gemv_q4_0_split", kernel=gemv_q4_0_split, make_inputs=_Q4,
     launch=launch_rows(("q", "d", "x", "y", "nrows", "ncols")), reference=reference(GGML.Q4_0),
     description="y = W x, Q4_0 split into quant and scale buffers, a work-group per row",
+    **_GEMV))
+register(KernelSpec(
+    name="gemv_q4_0_split_lanes", kernel=gemv_q4_0_split_lanes, make_inputs=_Q4,
+    launch=launch_rows(("q", "d", "x", "y", "nrows", "ncols")), reference=reference(GGML.Q4_0),
+    description="y = W x, split Q4_0, work-item k of a row takes quant byte k (coalesced)",
     **_GEMV))
 register(KernelSpec(
     name="gemv_q4_0_subgroup", kernel=gemv_q4_0_subgroup, make_inputs=_Q4,

@@ -24,7 +24,7 @@ def _run(name, inputs, shape, local=None, size=None):
     return spec
 
 
-@pytest.mark.parametrize("name", ["gemv_q4_0", "gemv_q8_0"])
+@pytest.mark.parametrize("name", ["gemv_q4_0", "gemv_q8_0", "gemv_q4_0_split_lanes"])
 @given(rows=st.integers(1, 6), blocks=st.integers(1, 12),
        local=st.sampled_from([1, 3, 16, 64]), seed=st.integers(0, 2**16))
 def test_quantized_gemv_matches_dequantized_numpy(name, rows, blocks, local, seed):
