@@ -40,9 +40,10 @@ SEED = 20240601
 OCLGRIND_ELEMENTS = 1 << 16
 # matmul's shape counts M*N*K (work, not elements) and its private-array loops are the slowest
 # to build on PoCL and to interpret on Oclgrind (minutes at the general caps): fewer drawn
-# examples and a smaller Oclgrind cap keep the CI run short.
+# examples and a smaller Oclgrind cap keep the CI run short. GGUF shapes count blocks (32
+# elements each): a smaller cap too.
 FAMILY_EXAMPLES = {"matmul": max(3, EXAMPLES // 3)}
-FAMILY_OCLGRIND_ELEMENTS = {"matmul": 1 << 12}
+FAMILY_OCLGRIND_ELEMENTS = {"matmul": 1 << 12, "gguf": 1 << 12, "gemv_quant": 1 << 13}
 
 
 def _kind(spec) -> str:
