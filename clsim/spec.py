@@ -59,6 +59,17 @@ class KernelSpec:
     returns the expected value of each output buffer. ``outputs`` maps each output buffer to
     its agreement policy against a device, ``tolerance`` is (rtol, atol) against the numpy
     reference, which is not bit-exact for transcendentals or reordered sums.
+
+    A multi-launch plan (the host waits for one launch before the next, as a two-phase
+    reduction needs) is several specs sharing a ``pipeline`` name, one launch each, run in
+    ``stage`` order on one inputs dict (``run_pipeline``). Every stage stays an ordinary
+    one-launch spec, so the verifier, ``clsim run`` and the report handle each stage alone; a
+    later stage's ``make_inputs`` builds the earlier stages' outputs on the host, so it can be
+    verified without running them.
+
+    ``fuzz_floats`` (keyword arguments of ``verify.strategies.float_arrays``, e.g.
+    ``{"allow_nan": False}``) and ``fuzz_shapes`` (a Hypothesis strategy of shape dicts) narrow
+    what the verifier draws for this kernel (docs/verifying.md).
     """
 
     name: str
@@ -75,6 +86,10 @@ class KernelSpec:
     family: str | None = None
     subgroup_size: int | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
+    pipeline: str | None = None
+    stage: int = 0
+    fuzz_floats: Mapping[str, bool] | None = None
+    fuzz_shapes: Any = None
 
     @property
     def cl_kernel_name(self) -> str:
@@ -108,3 +123,29 @@ def get_spec(name: str) -> KernelSpec:
         known = ", ".join(specs) or "none (import a kernel library first, e.g. kernels_py)"
         raise SimulationError(f"no kernel named {name!r}. Known kernels: {known}")
     return specs[name]
+
+
+def pipeline_stages(name: str) -> list[KernelSpec]:
+    """The specs of pipeline ``name`` in launch order."""
+    stages = sorted((s for s in _REGISTRY.values() if s.pipeline == name), key=lambda s: s.stage)
+    if not stages:
+        known = sorted({s.pipeline for s in _REGISTRY.values() if s.pipeline})
+        raise SimulationError(f"no pipeline named {name!r}. Known pipelines: "
+                              f"{', '.join(known) or 'none'}")
+    return stages
+
+
+def run_pipeline(name: str, inputs: dict[str, Any], shape: Mapping[str, int],
+                 local_size: tuple[int, ...] | None = None, **run_options: Any) -> list[Any]:
+    """Run every stage of pipeline ``name`` on the simulator, one launch after the other, on
+    the same ``inputs`` dict (the first stage's ``make_inputs``); returns each run's result.
+    ``run_options`` go to ``clsim.run`` (the stage's sub-group size unless given)."""
+    from clsim.runtime.launch import run  # spec.py stays importable without the engine
+
+    results = []
+    for spec in pipeline_stages(name):
+        launch = spec.launch(inputs, shape, local_size)
+        options = {"subgroup_size": spec.subgroup_size, **run_options}
+        results.append(run(spec.kernel, launch.global_size, launch.local_size, launch.args,
+                           **options))
+    return results

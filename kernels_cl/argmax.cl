@@ -20,6 +20,23 @@ inline bool beats(float value, long index, float best_value, long best_index)
     return value > best_value || (value == best_value && index < best_index);
 }
 
+// The best (value, index) pair of values/indices[0:wg] into slot 0, any wg.
+inline void tree_reduce_argmax(__local float* values, __local int* indices, long lid, long wg)
+{
+    long active = wg;
+    while (active > 1) {
+        long half_ = (active + 1) / 2;
+        if (lid < active - half_) {
+            if (beats(values[lid + half_], indices[lid + half_], values[lid], indices[lid])) {
+                values[lid] = values[lid + half_];
+                indices[lid] = indices[lid + half_];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        active = half_;
+    }
+}
+
 __kernel void argmax(__global const float* x, __global int* out, int n)
 {
     long lid = get_local_id(0);
@@ -38,18 +55,7 @@ __kernel void argmax(__global const float* x, __global int* out, int n)
     values[lid] = best_value;
     indices[lid] = (int)best_index;
     barrier(CLK_LOCAL_MEM_FENCE);
-    long active = wg;
-    while (active > 1) {
-        long half_ = (active + 1) / 2;
-        if (lid < active - half_) {
-            if (beats(values[lid + half_], indices[lid + half_], values[lid], indices[lid])) {
-                values[lid] = values[lid + half_];
-                indices[lid] = indices[lid + half_];
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        active = half_;
-    }
+    tree_reduce_argmax(values, indices, lid, wg);
     if (lid == 0) {
         out[0] = indices[0];
     }

@@ -7,9 +7,17 @@ family (kernel body, reference, input generator, launch plan). Their ``.cl`` twi
 
 from kernels_py import (  # noqa: F401
     argmax,
+    argmax_subgroup,
+    argmax_two_phase,
+    gemv,
+    gemv_quant,
+    gguf_quants,
+    matmul,
     prefix_sum,
     reduce_sum,
     softmax,
+    softmax_ggml,
+    softmax_online,
     softmax_subgroup,
     vector_add,
 )

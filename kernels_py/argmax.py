@@ -1,7 +1,9 @@
 """argmax: index of the largest element, one work-group, local-memory tree reduction.
 
 Ties go to the lowest index. NaN policy (same as numpy.argmax): NaN counts as larger than every
-number, so the result is the index of the first NaN when there is one.
+number, so the result is the index of the first NaN when there is one; -0.0 and +0.0 are equal
+(the lower index wins). ``beats`` is that total order on (value, index) pairs; every argmax
+variant (argmax_two_phase, argmax_subgroup) reduces with it, so all agree on every input.
 """
 
 import numpy as np
@@ -30,6 +32,20 @@ def beats(value, index, best_value, best_index):
     return value > best_value or (value == best_value and index < best_index)
 
 
+@clsim.func
+def tree_reduce_argmax(values, indices, lid, wg):
+    """The best (value, index) pair of values/indices[0:wg] into slot 0, any wg."""
+    active = wg
+    while active > 1:
+        half = (active + 1) // 2
+        if lid < active - half:
+            if beats(values[lid + half], indices[lid + half], values[lid], indices[lid]):
+                values[lid] = values[lid + half]
+                indices[lid] = indices[lid + half]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        active = half
+
+
 @kernel
 def argmax(x, out, n):
     lid = get_local_id(0)
@@ -46,17 +62,19 @@ def argmax(x, out, n):
     values[lid] = best_value
     indices[lid] = best_index
     barrier(CLK_LOCAL_MEM_FENCE)
-    active = wg
-    while active > 1:
-        half = (active + 1) // 2
-        if lid < active - half:
-            if beats(values[lid + half], indices[lid + half], values[lid], indices[lid]):
-                values[lid] = values[lid + half]
-                indices[lid] = indices[lid + half]
-        barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+    tree_reduce_argmax(values, indices, lid, wg)
     if lid == 0:
         out[0] = indices[0]
+
+
+def best_pair(values: np.ndarray, indices: np.ndarray, empty: int) -> tuple[float, int]:
+    """numpy twin of a ``beats`` reduction: the winning (value, index); (-inf, empty) if none."""
+    if values.size == 0:
+        return -np.inf, empty
+    nan = np.isnan(values)
+    chosen = nan if nan.any() else values == values.max()
+    k = int(np.argmin(np.where(chosen, indices, np.iinfo(np.int64).max)))
+    return values[k], int(indices[k])
 
 
 def make_inputs(rng, shape):
@@ -85,4 +103,5 @@ SPEC = register(KernelSpec(
     reference=reference,
     outputs={"out": EXACT},
     default_shape={"n": 1 << 16},
+    family="argmax",
 ))

@@ -1,7 +1,7 @@
 """Helpers shared by the library's kernels: reductions written once, used by several kernels."""
 
 import clsim
-from clsim import CLK_LOCAL_MEM_FENCE, barrier
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_sub_group_size, sub_group_shuffle_xor
 
 
 @clsim.func
@@ -26,3 +26,17 @@ def tree_reduce_sum(scratch, lid, wg):
             scratch[lid] = scratch[lid] + scratch[lid + half]
         barrier(CLK_LOCAL_MEM_FENCE)
         active = half
+
+
+@clsim.func
+def subgroup_sum_butterfly(v):
+    """The sub-group's sum of v in every lane, in a fixed order: log2(width) rounds of
+    v + shuffle_xor(v, mask). Both lanes of a pair add the same two numbers (commutative, so
+    equal bits), hence the order is the kernel's and a device gives the same bits, unlike
+    sub_group_reduce_add, whose order is the device's. Needs a power-of-two, full sub-group
+    (the launch plans of its users make the local size a multiple of it)."""
+    mask = get_sub_group_size() // 2
+    while mask > 0:
+        v = v + sub_group_shuffle_xor(v, mask)
+        mask = mask // 2
+    return v

@@ -6,6 +6,10 @@ all-equal and ties) through ``verify.fuzz_spec``, and one launch at the spec's o
 and inputs. ``exact`` outputs must agree bit for bit (NaN equal to NaN); ``ulp(N)`` outputs
 within N ULPs. A device lacking a feature a spec requires is a skip with the reason.
 
+Also: every sub-group variant of the operator families at sub-group sizes 8, 16 and 32 (forced
+on the device), and the two-launch argmax pipeline run launch by launch on each device with
+the host passing the device's partials on.
+
 ``CLSIM_VERIFY_EXAMPLES`` sets the drawn examples per kernel and device (default: the Hypothesis
 profile's ``max_examples``, e.g. 15 for ``ci``, 400 for ``thorough``); ``CLSIM_TEST_DEVICES``
 narrows the devices; ``CLSIM_VERIFY_SEED`` changes the seed and ``CLSIM_FAILURES_DIR`` keeps
@@ -15,15 +19,18 @@ failing cases there instead of the test's temporary folder (campaigns: docs/veri
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import settings
 
-from clsim.spec import all_specs
+from clsim.spec import all_specs, pipeline_stages, run_pipeline
 from verify.cli import format_found
+from verify.clrun import run_cl
 from verify.devices import get_device
 from verify.fuzz import fuzz_spec
-from verify.pairs import default_case, spec_pair
+from verify.pairs import Case, default_case, kernel_params, spec_pair
 from verify.runner import run_pair
 from verify.testing import device_params
 
@@ -33,6 +40,12 @@ SEED = int(os.environ.get("CLSIM_VERIFY_SEED", 20240601))
 FAILURES_DIR = os.environ.get("CLSIM_FAILURES_DIR")
 # Oclgrind interprets each work-item: default shapes are capped to this many elements there.
 OCLGRIND_ELEMENTS = 1 << 16
+# matmul's shape counts M*N*K (work, not elements) and its private-array loops are the slowest
+# to build on PoCL and to interpret on Oclgrind (minutes at the general caps): fewer drawn
+# examples and a smaller Oclgrind cap keep the CI run short. GGUF shapes count blocks (32
+# elements each): a smaller cap too.
+FAMILY_EXAMPLES = {"matmul": max(3, EXAMPLES // 3)}
+FAMILY_OCLGRIND_ELEMENTS = {"matmul": 1 << 12, "gguf": 1 << 12, "gemv_quant": 1 << 13}
 
 
 def _kind(spec) -> str:
@@ -43,13 +56,14 @@ def _capped_shape(spec, device: str) -> dict[str, int] | None:
     if device != "oclgrind":
         return None
     shape = dict(spec.default_shape)
+    cap = FAMILY_OCLGRIND_ELEMENTS.get(spec.family, OCLGRIND_ELEMENTS)
     for key in shape:  # shrink the first (outer) keys first: rows before cols
         total = 1
         for v in shape.values():
             total *= v
-        if total <= OCLGRIND_ELEMENTS:
+        if total <= cap:
             break
-        shape[key] = max(1, shape[key] // -(-total // OCLGRIND_ELEMENTS))
+        shape[key] = max(1, shape[key] // -(-total // cap))
     return shape
 
 
@@ -59,7 +73,8 @@ def _capped_shape(spec, device: str) -> dict[str, int] | None:
 def test_drawn_cases_agree(name, device, tmp_path):
     """The simulator and the device agree under each output's policy on every drawn case
     (bit for bit for exact kernels); a disagreement prints the minimal example."""
-    report = fuzz_spec(SPECS[name], device, examples=EXAMPLES, seed=SEED,
+    examples = FAMILY_EXAMPLES.get(SPECS[name].family, EXAMPLES)
+    report = fuzz_spec(SPECS[name], device, examples=examples, seed=SEED,
                        failures_dir=FAILURES_DIR or tmp_path)
     if report.skipped:
         pytest.skip(report.skipped)
@@ -81,3 +96,73 @@ def test_default_shape_agrees(name, device):
         pytest.skip(reason)
     result = run_pair(pair, default_case(spec, _capped_shape(spec, device)), device)
     assert result.equal, result.describe()
+
+
+# Sub-group variants at each sub-group size, and multi-launch pipelines, on every device.
+
+SUBGROUP_SIZES = (8, 16, 32)
+SUBGROUP_SPECS = sorted(n for n, s in SPECS.items() if s.subgroup_size and
+                        s.family in ("argmax", "gemv", "matmul", "softmax") and
+                        n != "softmax_subgroup")  # that one is in test_subgroup_twins.py
+SUBGROUP_SHAPES = {"argmax": [{"n": 3001}, {"n": 1}], "gemv": [{"rows": 7, "cols": 301}],
+                   "matmul": [{"M": 5, "N": 7, "K": 33}],
+                   "softmax": [{"heads": 5, "rows": 3, "cols": 150}]}
+
+
+def _subgroup_launch(spec, inputs, shape, size, groups_of):
+    """The spec's launch at sub-group size ``size``, ``groups_of`` sub-groups per work-group
+    (plans that place rows by sub-group take the size; the others only the local size)."""
+    local = (size * groups_of,)
+    try:
+        return spec.launch(inputs, shape, local, subgroup_size=size)
+    except TypeError:
+        return spec.launch(inputs, shape, local)
+
+
+@pytest.mark.parametrize("device", device_params(requires=("subgroups",)))
+@pytest.mark.parametrize("size", SUBGROUP_SIZES)
+@pytest.mark.parametrize("name", SUBGROUP_SPECS)
+def test_subgroup_variants_at_each_size(name, size, device):
+    """Each sub-group variant agrees with its twin under its policy at sub-group sizes 8, 16
+    and 32 (forced on the device), with one and with three sub-groups per work-group, on
+    shapes with tails. A device without sub-groups or without the size is a skip."""
+    spec = SPECS[name]
+    pair = replace(spec_pair(spec), subgroup_size=size)
+    reason = pair.skip_reason(get_device(device))
+    if reason:
+        pytest.skip(reason)
+    for shape in SUBGROUP_SHAPES[spec.family]:
+        for groups_of in (1, 3):
+            inputs = spec.make_inputs(np.random.default_rng(size), shape)
+            launch = _subgroup_launch(spec, inputs, shape, size, groups_of)
+            case = Case(dict(zip(kernel_params(spec.kernel), launch.args, strict=True)),
+                        tuple(launch.global_size), tuple(launch.local_size), shape)
+            result = run_pair(pair, case, device)
+            assert result.equal, f"{shape}, local {launch.local_size}: {result.describe()}"
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_argmax_two_phase_pipeline_on_device(device):
+    """Both launches of argmax_two_phase on the device, the host reading launch 1's partials
+    and passing them to launch 2 (as a host program would after clFinish): the device's
+    partials equal the simulator's bit for bit and its index is numpy's, on a length that is
+    not a multiple of the work-group size, with a tie across two chunks."""
+    first, second = pipeline_stages("argmax_two_phase")
+    if (reason := spec_pair(first).skip_reason(get_device(device))):
+        pytest.skip(reason)
+    shape = {"n": 100_003, "groups": 37}
+    inputs = first.make_inputs(np.random.default_rng(11), shape)
+    inputs["x"][[5000, 90_000]] = np.float32(50.0)
+    source = first.cl_path.read_text()
+    device_inputs = dict(inputs)
+    for spec in (first, second):
+        launch = spec.launch(device_inputs, shape, None)
+        ran = run_cl(device, source, spec.cl_kernel_name, launch.global_size,
+                     launch.local_size, list(launch.args))
+        for k, value in zip(kernel_params(spec.kernel), ran.buffers, strict=True):
+            if k in spec.outputs:
+                device_inputs[k] = value
+    run_pipeline("argmax_two_phase", inputs, shape)
+    assert device_inputs["part_values"].tobytes() == inputs["part_values"].tobytes()
+    assert device_inputs["part_indices"].tobytes() == inputs["part_indices"].tobytes()
+    assert device_inputs["out"][0] == inputs["out"][0] == 5000
