@@ -93,7 +93,7 @@ class ExprEmitter:
         a = self.typed(node.left, res)
         b = self.typed(node.right, res)
         if op in ("//", "%"):
-            helper = self.helper("_idiv" if op == "//" else "_irem")
+            helper = self.helper(f"_idiv_{res}" if op == "//" else f"_irem_{res}")
             site = self.module.site(node, "", "arith", "none", res)
             self.checked()
             site_k = self.const(site, "int64")
