@@ -31,6 +31,7 @@ from clsim.compiler.builtins import (
     collectives,
     conversion,
     integer,
+    intbits,
     math,
     memory,
     relational,
@@ -40,7 +41,7 @@ from clsim.compiler.builtins import (
 from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
 
-_MODULES = (workitem, math, integer, relational, conversion, vector, memory, atomics,
+_MODULES = (workitem, math, integer, intbits, relational, conversion, vector, memory, atomics,
             collectives)
 
 
