@@ -81,3 +81,32 @@ def cl_source(name: str, arg_dtypes, out_dtypes) -> str:
     pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL FP_CONTRACT OFF\n"
     return (f"{pragma}__kernel void probe({', '.join(params)}) {{\n"
             f"    size_t i = get_global_id(0);\n{body}}}\n")
+
+
+def many_source(names: tuple[str, ...], nargs: int) -> str:
+    args = ", ".join(f"a{k}" for k in range(nargs))
+    call_args = ", ".join(f"a{k}[i]" for k in range(nargs))
+    body = "".join(f"    out[{j} * n + i] = clsim.{name}({call_args})\n"
+                   for j, name in enumerate(names))
+    return (f"import clsim\nfrom clsim import get_global_id, kernel\n\n\n@kernel\n"
+            f"def probe_many({args}, out, n):\n    i = get_global_id(0)\n{body}")
+
+
+def evaluate_many(names, args, out_dtype, *, jit: bool) -> np.ndarray:
+    """Several builtins of one shape in one kernel (one compilation): row j of the result is
+    ``names[j]`` applied element-wise to ``args``."""
+    names = tuple(names)
+    key = ("many", names, len(args))
+    if key not in _CACHE:
+        digest = abs(hash(names)) % 10**12
+        path = _folder() / f"probe_many_{len(args)}_{digest}.py"
+        path.write_text(many_source(names, len(args)))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _CACHE[key] = module.probe_many
+    args = [np.ascontiguousarray(a) for a in args]
+    n = args[0].size
+    out = np.zeros(len(names) * n, out_dtype)
+    clsim.run(_CACHE[key], (n,), None, (*args, out, np.int64(n)), jit=jit, checks="none")
+    return out.reshape(len(names), n)

@@ -33,6 +33,7 @@ from clsim.compiler.builtins import (
     integer,
     intbits,
     math,
+    math_more,
     memory,
     relational,
     vector,
@@ -41,7 +42,7 @@ from clsim.compiler.builtins import (
 from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
 
-_MODULES = (workitem, math, integer, intbits, relational, conversion, vector, memory, atomics,
+_MODULES = (workitem, math, math_more, integer, intbits, relational, conversion, vector, memory, atomics,
             collectives)
 
 

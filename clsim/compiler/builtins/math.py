@@ -54,11 +54,9 @@ UNARY = {
     "asinpi": "math.asin(v) / math.pi if abs(v) <= 1.0 else math.nan",
     "acospi": "math.acos(v) / math.pi if abs(v) <= 1.0 else math.nan",
     "atanpi": "math.atan(v) / math.pi",
-    "cbrt": "np.cbrt(v)",
+    "cbrt": "_cbrt_core(v)",
     "erf": "math.erf(v)",
     "erfc": "math.erfc(v)",
-    "lgamma": "math.lgamma(v) if not (v <= 0.0 and v == np.floor(v)) else math.inf",
-    "tgamma": "_gamma_core(v)",
     # np.floor/ceil/trunc keep the sign of zero (ceil(-0.5) is -0.0) and are exact at any size.
     "floor": "np.floor(v)",
     "ceil": "np.ceil(v)",
@@ -70,7 +68,7 @@ UNARY = {
 # What a NaN argument gives: the NaN itself, except where devices clear its sign bit.
 _NAN_RESULT = {"fabs": "math.nan"}
 # Helpers a UNARY expression calls beyond math/np.
-_UNARY_DEPS = {"tgamma": ("_gamma_core",)}
+_UNARY_DEPS = {"cbrt": ("_cbrt_core",)}
 _UNARY_FLOP = {"sqrt": "sqrt", "rsqrt": "sqrt", "fabs": "add", "floor": "add", "ceil": "add",
                "trunc": "add"}
 
@@ -93,15 +91,19 @@ def _{name}_{{t}}(x):
     return tuple(helper(f"_{name}_{t}", template.format(t=t), deps) for t in ("float32", "float64"))
 
 
-_TGAMMA = helper("_gamma_core", """
-def _gamma_core(v):
-    if v == 0.0:
-        return math.copysign(math.inf, v)
-    if v < 0.0 and v == np.floor(v):
-        return math.nan
-    if v > 171.6243769563027:
-        return math.inf
-    return math.gamma(v)
+# cbrt from pow and one Newton step, in plain arithmetic: np.cbrt (no-JIT) and libm's cbrt
+# (JIT) differ in the last bit, this gives the same bits in both modes.
+_CBRT = helper("_cbrt_core", """
+def _cbrt_core(v):
+    a = abs(v)
+    if a == 0.0 or a == math.inf:
+        return v
+    e = math.frexp(a)[1]
+    k = (e - e % 3) // 3
+    m = math.ldexp(a, -3 * k)
+    r = m ** (1.0 / 3.0)
+    r = r - (r * r * r - m) / (3.0 * r * r)
+    return math.copysign(math.ldexp(r, k), v)
 """)
 # round: half away from zero. v - trunc(v) is exact, so the halfway test is too (adding 0.5
 # first would round 0.49999999999999994 up to 1.0).
@@ -233,7 +235,7 @@ def _float_fn(name, n, emit, helpers=(), flop=None, **doc):
 
 
 def _entries() -> list[Builtin]:
-    rows = [_float_fn(name, 1, call_helper(name), (*unary_helpers(name), _TGAMMA),
+    rows = [_float_fn(name, 1, call_helper(name), (*unary_helpers(name), _CBRT),
                       _UNARY_FLOP.get(name, "transcendental")) for name in UNARY]
     native = ("native_exp", "exp"), ("native_log", "log"), ("native_sqrt", "sqrt"), (
         "native_rsqrt", "rsqrt"), ("native_sin", "sin"), ("native_cos", "cos"), (
