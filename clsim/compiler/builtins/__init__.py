@@ -29,7 +29,9 @@ from __future__ import annotations
 from clsim.compiler.builtins import (
     atomics,
     collectives,
+    common,
     conversion,
+    conversion_modes,
     integer,
     intbits,
     math,
@@ -42,7 +44,8 @@ from clsim.compiler.builtins import (
 from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
 
-_MODULES = (workitem, math, math_more, integer, intbits, relational, conversion, vector, memory, atomics,
+_MODULES = (workitem, math, math_more, common, integer, intbits, relational, conversion,
+            conversion_modes, vector, memory, atomics,
             collectives)
 
 
