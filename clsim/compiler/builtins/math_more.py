@@ -197,9 +197,9 @@ def _ldexp_{t}(x, n):
         return np.{t}(a)
     k = np.int64(n)
     e = math.frexp(a)[1]
-    if e + k > 1100:
+    if e + k > 1024:
         return np.{t}(math.copysign(math.inf, a))
-    if e + k < -1100:
+    if e + k < -1080:
         return np.{t}(math.copysign(0.0, a))
     return np.{t}(math.ldexp(a, int(k)))
 """) for t in _T)
