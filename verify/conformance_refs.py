@@ -111,6 +111,15 @@ def _rootn(x, n):
     return -r if x < 0 else r
 
 
+def _rootn_mp(x, n) -> float:
+    r = _rootn(x, n)
+    if not math.isfinite(r) or r == 0 or not math.isfinite(x):
+        return r
+    with mpmath.workprec(200):
+        v = float(mpmath.root(mpmath.mpf(abs(x)), n))
+    return -v if x < 0 else v
+
+
 def _fma(a, b, c):
     if all(map(math.isfinite, (a, b, c))):
         exact = Fraction(a) * Fraction(b) + Fraction(c)
@@ -199,6 +208,8 @@ def reference(name: str, cols, dt) -> np.ndarray:
         m, e = np.frexp(x)
         r = np.where(x == 0, -(2.0**31), np.where(~np.isfinite(x), 2.0**31 - 1, e - 1.0))
         return r.astype(dt)
+    if base == "rootn" and np.dtype(dt) == np.float64 and mpmath is not None:
+        return np.array([_rootn_mp(a, int(n)) for a, n in zip(*args, strict=True)])
     if base == "fma" and np.dtype(dt) == np.float32:
         return np.array([_fma_float32(*v) for v in zip(*args, strict=True)], np.float32)
     with np.errstate(all="ignore"):

@@ -223,9 +223,23 @@ def _rootn_{t}(x, n):
     if abs(a) == math.inf:
         r = 0.0 if k < 0 else math.inf
         return np.{t}(-r if (a < 0.0) else r)
-    r = np.float64(abs(a)) ** (1.0 / np.float64(k))
-    return np.{t}(-r if a < 0.0 else r)
-""") for t in _T)
+    return np.{t}(_rootn_core(a, k))
+""", ("_rootn_core",)) for t in _T)
+# |a| ** (1/n) is off by up to |log a| * ulp(1/n): scale a to about 1 by a power 2**(n*j) and
+# take one Newton step on r**n = a (accurate to about 1 ulp in double).
+_ROOTN_CORE = helper("_rootn_core", """
+def _rootn_core(a, k):
+    x = abs(a)
+    j = 0
+    if abs(k) <= 1000:
+        j = (math.frexp(x)[1] - 1) // k
+        x = math.ldexp(x, int(-k * j))
+    r = x ** (1.0 / np.float64(k))
+    rn = r ** np.float64(k)
+    r = r - (rn - x) / (np.float64(k) * rn / r)
+    r = math.ldexp(r, int(j))
+    return -r if a < 0.0 else r
+""")
 
 
 def _float_int_rule(name: str):
@@ -292,7 +306,7 @@ def _entries() -> list[Builtin]:
                 helpers=(*_POWN, _POW_CORE), flop="transcendental", c="pown(x, n)",
                 types="float, double; n int", note="pow with an integer exponent"),
         Builtin("rootn", FAMILY, _float_int_rule("rootn"), _emit_float_int("rootn"),
-                helpers=_ROOTN, flop="transcendental", c="rootn(x, n)",
+                helpers=(*_ROOTN, _ROOTN_CORE), flop="transcendental", c="rootn(x, n)",
                 types="float, double; n int", note="x ** (1/n); NaN for x < 0 and even n"),
         Builtin("ilogb", FAMILY, _ilogb_rule, _emit_ilogb, helpers=_ILOGB, c="ilogb(x)",
                 types=FLOATS, note="int exponent; INT_MIN for 0, INT_MAX for NaN and inf"),
