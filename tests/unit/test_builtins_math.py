@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pytest
 
+import clsim
+from clsim import get_global_id, kernel
 from clsim.compiler import builtins as table
 from verify.probe_kernels import evaluate, evaluate_many
 
@@ -116,3 +118,56 @@ def test_unary_math_builtins_give_identical_bytes_in_both_modes(dt):
     b = evaluate_many(names, [x], dt, jit=True)
     differ = [names[j] for j in range(len(names)) if a[j].tobytes() != b[j].tobytes()]
     assert differ == []
+
+
+@kernel
+def out_arguments(x, y, m, e, f, ip, fr, fl, s, c, r, q):
+    i = get_global_id(0)
+    mm, ee = clsim.frexp(x[i])
+    m[i] = mm
+    e[i] = ee
+    a, b = clsim.modf(x[i])
+    f[i] = a
+    ip[i] = b
+    a2, b2 = clsim.fract(x[i])
+    fr[i] = a2
+    fl[i] = b2
+    s1, c1 = clsim.sincos(x[i])
+    s[i] = s1
+    c[i] = c1
+    rr, qq = clsim.remquo(x[i], y[i])
+    r[i] = rr
+    q[i] = qq
+
+
+@kernel
+def frexp_not_unpacked(x, out):
+    i = get_global_id(0)
+    out[i] = clsim.frexp(x[i])
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_builtins_with_out_arguments_unpack_as_tuples(jit):
+    """m, e = frexp(x); f, i = modf(x); f, fl = fract(x); s, c = sincos(x); r, q = remquo(x, y)
+    give C's values (signed zeros, infinities and NaN included) in both modes."""
+    x = np.array([3.5, -2.25, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-9, 7.0], F)
+    y = np.array([2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -2.0], F)
+    ints = {1, 11}
+    outs = [np.zeros(x.size, np.int32 if k in ints else F) for k in range(10)]
+    clsim.run(out_arguments, (x.size,), None, (x, y, *outs), jit=jit)
+    m, e, f, ip, fr, fl, s, c, r, q = outs
+    assert m.tolist()[:3] == [0.875, -0.5625, 0.0] and e.tolist()[:3] == [2, 2, 0]
+    assert np.signbit(m[2]) and m[3] == np.inf and np.isnan(m[5]) and e[6] == -132
+    assert f.tolist()[:5] == [0.5, -0.25, 0.0, 0.0, 0.0] and np.signbit(f[[2, 4]]).all()
+    assert ip.tolist()[:5] == [3.0, -2.0, 0.0, np.inf, -np.inf]
+    assert fr[7] == np.float32(0.99999994) and fl[7] == -1.0 and fr.tolist()[:2] == [0.5, 0.75]
+    assert s.tobytes() == np.array([math.sin(v) if np.isfinite(v) else np.nan
+                                    for v in x.astype(D)], F).tobytes() or \
+        np.allclose(s[np.isfinite(x)], np.sin(x[np.isfinite(x)]))
+    assert r.tolist()[:2] == [-0.5, -0.25] and r[8] == -1.0
+    assert q.tolist()[0] == 2 and q.tolist()[1] == -2 and q[8] == -4
+
+
+def test_an_out_argument_builtin_must_be_unpacked():
+    with pytest.raises(clsim.KernelCompileError, match="unpack them"):
+        clsim.run(frexp_not_unpacked, (1,), None, (np.ones(1, F), np.ones(1, F)))

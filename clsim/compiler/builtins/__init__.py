@@ -36,6 +36,7 @@ from clsim.compiler.builtins import (
     intbits,
     math,
     math_more,
+    math_parts,
     memory,
     relational,
     vector,
@@ -44,7 +45,7 @@ from clsim.compiler.builtins import (
 from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
 
-_MODULES = (workitem, math, math_more, common, integer, intbits, relational, conversion,
+_MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, relational, conversion,
             conversion_modes, vector, memory, atomics,
             collectives)
 
