@@ -70,6 +70,8 @@ class ExprEmitter:
 
     def typed(self, node, to) -> str:
         value = _constant_value(node)
+        if value is not None and ct.is_float(node.ctype):
+            value = np.dtype(node.ctype).type(value)  # 0.1 is 0.1f, also beside a double
         if value is not None and ct.is_scalar(to) and ct.is_scalar(node.ctype) and to != "bool":
             same_kind = ct.is_float(to) or not ct.is_float(node.ctype)
             if same_kind and np.dtype(to).type(value) == value:

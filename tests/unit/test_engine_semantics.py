@@ -382,3 +382,20 @@ def test_loop_variables_that_would_differ_from_c_are_compile_errors():
         clsim.run(loop_var_assigned_inside, (2,), None, (out, np.int32(3)))
     clsim.run(loop_var_reassigned_then_read, (2,), None, (out, np.int32(3)))
     assert out.tolist() == [9, 9]
+
+
+@kernel
+def float_literal_beside_double(x, out):
+    i = get_global_id(0)
+    out[i] = x[i] * 0.1
+    out[2 + i] = x[i] * np.float64(0.1)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_bare_float_literal_is_a_float_even_beside_a_double(jit):
+    """0.1 is C's 0.1f: beside a double it is widened from float (as `x * 0.1f` in C), while
+    np.float64(0.1) is the double literal."""
+    x = np.ones(2, np.float64)
+    out = np.zeros(4, np.float64)
+    clsim.run(float_literal_beside_double, (2,), None, (x, out), jit=jit)
+    assert out.tolist() == [float(np.float32(0.1))] * 2 + [0.1] * 2
