@@ -181,6 +181,9 @@ class ExprEmitter:
     def e_Call(self, node):
         kind, value = node.func.resolved
         if kind == "dtype":
+            literal = _constant_value(node.args[0])
+            if literal is not None and ct.is_float(value):
+                return self.const(literal, value)  # np.float64(0.1): the double nearest 0.1
             return self.typed(node.args[0], value)
         if kind == "func":
             return self.call_func(node, value)
