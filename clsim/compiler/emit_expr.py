@@ -181,7 +181,7 @@ class ExprEmitter:
     def e_Call(self, node):
         kind, value = node.func.resolved
         if kind == "dtype":
-            literal = _constant_value(node.args[0])
+            literal = _signed_constant(node.args[0])
             if literal is not None and ct.is_float(value):
                 return self.const(literal, value)  # np.float64(0.1): the double nearest 0.1
             return self.typed(node.args[0], value)
@@ -241,6 +241,16 @@ class ExprEmitter:
         if storage == "parray":
             return f"v_{name}__c", [self.lid_code()]
         return f"v_{name}", []
+
+
+def _signed_constant(node):
+    """A literal, possibly negated (np.float64(-0.1)), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _constant_value(node.operand)
+        if value is None:
+            return None
+        return -value if isinstance(node.op, ast.USub) else value
+    return _constant_value(node)
 
 
 def _constant_value(node):

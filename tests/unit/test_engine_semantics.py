@@ -389,6 +389,7 @@ def float_literal_beside_double(x, out):
     i = get_global_id(0)
     out[i] = x[i] * 0.1
     out[2 + i] = x[i] * np.float64(0.1)
+    out[4 + i] = x[i] * np.float64(-0.1)
 
 
 @pytest.mark.parametrize("jit", [False, True])
@@ -396,6 +397,6 @@ def test_bare_float_literal_is_a_float_even_beside_a_double(jit):
     """0.1 is C's 0.1f: beside a double it is widened from float (as `x * 0.1f` in C), while
     np.float64(0.1) is the double literal."""
     x = np.ones(2, np.float64)
-    out = np.zeros(4, np.float64)
+    out = np.zeros(6, np.float64)
     clsim.run(float_literal_beside_double, (2,), None, (x, out), jit=jit)
-    assert out.tolist() == [float(np.float32(0.1))] * 2 + [0.1] * 2
+    assert out.tolist() == [float(np.float32(0.1))] * 2 + [0.1] * 2 + [-0.1] * 2
