@@ -38,7 +38,7 @@ def _shapes() -> dict[tuple[int, str], list[str]]:
 
     groups: dict[tuple[int, str], list[str]] = {}
     for name, e in table.TABLE.items():
-        if name not in BOUNDS or e.family != "math" and e.family != "relational":
+        if name not in BOUNDS or (e.family != "math" and e.family != "relational"):
             continue
         if e.types == "float, double":
             arity = e.c.count(",") + 1
@@ -253,7 +253,8 @@ def format_markdown(report: ConformanceReport) -> str:
     for d in report.disagreements:
         pair = tuple(k for k in d if k not in ("builtin", "dtype", "inputs"))
         groups.setdefault((d["builtin"], d["dtype"], pair), []).append(d)
-    lines += ["", "| builtin | type | devices | inputs | values |", "| --- | --- | --- | --- | --- |"]
+    lines += ["", "| builtin | type | devices | inputs | values |",
+              "| --- | --- | --- | --- | --- |"]
     for (name, dtype, pair), ds in sorted(groups.items()):
         d = ds[0]
         values = ", ".join(f"{k}: {d[k]!r}" for k in pair)

@@ -58,7 +58,7 @@ def _round_away(x):
 
 
 def _logb(x):
-    m, e = np.frexp(x)
+    _m, e = np.frexp(x)
     r = (e - 1).astype(np.float64)
     return np.where(x == 0, -np.inf, np.where(np.isinf(x), np.inf, np.where(np.isnan(x), x, r)))
 
@@ -205,7 +205,7 @@ def reference(name: str, cols, dt) -> np.ndarray:
         return np.nextafter(cols[0].astype(dt), cols[1].astype(dt))
     if base == "ilogb":
         x = args[0]
-        m, e = np.frexp(x)
+        _m, e = np.frexp(x)
         r = np.where(x == 0, -(2.0**31), np.where(~np.isfinite(x), 2.0**31 - 1, e - 1.0))
         return r.astype(dt)
     if base == "rootn" and np.dtype(dt) == np.float64 and mpmath is not None:

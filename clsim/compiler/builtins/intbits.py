@@ -223,7 +223,7 @@ def _emit_mul24(gen, codes, types, call):
     t = call.ctype
     a = [gen.cast(c, s, "int64") for c, s in zip(codes, types, strict=True)]
     expr = f"{a[0]} * {a[1]}" + (f" + {a[2]}" if len(a) == 3 else "")
-    return gen.helper(f"_w_{t}") + f"(np.{_signed(t) and 'int64' or 'uint64'}({expr}))"
+    return gen.helper(f"_w_{t}") + f"(np.{(_signed(t) and 'int64') or 'uint64'}({expr}))"
 
 
 def _upsample_rule(types, call):

@@ -53,7 +53,8 @@ def _cospi_core(a):
     return _sinpi_core(0.5 - r)
 """, ("_sinpi_core",))
 
-_HEAD1 = "def _{stem}_{{t}}(x):\n    a = np.float64(x)\n    if a != a:\n        return np.{{t}}(a)\n"
+_HEAD1 = ("def _{stem}_{{t}}(x):\n    a = np.float64(x)\n    if a != a:\n"
+          "        return np.{{t}}(a)\n")
 _HEAD2 = ("def _{stem}_{{t}}(x, y):\n    a = np.float64(x)\n    b = np.float64(y)\n"
           "    if a != a or b != b:\n        return np.{{t}}(math.nan)\n")
 
@@ -162,10 +163,10 @@ def _hypot_core(a, b):
 
 def _two_arg_source(stem: str, body: str) -> str:
     if stem == "hypot":
-        return (f"def _hypot_{{t}}(x, y):\n    a = np.float64(x)\n    b = np.float64(y)\n"
-                f"    if abs(a) == math.inf or abs(b) == math.inf:\n"
-                f"        return np.{{t}}(math.inf)\n"
-                f"    if a != a or b != b:\n        return np.{{t}}(math.nan)\n" + body)
+        return ("def _hypot_{t}(x, y):\n    a = np.float64(x)\n    b = np.float64(y)\n"
+                "    if abs(a) == math.inf or abs(b) == math.inf:\n"
+                "        return np.{t}(math.inf)\n"
+                "    if a != a or b != b:\n        return np.{t}(math.nan)\n" + body)
     if stem in ("maxmag", "minmag"):  # a NaN loses to the other argument, as in fmax/fmin
         return (f"def _{stem}_{{t}}(x, y):\n    a = np.float64(x)\n    b = np.float64(y)\n"
                 + body)
