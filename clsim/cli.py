@@ -23,12 +23,14 @@ COMMANDS = {
     "devices": ("verify.cli", "devices"),
     "verify": ("verify.cli", "verify"),
     "replay": ("verify.cli", "replay"),
+    "conformance": ("verify.conformance", "conformance"),
 }
 _FALLBACK_HELP = {
     "report": "traffic and roofline report of a kernel family",
     "devices": "list the OpenCL devices of this machine",
     "verify": "fuzz a kernel on real OpenCL devices against the simulator",
     "replay": "re-run a saved failing example",
+    "conformance": "max ULP of every scalar builtin on the simulator and each device",
 }
 
 

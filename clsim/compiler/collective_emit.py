@@ -24,6 +24,7 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
 from clsim.instruments.base import Instrument
 from clsim.runtime import record as rec
+from clsim.runtime.config import sub_reduce_order as config_sub_reduce_order
 
 if TYPE_CHECKING:
     from clsim.compiler.builtins.collectives import Collective
@@ -35,29 +36,44 @@ SUB, WORK = "sub", "work"
 class ReductionOrder(Instrument):
     """``reduction_order="shuffled"``: float additions in reduce/scan collectives follow a seeded
     permutation of the lanes. Carries the seed as run-time state, so every seed shares one
-    compiled module."""
+    compiled module. The tree orders ("tree", "halfpairs", "tree16", per-size strings) change
+    how float sub-group reductions add (``collective_helpers``)."""
 
     name = "reduction_order"
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, order: str = "shuffled"):
         self.seed = seed
+        self.order = order
 
     @classmethod
     def create(cls, config):
-        return cls(config.reduction_seed) if config.reduction_order == "shuffled" else None
+        order = config.reduction_order
+        return cls(config.reduction_seed, order) if order not in ("fixed", "left") else None
 
     def state_args(self) -> list[str]:
         return ["_rseed"]
 
     def key(self) -> tuple:
-        return ("reduction_order", "shuffled")
+        return ("reduction_order", self.order)
 
     def allocate(self, info) -> list:
         return [np.array([self.seed], np.uint64)]
 
 
+def _order(module) -> str:
+    for inst in module.instruments:
+        if isinstance(inst, ReductionOrder):
+            return inst.order
+    return "fixed"
+
+
 def shuffled(module) -> bool:
-    return any(isinstance(inst, ReductionOrder) for inst in module.instruments)
+    return _order(module) == "shuffled"
+
+
+def sub_reduce_order(module) -> str:
+    """"left", "tree", "halfpairs" or "shuffled": the order of float sub-group reductions."""
+    return config_sub_reduce_order(_order(module), module.subgroup_size)
 
 
 # -- code at the cut ----------------------------------------------------------------------------
@@ -103,7 +119,10 @@ def _compute(gen, c: Collective, stmt, site: int, start: str, count: str, sg: st
     if mix:
         gen.need_perm()
     h = gen.helper
-    if c.kind == "reduce":
+    tree = sub_reduce_order(gen.module) if c.scope == SUB else "left"
+    if c.kind == "reduce" and c.op == "add" and ct.is_float(t) and tree in ("tree", "halfpairs"):
+        gen.emit(f"{h('_cg_reduce_add_' + tree)}({src}, {dst}, {start}, {count})")
+    elif c.kind == "reduce":
         name = f"_cg_reduce_{c.op}" + ("_p" if mix else "")
         gen.emit(f"{h(name)}({src}, {dst}, {start}, {count}{', ' + perm if mix else ''})")
     elif c.kind in ("scan", "xscan"):

@@ -8,7 +8,9 @@ these are plain Python in Numba's subset, so the JIT and no-JIT modes run the sa
 agree bit for bit.
 
 Order (documented in docs/subgroups.md): reductions are a left fold in lane order (PoCL's order),
-scans a running fold in lane order. The ``_p`` variants fold in the order of a seeded
+scans a running fold in lane order; ``_cg_reduce_add_tree`` is the halving tree of the Intel CPU
+runtime's sub-group reductions (``reduction_order="tree"``), ``_cg_reduce_add_halfpairs`` its
+8-lane order (``"halfpairs"``). The ``_p`` variants fold in the order of a seeded
 permutation (``reduction_order="shuffled"``), made by ``_cg_perm`` from splitmix64, which gives
 the same numbers in both modes. Checks write the error record through ``_cg_fail`` and return.
 """
@@ -282,9 +284,50 @@ def _cg_mask_seen(m, nl):
 """, ()),
 }
 
+# Tree orders of float sub-group sums, computed in dst[s:s+n] as scratch (dst is overwritten
+# with the result anyway). "tree": x[i] += x[i + h] for h = n/2, n/4, ... 1 (a non-power-of-two
+# n pairs i with i + h for h = next power of two / 2, where i + h < n). "halfpairs" (the Intel
+# CPU runtime at 8 lanes, measured by verify/orders.py): one halving step, then adjacent pairs,
+# ((x0+x4)+(x1+x5)) + ((x2+x6)+(x3+x7)).
+_REDUCE_TREE = """
+def _cg_reduce_add_tree(src, dst, s, n):
+    for j in range(s, s + n):
+        dst[j] = src[j]
+    h = 1
+    while h < n:
+        h = h * 2
+    h = h // 2
+    while h >= 1:
+        for i in range(h):
+            if i + h < n:
+                dst[s + i] = dst[s + i] + dst[s + i + h]
+        h = h // 2
+    a = dst[s]
+    for j in range(s, s + n):
+        dst[j] = a
+"""
+_REDUCE_HALFPAIRS = """
+def _cg_reduce_add_halfpairs(src, dst, s, n):
+    h = (n + 1) // 2
+    for i in range(h):
+        dst[s + i] = src[s + i] + src[s + i + h] if i + h < n else src[s + i]
+    m = h
+    while m > 1:
+        k = 0
+        for i in range(0, m, 2):
+            dst[s + k] = dst[s + i] + dst[s + i + 1] if i + 1 < m else dst[s + i]
+            k += 1
+        m = k
+    a = dst[s]
+    for j in range(s, s + n):
+        dst[j] = a
+"""
+
 HELPERS: dict[str, Helper] = {
     "_cg_fail": helper("_cg_fail", _FAIL),
     "_cg_perm": helper("_cg_perm", _PERM),
+    "_cg_reduce_add_tree": helper("_cg_reduce_add_tree", _REDUCE_TREE),
+    "_cg_reduce_add_halfpairs": helper("_cg_reduce_add_halfpairs", _REDUCE_HALFPAIRS),
 }
 for _op, _combine in COMBINE.items():
     for _stem, _template in (("reduce", _REDUCE), ("scan", _SCAN), ("clustered", _CLUSTERED),

@@ -84,6 +84,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
 
     def typed(self, node, to) -> str:
         value = _constant_value(node)
+        if value is not None and ct.is_float(node.ctype):
+            value = np.dtype(node.ctype).type(value)  # 0.1 is 0.1f, also beside a double
         if value is not None and ct.is_scalar(to) and ct.is_scalar(node.ctype) and to != "bool":
             same_kind = ct.is_float(to) or not ct.is_float(node.ctype)
             if same_kind and np.dtype(to).type(value) == value:
@@ -117,7 +119,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         a = self.typed(node.left, res)
         b = self.typed(node.right, res)
         if op in ("//", "%"):
-            helper = self.helper("_idiv" if op == "//" else "_irem")
+            helper = self.helper(f"_idiv_{res}" if op == "//" else f"_irem_{res}")
             site = self.module.site(node, "", "arith", "none", res)
             self.checked()
             site_k = self.const(site, "int64")
@@ -260,6 +262,9 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     def e_Call(self, node):
         kind, value = node.func.resolved
         if kind == "dtype":
+            literal = _signed_constant(node.args[0])
+            if literal is not None and ct.is_float(value):
+                return self.const(literal, value)  # np.float64(0.1): the double nearest 0.1
             return self.typed(node.args[0], value)
         if kind == "func":
             return self.call_func(node, value)
@@ -328,6 +333,16 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         if storage == "parray":
             return f"v_{name}__c", [self.lid_code()]
         return f"v_{name}", []
+
+
+def _signed_constant(node):
+    """A literal, possibly negated (np.float64(-0.1)), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _constant_value(node.operand)
+        if value is None:
+            return None
+        return -value if isinstance(node.op, ast.USub) else value
+    return _constant_value(node)
 
 
 def _constant_value(node):

@@ -21,6 +21,7 @@ import numpy as np
 from clsim.api import KernelFunction, builtin_by_identity
 from clsim.compiler import builtins as table
 from clsim.compiler.diagnostics import Loc, builtin_name, compile_error
+from clsim.compiler.loopvars import check_loop_variables
 from clsim.errors import KernelCompileError
 
 PY_BUILTIN_MAP = {"min": "min", "max": "max", "abs": "abs"}
@@ -90,6 +91,12 @@ class _Annotator(ast.NodeVisitor):
             rel = node.lineno - 1
             text = self.lines[rel] if 0 <= rel < len(self.lines) else ""
             node.loc = Loc(self.file, line, self.func, text)
+            if isinstance(node, ast.Constant) and type(node.value) is int \
+                    and 2**31 <= node.value < 2**32 \
+                    and text[node.col_offset:node.col_offset + 2].lower() in ("0x", "0o", "0b"):
+                # C gives a hex/octal literal the first of int, uint, long, ulong that holds it
+                # (decimal: int, long), so 0x80000000 is a uint; elsewhere the two agree.
+                node.resolved = ("const", np.uint32(node.value))
         for bad, why in _REJECTED.items():
             top = isinstance(node, ast.FunctionDef) and node is self.top
             if isinstance(node, bad) and not top:
@@ -219,6 +226,7 @@ def parse(fn: KernelFunction) -> Parsed:
     _PARSE_CACHE[key] = parsed  # first, so that a helper calling itself finds it
     try:
         _check_calls(parsed)
+        check_loop_variables(parsed.tree)
     except KernelCompileError:
         del _PARSE_CACHE[key]  # the next parse must raise again
         raise

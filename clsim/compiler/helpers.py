@@ -63,22 +63,81 @@ def register_helper(name: str, source: str, deps: tuple[str, ...] = ()) -> None:
     _REGISTERED[name] = helper(name, source, deps)
 
 
-for _t in INT_TYPES:
-    _define(f"_w_{_t}", f"def _w_{_t}(x):\n    return np.{_t}(x)")
-    _define(
-        f"_f2i_{_t}",
-        f"""
-def _f2i_{_t}(x):
+# Float to integer is C's cast (truncation). In range it is exact for every width, long and
+# ulong included; NaN gives 0, beyond the 64-bit range it saturates, and narrower types wrap
+# the 64-bit value (out of range is undefined in C; this is one fixed, mode-independent choice).
+_F2I_SIGNED = """
+def _f2i_{t}(x):
     v = np.float64(x)
     if v != v:
-        return np.{_t}(0)
-    if v >= 9.2e18:
-        v = 9.2e18
-    elif v <= -9.2e18:
-        v = -9.2e18
-    return np.{_t}(np.int64(v))
-""",
-    )
+        return np.{t}(0)
+    if v >= 9.223372036854775808e18:
+        return np.{t}(np.int64(9223372036854775807))
+    if v < -9.223372036854775808e18:
+        return np.{t}(np.int64(-9223372036854775807 - 1))
+    return np.{t}(np.int64(v))
+"""
+_F2I_ULONG = """
+def _f2i_uint64(x):
+    v = np.float64(x)
+    if v != v:
+        return np.uint64(0)
+    if v >= 1.8446744073709551616e19:
+        return np.uint64(18446744073709551615)
+    if v >= 9.223372036854775808e18:
+        return np.uint64(v)
+    if v < -9.223372036854775808e18:
+        v = -9.223372036854775808e18
+    return np.uint64(np.int64(v))
+"""
+# Integer // and % as C: truncation toward zero, one helper per type so that Numba never mixes
+# unsigned and signed operands (uint64 with int64 becomes float64 in Numba). x / -1 wraps
+# (LONG_MIN / -1 is LONG_MIN, what devices give for C's undefined case) and x % -1 is 0.
+_IDIV_SIGNED = """
+def _idiv_{t}(a, b, err, site, lid):
+    if b == 0:
+        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
+        return np.{t}(0)
+    if b == -1:
+        return np.{t}(np.{t}(0) - a)
+    q = a // b
+    if q * b != a and (a < 0) != (b < 0):
+        q = q + np.{t}(1)
+    return np.{t}(q)
+"""
+_IREM_SIGNED = """
+def _irem_{t}(a, b, err, site, lid):
+    if b == 0:
+        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
+        return np.{t}(0)
+    if b == -1:
+        return np.{t}(0)
+    r = a % b
+    if r != 0 and (a < 0) != (b < 0):
+        r = r - b
+    return np.{t}(r)
+"""
+_IDIV_UNSIGNED = """
+def _idiv_{t}(a, b, err, site, lid):
+    if b == 0:
+        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
+        return np.{t}(0)
+    return np.{t}(a // b)
+"""
+_IREM_UNSIGNED = """
+def _irem_{t}(a, b, err, site, lid):
+    if b == 0:
+        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
+        return np.{t}(0)
+    return np.{t}(a % b)
+"""
+for _t in INT_TYPES:
+    _define(f"_w_{_t}", f"def _w_{_t}(x):\n    return np.{_t}(x)")
+    _define(f"_f2i_{_t}", _F2I_ULONG if _t == "uint64" else _F2I_SIGNED.format(t=_t))
+    _signed = not _t.startswith("u")
+    for _stem, _src in (("idiv", _IDIV_SIGNED if _signed else _IDIV_UNSIGNED),
+                        ("irem", _IREM_SIGNED if _signed else _IREM_UNSIGNED)):
+        _define(f"_{_stem}_{_t}", rec.fill(_src.replace("{t}", _t)), ("_oob",))
 for _t in FLOAT_TYPES:
     _define(f"_w_{_t}", f"def _w_{_t}(x):\n    return np.{_t}(x)")
 
@@ -105,35 +164,6 @@ def _ck(index, length, err, site, lid):
 """),
     ("_oob",),
 )
-_define(
-    "_idiv",
-    rec.fill("""
-def _idiv(a, b, err, site, lid):
-    if b == 0:
-        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
-        return a - a
-    q = a // b
-    if a % b != 0 and (a < 0) != (b < 0):
-        q = q + 1
-    return q
-"""),
-    ("_oob",),
-)
-_define(
-    "_irem",
-    rec.fill("""
-def _irem(a, b, err, site, lid):
-    if b == 0:
-        _oob(err, np.int64({DIV_ZERO}), site, np.int64(0), np.int64(0), lid)
-        return a - a
-    r = a % b
-    if r != 0 and (a < 0) != (b < 0):
-        r = r - b
-    return r
-"""),
-    ("_oob",),
-)
-
 
 def helper_sources(names: set[str], table: dict[str, Helper]) -> list[str]:
     """The sources of the named helpers and everything they call, dependencies first.

@@ -50,7 +50,7 @@ _NUMBERS: dict[str, tuple[type, float]] = {
     "l2_ways": (int, 1),
 }
 _OPTIONAL = ("compute_units", "local_mem_bytes", "l1_bytes", "l1_ways", "l2_bytes", "l2_ways")
-REDUCTION_ORDERS = ("fixed", "shuffled")
+REDUCTION_ORDERS = ("fixed", "left", "tree", "halfpairs", "tree16", "shuffled")  # runtime.config
 _REQUIRED = ("name", "description", "dram_bandwidth_gbs", "fp32_gflops", "fp16_gflops",
              "local_banks", "local_bank_width_bytes", "subgroup_size", "max_work_group_size")
 _DEFAULTS = {"sector_bytes": 32, "line_bytes": 128, **dict.fromkeys(_OPTIONAL)}

@@ -114,10 +114,44 @@ def check_mode(checks) -> str:
     return checks
 
 
+# Orders of float additions in reduce collectives (docs/subgroups.md): "fixed"/"left" fold in
+# lane order; "tree" halves (x[i] + x[i + n/2], then n/4, ...); "halfpairs" halves once, then
+# adds adjacent pairs (measured on the Intel CPU runtime at 8 lanes); "tree16" is "tree" up to
+# 16 lanes, else left; "shuffled" a seeded permutation. "8:halfpairs,16:left" picks by the
+# sub-group size (sizes not named fold left). The tree orders apply to sub-group reductions.
+SUB_ORDERS = ("fixed", "left", "tree", "halfpairs")
+
+
+def parse_order(order: str) -> dict[int, str] | None:
+    """A per-size order "8:halfpairs,16:left" as {8: "halfpairs", 16: "left"}; None if
+    ``order`` is not of that form or names an unknown order."""
+    table: dict[int, str] = {}
+    for part in order.split(","):
+        size, _, name = part.strip().partition(":")
+        if not size.isdigit() or name not in SUB_ORDERS:
+            return None
+        table[int(size)] = name
+    return table
+
+
+def sub_reduce_order(order: str, subgroup_size: int) -> str:
+    """The order a float sub-group reduction of ``subgroup_size`` lanes adds in: "left",
+    "tree" or "halfpairs" (or "shuffled")."""
+    if order == "tree16":
+        return "tree" if subgroup_size <= 16 else "left"
+    if ":" in order:
+        order = (parse_order(order) or {}).get(subgroup_size, "left")
+    return "left" if order == "fixed" else order
+
+
 def check_reduction(order, seed) -> tuple[str, int]:
-    if order not in REDUCTION_ORDERS:
-        raise InvalidArgumentError(f"run(): reduction_order={order!r}; use 'fixed' (lane "
-                                   "order, the default) or 'shuffled' (seeded permutation)")
+    if not isinstance(order, str) or (order not in REDUCTION_ORDERS and (
+            ":" not in order or parse_order(order) is None)):
+        raise InvalidArgumentError(
+            f"run(): reduction_order={order!r}; use 'fixed' or 'left' (left fold in lane "
+            "order, the default), 'tree' (halving: x[i] + x[i + n/2], ...), 'halfpairs' (one "
+            "halving, then adjacent pairs), 'tree16' (tree up to 16 lanes, else left), "
+            "'shuffled' (seeded permutation), or per sub-group size: '8:halfpairs,16:left'")
     try:
         value = None if isinstance(seed, bool) else operator.index(seed)
     except TypeError:

@@ -324,3 +324,79 @@ def test_local_size_none_picks_a_legal_size():
     result = clsim.run(copy, (300,), None, (src, dst), jit=False)
     assert 300 % result.local_size[0] == 0 and result.local_size[0] <= 256
     np.testing.assert_array_equal(dst, src)
+
+
+@kernel
+def hex_compare(x, out):
+    i = get_global_id(0)
+    out[i] = 1 if x[i] < 0x80000000 else 0
+    out[2 + i] = 1 if x[i] < 2147483648 else 0
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_hex_literal_is_uint_where_c_makes_it_one(jit):
+    """0x80000000 is a uint in C (first of int, uint, long, ulong), so -1 < 0x80000000 compares
+    as unsigned (0); the decimal 2147483648 is a long, so there -1 < it (1)."""
+    x = np.array([-1, 5], np.int32)
+    out = np.zeros(4, np.int32)
+    clsim.run(hex_compare, (2,), None, (x, out), jit=jit)
+    assert out.tolist() == [0, 1, 1, 1]
+
+
+@kernel
+def loop_var_read_after(out, n):
+    i = get_global_id(0)
+    for j in range(n):
+        out[i] = j
+    out[i] = j
+
+
+@kernel
+def loop_var_assigned_inside(out, n):
+    i = get_global_id(0)
+    for m in range(10):
+        m += 2
+        out[i] = m
+
+
+@kernel
+def loop_var_reassigned_then_read(out, n):
+    i = get_global_id(0)
+    s = 0
+    for j in range(n):
+        s += j
+    for j in range(n):
+        s += j
+    j = n
+    out[i] = s + j
+
+
+def test_loop_variables_that_would_differ_from_c_are_compile_errors():
+    """Reading j after 'for j in range(n)' (C: n, Python: n-1) and assigning the loop variable
+    inside its loop (changes C's iterations, not Python's) are errors saying what to write;
+    reusing the name for another loop or assigning it first is fine."""
+    out = np.zeros(2, np.int32)
+    with pytest.raises(clsim.KernelCompileError, match="read after 'for j in range"):
+        clsim.run(loop_var_read_after, (2,), None, (out, np.int32(3)))
+    with pytest.raises(clsim.KernelCompileError, match="Write a while loop"):
+        clsim.run(loop_var_assigned_inside, (2,), None, (out, np.int32(3)))
+    clsim.run(loop_var_reassigned_then_read, (2,), None, (out, np.int32(3)))
+    assert out.tolist() == [9, 9]
+
+
+@kernel
+def float_literal_beside_double(x, out):
+    i = get_global_id(0)
+    out[i] = x[i] * 0.1
+    out[2 + i] = x[i] * np.float64(0.1)
+    out[4 + i] = x[i] * np.float64(-0.1)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_bare_float_literal_is_a_float_even_beside_a_double(jit):
+    """0.1 is C's 0.1f: beside a double it is widened from float (as `x * 0.1f` in C), while
+    np.float64(0.1) is the double literal."""
+    x = np.ones(2, np.float64)
+    out = np.zeros(6, np.float64)
+    clsim.run(float_literal_beside_double, (2,), None, (x, out), jit=jit)
+    assert out.tolist() == [float(np.float32(0.1))] * 2 + [0.1] * 2 + [-0.1] * 2

@@ -30,10 +30,15 @@ from __future__ import annotations
 from clsim.compiler.builtins import (
     atomics,
     collectives,
+    common,
     conversion,
+    conversion_modes,
     half,
+    intbits,
     integer,
     math,
+    math_more,
+    math_parts,
     memory,
     printf,
     relational,
@@ -45,8 +50,9 @@ from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
 from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
-_MODULES = (workitem, math, integer, relational, conversion, vector, vector_convert, half,
-            memory, printf, atomics, collectives)
+_MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, relational,
+            conversion, conversion_modes, vector, vector_convert, half, memory, printf, atomics,
+            collectives)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:

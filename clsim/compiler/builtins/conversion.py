@@ -14,7 +14,7 @@ CONVERT = {
     "uint": "uint32", "long": "int64", "ulong": "uint64", "float": "float32",
     "double": "float64",
 }
-AS = ("int", "uint", "float", "long", "ulong", "double")
+AS = ("char", "uchar", "short", "ushort", "int", "uint", "float", "long", "ulong", "double")
 
 
 def _convert_rule(to):
@@ -41,6 +41,9 @@ def _as_rule(to):
             got = ct.short(types[0]) if types else "nothing"
             raise node_error(call, f"as_{ct.cname(to)}() reinterprets {size}-byte values; "
                                    f"got {got}")
+        if size < 4 and not ct.is_int(types[0]):
+            raise node_error(call, f"as_{ct.cname(to)}() of a {ct.cname(types[0])} is not "
+                                   "supported; reinterpret char/short values only")
         return to
 
     return rule
@@ -48,6 +51,8 @@ def _as_rule(to):
 
 def _as_emit(to):
     def emit(gen, codes, types, call):
+        if ct.is_int(types[0]) and ct.is_int(to):
+            return gen.cast(codes[0], types[0], to)  # same width: a wrapping cast keeps the bits
         return gen.bitcast(codes[0], types[0], to)
 
     return emit

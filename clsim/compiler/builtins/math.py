@@ -7,7 +7,9 @@ call the same libm, so results agree bit for bit and sit well inside OpenCL's UL
 
 from __future__ import annotations
 
+from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
+from clsim.compiler.builtins.math_exact import FMA as _FMA
 from clsim.compiler.builtins.rules import (
     call_common,
     call_helper,
@@ -21,15 +23,17 @@ from clsim.compiler.helpers import helper
 FLOATS = "float, double"
 FAMILY = "math"
 
-# name -> the float64 expression of v (NaN is handled before it).
+# name -> the float64 expression of v (NaN is handled before it). Every guard keeps Python's
+# ``math`` from raising (domain, overflow) where C returns a value, so no-JIT mode never crashes;
+# each cut-off is the largest argument whose float64 result is finite.
 UNARY = {
     "sqrt": "math.sqrt(v) if v >= 0.0 else math.nan",
     "rsqrt": ("1.0 / math.sqrt(v) if v > 0.0 else "
               "(math.copysign(math.inf, v) if v == 0.0 else math.nan)"),
-    "exp": "math.exp(v) if v < 709.0 else math.inf",
+    "exp": "math.exp(v) if v <= 709.782712893384 else math.inf",
     "exp2": "2.0 ** v if v < 1024.0 else math.inf",
-    "exp10": "10.0 ** v if v < 308.0 else math.inf",
-    "expm1": "math.expm1(v) if v < 709.0 else math.inf",
+    "exp10": "10.0 ** v if v <= 308.2547155599167 else math.inf",
+    "expm1": "math.expm1(v) if v <= 709.782712893384 else math.inf",
     "log": "math.log(v) if v > 0.0 else (-math.inf if v == 0.0 else math.nan)",
     "log2": "math.log2(v) if v > 0.0 else (-math.inf if v == 0.0 else math.nan)",
     "log10": "math.log10(v) if v > 0.0 else (-math.inf if v == 0.0 else math.nan)",
@@ -40,16 +44,31 @@ UNARY = {
     "asin": "math.asin(v) if abs(v) <= 1.0 else math.nan",
     "acos": "math.acos(v) if abs(v) <= 1.0 else math.nan",
     "atan": "math.atan(v)",
-    "sinh": "math.sinh(v) if abs(v) < 710.0 else math.copysign(math.inf, v)",
-    "cosh": "math.cosh(v) if abs(v) < 710.0 else math.inf",
+    "sinh": "math.sinh(v) if abs(v) <= 710.4758600739439 else math.copysign(math.inf, v)",
+    "cosh": "math.cosh(v) if abs(v) <= 710.4758600739439 else math.inf",
     "tanh": "math.tanh(v)",
+    "asinh": "math.asinh(v)",
+    "acosh": "math.acosh(v) if v >= 1.0 else math.nan",
+    "atanh": ("math.atanh(v) if abs(v) < 1.0 else "
+              "(math.copysign(math.inf, v) if abs(v) == 1.0 else math.nan)"),
+    "asinpi": "math.asin(v) / math.pi if abs(v) <= 1.0 else math.nan",
+    "acospi": "math.acos(v) / math.pi if abs(v) <= 1.0 else math.nan",
+    "atanpi": "math.atan(v) / math.pi",
+    "cbrt": "_cbrt_core(v)",
     "erf": "math.erf(v)",
     "erfc": "math.erfc(v)",
-    "floor": "math.floor(v) if abs(v) < 4.5e15 else v",
-    "ceil": "math.ceil(v) if abs(v) < 4.5e15 else v",
-    "trunc": "math.trunc(v) if abs(v) < 4.5e15 else v",
+    # np.floor/ceil/trunc keep the sign of zero (ceil(-0.5) is -0.0) and are exact at any size.
+    "floor": "np.floor(v)",
+    "ceil": "np.ceil(v)",
+    "trunc": "np.trunc(v)",
     "fabs": "abs(v)",
+    "logb": "math.frexp(v)[1] - 1.0 if v != 0.0 and abs(v) != math.inf else "
+            "(-math.inf if v == 0.0 else math.inf)",
 }
+# What a NaN argument gives: the NaN itself, except where devices clear its sign bit.
+_NAN_RESULT = {"fabs": "math.nan"}
+# Helpers a UNARY expression calls beyond math/np.
+_UNARY_DEPS = {"cbrt": ("_cbrt_core",)}
 _UNARY_FLOP = {"sqrt": "sqrt", "rsqrt": "sqrt", "fabs": "add", "floor": "add", "ceil": "add",
                "trunc": "add"}
 
@@ -60,46 +79,87 @@ def _per_type(stem: str, template: str) -> tuple:
 
 
 def unary_helpers(name: str) -> tuple:
-    return _per_type(name, f"""
+    nan = _NAN_RESULT.get(name, "v")
+    deps = _UNARY_DEPS.get(name, ())
+    template = f"""
 def _{name}_{{t}}(x):
     v = np.float64(x)
     if v != v:
-        return np.{{t}}(v)
+        return np.{{t}}({nan})
     return np.{{t}}({UNARY[name]})
+"""
+    return tuple(helper(f"_{name}_{t}", template.format(t=t), deps) for t in ("float32", "float64"))
+
+
+# cbrt from pow and one Newton step, in plain arithmetic: np.cbrt (no-JIT) and libm's cbrt
+# (JIT) differ in the last bit, this gives the same bits in both modes.
+_CBRT = helper("_cbrt_core", """
+def _cbrt_core(v):
+    a = abs(v)
+    if a == 0.0 or a == math.inf:
+        return v
+    e = math.frexp(a)[1]
+    k = (e - e % 3) // 3
+    m = math.ldexp(a, -3 * k)
+    r = m ** (1.0 / 3.0)
+    r = r - (r * r * r - m) / (3.0 * r * r)
+    return math.copysign(math.ldexp(r, k), v)
 """)
-
-
+# round: half away from zero. v - trunc(v) is exact, so the halfway test is too (adding 0.5
+# first would round 0.49999999999999994 up to 1.0).
 _ROUND = _per_type("round", """
 def _round_{t}(x):
     v = np.float64(x)
-    if v != v or abs(v) >= 4.5e15:
-        return np.{t}(v)
-    r = math.floor(abs(v) + 0.5)
-    return np.{t}(math.copysign(r, v))
+    t = np.trunc(v)
+    if v == v and abs(v - t) >= 0.5:
+        t = t + math.copysign(1.0, v)
+    return np.{t}(t)
 """)
-# rint rounds half to even (the current rounding mode); Python's round() does exactly that.
 _RINT = _per_type("rint", """
 def _rint_{t}(x):
-    v = np.float64(x)
-    if v != v or abs(v) >= 4.5e15:
-        return np.{t}(v)
-    r = np.float64(round(v))
-    return np.{t}(math.copysign(r, v))
+    return np.{t}(np.rint(np.float64(x)))
 """)
-_POW = _per_type("pow", """
+# pow's special cases are C99 Annex F's (OpenCL C 7.5.1); an odd integer y keeps x's sign.
+_POW_CORE = helper("_pow_core", """
+def _pow_core(a, b):
+    if b == 0.0 or a == 1.0:
+        return 1.0
+    if a != a or b != b:
+        return math.nan
+    odd = abs(b) < 9007199254740992.0 and b == np.floor(b) and abs(np.fmod(b, 2.0)) == 1.0
+    if a == 0.0:
+        if b < 0.0:
+            return math.copysign(math.inf, a) if odd else math.inf
+        return a if odd else 0.0
+    if abs(b) == math.inf:
+        if a == -1.0:
+            return 1.0
+        return (math.inf if b > 0.0 else 0.0) if abs(a) > 1.0 else (
+            0.0 if b > 0.0 else math.inf)
+    if a < 0.0 and b != np.floor(b):
+        return math.nan
+    r = np.float64(abs(a)) ** b
+    return -r if (a < 0.0 and odd) else r
+""")
+_POW = tuple(helper(f"_pow_{t}", f"""
 def _pow_{t}(x, y):
+    return np.{t}(_pow_core(np.float64(x), np.float64(y)))
+""", ("_pow_core",)) for t in ("float32", "float64"))
+# powr(x, y) is exp2(y * log2(x)): defined for x >= 0 only, with its own special cases.
+_POWR = tuple(helper(f"_powr_{t}", f"""
+def _powr_{t}(x, y):
     a = np.float64(x)
     b = np.float64(y)
-    if a != a or b != b:
-        return np.{t}(math.nan) if not (b == 0.0 or a == 1.0) else np.{t}(1.0)
-    if a == 0.0 and b < 0.0:
-        return np.{t}(math.inf)
-    if a < 0.0 and b != math.floor(b):
+    if a != a or b != b or a < 0.0:
         return np.{t}(math.nan)
-    if abs(a) != math.inf and abs(b) != math.inf and b * math.log2(abs(a)) > 1100.0:
-        return np.{t}(math.inf if (a > 0.0 or b % 2.0 == 0.0) else -math.inf)
-    return np.{t}(a ** b)
-""")
+    if a == 0.0:
+        return np.{t}(math.nan if b == 0.0 else (math.inf if b < 0.0 else 0.0))
+    if a == math.inf and b == 0.0:
+        return np.{t}(math.nan)
+    if a == 1.0:
+        return np.{t}(math.nan if abs(b) == math.inf else 1.0)
+    return np.{t}(_pow_core(a, b))
+""", ("_pow_core",)) for t in ("float32", "float64"))
 _FMAX = _per_type("fmax", """
 def _fmax_{t}(a, b):
     if a != a:
@@ -116,42 +176,33 @@ def _fmin_{t}(a, b):
         return a
     return b if b < a else a
 """)
-# fma must round once. a*b of two float32 is exact in float64; the float64 sum is then rounded
-# to odd (a neighbour with an odd last bit when inexact), after which rounding to float32 is
-# correct: round-to-odd with 2+ spare bits avoids double rounding.
-_FMA = (helper("_fma_float32", """
-def _fma_float32(a, b, c):
-    p = np.float64(a) * np.float64(b)
-    q = np.float64(c)
-    s = p + q
-    if s != s or abs(s) == math.inf:
-        return np.float32(s)
-    bp = s - q
-    e = (p - bp) + (q - (s - bp))
-    if e != 0.0:
-        m, ex = math.frexp(s)
-        mant = np.int64(m * 9007199254740992.0)
-        if mant % 2 == 0:
-            s = np.nextafter(s, math.inf if e > 0.0 else -math.inf)
-    return np.float32(s)
-"""), helper("_fma_float64", """
-def _fma_float64(a, b, c):
-    return np.float64(a) * np.float64(b) + np.float64(c)
-"""))
+# sign(NaN) is 0.0 (OpenCL C 6.15.4); sign(+-0) keeps the zero.
 _SIGN = _per_type("sign", """
 def _sign_{t}(x):
     if x != x:
-        return x
+        return np.{t}(0.0)
     if x > 0.0:
         return np.{t}(1.0)
     if x < 0.0:
         return np.{t}(-1.0)
     return x
 """)
+# copysign of a NaN gives the canonical (positive) NaN, as the devices do (fabs too).
+_COPYSIGN = _per_type("copysign", """
+def _copysign_{t}(x, y):
+    if x != x:
+        return np.{t}(math.nan)
+    return np.{t}(math.copysign(np.float64(x), np.float64(y)))
+""")
 MIN = helper("_min", "def _min(a, b):\n    return b if b < a else a")
 MAX = helper("_max", "def _max(a, b):\n    return b if a < b else a")
 _CLAMP = helper("_clamp", "def _clamp(x, lo, hi):\n    m = lo if x < lo else x\n"
                           "    return hi if hi < m else m")
+# Float clamp is fmin(fmax(x, lo), hi) (OpenCL C 6.15.4): clamp(NaN, -1, 1) is -1 on devices.
+_FCLAMP = tuple(helper(f"_clamp_{t}", f"""
+def _clamp_{t}(x, lo, hi):
+    return _fmin_{t}(_fmax_{t}(x, lo), hi)
+""", (f"_fmax_{t}", f"_fmin_{t}")) for t in ("float32", "float64"))
 _MIX = helper("_mix", "def _mix(x, y, a):\n    return x + (y - x) * a")
 
 
@@ -170,10 +221,11 @@ def _emit_divide(gen, codes, types, call):
     return f"({a} / {b})"
 
 
-def _emit_copysign(gen, codes, types, call):
-    to = float_result(types)
-    a, b = cast_all(gen, codes, types, to)
-    return gen.cast(f"math.copysign({a}, {b})", "float64", to)
+def _emit_clamp(gen, codes, types, call):
+    args = ", ".join(cast_all(gen, codes, types, call.ctype))
+    if ct.is_float(call.ctype):
+        return gen.helper(f"_clamp_{call.ctype}") + f"({args})"
+    return gen.helper("_clamp") + f"({args})"
 
 
 def _float_fn(name, n, emit, helpers=(), flop=None, **doc):
@@ -183,7 +235,7 @@ def _float_fn(name, n, emit, helpers=(), flop=None, **doc):
 
 
 def _entries() -> list[Builtin]:
-    rows = [_float_fn(name, 1, call_helper(name), unary_helpers(name),
+    rows = [_float_fn(name, 1, call_helper(name), (*unary_helpers(name), _CBRT),
                       _UNARY_FLOP.get(name, "transcendental")) for name in UNARY]
     native = ("native_exp", "exp"), ("native_log", "log"), ("native_sqrt", "sqrt"), (
         "native_rsqrt", "rsqrt"), ("native_sin", "sin"), ("native_cos", "cos"), (
@@ -196,15 +248,16 @@ def _entries() -> list[Builtin]:
         _float_fn("round", 1, call_helper("round"), _ROUND, "add",
                   note="half away from zero"),
         _float_fn("rint", 1, call_helper("rint"), _RINT, "add", note="half to even"),
-        _float_fn("pow", 2, call_helper("pow"), _POW, "transcendental"),
-        _float_fn("powr", 2, call_helper("pow"), _POW, "transcendental"),
+        _float_fn("pow", 2, call_helper("pow"), (*_POW, _POW_CORE), "transcendental"),
+        _float_fn("powr", 2, call_helper("powr"), (*_POWR, _POW_CORE), "transcendental",
+                  note="x >= 0 only: NaN for x < 0, (0, 0), (1, inf), (inf, 0)"),
         _float_fn("fmax", 2, call_helper("fmax"), _FMAX, "add", note="ignores a NaN"),
         _float_fn("fmin", 2, call_helper("fmin"), _FMIN, "add", note="ignores a NaN"),
         _float_fn("fma", 3, call_helper("fma"), _FMA, "fma", note="rounded once"),
         _float_fn("mad", 3, _emit_mad, (), "fma", note="multiply and add, rounded apart"),
         _float_fn("native_recip", 1, _emit_recip, (), "div"),
         _float_fn("native_divide", 2, _emit_divide, (), "div"),
-        _float_fn("copysign", 2, _emit_copysign),
+        _float_fn("copysign", 2, call_helper("copysign"), _COPYSIGN),
         _float_fn("mix", 3, call_common("_mix"), (_MIX,), "fma", note="x + (y - x) * a"),
         _float_fn("sign", 1, call_helper("sign"), _SIGN),
         Builtin("min", FAMILY, common_type("min", 2), call_common("_min"), helpers=(MIN,),
@@ -213,8 +266,10 @@ def _entries() -> list[Builtin]:
         Builtin("max", FAMILY, common_type("max", 2), call_common("_max"), helpers=(MAX,),
                 flop="add", c="max(x, y)", types="any number",
                 note="x < y ? y : x; Python's max() is the same builtin"),
-        Builtin("clamp", FAMILY, common_type("clamp", 3), call_common("_clamp"),
-                helpers=(_CLAMP,), flop="add", c="clamp(x, lo, hi)", types="any number"),
+        Builtin("clamp", FAMILY, common_type("clamp", 3), _emit_clamp,
+                helpers=(_CLAMP, *_FCLAMP, *_FMAX, *_FMIN), flop="add",
+                c="clamp(x, lo, hi)", types="any number",
+                note="floats: fmin(fmax(x, lo), hi), so a NaN x gives lo"),
     ]
     return rows
 

@@ -1,4 +1,6 @@
-"""Relational functions: isnan, isinf, isfinite, signbit, select."""
+"""Relational functions: isnan, isinf, isfinite, signbit, the comparisons
+isequal ... isunordered (false when an argument is NaN, except isnotequal and isunordered),
+and select."""
 
 from __future__ import annotations
 
@@ -15,6 +17,13 @@ _TESTS = {
     "isfinite": "def _isfinite(x):\n    return x == x and x != math.inf and x != -math.inf",
     "signbit": "def _signbit(x):\n    return math.copysign(1.0, np.float64(x)) < 0.0",
 }
+# Comparisons of two numbers converted to their common type; NaN compares unordered.
+_COMPARE = {
+    "isequal": "a == b", "isnotequal": "a != b", "isgreater": "a > b",
+    "isgreaterequal": "a >= b", "isless": "a < b", "islessequal": "a <= b",
+    "islessgreater": "a < b or a > b", "isordered": "a == a and b == b",
+    "isunordered": "a != a or b != b",
+}
 _SELECT = helper("_select", "def _select(a, b, c):\n    return b if c != 0 else a")
 
 
@@ -27,6 +36,21 @@ def _test_rule(types, call):
 def _test_emit(name):
     def emit(gen, codes, types, call):
         return gen.helper(f"_{name}") + f"({codes[0]})"
+
+    return emit
+
+
+def _compare_rule(types, call):
+    if len(types) != 2 or not all(ct.is_scalar(t) for t in types):
+        raise node_error(call, "this comparison takes two numbers")
+    return "bool"
+
+
+def _compare_emit(name):
+    def emit(gen, codes, types, call):
+        to = ct.arithmetic(types[0], types[1])
+        a, b = gen.cast(codes[0], types[0], to), gen.cast(codes[1], types[1], to)
+        return gen.helper(f"_{name}") + f"({a}, {b})"
 
     return emit
 
@@ -47,6 +71,10 @@ ENTRIES = [
     *(Builtin(name, FAMILY, _test_rule, _test_emit(name), helpers=(helper(f"_{name}", src),),
               c=f"{name}(x)", types="float, double", note="bool (OpenCL: int)")
       for name, src in _TESTS.items()),
+    *(Builtin(name, FAMILY, _compare_rule, _compare_emit(name),
+              helpers=(helper(f"_{name}", f"def _{name}(a, b):\n    return {expr}"),),
+              c=f"{name}(x, y)", types="float, double", note="bool (OpenCL: int); " + expr)
+      for name, expr in _COMPARE.items()),
     Builtin("select", FAMILY, _select_rule, _emit_select, helpers=(_SELECT,),
             c="select(a, b, c)", types="any number", note="c ? b : a"),
 ]

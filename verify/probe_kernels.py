@@ -1,0 +1,112 @@
+"""One tiny kernel per builtin call shape: ``out[i] = NAME(a0[i], a1[i], ...)``.
+
+The conformance run and the builtin tests evaluate a builtin over arrays of inputs on the
+simulator (and, with the ``.cl`` twin from ``cl_source``, on devices). Kernels are written to a
+private temporary folder and imported, because clsim reads a kernel's source with ``inspect``.
+A builtin returning a tuple (``m, e = frexp(x)``) writes one output per component.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import clsim
+from clsim.compiler import ctypes as ct
+
+_DIR: Path | None = None
+_CACHE: dict[tuple, object] = {}
+
+
+def _folder() -> Path:
+    global _DIR
+    if _DIR is None:
+        _DIR = Path(tempfile.mkdtemp(prefix="clsim-probes-"))
+    return _DIR
+
+
+def python_source(name: str, nargs: int, nout: int = 1) -> str:
+    args = ", ".join(f"a{k}" for k in range(nargs))
+    outs = ", ".join(f"out{k}" for k in range(nout))
+    call = f"clsim.{name}({', '.join(f'a{k}[i]' for k in range(nargs))})"
+    if nout == 1:
+        body = f"    out0[i] = {call}\n"
+    else:
+        names = ", ".join(f"r{k}" for k in range(nout))
+        body = f"    {names} = {call}\n" + "".join(f"    out{k}[i] = r{k}\n" for k in range(nout))
+    return (f"import clsim\nfrom clsim import get_global_id, kernel\n\n\n@kernel\n"
+            f"def probe({args}, {outs}):\n    i = get_global_id(0)\n{body}")
+
+
+def probe_kernel(name: str, nargs: int, nout: int = 1):
+    key = (name, nargs, nout)
+    if key not in _CACHE:
+        path = _folder() / f"probe_{name}_{nargs}_{nout}.py"
+        path.write_text(python_source(name, nargs, nout))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _CACHE[key] = module.probe
+    return _CACHE[key]
+
+
+def evaluate(name: str, args, out_dtypes, *, jit: bool) -> list[np.ndarray]:
+    """``NAME`` applied element-wise to the arrays ``args`` on the simulator; one array per
+    entry of ``out_dtypes`` (the result type, or the components of a tuple result)."""
+    args = [np.ascontiguousarray(a) for a in args]
+    n = args[0].size
+    outs = [np.zeros(n, dt) for dt in out_dtypes]
+    kern = probe_kernel(name, len(args), len(outs))
+    clsim.run(kern, (n,), None, (*args, *outs), jit=jit, checks="none")
+    return outs
+
+
+def cl_source(name: str, arg_dtypes, out_dtypes) -> str:
+    """The OpenCL C twin of ``probe_kernel`` (tuple results through pointer arguments)."""
+    cn = [ct.cname(np.dtype(d).name) for d in arg_dtypes]
+    on = [ct.cname(np.dtype(d).name) for d in out_dtypes]
+    params = [f"__global const {t} *a{k}" for k, t in enumerate(cn)]
+    params += [f"__global {t} *out{k}" for k, t in enumerate(on)]
+    call_args = [f"a{k}[i]" for k in range(len(cn))]
+    if len(on) == 1:
+        body = f"    out0[i] = {name}({', '.join(call_args)});\n"
+    else:
+        body = "".join(f"    {t} r{k};\n" for k, t in enumerate(on[1:], start=1))
+        ptrs = [f"&r{k}" for k in range(1, len(on))]
+        body += f"    out0[i] = {name}({', '.join(call_args + ptrs)});\n"
+        body += "".join(f"    out{k}[i] = r{k};\n" for k in range(1, len(on)))
+    pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL FP_CONTRACT OFF\n"
+    return (f"{pragma}__kernel void probe({', '.join(params)}) {{\n"
+            f"    size_t i = get_global_id(0);\n{body}}}\n")
+
+
+def many_source(names: tuple[str, ...], nargs: int) -> str:
+    args = ", ".join(f"a{k}" for k in range(nargs))
+    call_args = ", ".join(f"a{k}[i]" for k in range(nargs))
+    body = "".join(f"    out[{j} * n + i] = clsim.{name}({call_args})\n"
+                   for j, name in enumerate(names))
+    return (f"import clsim\nfrom clsim import get_global_id, kernel\n\n\n@kernel\n"
+            f"def probe_many({args}, out, n):\n    i = get_global_id(0)\n{body}")
+
+
+def evaluate_many(names, args, out_dtype, *, jit: bool) -> np.ndarray:
+    """Several builtins of one shape in one kernel (one compilation): row j of the result is
+    ``names[j]`` applied element-wise to ``args``."""
+    names = tuple(names)
+    key = ("many", names, len(args))
+    if key not in _CACHE:
+        digest = abs(hash(names)) % 10**12
+        path = _folder() / f"probe_many_{len(args)}_{digest}.py"
+        path.write_text(many_source(names, len(args)))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _CACHE[key] = module.probe_many
+    args = [np.ascontiguousarray(a) for a in args]
+    n = args[0].size
+    out = np.zeros(len(names) * n, out_dtype)
+    clsim.run(_CACHE[key], (n,), None, (*args, out, np.int64(n)), jit=jit, checks="none")
+    return out.reshape(len(names), n)
