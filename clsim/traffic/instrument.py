@@ -142,6 +142,11 @@ class TrafficInstrument(Instrument):
         else:
             gen.emit(f"_trTT[{_imported(gen, '_tr_thread')}(), {lay.C_FLOPS + k}] += 1")
 
+    def flops(self, gen, kind: str, dtype: str, count: str) -> None:
+        """A collective's operations, counted once for the group (group-level code)."""
+        if kind in FLOP_KINDS:
+            gen.emit(f"_trT[{lay.C_FLOPS + FLOP_KINDS.index(kind)}] += {count}")
+
     @staticmethod
     def _arena(gen) -> str:
         """This thread's arena row: bound once per group in the group function, looked up in
