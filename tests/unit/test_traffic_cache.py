@@ -109,3 +109,16 @@ def test_cache_figures_survive_json():
     back = TrafficReport.from_json(t.to_json())
     assert back.buffers == t.buffers and back.cache_model == t.cache_model
     assert "DRAM through the caches" in t.format_table()
+
+
+def test_compare_table_shows_dram_bytes():
+    """clsim report's table has a DRAM row: the cache model's bytes, '-' without it."""
+    from clsim.traffic import compare_table, roofline
+
+    p = load_profile("h200")
+    with_cache = _run(tk.copy_case(1 << 12))
+    without = _run(tk.copy_case(1 << 12), _profile(l2_bytes=None))
+    text = compare_table([("cached", with_cache, roofline(with_cache.totals, p)),
+                          ("no model", without, roofline(without.totals, p))])
+    row = next(ln for ln in text.splitlines() if ln.startswith("DRAM bytes (cache model)"))
+    assert row.split()[-2:] == [f"{8 << 12:,}", "-"]
