@@ -140,7 +140,13 @@ def _compute(gen, c: Collective, stmt, site: int, start: str, count: str, sg: st
         name = f"_cg_clustered_{c.op}" + ("_p" if mix else "")
         gen.emit(f"{h(name)}({src}, {dst}, {start}, {count}, {size}"
                  f"{', ' + perm if mix else ''})")
-    elif c.kind == "broadcast" and c.scope == SUB:
+    if c.kind in ("reduce", "scan", "xscan"):  # n lanes combine with n - 1 operations
+        gen.module.flops(gen, "add", t, f"({count} - 1)")
+    elif c.kind == "clustered":  # n - 1 per cluster
+        gen.module.flops(gen, "add", t, f"({count} - ({count} + {size - 1}) // {size})")
+    if c.kind in ("reduce", "scan", "xscan", "clustered"):
+        return
+    if c.kind == "broadcast" and c.scope == SUB:
         gen.emit(f"{h('_cg_broadcast')}({src}, {arrays[1]}, {dst}, {start}, {count}, _err, "
                  f"{site}, {sg})")
         gen.emit(f"if _err[{rec.CODE}] != 0:\n    {gen.err_return}")

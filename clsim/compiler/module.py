@@ -227,6 +227,11 @@ class ModuleEmitter:
         for inst in self.instruments:
             inst.flop(gen, kind, t)
 
+    def flops(self, gen, kind, t, count: str) -> None:
+        """``count`` operations of ``kind`` at group level (inside a collective)."""
+        for inst in self.instruments:
+            inst.flops(gen, "int" if ct.is_int(t) else kind, t, count)
+
     @property
     def state_args(self) -> list[str]:
         names = [name for inst in self.instruments for name in inst.state_args()]

@@ -115,6 +115,11 @@ class Instrument:
     def flop(self, gen, kind: str, dtype: str) -> None:
         """Count one arithmetic operation of ``kind`` (add, mul, fma, div, sqrt, ...)."""
 
+    def flops(self, gen, kind: str, dtype: str, count: str) -> None:
+        """Count ``count`` (a group-level code expression) operations of ``kind`` done once for
+        the group: the arithmetic inside a collective (``sub_group_reduce_add`` of n lanes is
+        n - 1 adds)."""
+
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
         """The state arrays, aligned with ``state_args()``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -18,22 +19,28 @@ from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS, KINDS, TrafficReport, TrafficSite
 
 COUNTED_SPACES = ("global", "constant", "local")
-# Virtual size of the step buffers (all threads): pages are only touched as far as steps go, so
-# this bounds address space, not memory. A lane running one site more than cap times in one
-# work-item loop pass has its extra runs counted as single-lane steps (a warning says so).
+# Virtual size of the lane logs and of the sector streams (all threads): pages are only touched
+# as far as the launch goes, so these bound address space, not memory. A lane running one site
+# more than cap times in one work-item loop pass has its extra runs counted as single-lane
+# steps (a warning says so); steps past a full stream are not replayed through the caches.
 STEP_BUFFER_BYTES = 1 << 30
-MIN_CAP, MAX_CAP = 256, (1 << lay.RUN_BITS) - 2
+STREAM_BYTES = 1 << 30
+MIN_CAP, MAX_CAP = 256, 1 << 20
+ROW_PAD = 16  # int64 entries between two threads' arena rows
+_KINDS = {"load": lay.R_LOAD, "store": lay.R_STORE}
 
 
 @dataclass(frozen=True)
 class Device:
-    """What the counts depend on besides the kernel: SIMD width, sector/line size, banks."""
+    """What the counts depend on besides the kernel: SIMD width, sector/line size, banks, and
+    the caches (None: the profile describes none, so no DRAM estimate)."""
 
     simd_width: int
     sector_bytes: int
     line_bytes: int
     banks: int
     bank_width: int
+    cache: Any = None  # clsim.traffic.cache.CacheConfig
 
 
 def counted_slots(sites) -> dict[int, int]:
@@ -57,24 +64,32 @@ def _threads() -> int:
     return max(numba.config.NUMBA_NUM_THREADS, numba.get_num_threads())
 
 
-def build(info, dev: Device) -> list[np.ndarray]:
-    """The state arrays ``[TT, M]`` for the launch ``info`` (a ``LaunchInfo``)."""
-    slots = counted_slots(info.sites)
-    ns, simd, threads = max(1, len(slots)), dev.simd_width, _threads()
-    local = info.ndrange.local_size
-    nl = int(local[0] * local[1] * local[2])
-    nsg = -(-nl // simd)
-    ks = ns * nsg
-    cap = int(np.clip(STEP_BUFFER_BYTES // (threads * ks * (simd + 1) * 8), MIN_CAP, MAX_CAP))
-    rows = np.zeros((ns, lay.S_COLS), np.int64)
+def _site_rows(info, slots, dev: Device) -> tuple[np.ndarray, int]:
+    """The slots' constant columns (bytes per access, space, kind) and the most bank words
+    one access covers."""
+    rows = np.zeros((max(1, len(slots)), lay.S_COLS), np.int64)
     max_words = 2
     for site in info.sites:
         if site[0] in slots:
             nbytes = np.dtype(site[8]).itemsize * int(site[9])
-            rows[slots[site[0]], lay.S_NBYTES] = nbytes
-            rows[slots[site[0]], lay.S_SPACE] = lay.SPACE_LOCAL if site[7] == "local" else (
-                lay.SPACE_GLOBAL)
+            row = rows[slots[site[0]]]
+            row[lay.S_NBYTES] = nbytes
+            row[lay.S_ISZ] = np.dtype(site[8]).itemsize
+            row[lay.S_SPACE] = lay.SPACE_LOCAL if site[7] == "local" else lay.SPACE_GLOBAL
+            row[lay.S_KIND] = _KINDS.get(site[6], lay.R_ATOMIC)
             max_words = max(max_words, nbytes // max(dev.bank_width, 1) + 2)
+    return rows, max_words
+
+
+def build(info, dev: Device) -> list[np.ndarray]:
+    """The state arrays ``[TT, M, LL, RR]`` for the launch ``info`` (a ``LaunchInfo``)."""
+    slots = counted_slots(info.sites)
+    ns, simd, threads = max(1, len(slots)), dev.simd_width, _threads()
+    local = info.ndrange.local_size
+    nl = int(local[0] * local[1] * local[2])
+    cap = int(np.clip(STEP_BUFFER_BYTES // (threads * ns * nl * 8), MIN_CAP, MAX_CAP))
+    cap = cap // 8 * 8  # whole blocks of 8 runs, then a block for the dump (layout.py)
+    rows, max_words = _site_rows(info, slots, dev)
     # One row per kernel argument, then a dummy row (one flag) for unknown buffers.
     args = np.zeros((len(info.values) + 1, lay.B_COLS), np.int64)
     flags = 0
@@ -86,16 +101,17 @@ def build(info, dev: Device) -> list[np.ndarray]:
     flags += 1
     b0 = lay.S0 + rows.size
     x0 = b0 + args.size
-    n0 = x0 + simd * max_words + 2
-    a0 = n0 + (cap + 1) * ks
-    # Zeroed memory from the OS: untouched pages of the step buffers are never committed.
-    TT = np.zeros((threads, a0 + (cap + 1) * ks * (simd + 1)), np.int64)
+    cnt0 = x0 + simd * (max_words + 1) + max(dev.banks, 0) + 2
+    pend0 = cnt0 + ns * nl
+    # Rows padded to whole, separate cache lines: threads write their own rows per access.
+    TT = np.zeros((threads, -(-(pend0 + ns) // 8) * 8 + ROW_PAD), np.int64)
     T = TT[0]
     config = {
         lay.C_SIMD: simd, lay.C_SECTOR: dev.sector_bytes, lay.C_LINE: dev.line_bytes,
         lay.C_BANKS: dev.banks, lay.C_BANK_WIDTH: dev.bank_width, lay.C_CAP: cap,
-        lay.C_NSLOTS: ns, lay.C_NL: nl, lay.C_NSG: nsg, lay.C_KSTRIDE: ks,
-        lay.C_M_WRITE: flags, lay.C_B0: b0, lay.C_X0: x0, lay.C_N0: n0, lay.C_A0: a0,
+        lay.C_NSLOTS: ns, lay.C_NL: nl, lay.C_NSG: -(-nl // simd), lay.C_CNT0: cnt0,
+        lay.C_PEND0: pend0, lay.C_M_WRITE: flags, lay.C_B0: b0, lay.C_X0: x0,
+        lay.C_R_CAP: STREAM_BYTES // (8 * threads) if dev.cache else 0,
     }
     for index, value in config.items():
         T[index] = value
@@ -103,13 +119,16 @@ def build(info, dev: Device) -> list[np.ndarray]:
         T[lay.C_SHIFTS + i] = size.bit_length() - 1 if size > 0 and size & (size - 1) == 0 else -1
     T[lay.S0:b0] = rows.reshape(-1)
     T[b0:x0] = args.reshape(-1)
-    TT[1:, :x0] = T[:x0]
-    return [TT, np.zeros(2 * flags, np.uint8)]
+    TT[1:] = T
+    # Zeroed memory from the OS: untouched pages of the logs and streams are never committed.
+    LL = np.zeros((threads, ns * (cap + 8) * nl), np.int64)
+    RR = np.zeros((threads, max(1, int(T[lay.C_R_CAP]))), np.int64)
+    return [TT, np.zeros(2 * flags, np.uint8), LL, RR]
 
 
 def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
     """The report of the launch whose state ``build`` made and the kernel filled."""
-    TT, M = state
+    TT, M, _, RR = state
     T = TT[0]
     ns = int(T[lay.C_NSLOTS])
     rows = TT[:, lay.S0:lay.S0 + ns * lay.S_COLS].reshape(-1, ns, lay.S_COLS).sum(axis=0)
@@ -117,12 +136,14 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
     records, overflow = _records(info, rows, dev)
     reads, writes = {}, {}
     half, b0 = int(T[lay.C_M_WRITE]), int(T[lay.C_B0])
+    buffers = []
     for p, (name, value) in enumerate(zip(info.params, info.values, strict=True)):
         if isinstance(value, np.ndarray) and value.ndim == 1:
             off = int(T[b0 + p * lay.B_COLS])
             reads[name] = int(np.count_nonzero(M[off:off + value.size])) * value.itemsize
             writes[name] = int(np.count_nonzero(M[half + off:half + off + value.size])) * (
                 value.itemsize)
+            buffers.append((p, name))
     flops = {k: int(TT[:, lay.C_FLOPS + i].sum()) for i, k in enumerate(FLOP_KINDS)}
     if overflow:
         warnings.warn(
@@ -132,7 +153,32 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
             RuntimeWarning, stacklevel=4)
     return TrafficReport(info.kernel, dev.simd_width, records, reads, writes, flops,
                          work_items=info.ndrange.work_items, sector_bytes=dev.sector_bytes,
-                         line_bytes=dev.line_bytes)
+                         line_bytes=dev.line_bytes,
+                         **_dram(info, TT, RR, dev, buffers))
+
+
+def _dram(info, TT, RR, dev: Device, buffers) -> dict:
+    """The cache model's figures for the report (nothing when the profile has no caches)."""
+    if dev.cache is None:
+        return {}
+    from clsim.traffic import cache
+
+    lens = np.minimum(TT[:, lay.C_R_LEN], RR.shape[1])
+    result = cache.simulate(RR, lens, dev.cache, len(info.values) + 1)
+    sb = dev.sector_bytes
+    lost = int(TT[:, lay.C_R_LOST].sum())
+    if lost:
+        warnings.warn(
+            f"traffic of {info.kernel}: the sector stream of the cache model filled up; "
+            f"{lost:,} sectors were not replayed and count as DRAM traffic (an upper bound).",
+            RuntimeWarning, stacklevel=5)
+    return {
+        "dram_read_bytes": {n: int(result.dram_read[p]) * sb for p, n in buffers},
+        "dram_write_bytes": {n: int(result.dram_write[p]) * sb for p, n in buffers},
+        "uncached_bytes": {n: int(result.requested[p]) * sb for p, n in buffers},
+        "unreplayed_bytes": lost * sb,
+        "cache_model": dev.cache.describe(),
+    }
 
 
 def _records(info, rows, dev: Device) -> tuple[list[TrafficSite], int]:

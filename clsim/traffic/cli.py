@@ -1,7 +1,8 @@
 """``clsim report NAME [NAME...]``: traffic and roofline of every variant of kernel families.
 
 A NAME is a kernel or a family (``clsim report softmax`` runs ``softmax`` and
-``softmax_subgroup``; ``clsim report scan reduce`` two families). Every variant runs with
+``softmax_subgroup``; ``clsim report scan reduce`` two families), or ``path/file.py::SPEC`` (a
+KernelSpec in a user file, found as ``clsim verify`` finds it). Every variant runs with
 traffic counting on the same input (each input generator gets the same seed) and is checked
 against its numpy reference; the variants are printed side by side (bytes, sectors, coalescing,
 bank-conflict replays, flops, intensity, bound, predicted time on the profile), written to
@@ -25,7 +26,8 @@ def add_arguments(parser) -> None:
     from clsim.commands import options  # bad values are refused before any variant runs
 
     parser.add_argument("names", nargs="+", metavar="NAME",
-                        help="kernel or family names; a kernel brings its whole family")
+                        help="kernel or family names (a kernel brings its whole family), or "
+                             "path/to/file.py::SPEC for a KernelSpec in your own file")
     parser.add_argument("--profile", default="h200",
                         help="device profile: a name from clsim/profiles or a .toml path "
                              "(default h200)")
@@ -56,6 +58,12 @@ def variants(names: list[str]) -> list:
         families.setdefault(spec.family_name, []).append(spec)
     chosen: dict[str, object] = {}
     for name in names:
+        if "::" in name:  # path/file.py::SPEC, as clsim verify takes it
+            from verify.replay import load_spec_ref
+
+            spec = load_spec_ref(name)[0]
+            chosen.setdefault(spec.name, spec)
+            continue
         if name in specs:
             family = specs[name].family_name
         elif name in families:

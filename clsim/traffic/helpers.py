@@ -6,9 +6,11 @@ they update is described in ``clsim.traffic.layout``; completing the steps (afte
 work-item loop, not per access) is ``clsim.traffic.steps``, compiled once and imported by the
 generated module.
 
-Performance rule: the per-access helpers are straight-line code (``min``/``max``, no branches,
-no calls). Numba then inlines them with no reference counting on ``T``/``M``; a branch around
-a call makes Numba keep increfs per access, which costs more than the counting itself.
+Performance rule: a recorder is straight-line code (``min``/``max``, no branches, no calls)
+doing one load and three stores: the lane's run counter, its address in ``L`` and the slot's
+pending flag. The footprint flags are set after the loop, per step, from the addresses. Every figure that does not change
+within a group (counter base, capacity, lanes per group, slot) arrives as an argument the
+caller holds in a register or as a constant, so nothing is re-read from the arena per access.
 
 This module holds source text only; which generated code calls these helpers, and when, is
 ``clsim.traffic.instrument``'s business.
@@ -25,66 +27,55 @@ _define = hp.register_helper
 def _src(text: str) -> str:
     """Substitute the layout constants into helper source written with ``{NAME}`` fields."""
     names = {k: v for k, v in vars(layout).items() if k.isupper()}
-    return text.format(RUN_MASK=(1 << layout.RUN_BITS) - 1, **names)
+    return text.format(**names)
 
 
-# The generated module imports numba.get_thread_id (0 outside parallel code, plain Python in
-# no-JIT mode) and the step counter (a Numba dispatcher): see TrafficInstrument.imports().
-# Lane lid runs slot s at byte address addr: its k-th run of the slot in this pass of the
-# work-item loop joins step k of its sub-group, counted after the loop. q = s * sub-groups +
-# the lane's sub-group, and simd, fold at compile time. Pasted into every recorder (one
-# function less to compile per kernel).
-_RECORD = _src("""
-    row = {S0} + s * {S_COLS}
-    runs = T[row + {S_RUNS}]
-    stamp = T[{C_STAMP0}] + lid
-    k = min((runs & {RUN_MASK}) * ((runs >> {RUN_BITS}) == stamp), T[{C_CAP}])
-    T[row + {S_RUNS}] = (stamp << {RUN_BITS}) | (k + 1)
-    cell = k * T[{C_KSTRIDE}] + q
-    n = T[T[{C_N0}] + cell]
-    T[T[{C_N0}] + cell] = n + 1
-    T[T[{C_A0}] + cell * (simd + 1) + min(n, simd)] = addr""").strip("\n")
-_PENDING = _src("    T[row + {S_PENDING}] = 1")
+# Lane lid (of nl per group) runs slot s at byte address addr: its n-th run of the slot in this
+# pass of the work-item loop goes to L[s, n // 8, lid, n % 8] (layout.py: a lane fills one
+# cache line before the next); c0 and p0 are the arena's counter and pending-flag bases, cap
+# the runs kept per lane and pass (a multiple of 8). Pasted into every recorder.
+_RECORD = """
+    c = c0 + s * nl + lid
+    n = T[c]
+    T[c] = n + 1
+    k = min(n, cap)
+    L[(((s * ((cap >> 3) + 1) + (k >> 3)) * nl + lid) << 3) + (k & 7)] = addr
+    T[p0 + s] = 1""".strip("\n")
+_LANE = "T, L, c0, p0, cap, nl, s, lid"
 
 
 def _recorder(source: str) -> str:
-    """``source`` with ``RECORD`` replaced by the recording of ``addr``."""
-    return source.replace("    RECORD", _RECORD + "\n" + _PENDING)
+    """``source`` with ``RECORD`` replaced by the recording of ``addr``, ``LANE`` by the lane's
+    arguments."""
+    return source.replace("    RECORD", _RECORD).replace("LANE", _LANE)
 
 
 _define("_tr_l", _recorder("""
-def _tr_l(T, s, q, lid, simd, idx, isz):
+def _tr_l(LANE, idx, isz):
     addr = idx * isz
     RECORD
     return idx
 """))
 
-_GLOBAL = """
-def NAME(T, M, s, q, lid, simd, off, size, idx, isz):
-    addr = idx * isz
+# A multi-dimensional local access whose leading indices can be evaluated twice (plain index
+# arithmetic): ``lead`` is their partial linear index.
+_define("_tr_l2", _recorder("""
+def _tr_l2(LANE, lead, idx, dim, isz):
+    addr = (lead * dim + idx) * isz
     RECORD
-    e = off + min(max(idx, 0), size - 1)
-MARKS
     return idx
-"""
-_READ = "    M[e] = 1"
-_WRITE = _src("    M[T[{C_M_WRITE}] + e] = 1")
+"""))
 
-# Scalar global accesses: read, write, or both (atomics). The element index is clamped, so a
-# bad index (checks off) cannot set a flag outside its buffer's.
-for _name, _marks in (("_tr_gr", _READ), ("_tr_gw", _WRITE), ("_tr_grw", _READ + "\n" + _WRITE)):
-    _define(_name, _recorder(_GLOBAL.replace("NAME", _name).replace("MARKS", _marks)))
-
-# vloadN/vstoreN: N elements from idx; rw is 0 (read) or 1 (write).
-_define("_tr_gv", _recorder(_src("""
-def _tr_gv(T, M, s, q, lid, simd, off, size, idx, isz, w, rw):
-    addr = idx * isz
+# Global accesses: the address carries the buffer's argument index (``vb``); the footprint
+# flags are set by ``steps.end`` from the step's addresses. Loads, stores, atomics and
+# vloadN/vstoreN record alike (the site's kind and width are in its arena row).
+_define("_tr_g", _recorder("""
+def _tr_g(LANE, vb, idx, isz):
+    addr = vb + idx * isz
     RECORD
-    base = off + rw * T[{C_M_WRITE}]
-    for j in range(w):
-        M[base + min(max(idx + j, 0), size - 1)] = 1
     return idx
-""")))
+"""))
+
 
 # A buffer reached through a helper function's parameter: which kernel argument is it? The
 # dummy row after the arguments catches anything else.
@@ -100,8 +91,9 @@ def _tr_param(T, arr):
     return last
 """))
 
-# Multi-dimensional local arrays: the leading indices are folded into a partial linear index on
-# a small stack (an index may itself contain an access), the last one completes it.
+# Multi-dimensional local arrays whose leading indices cannot be evaluated twice (they contain
+# an access or a call): the leading indices are folded into a partial linear index on a small
+# stack, the last one completes it.
 _define("_tr_i0", _src("""
 def _tr_i0(T, i):
     sp = T[{C_SP}]
@@ -116,7 +108,7 @@ def _tr_i1(T, i, dim):
     return i
 """))
 _define("_tr_lm", _recorder(_src("""
-def _tr_lm(T, s, q, lid, simd, idx, dim, isz):
+def _tr_lm(LANE, idx, dim, isz):
     sp = T[{C_SP}] - 1
     T[{C_SP}] = sp
     addr = (T[{C_STACK} + min(max(sp, 0), {C_STACK_DEPTH} - 1)] * dim + idx) * isz

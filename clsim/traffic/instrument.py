@@ -23,6 +23,7 @@ and ``profile`` (a name or ``DeviceProfile``: its sector, line and bank figures)
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 import numpy as np
@@ -37,13 +38,23 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 2  # of the generated code; part of the compile cache key
+VERSION = 3  # of the generated code; part of the compile cache key
 
 
 def _int(gen, value: int) -> str:
     """An int64 module constant. Literal arguments would make Numba compile a helper once per
     distinct value (per site); constants share one compilation and still fold."""
     return gen.const(int(value), "int64")
+
+
+# Calls an index expression may contain and still be evaluated twice: bounds checks and integer
+# conversions, which have no effect on the traffic state or the flop counters.
+_PURE_CALL = re.compile(r"^(_ck|_w_u?int(8|16|32|64)|np\.u?int(8|16|32|64)|min|max|abs)$")
+
+
+def _repeatable(code: str) -> bool:
+    """Whether an index code can run twice without counting anything twice."""
+    return all(_PURE_CALL.match(name) for name in re.findall(r"([A-Za-z_][\w.]*)\(", code))
 
 
 def _imported(gen, name: str) -> str:
@@ -64,7 +75,8 @@ class TrafficInstrument(Instrument):
 
     def imports(self) -> list[str]:
         return ["from numba import get_thread_id as _tr_thread",
-                "from clsim.traffic.steps import end as _tr_end"]
+                "from clsim.traffic.steps import end as _tr_end",
+                "from clsim.traffic.steps import group as _tr_group"]
 
     def __init__(self, config):
         simd = config.option("simd_width") or config.subgroup_size
@@ -74,31 +86,34 @@ class TrafficInstrument(Instrument):
         if not isinstance(profile, DeviceProfile):
             profile = load_profile(str(profile))
         self.profile = profile
+        from clsim.traffic.cache import CacheConfig
+
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
-                                   profile.local_banks, profile.local_bank_width_bytes)
+                                   profile.local_banks, profile.local_bank_width_bytes,
+                                   CacheConfig.from_profile(profile))
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
-        return ["_trTT", "_trM"]
+        return ["_trTT", "_trM", "_trLL", "_trRR"]
 
     def key(self) -> tuple:
         return (self.name, VERSION, self.device.simd_width)
 
     def group_start(self, gen) -> None:
-        gen.emit(f"_trT = _trTT[{_imported(gen, '_tr_thread')}()]\n"
-                 f"{_imported(gen, '_tr_end')}(_trT)\n_trT[{lay.C_SP}] = 0")
+        thread = _imported(gen, "_tr_thread")
+        group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
+        gen.emit(f"_trT = _trTT[{thread}()]\n_trL = _trLL[{thread}()]\n"
+                 f"_trR = _trRR[{thread}()]\n"
+                 f"{_imported(gen, '_tr_group')}(_trT, _trL, _trR, _trM, {group})\n"
+                 f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
+                 f"_trK = _trT[{lay.C_CAP}]")
         # Operation counters of work-item code, in registers until the end of each loop.
         gen.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
-        # First flag and element count of each buffer argument, read once per group.
-        for p, t in enumerate(gen.module.program.arg_types.values()):
-            if getattr(t, "space", None) in ("global", "constant"):
-                b = f"_trT[{lay.C_B0}] + {_int(gen, p * lay.B_COLS)}"
-                gen.emit(f"_trO{p} = _trT[{b}]\n_trZ{p} = _trT[{b} + 2]")
 
     def region_end(self, gen) -> None:
         for k in range(len(FLOP_KINDS)):
             gen.emit(f"_trT[{lay.C_FLOPS + k}] += _trF{k}\n_trF{k} = 0")
-        gen.emit(f"{_imported(gen, '_tr_end')}(_trT)")
+        gen.emit(f"{_imported(gen, '_tr_end')}(_trT, _trL, _trR, _trM)")
 
     def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
                atomic: bool = False) -> list[str]:
@@ -109,14 +124,7 @@ class TrafficInstrument(Instrument):
         isz = _int(gen, np.dtype(arrt.dtype).itemsize)
         if info.space == "local":
             return self._local(gen, lane, arrt, codes, isz)
-        flags = self._flags(gen, buffer, arrt)
-        if info.width > 1:  # vloadN / vstoreN
-            rw = 0 if kind == "load" else 1
-            call = f"{gen.helper('_tr_gv')}({self._arena(gen)}, _trM, {lane}, {flags}"
-            return [*codes[:-1], f"{call}, {codes[-1]}, {isz}, {_int(gen, info.width)}, "
-                                 f"{_int(gen, rw)})"]
-        helper = "_tr_grw" if atomic else ("_tr_gr" if kind == "load" else "_tr_gw")
-        call = f"{gen.helper(helper)}({self._arena(gen)}, _trM, {lane}, {flags}"
+        call = f"{gen.helper('_tr_g')}({lane}, {self._buffer(gen, buffer, arrt)}"
         return [*codes[:-1], f"{call}, {codes[-1]}, {isz})"]
 
     def flop(self, gen, kind: str, dtype: str) -> None:
@@ -134,6 +142,11 @@ class TrafficInstrument(Instrument):
         else:
             gen.emit(f"_trTT[{_imported(gen, '_tr_thread')}(), {lay.C_FLOPS + k}] += 1")
 
+    def flops(self, gen, kind: str, dtype: str, count: str) -> None:
+        """A collective's operations, counted once for the group (group-level code)."""
+        if kind in FLOP_KINDS:
+            gen.emit(f"_trT[{lay.C_FLOPS + FLOP_KINDS.index(kind)}] += {count}")
+
     @staticmethod
     def _arena(gen) -> str:
         """This thread's arena row: bound once per group in the group function, looked up in
@@ -143,39 +156,47 @@ class TrafficInstrument(Instrument):
         return f"_trTT[{_imported(gen, '_tr_thread')}()]"
 
     def _lane(self, gen, slot: int) -> str:
-        """Arguments naming the slot and the lane: slot, slot x sub-groups + the lane's
-        sub-group, lane, SIMD width. Local size and SIMD width are compiled in, so the
-        sub-group costs a shift or a multiply."""
+        """The recorder's lane arguments (helpers.py ``LANE``): arena, log, counter and
+        pending bases, capacity, lanes per group (compiled in), slot, lane. The group function
+        holds the bases in locals; helper functions read them from the arena."""
         local = gen.module.program.local_size
-        simd = self.device.simd_width
-        nsg = -(-(local[0] * local[1] * local[2]) // simd)
-        lid = gen.lid_code()
-        return (f"{_int(gen, slot)}, {_int(gen, slot * nsg)} + {lid} // {simd}, {lid}, "
-                f"{_int(gen, simd)}")
+        nl = _int(gen, local[0] * local[1] * local[2])
+        if gen.in_group_fn:
+            bases = "_trT, _trL, _trC0, _trP0, _trK"
+        else:
+            thread = f"{_imported(gen, '_tr_thread')}()"
+            row = f"_trTT[{thread}]"
+            bases = (f"{row}, _trLL[{thread}], {row}[{lay.C_CNT0}], {row}[{lay.C_PEND0}], "
+                     f"{row}[{lay.C_CAP}]")
+        return f"{bases}, {nl}, {_int(gen, slot)}, {gen.lid_code()}"
 
-    def _flags(self, gen, buffer: str, arrt) -> str:
-        """The buffer's first flag in M and its element count. In the kernel body the buffer
-        is an argument known by name; inside helper functions, whose parameters are renamed,
-        it is found by data pointer."""
+    def _buffer(self, gen, buffer: str, arrt) -> str:
+        """The buffer's address base: its argument index above ``BUFFER_SHIFT``. In the kernel
+        body the buffer is an argument known by name; inside helper functions, whose
+        parameters are renamed, it is found by data pointer."""
         params = list(gen.module.program.arg_types)
         if gen.in_group_fn and gen.storage.get(buffer) == "param" and buffer in params:
-            p = params.index(buffer)
-            return f"_trO{p}, _trZ{p}"
-        row = self._arena(gen)
+            return _int(gen, params.index(buffer) << lay.BUFFER_SHIFT)
         base, _ = gen.array_base(buffer, arrt)
-        b = f"{row}[{lay.C_B0}] + {lay.B_COLS} * {gen.helper('_tr_param')}({row}, {base})"
-        return f"{row}[{b}], {row}[{b} + 2]"
+        return f"({gen.helper('_tr_param')}({self._arena(gen)}, {base}) << {lay.BUFFER_SHIFT})"
 
     def _local(self, gen, lane: str, arrt, codes: list[str], isz: str) -> list[str]:
-        row = self._arena(gen)
         if len(codes) == 1:
-            return [f"{gen.helper('_tr_l')}({row}, {lane}, {codes[0]}, {isz})"]
-        # Several indices: fold the leading ones into a partial linear index (helpers.py).
+            return [f"{gen.helper('_tr_l')}({lane}, {codes[0]}, {isz})"]
         shape = arrt.shape or (0,) * len(codes)
+        if all(_repeatable(c) for c in codes[:-1]):
+            # Plain index arithmetic: evaluate the leading indices again for the address.
+            lead = f"({codes[0]})"
+            for dim, code in zip(shape[1:-1], codes[1:-1], strict=True):
+                lead = f"({lead} * {_int(gen, dim)} + ({code}))"
+            return [*codes[:-1], f"{gen.helper('_tr_l2')}({lane}, {lead}, {codes[-1]}, "
+                                 f"{_int(gen, shape[-1])}, {isz})"]
+        # Leading indices with accesses or calls inside: fold them on a stack (helpers.py).
+        row = self._arena(gen)
         out = [f"{gen.helper('_tr_i0')}({row}, {codes[0]})"]
         for dim, code in zip(shape[1:-1], codes[1:-1], strict=True):
             out.append(f"{gen.helper('_tr_i1')}({row}, {code}, {_int(gen, dim)})")
-        out.append(f"{gen.helper('_tr_lm')}({row}, {lane}, {codes[-1]}, {_int(gen, shape[-1])}, "
+        out.append(f"{gen.helper('_tr_lm')}({lane}, {codes[-1]}, {_int(gen, shape[-1])}, "
                    f"{isz})")
         return out
 

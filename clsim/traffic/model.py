@@ -98,6 +98,13 @@ class TrafficReport:
     ``unique_read_bytes``/``unique_write_bytes`` map each global buffer to the distinct bytes
     read/written. ``flop_counts`` holds the counters named in ``FLOP_KINDS`` over the launch.
     ``work_items`` is the launch's global size (for per-work-item figures).
+
+    With the cache model (a profile describing its caches), ``dram_read_bytes`` /
+    ``dram_write_bytes`` map each global buffer to the DRAM bytes estimated through L1 and L2,
+    ``uncached_bytes`` to its sectors' bytes with no cache (the upper bound), and
+    ``cache_model`` describes the caches; ``unreplayed_bytes`` counts sectors the model could
+    not replay (counted in DRAM reads as if uncached). ``buffers`` gives the three figures per
+    buffer: unique footprint, DRAM estimate, uncached.
     """
 
     kernel: str
@@ -109,12 +116,19 @@ class TrafficReport:
     work_items: int = 0
     sector_bytes: int = 32
     line_bytes: int = 128
+    dram_read_bytes: dict[str, int] = field(default_factory=dict)
+    dram_write_bytes: dict[str, int] = field(default_factory=dict)
+    uncached_bytes: dict[str, int] = field(default_factory=dict)
+    unreplayed_bytes: int = 0
+    cache_model: str | None = None
 
     def __post_init__(self) -> None:
         # Accept any iterable / mapping from the engine but store immutable-ish, complete copies.
         object.__setattr__(self, "site_records", tuple(self.site_records))
         object.__setattr__(self, "unique_read_bytes", dict(self.unique_read_bytes))
         object.__setattr__(self, "unique_write_bytes", dict(self.unique_write_bytes))
+        for name in ("dram_read_bytes", "dram_write_bytes", "uncached_bytes"):
+            object.__setattr__(self, name, {k: int(v) for k, v in getattr(self, name).items()})
         unknown = set(self.flop_counts) - set(FLOP_KINDS)
         if unknown:
             raise SimulationError(
@@ -127,6 +141,20 @@ class TrafficReport:
     def sites(self) -> list[dict[str, Any]]:
         """The site records as plain dicts (with ``efficiency``), in record order."""
         return [s.to_dict() for s in self.site_records]
+
+    @property
+    def buffers(self) -> dict[str, dict[str, int | None]]:
+        """Per global buffer: ``unique`` (bytes read + bytes written, the ideal), ``dram``
+        (estimated through the caches; None without the cache model) and ``uncached`` (its
+        sectors' bytes, each step paying its own: the upper bound; None without the model)."""
+        names = dict.fromkeys([*self.unique_read_bytes, *self.unique_write_bytes])
+        cached = self.cache_model is not None
+        return {n: {
+            "unique": self.unique_read_bytes.get(n, 0) + self.unique_write_bytes.get(n, 0),
+            "dram": (self.dram_read_bytes.get(n, 0) + self.dram_write_bytes.get(n, 0))
+            if cached else None,
+            "uncached": self.uncached_bytes.get(n, 0) if cached else None,
+        } for n in names}
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -154,6 +182,12 @@ class TrafficReport:
         t["global_efficiency"] = requested / (sectors * self.sector_bytes) if sectors else None
         t["unique_read_bytes"] = sum(self.unique_read_bytes.values())
         t["unique_write_bytes"] = sum(self.unique_write_bytes.values())
+        t["unique_bytes"] = t["unique_read_bytes"] + t["unique_write_bytes"]
+        cached = self.cache_model is not None
+        t["dram_read_bytes"] = (sum(self.dram_read_bytes.values()) + self.unreplayed_bytes
+                                if cached else None)
+        t["dram_write_bytes"] = sum(self.dram_write_bytes.values()) if cached else None
+        t["dram_bytes"] = t["dram_read_bytes"] + t["dram_write_bytes"] if cached else None
         t["flops"] = flops_from_counts(self.flop_counts)
         t["int_ops"] = self.flop_counts["int"]
         t["sector_size_bytes"] = self.sector_bytes
@@ -175,6 +209,11 @@ class TrafficReport:
             "unique_read_bytes": dict(self.unique_read_bytes),
             "unique_write_bytes": dict(self.unique_write_bytes),
             "flop_counts": dict(self.flop_counts),
+            "dram_read_bytes": dict(self.dram_read_bytes),
+            "dram_write_bytes": dict(self.dram_write_bytes),
+            "uncached_bytes": dict(self.uncached_bytes),
+            "unreplayed_bytes": self.unreplayed_bytes,
+            "cache_model": self.cache_model,
             "totals": self.totals,
         }
 
@@ -204,6 +243,11 @@ class TrafficReport:
                 work_items=int(data.get("work_items", 0)),
                 sector_bytes=int(data.get("sector_bytes", 32)),
                 line_bytes=int(data.get("line_bytes", 128)),
+                dram_read_bytes=dict(data.get("dram_read_bytes", {})),
+                dram_write_bytes=dict(data.get("dram_write_bytes", {})),
+                uncached_bytes=dict(data.get("uncached_bytes", {})),
+                unreplayed_bytes=int(data.get("unreplayed_bytes", 0)),
+                cache_model=data.get("cache_model"),
             )
         except KeyError as exc:
             raise SimulationError(
@@ -235,6 +279,16 @@ class TrafficReport:
         out.extend(_align(rows, right={0, 4, 5, 6, 7, 8}))
         out.append("")
         out.extend(_totals_lines(self.totals))
+        if self.cache_model is not None:
+            out.extend(["", f"DRAM through the caches ({self.cache_model})"])
+            rows = [("buffer", "unique (ideal)", "DRAM (cache model)", "uncached (bound)")]
+            per = self.buffers
+            t = self.totals
+            rows += [(n, f"{b['unique']:,}", f"{b['dram']:,}", f"{b['uncached']:,}")
+                     for n, b in per.items()]
+            rows.append(("total", f"{t['unique_bytes']:,}", f"{t['dram_bytes']:,}",
+                         f"{t['global_sector_bytes']:,}"))
+            out.extend("  " + line for line in _align(rows, right={1, 2, 3}))
         return "\n".join(out)
 
 

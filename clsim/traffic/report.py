@@ -62,6 +62,8 @@ _METRICS: list[tuple[str, Callable[[TrafficReport, Roofline, float | None], str]
         t.totals["global_load_sectors"] + t.totals["global_store_sectors"])),
     ("coalescing efficiency", lambda t, r, m: _fmt_ratio(t.totals["global_efficiency"], True)),
     ("unique bytes", lambda t, r, m: _fmt_int(r.unique_bytes)),
+    ("DRAM bytes (cache model)", lambda t, r, m: "-" if t.totals["dram_bytes"] is None
+        else _fmt_int(t.totals["dram_bytes"])),
     ("local bytes", lambda t, r, m: _fmt_int(
         t.totals["local_load_bytes"] + t.totals["local_store_bytes"])),
     ("bank-conflict replays", lambda t, r, m: _fmt_int(t.totals["local_bank_conflicts"])),

@@ -1,10 +1,12 @@
 """Completing sub-group steps: counting the pending steps of one thread's arena.
 
-Instrumented kernels call ``end`` after each pass of a work-item loop, never per access or per
-lane. Compiled once with ``numba.njit(cache=True)`` and imported by every generated module,
-so instrumented kernels do not recompile it. The sector and bank rules are
-``clsim.traffic.counting``'s (called for the rare irregular steps); this module adds the fast
-answers for coalesced and conflict-free steps and the bookkeeping of ``clsim.traffic.layout``.
+Instrumented kernels call ``group`` at the start of each work-group and ``end`` after each pass
+of a work-item loop, never per access or per lane. Compiled once with
+``numba.njit(cache=True)`` and imported by every generated module, so instrumented kernels do
+not recompile it. The sector and bank rules are those of ``clsim.traffic.counting`` (its
+functions are the reference the tests compare with); this module counts them in place on the
+lane logs of ``clsim.traffic.layout`` and appends each global step's sectors to the thread's
+sector stream for the cache model (``clsim.traffic.cache``).
 
 Importing this module imports Numba; ``clsim.traffic`` itself does not import it.
 """
@@ -12,31 +14,42 @@ Importing this module imports Numba; ``clsim.traffic`` itself does not import it
 from __future__ import annotations
 
 import numba
+import numpy as np
 
-from clsim.traffic import counting
 from clsim.traffic.layout import (
-    C_A0,
+    B_COLS,
+    BUFFER_SHIFT,
+    C_B0,
+    C_M_WRITE,
+    R_LOAD,
+    R_STORE,
+    S_ISZ,
     C_BANK_WIDTH,
     C_BANKS,
     C_CAP,
-    C_KSTRIDE,
+    C_CNT0,
     C_LINE,
-    C_N0,
     C_NL,
     C_NSG,
     C_NSLOTS,
+    C_PEND0,
+    C_R_CAP,
+    C_R_LEN,
+    C_R_LOST,
     C_SECTOR,
     C_SHIFTS,
     C_SIMD,
-    C_STAMP0,
+    C_SP,
     C_X0,
+    R_MAX_RUN,
+    R_SHIFT,
     S0,
     S_COLS,
     S_EXECS,
+    S_KIND,
     S_LINES,
     S_NBYTES,
     S_OVERFLOW,
-    S_PENDING,
     S_REPLAYS,
     S_SECTORS,
     S_SPACE,
@@ -45,100 +58,262 @@ from clsim.traffic.layout import (
 )
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
-_count_sectors = _jit(counting.count_sectors)
-_bank_replays = _jit(counting.bank_replays)
+# Inlined at Numba's level: a call passing arrays costs reference counting (atomic), more than
+# the little these helpers do once per step.
+_inline = numba.njit(cache=True, error_model="numpy", nogil=True, inline="always")
+_SMALL_SORT = 64  # insertion sort up to this many entries, np.sort beyond
 
 
-@_jit
-def _units(first, last, size, shift):
-    """Units of ``size`` bytes (a power of two when ``shift >= 0``) spanned by [first, last]."""
+@_inline
+def _unit(addr, size, shift):
+    """The unit of ``size`` bytes (a power of two when ``shift >= 0``) holding byte ``addr``."""
     if shift >= 0:
-        return (last >> shift) - (first >> shift) + 1
-    return last // size - first // size + 1
+        return addr >> shift
+    return addr // size
+
+
+@_inline
+def _emit(T, R, sector, count, kind):
+    """Append ``count`` consecutive sectors from ``sector`` to the stream (split into runs the
+    entry format holds); a full stream counts them as lost (uncached)."""
+    while count > 0:
+        run = min(count, R_MAX_RUN)
+        n = T[C_R_LEN]
+        if n < T[C_R_CAP]:
+            R[n] = (sector << R_SHIFT) | (run << 2) | kind
+            T[C_R_LEN] = n + 1
+        else:
+            T[C_R_LOST] += run
+        sector += run
+        count -= run
+
+
+@_inline
+def _mark(M, first, count):
+    """Set the flags ``M[first:first + count]``; lines whose flags are all set already are only
+    read (M is shared: rewriting flags every group would bounce its lines between cores)."""
+    clear = 0
+    for i in range(first, first + count):
+        clear += M[i] == 0
+    if clear:
+        for i in range(first, first + count):
+            M[i] = 1
+
+
+@_inline
+def _footprint(T, M, lo, hi, isz, kind):
+    """Flag the elements holding bytes [lo, hi] of one buffer (``lo`` carries its index) as
+    read (loads), written (stores) or both (atomics); indices outside the buffer are clamped,
+    as a bad index (checks off) must not flag another buffer's elements."""
+    p = (lo + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
+    base = p << BUFFER_SHIFT
+    b = T[C_B0] + p * B_COLS
+    if p < 0 or b >= T[C_X0]:
+        return
+    size = T[b + 2]
+    e0 = min(max((lo - base) // isz, 0), size - 1)
+    e1 = min(max((hi - base) // isz, 0), size - 1)
+    if kind != R_STORE:  # loads and atomics read
+        _mark(M, T[b] + e0, e1 - e0 + 1)
+    if kind != R_LOAD:
+        _mark(M, T[C_M_WRITE] + T[b] + e0, e1 - e0 + 1)
 
 
 @_jit
-def _global_slow(T, row, a0, n, nb):
-    """A step whose lanes are not consecutive: counting.count_sectors decides."""
-    sectors, lines = _count_sectors(T[a0:a0 + n], nb, n, T[C_SECTOR], T[C_LINE])
+def _sort(A, first, n):
+    """Sort ``A[first:first + n]`` in place (steps are a sub-group: usually 32 entries)."""
+    if n > _SMALL_SORT:
+        A[first:first + n] = np.sort(A[first:first + n])
+        return
+    for i in range(first + 1, first + n):
+        v = A[i]
+        j = i - 1
+        while j >= first and A[j] > v:
+            A[j + 1] = A[j]
+            j -= 1
+        A[j + 1] = v
+
+
+@_inline
+def _coalesced(T, M, R, row, first, last, kind):
+    """A global step covering bytes [first, last] without a gap: one run of sectors."""
+    ss, sb = T[C_SHIFTS], T[C_SECTOR]
+    s0 = _unit(first, sb, ss)
+    count = _unit(last, sb, ss) - s0 + 1
+    T[row + S_SECTORS] += count
+    T[row + S_LINES] += (_unit(last, T[C_LINE], T[C_SHIFTS + 1])
+                         - _unit(first, T[C_LINE], T[C_SHIFTS + 1]) + 1)
+    r = T[C_R_LEN]
+    if count <= R_MAX_RUN and r < T[C_R_CAP]:
+        R[r] = (s0 << R_SHIFT) | (count << 2) | kind
+        T[C_R_LEN] = r + 1
+    else:
+        _emit(T, R, s0, count, kind)
+    _footprint(T, M, first, last, T[row + S_ISZ], kind)
+
+
+@_inline
+def _global_step(T, M, R, row, A, first, n, nb, kind):
+    """Sectors and lines of one global step whose lanes are not consecutive
+    (``A[first:first + n]``, the lanes' addresses), its sectors on the stream and its
+    footprint: sorted (in the scratch area) and merged as ``counting.count_sectors`` does."""
+    ss, ls = T[C_SHIFTS], T[C_SHIFTS + 1]
+    sb, lb = T[C_SECTOR], T[C_LINE]
+    isz = T[row + S_ISZ]
+    x0 = T[C_X0] + T[C_SIMD]  # after the gathered lanes
+    for i in range(n):
+        T[x0 + i] = A[first + i]
+    _sort(T, x0, n)
+    run0, run_end, prev_line = np.int64(-1), np.int64(-2), np.int64(-1)
+    sectors, lines = 0, 0
+    for i in range(x0, x0 + n):
+        a = T[i]
+        if i == x0 or a != T[i - 1]:
+            _footprint(T, M, a, a + nb - 1, isz, kind)
+        fs, es = _unit(a, sb, ss), _unit(a + nb - 1, sb, ss)
+        fl, el = _unit(a, lb, ls), _unit(a + nb - 1, lb, ls)
+        if el > prev_line:
+            lines += el - max(fl, prev_line + 1) + 1
+            prev_line = el
+        if es <= run_end:
+            continue
+        if fs > run_end + 1:  # a gap: the run so far is complete
+            if run0 >= 0:
+                _emit(T, R, run0, run_end - run0 + 1, kind)
+            run0 = fs
+        sectors += es - max(fs, run_end + 1) + 1
+        run_end = es
+    if run0 >= 0:
+        _emit(T, R, run0, run_end - run0 + 1, kind)
     T[row + S_SECTORS] += sectors
     T[row + S_LINES] += lines
 
 
-@_jit
-def _local_slow(T, row, a0, n, nb, x0):
-    """A local step that may conflict: its words (a wide access covers several) go to
-    ``T[x0:]`` for counting.bank_replays."""
-    w = T[C_BANK_WIDTH]
-    room = T[C_N0] - x0
+@_inline
+def _local_step(T, row, A, first, n, nb):
+    """Bank replays of one local step: words spanning fewer than ``banks`` words cannot share
+    a bank; otherwise the words (a wide access covers several) are sorted and counted per bank
+    as ``counting.bank_replays`` does."""
+    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
+    if banks <= 0:
+        return
+    lo, hi = A[first], A[first]
+    for i in range(first + 1, first + n):
+        lo, hi = min(lo, A[i]), max(hi, A[i])
+    if _unit(hi + nb - 1, w, shift) - _unit(lo, w, shift) < banks:
+        return
+    x0 = T[C_X0] + T[C_SIMD]  # after the gathered lanes
     m = 0
-    for i in range(a0, a0 + n):
-        for word in range(T[i] // w, (T[i] + nb - 1) // w + 1):
-            if m < room:
-                T[x0 + m] = word
-                m += 1
-    T[row + S_REPLAYS] += _bank_replays(T[x0:x0 + m], m, T[C_BANKS])
+    for i in range(first, first + n):
+        for word in range(_unit(A[i], w, shift), _unit(A[i] + nb - 1, w, shift) + 1):
+            T[x0 + m] = word
+            m += 1
+    _sort(T, x0, m)
+    per_bank = x0 + m
+    for b in range(banks):
+        T[per_bank + b] = 0
+    worst = 0
+    for i in range(x0, x0 + m):
+        if i > x0 and T[i] == T[i - 1]:
+            continue  # the same word: one broadcast
+        b = per_bank + T[i] % banks
+        T[b] += 1
+        worst = max(worst, T[b])
+    T[row + S_REPLAYS] += worst - 1
 
 
-@_jit
+@_inline
 def _lost(T, row, lost, nb):
-    """Accesses that found no room in the step buffer: single-lane steps, flagged."""
+    """Runs past the capacity: counted as single-lane steps (their addresses were not kept),
+    flagged; their sectors are uncached for the cache model."""
     T[row + S_OVERFLOW] += lost
     T[row + S_EXECS] += lost
     T[row + S_STEPS] += lost
     if T[row + S_SPACE] == SPACE_GLOBAL:
-        T[row + S_SECTORS] += lost * ((nb + T[C_SECTOR] - 1) // T[C_SECTOR])
+        sectors = lost * ((nb + T[C_SECTOR] - 1) // T[C_SECTOR])
+        T[row + S_SECTORS] += sectors
         T[row + S_LINES] += lost * ((nb + T[C_LINE] - 1) // T[C_LINE])
+        T[C_R_LOST] += sectors
 
 
 @_jit
-def end(T):
-    """After a pass of a work-item loop (and at group start): count and clear every pending
-    step, and start a new pass (new lane stamps).
+def end(T, L, R, M):
+    """After a pass of a work-item loop: count and clear every pending step.
 
-    One function with the common cases inline, calling out only for rare steps: every call
-    and array view here costs reference counting, more than counting a step itself.
+    Step k of a sub-group is its lanes' k-th runs: read in place from ``L`` when every lane
+    ran it and the addresses are consecutive (the common case), else gathered into the scratch.
     """
-    simd, ks, cap, x0 = T[C_SIMD], T[C_KSTRIDE], T[C_CAP], T[C_X0]
+    simd, cap, nl, x0 = T[C_SIMD], T[C_CAP], T[C_NL], T[C_X0]
+    c0, p0 = T[C_CNT0], T[C_PEND0]
     for s in range(T[C_NSLOTS]):
-        row = S0 + s * S_COLS
-        if T[row + S_PENDING] == 0:
+        if T[p0 + s] == 0:
             continue
-        T[row + S_PENDING] = 0
-        nb = T[row + S_NBYTES]
+        T[p0 + s] = 0
+        row = S0 + s * S_COLS
+        nb, kind = T[row + S_NBYTES], T[row + S_KIND]
         is_global = T[row + S_SPACE] == SPACE_GLOBAL
-        for q in range(s * T[C_NSG], (s + 1) * T[C_NSG]):  # q: this slot's sub-groups
-            lost = 0
-            for k in range(cap + 1):  # steps are dense: a lane's k-th run follows its first k
-                cell = k * ks + q
-                n = T[T[C_N0] + cell]
+        cs, kb = c0 + s * nl, (cap >> 3) + 1
+        for q in range(T[C_NSG]):
+            lo, hi = q * simd, min(q * simd + simd, nl)
+            kmin, kmax, lost = cap, 0, 0
+            for lane in range(cs + lo, cs + hi):
+                runs = T[lane]
+                kmin, kmax = min(kmin, runs), max(kmax, runs)
+                lost += max(runs - cap, 0)
+            for k in range(min(kmax, cap)):
+                at = ((s * kb + (k >> 3)) * nl << 3) + (k & 7)  # L index of lane 0's run k
+                n = hi - lo
+                if k < kmin and not is_global and T[C_BANKS] > 0:  # conflict-free? (no copy)
+                    wlo, whi = L[at + (lo << 3)], L[at + (lo << 3)]
+                    for i in range(at + ((lo + 1) << 3), at + (hi << 3), 8):
+                        wlo, whi = min(wlo, L[i]), max(whi, L[i])
+                    if _unit(whi + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - _unit(
+                            wlo, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < T[C_BANKS]:
+                        T[row + S_EXECS] += n
+                        T[row + S_STEPS] += 1
+                        continue
+                if k < kmin and is_global:  # every lane ran it: consecutive? (no copy)
+                    gaps = 0
+                    for i in range(at + ((lo + 1) << 3), at + (hi << 3), 8):
+                        gaps += L[i] != L[i - 8] + nb
+                    if gaps == 0:
+                        T[row + S_EXECS] += n
+                        T[row + S_STEPS] += 1
+                        _coalesced(T, M, R, row, L[at + (lo << 3)],
+                                   L[at + ((hi - 1) << 3)] + nb - 1, kind)
+                        continue
+                n = 0
+                for lane in range(lo, hi):  # the lanes that ran it, in lane order
+                    if T[cs + lane] > k:
+                        T[x0 + n] = L[at + (lane << 3)]
+                        n += 1
                 if n == 0:
-                    break
-                T[T[C_N0] + cell] = 0
-                if k == cap:  # runs past the capacity: their addresses were not kept
-                    lost += n
-                    break
-                if n > simd:  # more lanes than the SIMD width: only if hooks misfire
-                    lost += n - simd
-                    n = simd
+                    continue
                 T[row + S_EXECS] += n
                 T[row + S_STEPS] += 1
-                first = T[C_A0] + cell * (simd + 1)
-                # Consecutive (global) or non-decreasing (local) addresses: the fast answers.
-                ordered = True
-                for i in range(first + 1, first + n):
-                    if T[i] != T[i - 1] + nb if is_global else T[i] < T[i - 1]:
-                        ordered = False
-                        break
-                lo, hi = T[first], T[first + n - 1] + nb - 1
-                if is_global and ordered:
-                    T[row + S_SECTORS] += _units(lo, hi, T[C_SECTOR], T[C_SHIFTS])
-                    T[row + S_LINES] += _units(lo, hi, T[C_LINE], T[C_SHIFTS + 1])
-                elif is_global:
-                    _global_slow(T, row, first, n, nb)
-                elif T[C_BANKS] > 0 and not (
-                        ordered and _units(lo, hi, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) <= T[C_BANKS]):
-                    _local_slow(T, row, first, n, nb, x0)
+                if not is_global:
+                    _local_step(T, row, T, x0, n, nb)
+                    continue
+                gaps = 0
+                for i in range(x0 + 1, x0 + n):  # no early exit: the loop vectorises
+                    gaps += T[i] != T[i - 1] + nb
+                if gaps == 0:
+                    _coalesced(T, M, R, row, T[x0], T[x0 + n - 1] + nb - 1, kind)
+                else:
+                    _global_step(T, M, R, row, T, x0, n, nb, kind)
+            for lane in range(cs + lo, cs + hi):
+                T[lane] = 0
             if lost > 0:
                 _lost(T, row, lost, nb)
-    T[C_STAMP0] += T[C_NL]
+
+
+@_jit
+def group(T, L, R, M, g):
+    """At the start of work-group ``g``: count what an early return left pending, then mark
+    the group's start on the sector stream."""
+    end(T, L, R, M)
+    T[C_SP] = 0
+    n = T[C_R_LEN]
+    if n < T[C_R_CAP]:
+        R[n] = -(g + 1)
+        T[C_R_LEN] = n + 1

@@ -1,0 +1,213 @@
+"""The cache model: replays a launch's sector stream through per-unit L1s and a shared L2.
+
+The traffic instrument records, per Numba thread, the sectors each global step touches
+(``clsim.traffic.layout``: the stream ``R``). After the launch ``simulate`` puts the groups in
+order, assigns group g to compute unit ``g % compute_units`` (round-robin) and replays every
+step through that unit's L1 and the device-wide L2 (set-associative, LRU, lines of
+``line_bytes`` holding ``line_bytes / sector_bytes`` sectors; a miss fetches only the missing
+sectors). Approximations, stated in docs/traffic-model.md: groups run one after another, so
+the L2 sees the units' misses in group order, not interleaved in time; loads allocate in L1 and
+L2; stores write through the L1 (updating a line already there) and allocate in the L2 without
+a fetch (whole sectors written), dirty sectors going to DRAM when evicted or at the end;
+atomics are done in the L2 (a fetch on a miss, then dirty); the set index is the line address
+xor-folded (GPUs hash their L2 sets; plain modulo would make every buffer collide).
+
+Importing this module imports Numba (the replay is compiled once, cached on disk).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_SHIFT, R_STORE
+
+_jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Sizes the replay needs, from a ``DeviceProfile`` (``from_profile``)."""
+
+    compute_units: int
+    l1_bytes: int
+    l1_ways: int
+    l2_bytes: int
+    l2_ways: int
+    sector_bytes: int
+    line_bytes: int
+
+    @classmethod
+    def from_profile(cls, profile) -> CacheConfig | None:
+        if not profile.has_caches or not _powers_of_two(profile.sector_bytes,
+                                                          profile.line_bytes):
+            return None
+        if profile.line_bytes // profile.sector_bytes > 32:
+            return None
+        return cls(profile.compute_units, profile.l1_bytes, profile.l1_ways, profile.l2_bytes,
+                   profile.l2_ways, profile.sector_bytes, profile.line_bytes)
+
+    def describe(self) -> str:
+        return (f"L1 {self.l1_bytes // 1024:,} KiB {self.l1_ways}-way per unit x "
+                f"{self.compute_units}, L2 {self.l2_bytes // 1024:,} KiB {self.l2_ways}-way, "
+                f"{self.line_bytes}-byte lines of {self.sector_bytes}-byte sectors")
+
+
+def _powers_of_two(*values: int) -> bool:
+    return all(v > 0 and v & (v - 1) == 0 for v in values)
+
+
+@dataclass(frozen=True)
+class CacheResult:
+    """Per buffer (kernel argument index): sectors requested, read from and written to DRAM."""
+
+    requested: np.ndarray
+    dram_read: np.ndarray
+    dram_write: np.ndarray
+
+
+@_jit
+def _segments(RR, lens):
+    """(group, thread, first entry, end) of every group on the threads' streams."""
+    count = 0
+    for t in range(RR.shape[0]):
+        for i in range(lens[t]):
+            if RR[t, i] < 0:
+                count += 1
+    out = np.empty((count, 4), np.int64)
+    j = -1
+    for t in range(RR.shape[0]):
+        for i in range(lens[t]):
+            if RR[t, i] < 0:
+                j += 1
+                out[j, 0], out[j, 1], out[j, 2], out[j, 3] = -RR[t, i] - 1, t, i + 1, i + 1
+            elif j >= 0:
+                out[j, 3] = i + 1
+    return out
+
+
+@_jit
+def _set_of(line, sets):
+    """The set of ``line``: the line address xor-folded, modulo a power-of-two set count;
+    for other counts a multiplicative hash scaled to the range (no division: a 64-bit
+    division per lookup costs more than the rest of the replay)."""
+    h = line ^ (line >> 13) ^ (line >> 27)
+    if sets & (sets - 1) == 0:
+        return h & (sets - 1)
+    return ((((h * -7046029254386353131) >> 32) & 0xFFFFFFFF) * sets) >> 32
+
+
+@_jit
+def _popcount(x):
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
+
+
+@_jit
+def _replay(RR, seg, ncu, t1, s1, v1, sets1, ways1, t2, s2, v2, d2, sets2, ways2,
+            sector_shift, line_shift, nbuf):
+    """Replay the segments (sorted by group) through the caches; see the module docstring.
+
+    One function with the set lookups written out: a call passing arrays costs reference
+    counting per call, several times the lookup itself.
+    """
+    requested = np.zeros(nbuf, np.int64)
+    read = np.zeros(nbuf, np.int64)
+    write = np.zeros(nbuf, np.int64)
+    count_mask = (1 << (R_SHIFT - 2)) - 1
+    spl_shift = line_shift - sector_shift
+    spl = 1 << spl_shift
+    clock = 0
+    for j in range(seg.shape[0]):
+        g, t, first, stop = seg[j, 0], seg[j, 1], seg[j, 2], seg[j, 3]
+        unit = (g % ncu) * sets1 * ways1
+        for i in range(first, stop):
+            e = RR[t, i]
+            kind = e & 3
+            sector = e >> R_SHIFT
+            last = sector + ((e >> 2) & count_mask) - 1
+            buf = (sector << sector_shift) >> BUFFER_SHIFT
+            requested[buf] += last - sector + 1
+            while sector <= last:
+                line = sector >> spl_shift
+                top = min(last, line * spl + spl - 1)
+                mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
+                sector = top + 1
+                clock += 1
+                if kind != R_ATOMIC:  # atomics are done in the L2
+                    base = unit + _set_of(line, sets1) * ways1
+                    w, victim = -1, base
+                    for k in range(base, base + ways1):
+                        if t1[k] == line:
+                            w = k
+                            break
+                        if s1[k] < s1[victim]:
+                            victim = k
+                    if kind == R_STORE:  # write-through, no allocation
+                        if w >= 0:
+                            s1[w] = clock
+                            v1[w] |= mask
+                    else:
+                        if w < 0:
+                            w = victim
+                            t1[w], v1[w] = line, 0
+                        s1[w] = clock
+                        hit = mask & v1[w]
+                        v1[w] |= mask
+                        mask &= ~hit
+                        if mask == 0:
+                            continue
+                # The L2: loads and atomics fetch what is missing, stores and atomics dirty.
+                base = _set_of(line, sets2) * ways2
+                w, victim = -1, base
+                for k in range(base, base + ways2):
+                    if t2[k] == line:
+                        w = k
+                        break
+                    if s2[k] < s2[victim]:
+                        victim = k
+                if w < 0:
+                    w = victim
+                    if t2[w] >= 0 and d2[w] != 0:
+                        write[(t2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(d2[w])
+                    t2[w], v2[w], d2[w] = line, 0, 0
+                s2[w] = clock
+                if kind != R_STORE:
+                    read[buf] += _popcount(mask & ~v2[w])
+                v2[w] |= mask
+                if kind != 0:
+                    d2[w] |= mask
+    for i in range(t2.shape[0]):  # write back what is still dirty
+        if t2[i] >= 0 and d2[i] != 0:
+            write[(t2[i] << line_shift) >> BUFFER_SHIFT] += _popcount(d2[i])
+    return requested, read, write
+
+
+def _level(units: int, size: int, ways: int, line: int):
+    sets = max(1, size // line // ways)
+    n = units * sets * ways
+    return np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), sets, ways
+
+
+def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> CacheResult:
+    """Replay the threads' streams ``RR[t, :lens[t]]`` through the caches of ``cfg``.
+
+    ``nbuf`` is the number of buffer indices (kernel arguments and the dummy row). Returns
+    sector counts per buffer; multiply by ``cfg.sector_bytes`` for bytes.
+    """
+    seg = _segments(RR, lens)
+    seg = seg[np.argsort(seg[:, 0], kind="stable")]
+    sector_shift = cfg.sector_bytes.bit_length() - 1
+    line_shift = cfg.line_bytes.bit_length() - 1
+    t1, s1, v1, sets1, ways1 = _level(cfg.compute_units, cfg.l1_bytes, cfg.l1_ways,
+                                      cfg.line_bytes)
+    t2, s2, v2, sets2, ways2 = _level(1, cfg.l2_bytes, cfg.l2_ways, cfg.line_bytes)
+    requested, read, write = _replay(RR, seg, cfg.compute_units, t1, s1, v1, sets1, ways1,
+                                     t2, s2, v2, np.zeros_like(v2), sets2, ways2,
+                                     sector_shift, line_shift, nbuf)
+    return CacheResult(requested, read, write)

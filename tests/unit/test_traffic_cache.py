@@ -1,0 +1,124 @@
+"""The cache model of traffic counting: DRAM bytes estimated through L1 and L2.
+
+Each case has an answer known by hand (docs/traffic-model.md, "Caches"): a streaming copy
+reads and writes every sector once; a GEMV reads ``x`` from DRAM once when it fits in a cache
+and once per row when it does not; a tiled matmul whose inputs fit in the L2 reads each once
+although its tiles are fetched n/16 times. The kernels are in tests/bench/traffic_kernels.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import clsim
+from clsim.profiles import load_profile
+from clsim.traffic import TrafficReport
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import traffic_kernels as tk  # noqa: E402
+
+
+def _run(case, profile=None):
+    kernel, global_size, local_size, args, expected = case
+    result = clsim.run(kernel, global_size, local_size, args, traffic=True, profile=profile)
+    out = [a for a in args if isinstance(a, np.ndarray)][-1]
+    np.testing.assert_allclose(out, next(iter(expected.values())), rtol=1e-3, atol=1e-3)
+    return result.traffic
+
+
+def _profile(**caches):
+    """h200 with other caches (sets of one way each are what the sizes make them)."""
+    return dataclasses.replace(load_profile("h200"), **caches)
+
+
+def test_streaming_copy_reads_and_writes_each_sector_once():
+    """dst = src over 2^16 floats: every figure is the buffer size, for both buffers."""
+    n = 1 << 16
+    t = _run(tk.copy_case(n))
+    assert t.cache_model is not None and "L2" in t.cache_model
+    for name in ("src", "dst"):
+        assert t.buffers[name] == {"unique": 4 * n, "dram": 4 * n, "uncached": 4 * n}
+    assert t.dram_read_bytes["src"] == 4 * n and t.dram_read_bytes["dst"] == 0
+    assert t.dram_write_bytes["dst"] == 4 * n and t.dram_write_bytes["src"] == 0
+    assert t.totals["dram_bytes"] == 8 * n == t.totals["unique_bytes"]
+
+
+def test_gemv_reads_x_once_when_it_fits_in_l2():
+    """256 rows x 1024 columns on h200: x (4 KiB) is fetched by every row (uncached: 256 x
+    4 KiB) but comes from DRAM once; m streams (its DRAM bytes are its size)."""
+    rows, cols = 256, 1024
+    t = _run(tk.gemv_case(rows, cols))
+    b = t.buffers
+    assert b["x"]["uncached"] == rows * cols * 4
+    assert b["x"]["dram"] == cols * 4 == b["x"]["unique"]
+    assert b["m"]["dram"] == rows * cols * 4 == b["m"]["uncached"]
+    assert b["y"]["dram"] == rows * 4
+
+
+def test_gemv_rereads_x_when_no_cache_holds_it():
+    """With a 4 KiB L2 and L1s smaller than x (16 KiB), each row's m stream evicts x: every
+    row reads x from DRAM again, the uncached bound."""
+    rows, cols = 64, 4096
+    tiny = _profile(compute_units=4, l1_bytes=2048, l1_ways=4, l2_bytes=4096, l2_ways=4)
+    b = _run(tk.gemv_case(rows, cols), tiny).buffers
+    assert b["x"]["dram"] == rows * cols * 4 == b["x"]["uncached"]
+
+
+def test_gemv_x_stays_in_a_fully_associative_l1():
+    """One compute unit with a 64 KiB fully associative L1 (512 ways of 128 bytes) keeps x
+    (16 KiB, refreshed every row) while m streams through, even with a useless L2: x comes
+    from DRAM once."""
+    rows, cols = 64, 4096
+    one_unit = _profile(compute_units=1, l1_bytes=65536, l1_ways=512, l2_bytes=4096,
+                        l2_ways=4)
+    b = _run(tk.gemv_case(rows, cols), one_unit).buffers
+    assert b["x"]["dram"] == cols * 4
+    assert b["x"]["uncached"] == rows * cols * 4
+
+
+def test_tiled_matmul_reads_each_input_once_through_l2():
+    """c = a @ b, 64 x 64 with 16 x 16 tiles: every group fetches a row of tiles of a and a
+    column of b (n/16 = 4 groups share each tile), so uncached = 4 x the buffer; a 50 MB L2
+    holds all of it, so DRAM = the footprint."""
+    n = 64
+    t = _run(tk.matmul_case(n))
+    b = t.buffers
+    for name in ("a", "b"):
+        assert b[name]["unique"] == b[name]["dram"] == n * n * 4
+        assert b[name]["uncached"] == (n // 16) * n * n * 4
+    assert b["c"]["dram"] == n * n * 4
+
+
+def test_profile_without_caches_gives_no_dram_estimate():
+    """A profile that does not describe its caches: the report says so (None), the other
+    figures are unchanged."""
+    n = 1 << 12
+    t = _run(tk.copy_case(n), _profile(l2_bytes=None))
+    assert t.cache_model is None
+    assert t.totals["dram_bytes"] is None and t.buffers["src"]["dram"] is None
+    assert t.totals["global_sector_bytes"] == 8 * n
+
+
+def test_cache_figures_survive_json():
+    """to_json / from_json keep the DRAM figures and the cache description."""
+    t = _run(tk.copy_case(1 << 12))
+    back = TrafficReport.from_json(t.to_json())
+    assert back.buffers == t.buffers and back.cache_model == t.cache_model
+    assert "DRAM through the caches" in t.format_table()
+
+
+def test_compare_table_shows_dram_bytes():
+    """clsim report's table has a DRAM row: the cache model's bytes, '-' without it."""
+    from clsim.traffic import compare_table, roofline
+
+    p = load_profile("h200")
+    with_cache = _run(tk.copy_case(1 << 12))
+    without = _run(tk.copy_case(1 << 12), _profile(l2_bytes=None))
+    text = compare_table([("cached", with_cache, roofline(with_cache.totals, p)),
+                          ("no model", without, roofline(without.totals, p))])
+    row = next(ln for ln in text.splitlines() if ln.startswith("DRAM bytes (cache model)"))
+    assert row.split()[-2:] == [f"{8 << 12:,}", "-"]
