@@ -17,12 +17,12 @@ from contextlib import contextmanager
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
-from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.builtin_emit import BuiltinStatements
+from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
 from clsim.compiler.masked import MaskedFlow
-from clsim.compiler.struct_emit import is_field
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
+from clsim.compiler.struct_emit import is_field
 from clsim.runtime import record as rec
 
 

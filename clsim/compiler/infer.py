@@ -20,8 +20,8 @@ from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
     field_type,
-    refuse_constant_store,
     pointer_arith,
+    refuse_constant_store,
     rewrite_component_store,
 )
 from clsim.compiler.structs import StructT

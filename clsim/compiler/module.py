@@ -25,8 +25,8 @@ from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import inline_cut_helpers
 from clsim.compiler.nulls import fold_null_tests
-from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.regions import Analysis
+from clsim.compiler.scopes import scope_loop_variables
 from clsim.runtime import record as rec
 from clsim.runtime.record import Site
 

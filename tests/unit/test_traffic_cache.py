@@ -19,7 +19,7 @@ from clsim.profiles import load_profile
 from clsim.traffic import TrafficReport
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import traffic_kernels as tk  # noqa: E402
+import traffic_kernels as tk
 
 
 def _run(case, profile=None):

@@ -155,7 +155,7 @@ def _size(t) -> int:
 def _as_rule(vec: ct.VecT):
     def rule(types, call):
         t = types[0] if len(types) == 1 else None
-        ok = t is not None and (ct.is_scalar(t) and t != "bool" or isinstance(t, ct.VecT))
+        ok = t is not None and ((ct.is_scalar(t) and t != "bool") or isinstance(t, ct.VecT))
         if not ok or _size(t) != _size(vec):
             got = ct.short(t) if t is not None else "nothing"
             raise node_error(call, f"as_{vec}() reinterprets {_size(vec)}-byte values; "
