@@ -159,7 +159,9 @@ def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespac
     if report.found is None:
         return name + f"agree   {report.examples} examples, seed {report.seed}" + _ulps(report), \
             False
-    text = name + f"DIFFER  {report.examples} examples, seed {report.seed}; minimal example:\n"
+    label = {"differ": "DIFFER ", "crashed": "CRASHED", "timed out": "TIMEOUT"}[
+        report.found.outcome]
+    text = name + f"{label} {report.examples} examples, seed {report.seed}; minimal example:\n"
     return text + _indent(format_found(report.found), 6), True
 
 

@@ -39,7 +39,7 @@ from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, Launch, Policy
 from verify.clrun import build_options
 from verify.devices import DeviceInfo, get_device
-from verify.errors import DeviceFault, DeviceTimedOut
+from verify.errors import DeviceCrashed, DeviceFault, DeviceTimedOut
 from verify.failures import DEFAULT_DIR, save_failure
 from verify.features import needs_cl2
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_case
@@ -71,6 +71,15 @@ class Found:
     path: Path | None
     first_path: Path | None
     checks: str | None = None  # what the simulator's checks="all" found on this case
+
+    @property
+    def outcome(self) -> str:
+        """"crashed" or "timed out" when the device launch died (messages from ``_try``),
+        else "differ" (outputs or an error on one side)."""
+        for fault, word in ((DeviceTimedOut, "timed out"), (DeviceCrashed, "crashed")):
+            if self.error is not None and self.error.startswith(fault.__name__ + ":"):
+                return word
+        return "differ"
 
 
 @dataclass(frozen=True)

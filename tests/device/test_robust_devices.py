@@ -151,6 +151,7 @@ def test_hanging_kernel_times_out_and_is_saved(tmp_path):
                          examples=5, timeout_s=2, failures_dir=tmp_path, seed=1)
     found = report.found
     assert found is not None and "device timed out" in found.error and report.examples == 1
+    assert found.outcome == "timed out"  # clsim verify prints TIMEOUT, not DIFFER
     meta = json.loads((found.path / "meta.json").read_text())
     assert meta["extra"]["stage"] == "timeout" and "device timed out" in meta["extra"]["error"]
     assert verify.compare(fill, FILL_CL, global_size=8, local_size=8, args=args,
@@ -168,6 +169,7 @@ def test_crashing_worker_is_a_saved_finding(tmp_path, monkeypatch):
     found = report.found
     assert found is not None and report.examples == 1
     assert "device crashed" in found.error and "SIGSEGV" in found.error
+    assert found.outcome == "crashed"  # clsim verify prints CRASHED, not DIFFER
     meta = json.loads((found.path / "meta.json").read_text())
     assert meta["extra"]["stage"] == "crash" and "SIGSEGV" in meta["extra"]["error"]
     assert "no data race or uninitialised read" in meta["extra"]["checks_all"]
