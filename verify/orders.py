@@ -101,8 +101,12 @@ def _cache_file() -> Path:
     return Path(os.environ.get("CLSIM_ORDERS_CACHE", cache_dir().parent / "orders.json"))
 
 
+_PROBE_VERSION = 2  # bump when the probe or the classes change: old verdicts are re-measured
+
+
 def _identity(info: DeviceInfo) -> str:
-    return f"{info.platform} | {info.full_name} | {info.opencl_version}"
+    return (f"{info.platform} | {info.full_name} | {info.opencl_version} | "
+            f"probe {_PROBE_VERSION}")
 
 
 def measured_orders(info: DeviceInfo, refresh: bool = False) -> dict[int, str]:
@@ -123,7 +127,13 @@ def measured_orders(info: DeviceInfo, refresh: bool = False) -> dict[int, str]:
     return {int(s): o for s, o in cache[key].items()}
 
 
+_IN_PROCESS: dict[str, str | None] = {}  # the verifier asks once per launch: no file read
+
+
 def device_reduction_order(device: str | DeviceInfo, refresh: bool = False) -> str | None:
     """The ``reduction_order`` that makes the simulator add like ``device``."""
     info = device if isinstance(device, DeviceInfo) else get_device(device)
-    return order_for(measured_orders(info, refresh))
+    key = _identity(info)
+    if refresh or key not in _IN_PROCESS:
+        _IN_PROCESS[key] = order_for(measured_orders(info, refresh))
+    return _IN_PROCESS[key]

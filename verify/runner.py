@@ -38,6 +38,7 @@ from verify.clargs import copy_args, memory_groups
 from verify.clrun import ClRun, LocalMem, run_cl
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device
 from verify.errors import DeviceUnusable
+from verify.orders import device_reduction_order
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair
 from verify.policy import Difference, OutputsComparison, compare_outputs
 from verify.probe import health
@@ -109,15 +110,17 @@ _memo: OrderedDict[tuple, list[Any]] = OrderedDict()
 
 def simulate(kernel: KernelFunction, global_size: Sequence[int],
              local_size: Sequence[int] | None, args: Sequence[Any],
-             subgroup_size: int | None = None, jit: bool | None = None) -> list[Any]:
+             subgroup_size: int | None = None, jit: bool | None = None,
+             reduction_order: str | None = None) -> list[Any]:
     """Run the simulator on copies of ``args``; returns the arguments after the launch.
+    ``reduction_order``: the order of float sub-group sums (None: the simulator's default).
 
     ``jit=None`` runs small launches (up to PYTHON_LIMIT work-items plus elements) as plain
     Python and larger ones with Numba; both give identical results. Results are memoised on the
     argument bytes, so verifying one example on several devices simulates it once.
     """
     key = (kernel, tuple(global_size), None if local_size is None else tuple(local_size),
-           subgroup_size, _digest(args))
+           subgroup_size, reduction_order, _digest(args))
     if key in _memo:
         _memo.move_to_end(key)
         return copy_args(_memo[key])
@@ -127,7 +130,7 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
             v.size for v in copies if isinstance(v, np.ndarray))
         jit = False if size <= PYTHON_LIMIT else None
     clsim.run(kernel, tuple(global_size), local_size, copies, jit=jit,
-              subgroup_size=subgroup_size)
+              subgroup_size=subgroup_size, reduction_order=reduction_order)
     _memo[key] = copies
     while len(_memo) > _MEMO_SIZE:
         _memo.popitem(last=False)
@@ -207,7 +210,10 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     size = pair.subgroup_size
     if size is None and pair.uses_subgroups:
         size = run.subgroup_size
-    after = simulate(pair.kernel, case.global_size, local, args, size, jit)
+    # Float sub-group sums in the order this device adds them (measured once, cached), so
+    # correct reductions agree bit for bit instead of within an order-dependent bound.
+    order = device_reduction_order(info) if pair.uses_subgroups else None
+    after = simulate(pair.kernel, case.global_size, local, args, size, jit, order)
     policies = pair.policy_map(case.args)
     index = {p: i for i, p in enumerate(pair.params)}
     expected = {name: after[index[name]] for name in policies}

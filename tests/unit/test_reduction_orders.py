@@ -104,3 +104,26 @@ def test_simulator_in_the_measured_order_matches_the_device(device, tmp_path, mo
         clsim.run(orders.probe_order, (x.size,), (size * 4,), (x, sim), subgroup_size=size,
                   reduction_order=order)
         assert sim.tobytes() == dev.tobytes(), (size, order)
+
+
+@pytest.mark.device_requires("subgroups")
+def test_the_verifier_simulates_in_the_devices_order(device, tmp_path, monkeypatch):
+    """verify.compare runs the simulator in the device's measured order by itself, so a
+    correct float sub-group sum agrees bit for bit (policy exact) at every sub-group size the
+    device offers, on data where the sum depends on the order."""
+    from verify.devices import get_device
+    from verify.runner import compare
+
+    monkeypatch.setenv("CLSIM_ORDERS_CACHE", str(tmp_path / "orders.json"))
+    monkeypatch.setattr(orders, "_IN_PROCESS", {})
+    info = get_device(device)
+    if orders.device_reduction_order(info) is None:
+        pytest.skip(f"{device}: an order clsim does not model: {orders.measured_orders(info)}")
+    sizes = [s for s in orders.PROBE_SIZES if s in info.subgroup_sizes]
+    for size in sizes:
+        x = orders.probe_data(size)
+        out = np.zeros_like(x)
+        result = compare(orders.probe_order, orders.PROBE_CL, global_size=x.size,
+                         local_size=size * 4, args=[x, out], subgroup_size=size,
+                         outputs=["out"], device=device)
+        assert result.equal, (size, result.first_difference)
