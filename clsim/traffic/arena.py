@@ -198,13 +198,13 @@ def _records(info, rows, dev: Device) -> tuple[list[TrafficSite], int]:
         if key in merged:
             merged[key][1] = [a + b for a, b in zip(merged[key][1], counts, strict=True)]
         else:
-            merged[key] = [(line, text, buffer, kind, space, dtype, func), counts]
+            merged[key] = [(file, line, text, buffer, kind, space, dtype, func), counts]
     records, overflow = [], 0
-    for (line, text, buffer, kind, space, dtype, func), c in merged.values():
+    for (file, line, text, buffer, kind, space, dtype, func), c in merged.values():
         execs, sectors, lines, replays, steps, lost, nbytes = c
         overflow += lost
         records.append(TrafficSite(
             line, text, buffer, kind, space, dtype, executions=execs, bytes=nbytes,
             sectors=sectors, lines=lines, bank_conflicts=replays, steps=steps,
-            sector_bytes=dev.sector_bytes, func=func))
+            sector_bytes=dev.sector_bytes, func=func, file=file))
     return records, overflow

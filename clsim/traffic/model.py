@@ -13,6 +13,7 @@ engine's instrumentation does, with ``clsim.traffic.counting``), and it knows no
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -62,6 +63,7 @@ class TrafficSite:
     steps: int = 0
     sector_bytes: int = 32
     func: str = ""  # the function the site is in (a helper's name when not the kernel's)
+    file: str = ""  # the source file of ``line`` (a helper may live in another file)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -272,7 +274,10 @@ class TrafficReport:
                 src = f"[{s.func}] {src}"
             if len(src) > source_width:
                 src = src[: source_width - 3] + "..."
-            rows.append((str(s.line), s.buffer, s.kind, s.space, f"{s.executions:,}",
+            where = str(s.line)
+            if s.func and s.func != self.kernel and s.file:  # its line is in its own file
+                where = f"{os.path.basename(s.file)}:{s.line}"
+            rows.append((where, s.buffer, s.kind, s.space, f"{s.executions:,}",
                          f"{s.bytes:,}", f"{s.sectors:,}", eff, f"{s.bank_conflicts:,}", src))
         out = [f"traffic of {self.kernel} (simd width {self.simd_width}, "
                f"{self.sector_bytes}-byte sectors)"]

@@ -9,6 +9,7 @@ line.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -334,6 +335,10 @@ def test_access_in_helper_function_is_counted_on_the_kernel_buffer():
     r = clsim.run(via_helper, (64,), (32,), (x, out), traffic=True)
     load = site(r.traffic, "buf", "load")
     assert (load["executions"], load["sectors"], load["func"]) == (64, 8, "fetch")
+    assert load["file"] == __file__
+    # the table names a helper's line with its file: the line number alone would read as the
+    # kernel's
+    assert f"{os.path.basename(__file__)}:{load['line']}" in r.traffic.format_table()
     assert r.traffic.unique_read_bytes["x"] == 256
     assert r.traffic.flop_counts["mul"] == 64
 
