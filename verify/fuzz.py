@@ -37,6 +37,7 @@ from tqdm import tqdm
 from clsim.api import KernelFunction
 from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, Launch, Policy
+from verify.clargs import memory_groups
 from verify.clrun import build_options
 from verify.devices import DeviceInfo, get_device
 from verify.errors import DeviceCrashed, DeviceFault, DeviceTimedOut
@@ -190,6 +191,13 @@ def _launch_to_case(pair: Pair, drawn: Launch | Mapping[str, Any]) -> Case:
 # Saving
 
 
+def saved_aliases(params: Sequence[str], args: Sequence[Any]) -> dict[str, str]:
+    """Parameter -> the earlier parameter given the same array: inputs.npz stores each
+    argument on its own, so replay needs this to pass one array twice again."""
+    groups = memory_groups(args)
+    return {params[i]: params[g] for i, g in enumerate(groups) if g is not None and g != i}
+
+
 def save_case(pair: Pair, case: Case, device: str, *, comparison: LaunchComparison | None,
               error: str | None, seed_value: int | None, failures_dir: str | Path,
               stage: str, checks: str | None = None) -> Path:
@@ -204,6 +212,7 @@ def save_case(pair: Pair, case: Case, device: str, *, comparison: LaunchComparis
         "requires": sorted(pair.requires), "cl_path": pair.cl_path, "origin": dict(pair.origin),
         "policies": {k: str(v) for k, v in pair.policy_map(case.args).items()},
         "default_policy": str(pair.default_policy), "all_arrays": pair.policies is None,
+        "aliases": saved_aliases(pair.params, [case.args[p] for p in pair.params]),
     }
     difference = comparison.outputs.describe() if comparison is not None else (error or "")
     return save_failure(

@@ -301,7 +301,16 @@ def _pair_and_case(plan: ReplayPlan, kernel: KernelFunction, spec: KernelSpec | 
                 _requires(launch, spec, failure),
                 _options(launch, failure), cl_path, _origin(failure))
     local = launch.get("local_size")
-    case = Case({p: failure.inputs[p] for p in params},
+    args = {p: failure.inputs[p] for p in params}
+    aliases = launch.get("aliases") or {}
+    if not isinstance(aliases, dict) or any(
+            a not in params or b not in params or aliases.get(b) is not None
+            for a, b in aliases.items()):
+        raise SimulationError(f"{failure.path}: meta.json's launch.aliases "
+                              f"{_shown(aliases)} does not name the kernel's parameters.")
+    for name, first in aliases.items():  # one array passed twice, as when it was found
+        args[name] = args[first]
+    case = Case(args,
                 _sizes(launch.get("global_size"), "global_size", failure),
                 None if local is None else _sizes(local, "local_size", failure),
                 dict(launch.get("shape") or {}), launch.get("input_seed"))

@@ -257,3 +257,24 @@ def test_disagreement_from_a_missing_barrier_is_diagnosed(device, tmp_path):
     assert "data race" in found.checks
     meta = json.loads((found.path / "meta.json").read_text())
     assert meta["extra"]["checks_all"] == found.checks
+
+
+def test_aliased_arguments_stay_one_array_through_save_and_replay(tmp_path):
+    """A saved case records which parameters were one array (inputs.npz holds each on its
+    own), and replay passes that array twice again, so the device sees one cl_mem as before."""
+    from verify.fuzz import save_case
+    from verify.replay import load_failure_case
+
+    x = np.arange(16, dtype=np.float32)
+    pair = make_pair(alias, ALIAS_CL)
+    case = make_case(pair, 16, 16, [x, x])
+    path = save_case(pair, case, "pocl", comparison=None, error="planted", seed_value=1,
+                     failures_dir=tmp_path, stage="found")
+    _failure, _pair, loaded = load_failure_case(path, kernel=f"{__file__}::alias")
+    assert loaded.args["b"] is loaded.args["a"]
+    assert np.array_equal(loaded.args["a"], x)
+    apart = make_case(pair, 16, 16, [x, x.copy()])
+    path = save_case(pair, apart, "pocl", comparison=None, error="planted", seed_value=1,
+                     failures_dir=tmp_path, stage="found")
+    _failure, _pair, loaded = load_failure_case(path, kernel=f"{__file__}::alias")
+    assert loaded.args["b"] is not loaded.args["a"]
