@@ -220,6 +220,8 @@ def format_found(found: Found) -> str:
         lines.append(found.error)
     if found.checks:
         lines.append(f"simulator with {found.checks}")
+    if found.not_saved is not None:
+        lines.append(f"NOT SAVED ({found.not_saved}): copy the example above to keep it")
     if found.path is not None:
         lines.append(f"saved: {found.path}")
         if found.first_path is not None and found.first_path != found.path:

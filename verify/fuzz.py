@@ -41,7 +41,7 @@ from verify.clargs import memory_groups
 from verify.clrun import build_options
 from verify.devices import DeviceInfo, get_device
 from verify.errors import DeviceCrashed, DeviceFault, DeviceTimedOut
-from verify.failures import DEFAULT_DIR, save_failure
+from verify.failures import DEFAULT_DIR, FailureNotSaved, save_failure
 from verify.features import needs_cl2
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_case
 from verify.pairs import spec_pair as _spec_pair
@@ -72,6 +72,7 @@ class Found:
     path: Path | None
     first_path: Path | None
     checks: str | None = None  # what the simulator's checks="all" found on this case
+    not_saved: str | None = None  # why the case could not be saved (e.g. ENOSPC), if it wasn't
 
     @property
     def outcome(self) -> str:
@@ -238,12 +239,14 @@ class _State:
     first: Path | None = None
     first_case: Case | None = None
     max_ulp: dict[str, int] = field(default_factory=dict)
-    checks: dict[Path, str | None] = field(default_factory=dict)  # saved folder -> diagnosis
+    # saved folder -> diagnosis (key None: the last case that could not be saved)
+    checks: dict[Path | None, str | None] = field(default_factory=dict)
+    not_saved: str | None = None  # why the disk refused a case: shrinking goes on regardless
 
 
 def _first(state: _State, case: Case, save: Callable[..., Path], bar: Any,
            comparison: LaunchComparison | None, error: str | None) -> None:
-    if state.first is None:
+    if state.first_case is None:
         state.first, state.first_case = save(case, comparison, error, "first"), case
         bar.set_postfix_str("shrinking")
 
@@ -302,14 +305,17 @@ def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo 
     state = _State()
 
     def save(case: Case, comparison: LaunchComparison | None, error: str | None,
-             stage: str) -> Path:
+             stage: str) -> Path | None:
         # A hang on the device may hang the simulator too, and Ctrl-C means stop now: no
         # diagnosis for either.
         checks = None if stage in ("timeout", "interrupted") else diagnose(
             pair, case, info, comparison)
-        path = save_case(pair, case, info.short_name, comparison=comparison, error=error,
-                         seed_value=seed_value, failures_dir=failures_dir, stage=stage,
-                         checks=checks)
+        try:
+            path = save_case(pair, case, info.short_name, comparison=comparison, error=error,
+                             seed_value=seed_value, failures_dir=failures_dir, stage=stage,
+                             checks=checks)
+        except FailureNotSaved as err:  # printed by save_failure; keep shrinking, say why
+            state.not_saved, path = err.reason, None
         state.checks[path] = checks
         return path
 
@@ -341,7 +347,7 @@ def _drive(prop: Callable[[], None], seed_value: int, state: _State,
         hypothesis_seed(seed_value)(prop)()
     except _Fault as fault:
         return Found(fault.case, None, fault.error, state.first, state.first,
-                     state.checks.get(state.first) if state.first else None)
+                     state.checks.get(state.first), state.not_saved)
     except _CaseFailed as failed:
         return _found(failed.case, failed.comparison, failed.error, state, save)
     except Unsatisfiable:
@@ -350,7 +356,7 @@ def _drive(prop: Callable[[], None], seed_value: int, state: _State,
         if state.first_case is None:
             raise
         return Found(state.first_case, None, f"{type(err).__name__}: {err}", state.first,
-                     state.first, state.checks.get(state.first) if state.first else None)
+                     state.first, state.checks.get(state.first), state.not_saved)
     return None
 
 
@@ -359,7 +365,8 @@ def _found(case: Case, comparison: LaunchComparison | None, error: str | None, s
     same = state.first_case is case or (
         state.first_case is not None and _same_case(state.first_case, case))
     path = state.first if same else save(case, comparison, error, "minimal")
-    return Found(case, comparison, error, path, state.first, state.checks.get(path))
+    return Found(case, comparison, error, path, state.first, state.checks.get(path),
+                 state.not_saved if path is None else None)
 
 
 def _same_case(a: Case, b: Case) -> bool:

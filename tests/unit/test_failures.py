@@ -308,6 +308,9 @@ def test_verify_on_a_full_disk_still_reports_the_disagreement(device, tmp_path, 
     assert code == 1
     for stream in (captured.out, captured.err):
         assert "ENOSPC" in stream and "differs at index" in stream
+    # the search went on to a minimal example (shrinking is not stopped by the disk)
+    assert "DIFFER" in captured.out and "minimal example" in captured.out
+    assert "NOT SAVED (ENOSPC" in captured.out
     assert not (tmp_path / "failures").exists() or not list((tmp_path / "failures").iterdir())
 
 
