@@ -76,8 +76,12 @@ from clsim.errors import DeviceError
 blocks = json.load(open(sys.argv[1]))
 namespace = {"__name__": "__doc_example__"}
 for number, code in blocks:
+    # a real file: clsim reads a kernel's source back (inspect), as from the user's own module
+    path = f"{sys.argv[2].replace('.', '_')}_block_{number}.py"
+    with open(path, "w") as out:
+        out.write(code)
     try:
-        exec(compile(code, f"{sys.argv[2]} block {number}", "exec"), namespace)
+        exec(compile(code, path, "exec"), namespace)
     except DeviceError as err:
         print(f"block {number} needs an OpenCL device: {str(err).splitlines()[0]}")
         sys.exit(77)
