@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from clsim.compiler.builtins import (
     atomics,
+    atomics_c11,
     collectives,
     common,
     conversion,
@@ -52,7 +53,7 @@ from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
 _MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, relational,
             conversion, conversion_modes, vector, vector_convert, half, memory, printf, atomics,
-            collectives)
+            atomics_c11, collectives)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:
