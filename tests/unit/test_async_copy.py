@@ -18,6 +18,7 @@ from clsim import (
     CLK_LOCAL_MEM_FENCE,
     KernelCompileError,
     async_work_group_copy,
+    async_work_group_strided_copy,
     barrier,
     get_group_id,
     get_local_id,
@@ -98,7 +99,7 @@ def differing_count(x, out):
 @pytest.mark.parametrize("kern, taken, not_taken", [(partial_copy, 32, 32),
                                                     (differing_count, 63, 1)])
 def test_copy_must_be_reached_by_all_with_the_same_arguments(kern, taken, not_taken):
-    match = r"async_work_group_copy\(t <- x\) with the same dst, src and n reached by"
+    match = r"async_work_group_copy\(t <- x\) with the same dst, src, n reached by"
     with pytest.raises(clsim.BarrierDivergenceError, match=match) as info:
         clsim.run(kern, (64,), (64,), (np.ones(64, F32), np.zeros(64, F32)), jit=False)
     assert (info.value.taken, info.value.not_taken) == (taken, not_taken)
@@ -135,3 +136,35 @@ def mixed_types(x, out):
 def test_bad_copies_are_compile_errors(kern, match):
     with pytest.raises(KernelCompileError, match=match):
         clsim.run(kern, (64,), (64,), (np.ones(64, F32), np.zeros(64, F32)), jit=False)
+
+
+@kernel
+def transpose_columns(x, out, ncols):
+    lid = get_local_id(0)
+    g = get_group_id(0)
+    col = local_array(64, np.float32)
+    ev = async_work_group_strided_copy(col, x + g, 64, ncols, 0)
+    wait_group_events(1, ev)
+    col[lid] = col[lid] + np.float32(1.0)
+    barrier(CLK_LOCAL_MEM_FENCE)
+    ev = async_work_group_strided_copy(out + g, col, 64, ncols, ev)
+    wait_group_events(1, ev)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_strided_copy_gathers_and_scatters_columns(jit):
+    """Group g gathers column g (stride ncols on the global side), adds 1, scatters it back:
+    out == x + 1 element for element, under checks="all"."""
+    x = np.random.default_rng(5).standard_normal((64, 4)).astype(F32)
+    out = np.zeros_like(x)
+    clsim.run(transpose_columns, (256,), (64,), (x.ravel(), out.reshape(-1), np.int32(4)),
+              jit=jit, checks="all")
+    np.testing.assert_array_equal(out, x + F32(1.0))
+
+
+def test_strided_copy_range_is_checked_with_the_stride():
+    """The last element read is x[g + 63 * ncols]: with ncols=5 it is past the end."""
+    x = np.zeros(256, F32)
+    with pytest.raises(clsim.OutOfBoundsError, match=r"x\[315\]"):
+        clsim.run(transpose_columns, (64,), (64,), (x, np.zeros(256, F32), np.int32(5)),
+                  jit=False)

@@ -27,16 +27,26 @@ from clsim.runtime import record as rec
 FAMILY = "memory"
 MAX_COPY_SITES = 16  # per kernel: one row of the group's bookkeeping array each
 _SPACES = {("local", "global"), ("global", "local")}
-_SCRATCH = f"_awc = np.zeros(({MAX_COPY_SITES}, 6), np.int64)"
-# _awc row per call site: callers, dst offset, src offset, count, callers that differed, site
+_SPELLING = {False: "async_work_group_copy(dst, src, n, event)",
+             True: "async_work_group_strided_copy(dst, src, n, stride, event)"}
+# _awc row per call site: callers, then the first caller's dst offset, src offset, count and
+# stride, then the callers whose arguments differed, and the site naming the copy.
+_DIFFER, _SITE = 5, 6
+_SCRATCH = f"_awc = np.zeros(({MAX_COPY_SITES}, 7), np.int64)"
+
+
+def _strided(call) -> bool:
+    return call.func.resolved[1] == "async_work_group_strided_copy"
 
 
 def _copy_typing(typer, call):
-    if len(call.args) != 4:
-        raise node_error(call, "async_work_group_copy(dst, src, n, event) takes a destination "
-                               "and a source pointer, an element count and an event (0)")
+    strided = _strided(call)
+    if len(call.args) != 4 + strided:
+        raise node_error(call, f"{_SPELLING[strided]} takes a destination and a source "
+                               "pointer, an element count" + (", the global side's stride"
+                               if strided else "") + " and an event (0)")
     dst, src = typer.pointer(call.args[0]), typer.pointer(call.args[1])
-    n, event = typer.expr(call.args[2]), typer.expr(call.args[3])
+    ints = [typer.expr(a) for a in call.args[2:]]
     if dst is None or src is None:
         return None
     if not isinstance(dst, ct.PtrT) or not isinstance(src, ct.PtrT) or dst.view or src.view:
@@ -49,9 +59,10 @@ def _copy_typing(typer, call):
     if dst.array.dtype != src.array.dtype:
         raise node_error(call, f"async_work_group_copy(): dst holds {ct.cname(dst.array.dtype)}"
                                f" but src holds {ct.cname(src.array.dtype)}")
-    for what, t in (("the count n", n), ("the event", event)):
+    for t in ints:
         if t is not None and not ct.is_int(ct.promote(t)):
-            raise node_error(call, f"async_work_group_copy(): {what} must be an integer")
+            raise node_error(call, f"{_SPELLING[strided]}: the count, stride and event must "
+                                   "be integers")
     return "int32"
 
 
@@ -67,15 +78,25 @@ def _slot(gen, call) -> int:
     return sites[id(call)]
 
 
-def _range_check(gen, base: str, off: str, n: str, site: int, code: int) -> None:
-    """The whole range [off, off + n) inside the array, checked once before the copy."""
+def _range_check(gen, base: str, off: str, n: str, stride: str, site: int, code: int) -> None:
+    """Every element off, off + stride, ... (n of them) inside the array, checked once."""
     if not gen.bounds_checks:
         return
-    bad = f"{off} if {off} < 0 else {off} + {n} - 1"
-    gen.pre(f"if {n} > 0 and ({off} < 0 or {off} + {n} > {base}.shape[0]):\n"
+    last = f"{off} + ({n} - 1) * {stride}"
+    bad = f"{off} if {off} < 0 else {last}"
+    gen.pre(f"if {n} > 0 and ({off} < 0 or {last} >= {base}.shape[0]):\n"
             f"    {gen.helper('_oob')}(_err, {gen.const(code, 'int64')}, "
             f"{gen.const(site, 'int64')}, np.int64({bad}), np.int64({base}.shape[0]), _lid)\n"
             f"    {gen.err_return}")
+
+
+def _record_call(gen, slot: int, site: int, values: tuple[str, ...]) -> None:
+    """Count this caller; the first one's arguments are kept, later callers compared."""
+    row = f"_awc[{slot}]"
+    keep = "".join(f"\n    {row}[{1 + j}] = {v}" for j, v in enumerate(values))
+    differs = " or ".join(f"{row}[{1 + j}] != {v}" for j, v in enumerate(values))
+    gen.pre(f"if {row}[0] == 0:{keep}\n    {row}[{_SITE}] = {site}\n"
+            f"elif {differs}:\n    {row}[{_DIFFER}] += 1\n{row}[0] += 1")
 
 
 def _copy_lower(gen, call):
@@ -85,25 +106,27 @@ def _copy_lower(gen, call):
     dname, darr, doff = gen.pointer_offset(call.args[0])
     sname, sarr, soff = gen.pointer_offset(call.args[1])
     slot = _slot(gen, call)
-    d, s, n, k = (gen.fresh(p) for p in ("_acd", "_acs", "_acn", "_ack"))
+    d, s, n, k, st = (gen.fresh(p) for p in ("_acd", "_acs", "_acn", "_ack", "_acst"))
     gen.pre(f"{d} = np.int64({doff})\n{s} = np.int64({soff})\n"
             f"{n} = np.int64({gen.typed(call.args[2], 'int64')})")
-    gen.typed(call.args[3], "int64")  # evaluated for its checks; events carry nothing
+    strided = _strided(call)
+    gen.pre(f"{st} = " + (f"np.int64({gen.typed(call.args[3], 'int64')})" if strided
+                          else "np.int64(1)"))
+    gen.typed(call.args[-1], "int64")  # evaluated for its checks; events carry nothing
+    # The stride applies to the global side (OpenCL C 6.15.11).
+    dstep, sstep = (st, "1") if darr.space == "global" else ("1", st)
     dbase, dlead = gen.array_base(dname, darr)
     sbase, slead = gen.array_base(sname, sarr)
     lsite = gen.module.site(call, sname, "load", sarr.space, sarr.dtype)
     ssite = gen.module.site(call, dname, "store", darr.space, darr.dtype)
-    _range_check(gen, sbase, s, n, lsite, hp.ERR_OOB_LOAD)
-    _range_check(gen, dbase, d, n, ssite, hp.ERR_OOB_STORE)
-    what = f"async_work_group_copy({dname} <- {sname}) with the same dst, src and n"
-    csite = gen.module.site(call, what, "async_copy", "none", "none")
-    row = f"_awc[{slot}]"
-    gen.pre(f"if {row}[0] == 0:\n    {row}[1] = {d}\n    {row}[2] = {s}\n    {row}[3] = {n}\n"
-            f"    {row}[5] = {csite}\n"
-            f"elif {row}[1] != {d} or {row}[2] != {s} or {row}[3] != {n}:\n    {row}[4] += 1\n"
-            f"{row}[0] += 1")
-    src_idx = gen.module.access(gen, lsite, sname, sarr, [f"{s} + {k}"], "load")
-    dst_idx = gen.module.access(gen, ssite, dname, darr, [f"{d} + {k}"], "store")
+    _range_check(gen, sbase, s, n, sstep, lsite, hp.ERR_OOB_LOAD)
+    _range_check(gen, dbase, d, n, dstep, ssite, hp.ERR_OOB_STORE)
+    what = (f"{call.func.resolved[1]}({dname} <- {sname}) with the same dst, src, n"
+            + (" and stride" if strided else ""))
+    _record_call(gen, slot, gen.module.site(call, what, "async_copy", "none", "none"),
+                 (d, s, n, st))
+    src_idx = gen.module.access(gen, lsite, sname, sarr, [f"{s} + {k} * {sstep}"], "load")
+    dst_idx = gen.module.access(gen, ssite, dname, darr, [f"{d} + {k} * {dstep}"], "store")
     gen.pre(f"for {k} in range(_lid, {n}, _NL):\n"
             f"    {dbase}[{', '.join(dlead + dst_idx)}] = {sbase}[{', '.join(slead + src_idx)}]")
     return gen.const(0, "int32")
@@ -124,10 +147,10 @@ def _wait_cut(gen, item) -> None:
     if gen.module.bounds:
         gen.emit(f"for _aw in range({MAX_COPY_SITES}):\n"
                  f"    _awr = _awc[_aw, 0] % _NL\n"
-                 f"    if _awr != 0 or _awc[_aw, 4] != 0:\n"
-                 f"        _awb = _awc[_aw, 4] if _awr == 0 else _NL - _awr\n"
+                 f"    if _awr != 0 or _awc[_aw, {_DIFFER}] != 0:\n"
+                 f"        _awb = _awc[_aw, {_DIFFER}] if _awr == 0 else _NL - _awr\n"
                  f"        {gen.helper('_cg_fail')}(_err, {rec.COLLECTIVE_DIVERGENCE}, "
-                 f"_awc[_aw, 5], 0, _NL, 0, _NL - _awb, _awb, -1)\n"
+                 f"_awc[_aw, {_SITE}], 0, _NL, 0, _NL - _awb, _awb, -1)\n"
                  f"        {gen.err_return}")
     gen.emit("_awc[:, :] = 0")
 
@@ -150,6 +173,14 @@ ENTRIES = [
             types="global to local, local to global; any element type",
             note="every work-item copies its strided share; the data is there after "
                  "wait_group_events; same arguments in every work-item (checked)"),
+    Builtin("async_work_group_strided_copy", FAMILY, typing=_copy_typing, lower=_copy_lower,
+            varying=True, effects=True, access="store",
+            helpers=(CG_HELPERS["_cg_fail"],),
+            c="e = async_work_group_strided_copy(dst, src, n, stride, e0)",
+            py="e = async_work_group_strided_copy(dst, src, n, stride, 0)",
+            types="global to local, local to global; any element type",
+            note="element k moves between global[k * stride] and local[k]; as "
+                 "async_work_group_copy otherwise"),
     Builtin("wait_group_events", FAMILY, _wait_rule, cut="work", emit_cut=_wait_cut,
             helpers=(CG_HELPERS["_cg_fail"],), c="wait_group_events(n, &e)",
             py="wait_group_events(n, e)", types="events from async_work_group_copy",
