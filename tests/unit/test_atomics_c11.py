@@ -29,10 +29,14 @@ from clsim import (
     atomic_fetch_or,
     atomic_fetch_sub_explicit,
     atomic_fetch_xor,
+    atomic_flag_clear_explicit,
+    atomic_flag_test_and_set,
+    atomic_init,
     atomic_load,
     atomic_load_explicit,
     atomic_store,
     atomic_store_explicit,
+    atomic_work_item_fence,
     barrier,
     get_global_id,
     get_local_id,
@@ -252,3 +256,44 @@ def test_bitwise_float_atomic_rejected():
     with pytest.raises(KernelCompileError, match="not an OpenCL atomic"):
         clsim.run(float_or, (4,), (4,), (np.zeros(4, np.float32), np.zeros(1, np.float32)),
                   jit=False)
+
+
+@kernel
+def spin_lock_counter(lock, counter, log):
+    i = get_global_id(0)
+    if i == 0:
+        atomic_init(counter[1], 10)
+    while atomic_flag_test_and_set(lock[0]):
+        pass
+    log[i] = counter[0]
+    counter[0] = counter[0] + 1
+    atomic_work_item_fence(CLK_LOCAL_MEM_FENCE, memory_order_release, memory_scope_work_group)
+    atomic_flag_clear_explicit(lock[0], memory_order_release)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_flag_lock_and_init(jit):
+    """test_and_set returns whether the flag was set and sets it; clear resets it: a spin lock
+    around a plain increment counts every work-item (one at a time in the simulator);
+    atomic_init stores its value."""
+    lock = np.zeros(1, I32)
+    counter = np.zeros(2, I32)
+    log = np.full(32, -1, I32)
+    clsim.run(spin_lock_counter, (32,), (32,), (lock, counter, log), jit=jit)
+    assert lock[0] == 0 and counter[0] == 32 and counter[1] == 10
+    np.testing.assert_array_equal(np.sort(log), np.arange(32))
+
+
+@kernel
+def init_races_atomic(buf):
+    i = get_global_id(0)
+    if i == 0:
+        atomic_init(buf[0], 5)
+    else:
+        atomic_fetch_add(buf[0], 1)
+
+
+def test_atomic_init_is_a_plain_store_for_the_race_checker():
+    """C11: atomic_init is not atomic, so racing an atomic on the same object is a race."""
+    with pytest.raises(clsim.DataRaceError, match="atomic"):
+        clsim.run(init_races_atomic, (8,), (8,), (np.zeros(1, I32),), checks="races", jit=False)

@@ -1,7 +1,8 @@
 """OpenCL 2.0 (C11-style) atomics: ``atomic_load``, ``atomic_store``, ``atomic_fetch_<op>``,
-``atomic_exchange``, ``atomic_compare_exchange_strong``/``_weak``, each with an ``_explicit``
-form taking a memory order (and optionally a scope), plus the ``memory_order_*`` and
-``memory_scope_*`` constants.
+``atomic_exchange``, ``atomic_compare_exchange_strong``/``_weak``, ``atomic_flag_test_and_set``/
+``_clear``, each with an ``_explicit`` form taking a memory order (and optionally a scope),
+``atomic_init`` (a plain store, as in C11), ``atomic_work_item_fence`` (nothing to do), plus the
+``memory_order_*`` and ``memory_scope_*`` constants.
 
 The object is written as the 1.x atomics write it: ``atomic_fetch_add(p[i], v)`` for C's
 ``atomic_fetch_add(&p[i], v)`` on a ``volatile global atomic_int *p`` (in Python ``p`` is a
@@ -42,12 +43,13 @@ MEMORY_SCOPES = {"memory_scope_work_item": 0, "memory_scope_work_group": 1,
 CONSTANTS = {**MEMORY_ORDERS, **MEMORY_SCOPES}
 _ORDER_NAMES = {v: k for k, v in MEMORY_ORDERS.items()}
 # Orders C11 (7.17.7) forbids per operation: a load cannot release, a store cannot acquire.
-_FORBIDDEN = {"load": {3, 4}, "store": {2, 4}}
+_FORBIDDEN = {"load": {3, 4}, "store": {2, 4}, "clear": {2, 4}}
 
 FLOATS = ("float32", "float64")
 # op -> (value operands before the orders, element types). Float add/sub/min/max are
 # cl_ext_float_atomics; float load/store/exchange are core OpenCL 2.0 (atomic_float).
 _OPS = {"load": (0, INT_OK + FLOATS), "store": (1, INT_OK + FLOATS),
+        "init": (1, INT_OK + FLOATS), "tas": (0, INT_OK[:2]), "clear": (0, INT_OK[:2]),
         "xchg": (1, INT_OK + FLOATS), "cmpxchg": (2, INT_OK),
         **{op: (1, INT_OK + FLOATS) for op in ("add", "sub", "min", "max")},
         **{op: (1, INT_OK) for op in ("and", "or", "xor")}}
@@ -61,7 +63,8 @@ def _names() -> dict[str, tuple[str, int]]:
             "atomic_compare_exchange_weak": "cmpxchg",
             **{f"atomic_fetch_{op}": op for op in ("add", "sub", "or", "xor", "and", "min",
                                                    "max")}}
-    out = {}
+    base |= {"atomic_flag_test_and_set": "tas", "atomic_flag_clear": "clear"}
+    out = {"atomic_init": ("init", 0)}  # C11's non-atomic initialisation: no _explicit form
     for name, op in base.items():
         out[name] = (op, 0)
         out[f"{name}_explicit"] = (op, 2 if op == "cmpxchg" else 1)
@@ -102,7 +105,8 @@ def _rule(name: str):
             if not ct.is_int(ct.promote(t)):
                 raise node_error(call, f"{name}(): memory orders and scopes are integers "
                                        "(memory_order_relaxed, memory_scope_device, ...)")
-        return {"store": None, "cmpxchg": "bool"}.get(op, elem)
+        return {"store": None, "init": None, "clear": None, "cmpxchg": "bool",
+                "tas": "bool"}.get(op, elem)
 
     return rule
 
@@ -130,14 +134,15 @@ def _target(gen, name: str, node):
         raise node_error(node, f"'{arr.id}' has {arrt.ndim} dimension(s) but the atomic "
                                f"indexes {len(idx_nodes)}")
     base, lead = gen.array_base(arr.id, arrt)
-    site = gen.module.site(node, arr.id, "atomic", arrt.space, arrt.dtype)
+    kind = "store" if C11[name][0] == "init" else "atomic"  # atomic_init is a plain store
+    site = gen.module.site(node, arr.id, kind, arrt.space, arrt.dtype)
     temps = gen.checked_indices(idx_nodes, base, lead, site, hp.ERR_OOB_ATOMIC)
     vals = []
     for v in val_nodes[:_OPS[C11[name][0]][0]]:
         tmp = gen.fresh("_av")
         gen.pre(f"{tmp} = {gen.typed(v, arrt.dtype)}")
         vals.append(tmp)
-    codes = gen.module.access(gen, site, arr.id, arrt, temps, "atomic", atomic=True)
+    codes = gen.module.access(gen, site, arr.id, arrt, temps, kind, atomic=kind == "atomic")
     for tmp, code in zip(temps, codes, strict=True):
         if code != tmp:
             gen.pre(f"{tmp} = {code}")
@@ -150,12 +155,16 @@ def _emitter(name: str):
     def lower(gen, node):
         target, t, vals, val_nodes = _target(gen, name, node)
         old = gen.fresh("_ao")
-        if op == "store":
-            gen.pre(f"{target} = {vals[0]}")
+        if op in ("store", "init", "clear"):
+            value = gen.const(0, t) if op == "clear" else vals[0]
+            gen.pre(f"{target} = {value}")
             return None
         gen.pre(f"{old} = {target}")
         if op == "load":
             return old
+        if op == "tas":
+            gen.pre(f"{target} = {gen.const(1, t)}")
+            return f"({old} != {gen.const(0, t)})"
         if op != "cmpxchg":
             gen.pre(f"{target} = {_new_value(gen, op, t, old, vals[0])}")
             return old
@@ -242,8 +251,12 @@ def _py(name: str) -> str:
 
 def _note(name: str) -> str:
     op = C11[name][0]
-    if op == "store":
+    if op in ("store", "clear"):
         return "a statement"
+    if op == "init":
+        return "a plain (non-atomic) store, as C11: racing an atomic is a race"
+    if op == "tas":
+        return "sets the flag (an int) to 1; returns bool: was it set"
     if op == "load":
         return "returns the value"
     if op == "cmpxchg":
@@ -253,10 +266,25 @@ def _note(name: str) -> str:
     return "returns the old value" + (nan if op in ("min", "max") else "")
 
 
+def _fence_rule(types, call):
+    if len(types) not in (2, 3) or not all(ct.is_int(ct.promote(t)) for t in types):
+        raise node_error(call, "atomic_work_item_fence(flags, order[, scope]) takes fence "
+                               "flags, a memory order and a scope")
+    return None
+
+
+def _no_code(gen, call):
+    return None
+
+
 ENTRIES = [
-    Builtin(name, FAMILY, _rule(name), lower=_emitter(name), varying=True, access="atomic",
-            effects=True, on_parse=_on_parse, helpers=(MIN, MAX, *_FMIN, *_FMAX),
-            c=f"{name}(&p[i]{_args(name).replace('e[0]', '&e')})", py=_py(name),
-            types=", ".join(ct.cname(t) for t in _OPS[op][1]), note=_note(name))
-    for name, (op, _n) in C11.items()
+    Builtin("atomic_work_item_fence", FAMILY, _fence_rule, lower=_no_code,
+            c="atomic_work_item_fence(flags, order, scope)",
+            note="orders one work-item's accesses: nothing to do in the simulator"),
+    *(Builtin(name, FAMILY, _rule(name), lower=_emitter(name), varying=True,
+              access="store" if op == "init" else "atomic",
+              effects=True, on_parse=_on_parse, helpers=(MIN, MAX, *_FMIN, *_FMAX),
+              c=f"{name}(&p[i]{_args(name).replace('e[0]', '&e')})", py=_py(name),
+              types=", ".join(ct.cname(t) for t in _OPS[op][1]), note=_note(name))
+      for name, (op, _n) in C11.items()),
 ]
