@@ -121,7 +121,8 @@ def _new_value(gen, op: str, t: str, old: str, val: str) -> str:
 
 
 def _target(gen, name: str, node):
-    """(element reference, element type, value nodes) with the index checked and reported."""
+    """(element reference, element type, value temporaries, value nodes), with the index
+    checked and reported to the instruments."""
     arr, idx_nodes, val_nodes = _split(name, node)
     arrt = getattr(arr, "ctype", None)
     if not isinstance(arr, ast.Name) or not isinstance(arrt, ct.ArrayT):
