@@ -15,9 +15,11 @@ import clsim
 from clsim import (
     CLK_LOCAL_MEM_FENCE,
     atomic_compare_exchange_weak_explicit,
+    atomic_exchange,
     atomic_fetch_add,
     atomic_fetch_and,
     atomic_fetch_max,
+    atomic_fetch_min,
     atomic_fetch_min_explicit,
     atomic_fetch_or,
     atomic_fetch_xor,
@@ -108,3 +110,39 @@ def test_c11_atomics_match_their_twin(device):
     for name, sim, k in (("acc", sim_acc, 1), ("hist", sim_hist, 2)):
         result = compare(name, sim, dev.buffers[k], EXACT)
         assert result.equal, result.difference
+
+
+@kernel
+def float_min_max(x, acc):
+    i = get_global_id(0)
+    atomic_fetch_min(acc[0], x[i])
+    atomic_fetch_max(acc[1], x[i])
+    atomic_exchange(acc[2], atomic_load(acc[2]))
+
+
+FLOAT_CL = r"""
+__kernel void float_min_max(__global const float *x, volatile __global atomic_float *acc)
+{
+    size_t i = get_global_id(0);
+    atomic_fetch_min(&acc[0], x[i]);
+    atomic_fetch_max(&acc[1], x[i]);
+    atomic_exchange(&acc[2], atomic_load(&acc[2]));
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_min_max_match_their_twin(device):
+    """cl_ext_float_atomics min/max over finite floats agree exactly (order-independent)."""
+    info = get_device(device)
+    reason = missing_feature(info, "opencl_c_2.0")
+    if reason or "cl_ext_float_atomics" not in info.extensions:
+        pytest.skip(reason or f"{info.short_name} lacks cl_ext_float_atomics")
+    x = np.random.default_rng(6).standard_normal(256).astype(np.float32)
+    init = np.array([np.inf, -np.inf, 1.5], np.float32)
+    sim = init.copy()
+    clsim.run(float_min_max, (256,), (64,), (x, sim))
+    assert sim[0] == x.min() and sim[1] == x.max()
+    dev = run_cl(device, FLOAT_CL, "float_min_max", (256,), (64,), (x, init.copy()))
+    result = compare("acc", sim, dev.buffers[1], EXACT)
+    assert result.equal, result.difference
