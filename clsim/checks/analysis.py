@@ -48,6 +48,8 @@ def _call_writes(node: ast.Call, active: set[int]) -> set[str]:
             return set()
         if name.startswith("vstore") and len(names) == 3:
             return {names[2]} if names[2] else set()
+        if name.startswith("async_work_group"):  # the destination, maybe out + k
+            return {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)}
         if name.startswith("atomic"):  # atomic_add(counts[i], 1): the element's buffer
             return {a.value.id for a in node.args
                     if isinstance(a, ast.Subscript) and isinstance(a.value, ast.Name)} | {

@@ -168,3 +168,21 @@ def test_strided_copy_range_is_checked_with_the_stride():
     with pytest.raises(clsim.OutOfBoundsError, match=r"x\[315\]"):
         clsim.run(transpose_columns, (64,), (64,), (x, np.zeros(256, F32), np.int32(5)),
                   jit=False)
+
+
+@kernel
+def overlapping_destinations(x, out):
+    lid = get_local_id(0)
+    t = local_array(64, np.float32)
+    t[lid] = x[lid]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    ev = async_work_group_copy(out + get_group_id(0) * 32, t, 64, 0)
+    wait_group_events(1, ev)
+
+
+def test_copies_to_overlapping_global_ranges_race():
+    """Two groups copying into overlapping parts of out (a pointer expression, out + k) is a
+    race between groups: the checker must track out although no plain store names it."""
+    with pytest.raises(clsim.DataRaceError, match="out"):
+        clsim.run(overlapping_destinations, (128,), (64,),
+                  (np.ones(128, F32), np.zeros(128, F32)), checks="races", jit=False)
