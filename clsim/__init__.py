@@ -36,5 +36,6 @@ __all__ = [
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
     "VerificationError", "cstruct", "func", "kernel", "run",
     *_api.BUILTIN_NAMES,
+    *_api.atomic_constant_names,
     *[n for n in dir(_api) if n.isupper()],
 ]

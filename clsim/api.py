@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from clsim.compiler.builtins import PUBLIC_NAMES
+from clsim.compiler.builtins import atomics_c11 as _atomics_c11
 from clsim.errors import KernelCompileError
 
 
@@ -85,6 +86,10 @@ def builtin_by_identity(obj) -> str | None:
 CLK_LOCAL_MEM_FENCE = 1
 CLK_GLOBAL_MEM_FENCE = 2
 CLK_IMAGE_MEM_FENCE = 4
+
+# memory_order_* and memory_scope_* of the OpenCL 2.0 atomics (values as clang defines them).
+atomic_constant_names = tuple(_atomics_c11.CONSTANTS)
+globals().update({k: np.int32(v) for k, v in _atomics_c11.CONSTANTS.items()})
 
 INFINITY = np.float32(np.inf)
 NAN = np.float32(np.nan)

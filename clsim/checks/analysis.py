@@ -46,8 +46,10 @@ def _call_writes(node: ast.Call, active: set[int]) -> set[str]:
         name = resolved[1]
         if name in _READ_ONLY_BUILTINS:
             return set()
-        if name.startswith("vstore") and len(names) == 3:
-            return {names[2]} if names[2] else set()
+        if name.startswith("vstore") and len(names) == 3:  # the pointer may be y + k
+            return {n.id for n in ast.walk(node.args[2]) if isinstance(n, ast.Name)}
+        if name.startswith("async_work_group"):  # the destination, maybe out + k
+            return {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)}
         if name.startswith("atomic"):  # atomic_add(counts[i], 1): the element's buffer
             return {a.value.id for a in node.args
                     if isinstance(a, ast.Subscript) and isinstance(a.value, ast.Name)} | {

@@ -205,13 +205,42 @@ class Analysis:
 
     def _varying_jump(self, body) -> bool:
         """A break/continue/return under varying control makes the loop's trip count varying."""
+        return self._first_varying_jump(body) is not None
+
+    def _first_varying_jump(self, body):
         for s in body:
             for n in ast.walk(s):
                 if isinstance(n, ast.If) and self.expr_varying(n.test):
-                    if any(isinstance(m, ast.Break | ast.Continue | ast.Return)
-                           for m in ast.walk(n)):
-                        return True
-        return False
+                    for m in ast.walk(n):
+                        if isinstance(m, ast.Break | ast.Continue | ast.Return):
+                            return m
+        return None
+
+    def _per_lane_loop_reason(self, s: ast.For) -> str:
+        """Why the counter of a barrier loop is not one value for the whole group."""
+        jump = self._first_varying_jump(s.body)
+        if jump is not None:
+            word = type(jump).__name__.lower()
+            return (f"this loop contains a barrier and a '{word}' (line {jump.loc.line}) under "
+                    "a condition that differs between work-items, so they would reach the "
+                    "barrier a different number of times. Make that condition uniform (from "
+                    "arguments, group ids and sizes), or restructure so that every work-item "
+                    "reaches the barrier: guard only the work with an if instead of jumping")
+        others = [n for n in ast.walk(ast.Module(body=self.body, type_ignores=[]))
+                  if n is not s and s.target.id in self._assigned_by_stmt(n)]
+        if others:
+            return (f"the loop variable '{s.target.id}' of a loop with a barrier must not be "
+                    f"assigned elsewhere (line {others[0].loc.line}); use another name there")
+        return ("this loop contains a barrier but runs under a condition that differs between "
+                "work-items (an enclosing if or loop), so only some work-items would reach the "
+                "barrier. Make the enclosing condition uniform, or move the loop out of it")
+
+    def _assigned_by_stmt(self, n) -> list[str]:
+        if isinstance(n, ast.Assign):
+            return [x for t in n.targets for x in self._assigned_by(t)]
+        if isinstance(n, ast.AugAssign | ast.For):
+            return self._assigned_by(n.target)
+        return []
 
     @staticmethod
     def _pairs(target, value):
@@ -361,7 +390,8 @@ class Analysis:
                 not uniform or has_jumps(s.body)))
             return self._loop_body(item)
         if isinstance(s, ast.For):
-            if sub_only and (has_jumps(s.body) or not self.group_evaluable(s.iter)):
+            per_lane = s.target.id not in self.group_scalars  # e.g. inside a sub-group if
+            if sub_only and (has_jumps(s.body) or per_lane or not self.group_evaluable(s.iter)):
                 if s.orelse:
                     raise compile_error(s.loc, "for/else is not supported")
                 return self._loop_body(CutLoop(s, [], False, masked=True))
@@ -371,9 +401,8 @@ class Analysis:
                            "work-items (or reads memory); every work-item of a group must run "
                            "a barrier loop the same number of times. Compute the bounds from "
                            "arguments, group ids and sizes, or use a while loop")
-            if s.target.id not in self.group_scalars:
-                raise compile_error(s.loc, f"the loop variable '{s.target.id}' of a loop with a "
-                                           "barrier must not be assigned elsewhere")
+            if per_lane:
+                raise compile_error(s.loc, self._per_lane_loop_reason(s))
             return self._loop_body(CutLoop(s, [], True))
         raise compile_error(s.loc, "unsupported statement around a barrier")
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from clsim.compiler.builtins import (
     atomics,
+    atomics_c11,
     collectives,
     common,
     conversion,
@@ -40,6 +41,7 @@ from clsim.compiler.builtins import (
     math_more,
     math_parts,
     memory,
+    memory_async,
     printf,
     relational,
     vector,
@@ -51,8 +53,8 @@ from clsim.compiler.helpers import Helper
 from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
 _MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, relational,
-            conversion, conversion_modes, vector, vector_convert, half, memory, printf, atomics,
-            collectives)
+            conversion, conversion_modes, vector, vector_convert, half, memory, memory_async,
+            printf, atomics, atomics_c11, collectives)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:

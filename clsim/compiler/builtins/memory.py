@@ -30,8 +30,9 @@ def _fence_rule(name):
     return rule
 
 
-def emit_barrier(gen, item) -> None:
-    """Group-level code of a work-group barrier between two work-item loops."""
+def emit_barrier(gen, item, fence: int | None = None) -> None:
+    """Group-level code of a work-group barrier between two work-item loops; ``fence``
+    replaces the call's flags argument (a barrier-like builtin whose arguments are others)."""
     if gen.masks:
         raise node_error(item.stmt, "internal: work-group barrier in masked code")
     site = gen.module.site(item.stmt, "", "barrier", "none", "none")
@@ -44,7 +45,10 @@ def emit_barrier(gen, item) -> None:
                  f"    _err[{rec.COUNT_B}] = _NL - _nx\n    return")
     call = item.stmt.value
     gen.in_wi = False
-    flags = gen.typed(call.args[0], "int64") if call.args else gen.const(3, "int64")
+    if fence is not None or not call.args:
+        flags = gen.const(3 if fence is None else fence, "int64")
+    else:
+        flags = gen.typed(call.args[0], "int64")
     gen.in_wi = True
     gen.module.on_barrier(gen, item.stmt, site, flags)
 

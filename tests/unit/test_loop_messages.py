@@ -1,0 +1,91 @@
+"""Barrier loops whose counter is per work-item: the right message, or the masked path.
+
+Contracts (issue 11, "Messages"): a barrier loop with a 'continue' under a condition that
+differs between work-items is refused with a message naming the jump and its line (not
+"assigned elsewhere"); a counter really assigned elsewhere still gets that message with the
+line; a `for` loop holding sub_group_broadcast inside a sub-group-uniform if runs (masked, as
+docs/subgroups.md promises) and gives the per-sub-group values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    KernelCompileError,
+    barrier,
+    get_local_id,
+    get_sub_group_id,
+    get_sub_group_local_id,
+    kernel,
+    sub_group_broadcast,
+)
+
+F32 = np.float32
+
+
+@kernel
+def varying_continue(x, out):
+    lid = get_local_id(0)
+    s = np.float32(0.0)
+    for _j in range(4):
+        if lid % 2 == 0:
+            continue
+        s += x[lid]
+        barrier(CLK_LOCAL_MEM_FENCE)
+    out[lid] = s
+
+
+@kernel
+def counter_assigned_elsewhere(x, out):
+    lid = get_local_id(0)
+    j = lid
+    out[lid] = x[j]
+    for j in range(4):  # noqa: B007 (the reuse of j is what is tested)
+        barrier(CLK_LOCAL_MEM_FENCE)
+
+
+@kernel
+def barrier_loop_in_varying_if(x, out):
+    lid = get_local_id(0)
+    if lid < 32:
+        for _j in range(4):
+            barrier(CLK_LOCAL_MEM_FENCE)
+    out[lid] = x[lid]
+
+
+@pytest.mark.parametrize("kern, match", [
+    (varying_continue, r"a 'continue' \(line \d+\) under a condition that differs between "
+                       r"work-items.*every work-item reaches the barrier"),
+    (counter_assigned_elsewhere, r"loop variable 'j' .* must not be assigned elsewhere "
+                                 r"\(line \d+\)"),
+    (barrier_loop_in_varying_if, r"runs under a condition that differs between work-items"),
+])
+def test_barrier_loop_messages_name_the_cause(kern, match):
+    with pytest.raises(KernelCompileError, match=match) as info:
+        clsim.run(kern, (64,), (64,), (np.ones(64, F32), np.zeros(64, F32)), jit=False)
+    assert "assigned elsewhere" not in str(info.value) or kern is counter_assigned_elsewhere
+
+
+@kernel
+def broadcast_loop_in_subgroup_if(x, out):
+    lid = get_local_id(0)
+    s = np.float32(0.0)
+    if get_sub_group_id() == 1:
+        for j in range(4):
+            s += sub_group_broadcast(x[lid], j) * np.float32(j + 1)
+    out[lid] = s + np.float32(get_sub_group_local_id())
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_subgroup_broadcast_loop_inside_subgroup_uniform_if(jit):
+    """Sub-group 1 sums lanes 0..3 of its own values weighted by j + 1; the others add 0."""
+    x = np.arange(64, dtype=F32) * F32(0.5)
+    out = np.zeros(64, F32)
+    clsim.run(broadcast_loop_in_subgroup_if, (64,), (64,), (x, out), jit=jit, subgroup_size=16)
+    want = np.tile(np.arange(16, dtype=F32), 4)
+    want[16:32] += sum(x[16 + j] * F32(j + 1) for j in range(4))
+    np.testing.assert_array_equal(out, want)
