@@ -137,7 +137,8 @@ class Typer:
                 return self.stmt(s)
             self.assign_target(s.targets[0], s.value, loc)
         elif isinstance(s, ast.AugAssign):
-            if not isinstance(s.target, ast.Name) and rewrite_component_store(self, s, s.target, None):
+            if not isinstance(s.target, ast.Name) and rewrite_component_store(
+                    self, s, s.target, None):
                 return self.stmt(s)
             if isinstance(s.target, ast.Name):
                 cur = self.env.get(s.target.id)

@@ -57,7 +57,7 @@ class StructEmitter:
 
     def view_offset(self, call) -> str:
         """Byte offset of ``view(p, T, off)``: p's element offset in bytes plus ``off``."""
-        name, arrt, elems = self.pointer_offset(call.args[0])
+        _name, arrt, elems = self.pointer_offset(call.args[0])
         size = size_of(ct.storage_dtype(arrt.dtype) if isinstance(arrt.dtype, str)
                        else arrt.dtype)
         off = self.typed(call.args[2], "int64") if len(call.args) == 3 else "0"

@@ -15,7 +15,8 @@ start the config holds:
 
 ``L`` (int64) holds ``L[slot, k // 8, lane, k % 8]``: the byte address of the lane's k-th run
 of the slot in the current pass (cap is a multiple of 8; ``k = cap`` is a dump for the runs
-past the capacity, in a block of its own). A lane's runs fill one cache line at a time (a lane-major layout
+past the capacity, in a block of its own). A lane's runs fill one cache line at a time (a
+lane-major layout
 ``[slot, k, lane]`` makes every store of a long loop miss the cache), and step k of a
 sub-group reads one line per lane, the same lines for the next 7 steps.
 

@@ -122,7 +122,7 @@ def _convert_emit(vec: ct.VecT, sat: bool, mode: str):
 
 def _convert_entries() -> list[Builtin]:
     rows = []
-    for cname, dtype in ELEMENTS.items():
+    for dtype in ELEMENTS.values():
         helpers = ()
         if ct.is_int(dtype):
             helpers = (*_int_sat_helpers(dtype), *(_sat_helper(dtype, m) for m in MODES),
