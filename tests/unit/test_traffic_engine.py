@@ -453,11 +453,15 @@ def test_report_round_trips_and_prints():
 
 
 def test_report_runs_every_variant_of_a_family(tmp_path, capsys):
-    """clsim report softmax runs softmax and softmax_subgroup on the same input, prints them
-    side by side, writes report.json and, with --plot, a PNG; exit code 0."""
+    """clsim report softmax runs every variant of the softmax family on the same input, prints
+    them side by side, writes report.json and, with --plot, a PNG; exit code 0."""
     import json
 
     from clsim.cli import main
+    from clsim.spec import all_specs
+
+    family = [s.name for s in all_specs().values() if s.family_name == "softmax"]
+    assert {"softmax", "softmax_subgroup", "softmax_online"} <= set(family)
 
     out_json, out_png = tmp_path / "report.json", tmp_path / "roof.png"
     argv = ["report", "softmax", "--profile", "h200", "--shape", "rows=8,cols=64",
@@ -465,12 +469,12 @@ def test_report_runs_every_variant_of_a_family(tmp_path, capsys):
     assert main(argv) == 0
     text = capsys.readouterr().out
     header = next(line for line in text.splitlines() if line.startswith("metric"))
-    assert header.split()[1:] == ["softmax", "softmax_subgroup"]
+    assert header.split()[1:] == family
     for metric in ("global sectors", "coalescing efficiency", "bank-conflict replays", "flops",
                    "intensity", "bound", "predicted time"):
         assert metric in text
     data = json.loads(out_json.read_text())
-    assert [v["label"] for v in data["variants"]] == ["softmax", "softmax_subgroup"]
+    assert [v["label"] for v in data["variants"]] == family
     assert data["profile"]["name"] == "h200"
     assert all(v["traffic"]["totals"]["flops"] > 0 for v in data["variants"])
     assert out_png.read_bytes()[:4] == b"\x89PNG"
