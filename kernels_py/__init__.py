@@ -12,6 +12,7 @@ from kernels_py import (  # noqa: F401
     gemv,
     gemv_quant,
     gguf_dequant,
+    gguf_q4_k,
     gguf_quants,
     matmul,
     prefix_sum,
