@@ -12,8 +12,10 @@
 // Division and square root correctly rounded, as the simulator's (ggml's reference runs on a
 // CPU's IEEE float): through double where the device has it (the double result rounded to
 // float is the correctly rounded float, 53 >= 2 * 24 + 2 bits), else the device's own, exact
-// only where it builds with -cl-fp32-correctly-rounded-divide-sqrt. The Intel CPU runtime's
-// float division is not correctly rounded and flipped quants at rounding ties.
+// only where it builds with -cl-fp32-correctly-rounded-divide-sqrt (the Intel CPU runtime's is
+// not). The sums over a sub-block are volatile: the Intel CPU runtime reassociates (vectorises)
+// a per-work-item float loop even with FP_CONTRACT OFF, which changed the least-squares fit of
+// a constant sub-block (measured: 54.084557 everywhere gave another d).
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define DIV(a, b) ((float)((double)(a) / (double)(b)))
@@ -49,7 +51,7 @@ inline int clamp_q(int v, int top)
 // ggml's weights for one sub-block: av_x + |x|, av_x the root mean square.
 inline void sub_block_weights(__global const float* x, long at, float* weights)
 {
-    float sum_x2 = 0.0f;
+    volatile float sum_x2 = 0.0f;
     for (int k = 0; k < SUB; k++) {
         sum_x2 += x[at + k] * x[at + k];
     }
@@ -63,7 +65,7 @@ inline void sub_block_weights(__global const float* x, long at, float* weights)
 inline float weighted_error(__global const float* x, long at, const float* weights,
                             const uchar* quants, float scale, float offset)
 {
-    float err = 0.0f;
+    volatile float err = 0.0f;
     for (int k = 0; k < SUB; k++) {
         float diff = scale * (float)quants[k] + offset - x[at + k];
         err += weights[k] * (diff * diff);
@@ -86,8 +88,8 @@ float make_qkx2_quants(__global const float* x, long at, const float* weights, u
 {
     float lo = x[at];
     float hi = x[at];
-    float sum_w = weights[0];
-    float sum_x = sum_w * x[at];
+    volatile float sum_w = weights[0];
+    volatile float sum_x = sum_w * x[at];
     for (int k = 1; k < SUB; k++) {
         lo = x[at + k] < lo ? x[at + k] : lo;
         hi = x[at + k] > hi ? x[at + k] : hi;
@@ -109,9 +111,9 @@ float make_qkx2_quants(__global const float* x, long at, const float* weights, u
     for (int step = 0; step < NSTEP + 1; step++) {
         iscale = DIV(-1.0f + 0.1f * (float)step + 15.0f, hi - lo);
         round_to_grid(x, at, lo, iscale, laux);
-        float sum_l = 0.0f;
-        float sum_l2 = 0.0f;
-        float sum_xl = 0.0f;
+        volatile float sum_l = 0.0f;
+        volatile float sum_l2 = 0.0f;
+        volatile float sum_xl = 0.0f;
         for (int k = 0; k < SUB; k++) {
             float wl = weights[k] * (float)laux[k];
             sum_l += wl;
