@@ -14,6 +14,8 @@ import clsim
 from clsim.spec import get_spec
 from kernels_py.gguf_q4_k_ref import make_qkx2_quants, quantize_q4_k_ref
 from kernels_py.gguf_structs import BLOCK_Q4_K, QK_K
+from verify.clrun import run_cl
+from verify.testing import device_params
 
 GGML = gguf.GGMLQuantizationType
 F = np.float32
@@ -142,3 +144,23 @@ def test_all_zero_input_gives_zero_blocks():
     """Zeros quantize to all-zero bytes (d = dmin = 0) and dequantize to zeros."""
     blocks = _quantize(np.zeros(6 * QK_K, F))
     assert not blocks.view(np.uint8).any()
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_twin_keeps_the_sum_order_on_constant_sub_blocks(device):
+    """Regression: the Intel CPU runtime reassociated the twin's least-squares sums (FP_CONTRACT
+    OFF does not stop it) and fitted a constant sub-block of 54.084557 with another d; volatile
+    sums keep element order. Constant and alternating blocks agree with the simulator byte for
+    byte on every device. (A device test kept here, beside the quantizer's other tests.)"""
+    rng = np.random.default_rng(12)
+    x = np.concatenate([np.full(QK_K, v, F) for v in
+                        [F(54.084557), F(85.02853), *rng.standard_normal(6).astype(F) * 50]])
+    x[QK_K * 4::5] *= F(-1)
+    spec = get_spec("quantize_q4_k")
+    inputs = {"x": x, "out": np.zeros(x.size // QK_K * BLOCK_Q4_K.itemsize, np.uint8),
+              "nblocks": np.int32(x.size // QK_K)}
+    launch = spec.launch(inputs, {}, None)
+    ran = run_cl(device, spec.cl_path.read_text(), "quantize_q4_k", launch.global_size,
+                 launch.local_size, list(launch.args))
+    clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args)
+    np.testing.assert_array_equal(ran.buffers[1], inputs["out"])
