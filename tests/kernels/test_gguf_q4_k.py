@@ -159,7 +159,7 @@ def test_twin_keeps_the_sum_order_on_constant_sub_blocks(device):
     spec = get_spec("quantize_q4_k")
     inputs = {"x": x, "out": np.zeros(x.size // QK_K * BLOCK_Q4_K.itemsize, np.uint8),
               "nblocks": np.int32(x.size // QK_K)}
-    launch = spec.launch(inputs, {}, None)
+    launch = spec.launch(inputs, {}, (4,))  # the other tests' configuration: one compile
     ran = run_cl(device, spec.cl_path.read_text(), "quantize_q4_k", launch.global_size,
                  launch.local_size, list(launch.args))
     clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args)
