@@ -11,6 +11,8 @@ from kernels_py import (  # noqa: F401
     argmax_two_phase,
     gemv,
     gemv_quant,
+    gguf_dequant,
+    gguf_q4_k,
     gguf_quants,
     matmul,
     prefix_sum,
