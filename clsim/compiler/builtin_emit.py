@@ -50,9 +50,10 @@ class BuiltinStatements:
         vec = self.vload(call, width, stride)
         return f"({vec})[0]" if width == 1 else vec
 
-    def half_vstore(self, call, width: int, stride: int, mode: int) -> None:
-        """vstore_half[N][_mode]: each float rounded to half by ``mode`` at offset*stride."""
-        vec, offset_node, buf = call.args
+    def vector_store_target(self, call, vec, offset_node, buf, width: int, stride: int):
+        """The bounds-checked start of a vstoreN / vstore_halfN: (the vector's local, element
+        offset, array base, leading indices, array type); one store site for the traffic
+        model and the checks."""
         name, arrt, start = self.pointer_offset(buf)
         base, lead = self.array_base(name, arrt)
         v = self.fresh("_vv")
@@ -70,6 +71,13 @@ class BuiltinStatements:
         if wrapped != o:
             self.pre(f"{o} = {wrapped}")
         lead_code = ", ".join(lead) + ", " if lead else ""
+        return v, o, base, lead_code, arrt
+
+    def half_vstore(self, call, width: int, stride: int, mode: int) -> None:
+        """vstore_half[N][_mode]: each float rounded to half by ``mode`` at offset*stride."""
+        vec, offset_node, buf = call.args
+        v, o, base, lead_code, _arrt = self.vector_store_target(call, vec, offset_node, buf,
+                                                                width, stride)
         comps = [v] if width == 1 else [f"{v}[{k}]" for k in range(width)]
         for k, comp in enumerate(comps):
             self.pre(f"{base}[{lead_code}{o} + {k}] = {self.helper('_f2h_mode')}({comp}, "

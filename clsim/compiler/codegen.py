@@ -312,23 +312,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         vec, offset_node, buf = call.args
         if isinstance(buf.ctype, ct.PtrT) and buf.ctype.view is not None:
             return self.view_vstore(call, width)
-        name, arrt, start = self.pointer_offset(buf)
-        base, lead = self.array_base(name, arrt)
-        v = self.fresh("_vv")
-        self.pre(f"{v} = {self.expr(vec)}")
-        o = self.fresh("_vo")
-        self.pre(f"{o} = {start} + {self.typed(offset_node, 'int64')} * {width}")
-        site = self.module.site(call, name, "store", arrt.space, arrt.dtype, width=width)
-        if self.bounds_checks:
-            length = f"{base}.shape[{len(lead)}]"
-            self.pre(f"if {o} < 0 or {o} + {width - 1} >= {length}:\n"
-                     f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
-                     f"{self.const(site, 'int64')}, {o} + {width - 1}, {length}, "
-                     f"{self.lid_code()})\n    {self.err_return}")
-        wrapped = self.module.access(self, site, name, arrt, [o], "store")[0]
-        if wrapped != o:
-            self.pre(f"{o} = {wrapped}")
-        lead_code = ", ".join(lead) + ", " if lead else ""
+        v, o, base, lead_code, arrt = self.vector_store_target(call, vec, offset_node, buf,
+                                                               width, width)
         for k in range(width):
             value = self.cast(f"{v}[{k}]", vec.ctype.dtype, arrt.dtype)
             self.pre(f"{base}[{lead_code}{o} + {k}] = {self.encode(value, arrt.dtype)}")
