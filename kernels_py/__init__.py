@@ -15,6 +15,8 @@ from kernels_py import (  # noqa: F401
     gguf_q4_k,
     gguf_quants,
     matmul,
+    matmul_half,
+    matmul_vec,
     prefix_sum,
     reduce_sum,
     softmax,

@@ -1,0 +1,100 @@
+// matmul with vector loads: twin of kernels_py/matmul_vec.py (matmul_float4) and of the
+// vload_half variants of kernels_py/matmul_half.py (matmul_vload_half, matmul_vload_half8),
+// which need no cl_khr_fp16: half data is read as float by vload_half / vload_half8.
+// Each column of C adds its products in ascending k from 0.0f, as the naive matmul, so every
+// result is exact against the simulator. Ids are long (int64 in Python).
+#pragma OPENCL FP_CONTRACT OFF
+
+#define VW4 4
+#define VW8 8
+
+// Columns col0..col0+3 of B from element off: one vload4 when all four are inside, else a
+// guarded load each, zeros past N (a vload4 there would read past the row).
+inline float4 b_strip4(__global const float* b, long off, long col0, int N)
+{
+    if (col0 + VW4 <= N) {
+        return vload4(0, b + off);
+    }
+    return (float4)(col0 < N ? b[off] : 0.0f, col0 + 1 < N ? b[off + 1] : 0.0f,
+                    col0 + 2 < N ? b[off + 2] : 0.0f, col0 + 3 < N ? b[off + 3] : 0.0f);
+}
+
+__kernel void matmul_float4(__global const float* a, __global const float* b,
+                            __global float* c, int M, int N, int K)
+{
+    long col0 = get_global_id(0) * VW4;
+    long row = get_global_id(1);
+    if (row < M && col0 < N) {
+        float4 acc = (float4)(0.0f);
+        long k_vec = K - K % VW4;
+        for (long k = 0; k < k_vec; k += VW4) {
+            float4 a4 = vload4(0, a + row * K + k);
+            for (long j = 0; j < VW4; j++) {
+                acc += a4[j] * b_strip4(b, (k + j) * N + col0, col0, N);
+            }
+        }
+        for (long k = k_vec; k < K; k++) {
+            acc += a[row * K + k] * b_strip4(b, k * N + col0, col0, N);
+        }
+        for (long j = 0; j < VW4; j++) {
+            if (col0 + j < N) {
+                c[row * N + col0 + j] = acc[j];
+            }
+        }
+    }
+}
+
+__kernel void matmul_vload_half(__global const half* a, __global const half* b,
+                                __global float* c, int M, int N, int K)
+{
+    long col = get_global_id(0);
+    long row = get_global_id(1);
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (long k = 0; k < K; k++) {
+            acc += vload_half(row * K + k, a) * vload_half(k * N + col, b);
+        }
+        c[row * N + col] = acc;
+    }
+}
+
+// Columns col0..col0+7 of half B from element off as float8: one vload_half8 when all eight
+// are inside, else a guarded vload_half each, zeros past N.
+inline float8 b_strip8_vload_half(__global const half* b, long off, long col0, int N)
+{
+    if (col0 + VW8 <= N) {
+        return vload_half8(0, b + off);
+    }
+    float8 v = (float8)(0.0f);
+    for (long j = 0; j < VW8; j++) {
+        if (col0 + j < N) {
+            v[j] = vload_half(off + j, b);
+        }
+    }
+    return v;
+}
+
+__kernel void matmul_vload_half8(__global const half* a, __global const half* b,
+                                 __global float* c, int M, int N, int K)
+{
+    long col0 = get_global_id(0) * VW8;
+    long row = get_global_id(1);
+    if (row < M && col0 < N) {
+        float8 acc = (float8)(0.0f);
+        long k_vec = K - K % VW8;
+        for (long k = 0; k < k_vec; k += VW8) {
+            float8 a8 = vload_half8(0, a + row * K + k);
+            for (long j = 0; j < VW8; j++) {
+                acc += a8[j] * b_strip8_vload_half(b, (k + j) * N + col0, col0, N);
+            }
+        }
+        for (long k = k_vec; k < K; k++) {
+            acc += vload_half(row * K + k, a) * b_strip8_vload_half(b, k * N + col0, col0, N);
+        }
+        for (long j = 0; j < VW8; j++) {
+            if (col0 + j < N) {
+                c[row * N + col0 + j] = acc[j];
+            }
+        }
+    }
+}
