@@ -10,6 +10,7 @@ from kernels_py import (  # noqa: F401
     argmax_subgroup,
     argmax_two_phase,
     gemv,
+    gemv_half,
     gemv_quant,
     gguf_dequant,
     gguf_q4_k,

@@ -1,0 +1,76 @@
+// gemv_half_subgroup, gemv_vload_half_subgroup: y = W x with half W, float32 x and y, a row
+// per sub-group, lanes added by a shuffle-xor butterfly (fixed order, so exact). Twin of
+// kernels_py/gemv_half.py. gemv_half_subgroup reads W through half types and is compiled only
+// where the device has cl_khr_fp16; gemv_vload_half_subgroup reads it with vload_half.
+// Ids are long because the Python kernels' are int64.
+#pragma OPENCL FP_CONTRACT OFF
+#ifdef cl_khr_fp16
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#endif
+#ifdef cl_intel_subgroups
+#pragma OPENCL EXTENSION cl_intel_subgroups : enable
+#else
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable
+
+#ifndef CLSIM_SUBGROUP_SIZE
+#define CLSIM_SUBGROUP_SIZE 16
+#endif
+
+// The sub-group's sum of v in every lane, in a fixed order (see kernels_py/common.py).
+inline float subgroup_sum_butterfly(float v)
+{
+    long mask = get_sub_group_size() / 2;
+    while (mask > 0) {
+        v = v + sub_group_shuffle_xor(v, (uint)mask);
+        mask = mask / 2;
+    }
+    return v;
+}
+
+#ifdef cl_khr_fp16
+#ifdef cl_intel_required_subgroup_size
+__attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
+#endif
+__kernel void gemv_half_subgroup(__global const half* w, __global const float* x,
+                                 __global float* y, int nrows, int ncols)
+{
+    long row = (long)get_group_id(0) * get_num_sub_groups() + get_sub_group_id();
+    long lane = get_sub_group_local_id();
+    long width = get_sub_group_size();
+    if (row < nrows) {
+        long base = row * ncols;
+        float acc = 0.0f;
+        for (long c = lane; c < ncols; c += width) {
+            acc += (float)w[base + c] * x[c];
+        }
+        float total = subgroup_sum_butterfly(acc);
+        if (lane == 0) {
+            y[row] = total;
+        }
+    }
+}
+#endif
+
+#ifdef cl_intel_required_subgroup_size
+__attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
+#endif
+__kernel void gemv_vload_half_subgroup(__global const half* w, __global const float* x,
+                                       __global float* y, int nrows, int ncols)
+{
+    long row = (long)get_group_id(0) * get_num_sub_groups() + get_sub_group_id();
+    long lane = get_sub_group_local_id();
+    long width = get_sub_group_size();
+    if (row < nrows) {
+        long base = row * ncols;
+        float acc = 0.0f;
+        for (long c = lane; c < ncols; c += width) {
+            acc += vload_half(base + c, w) * x[c];
+        }
+        float total = subgroup_sum_butterfly(acc);
+        if (lane == 0) {
+            y[row] = total;
+        }
+    }
+}
