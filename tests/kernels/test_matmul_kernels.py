@@ -1,7 +1,9 @@
-"""The matmul family (naive, local-memory tiled, sub-group, register-blocked) against numpy
-over drawn M, N, K that are not multiples of the tile, the register block or the sub-group
-(one row, one column, K = 1 included), and the variants that add in ascending k against each
-other bit for bit.
+"""The matmul family (naive, local-memory tiled, sub-group, register-blocked, float4 and
+half8 vectorised, half inputs through half types and through vload_half) against numpy over
+drawn M, N, K that are not multiples of the tile, the register block, the vector width or the
+sub-group (one row, one column, K = 1 included), and the variants that add in ascending k
+against each other bit for bit (the half-input ones against the float32 naive kernel on the
+inputs converted to float32).
 
 Sweeps run in no-JIT mode (each new local or sub-group size would be a fresh Numba compile).
 """
@@ -14,8 +16,9 @@ from hypothesis import strategies as st
 import clsim
 from clsim.spec import get_spec
 
-NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock"]
-DIMS = st.integers(1, 21)  # past one 16-tile and several 4-blocks
+NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock", "matmul_float4"]
+HALF_NAMES = ["matmul_half", "matmul_vload_half", "matmul_half8", "matmul_vload_half8"]
+DIMS = st.integers(1, 21)  # past one 16-tile, several 4-blocks and two 8-wide strips
 
 
 def _run(name, shape, seed=0, local=None, size=None):
@@ -41,8 +44,35 @@ def test_variants_match_numpy_and_ascending_k_variants_agree_bitwise(m, n, k, se
         np.testing.assert_allclose(inputs["c"], spec.reference(inputs)["c"], rtol=rtol,
                                    atol=atol)
         results[name] = inputs["c"] + np.float32(0.0)  # -0.0 -> +0.0
-    for name in ("matmul_tiled", "matmul_regblock"):
+    for name in ("matmul_tiled", "matmul_regblock", "matmul_float4"):
         assert results[name].tobytes() == results["matmul"].tobytes(), name
+
+
+def _naive_on_float32(inputs):
+    """The float32 naive kernel on ``inputs`` converted to float32."""
+    spec = get_spec("matmul")
+    shape = {k: int(inputs[k]) for k in ("M", "N", "K")}
+    args = dict(inputs, a=inputs["a"].astype(np.float32), b=inputs["b"].astype(np.float32),
+                c=np.full_like(inputs["c"], np.nan))
+    launch = spec.launch(args, shape, None)
+    clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args, jit=False)
+    return args["c"]
+
+
+@given(m=DIMS, n=DIMS, k=DIMS, seed=st.integers(0, 2**16))
+def test_half_input_variants_match_numpy_and_the_float32_kernel_bitwise(m, n, k, seed):
+    """Half A and B with float accumulation (half types, vload_half, half8, vload_half8)
+    match numpy for any M, N, K (K and N tails of the 8-wide strips included), and give the
+    float32 naive kernel's bits on the same values: a half product is exact in float and
+    every column adds in ascending k."""
+    shape = {"M": m, "N": n, "K": k}
+    for name in HALF_NAMES:
+        spec, inputs = _run(name, shape, seed)
+        assert inputs["a"].dtype == inputs["b"].dtype == np.float16
+        rtol, atol = spec.tolerance
+        np.testing.assert_allclose(inputs["c"], spec.reference(inputs)["c"], rtol=rtol,
+                                   atol=atol)
+        assert inputs["c"].tobytes() == _naive_on_float32(inputs).tobytes(), name
 
 
 @given(m=st.integers(1, 9), n=st.integers(1, 9), k=st.integers(1, 80),
@@ -56,9 +86,44 @@ def test_subgroup_matmul_any_subgroup_size(m, n, k, size, subgroups):
     np.testing.assert_allclose(inputs["c"], spec.reference(inputs)["c"], rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_untouched_padding_and_edges(name):
-    """M = 1 and N, K one past the tile: every element of C is written (the NaN pre-fill is
-    gone) and nothing past A, B or C is touched (the bounds check would raise)."""
-    _, inputs = _run(name, {"M": 1, "N": 17, "K": 17})
+@pytest.mark.parametrize("name", NAMES + HALF_NAMES)
+@pytest.mark.parametrize("shape", [{"M": 1, "N": 17, "K": 17}, {"M": 3, "N": 8, "K": 7},
+                                   {"M": 2, "N": 3, "K": 9}])
+def test_untouched_padding_and_edges(name, shape):
+    """M = 1 and N, K one past the tile or the vector width, N a whole strip with K short of
+    one, N short of a strip: every element of C is written (the NaN pre-fill is gone) and
+    nothing past A, B or C is touched (the bounds check would raise)."""
+    _, inputs = _run(name, shape)
     assert not np.isnan(inputs["c"]).any()
+
+
+def _traffic(name, shape):
+    spec = get_spec(name)
+    inputs = spec.make_inputs(np.random.default_rng(0), shape)
+    launch = spec.launch(inputs, shape, None)
+    result = clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args,
+                       jit=False, traffic=True)
+    return result.traffic.totals
+
+
+def test_vector_loads_cut_load_instructions_and_half_data_halves_the_bytes():
+    """What the vectorised and half variants change, in the traffic model, at 32^3: a float4
+    strip loads A once per 4 columns (vload4 along K) and B with one vload4 per row and
+    strip, so a sixth of the naive kernel's load instructions and fewer sectors; half
+    inputs halve the bytes at the same instruction count; a half8 strip does for half what
+    the float4 one does for float."""
+    m = n = k = 32
+    shape = {"M": m, "N": n, "K": k}
+    naive, vec4 = _traffic("matmul", shape), _traffic("matmul_float4", shape)
+    assert naive["global_load_executions"] == 2 * m * n * k
+    assert vec4["global_load_executions"] == m * (n // 4) * (k // 4) + m * (n // 4) * k
+    assert vec4["global_load_bytes"] == 4 * (m * (n // 4) * k + m * n * k)
+    assert vec4["global_load_sectors"] < naive["global_load_sectors"]
+    for name in ("matmul_half", "matmul_vload_half"):
+        half = _traffic(name, shape)
+        assert half["global_load_bytes"] * 2 == naive["global_load_bytes"], name
+        assert half["global_load_executions"] == naive["global_load_executions"], name
+    for name in ("matmul_half8", "matmul_vload_half8"):
+        half8 = _traffic(name, shape)
+        assert half8["global_load_executions"] == m * (n // 8) * (k // 8) + m * (n // 8) * k
+        assert half8["global_load_bytes"] == 2 * (m * (n // 8) * k + m * n * k), name
