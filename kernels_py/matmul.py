@@ -14,7 +14,8 @@
 
 The tiled and register-blocked variants add the products in ascending k as the naive one, and
 the sub-group one in its fixed butterfly order, so every output is exact against a device.
-float4 / half8 vectorised variants need vector arithmetic and half, not in the language yet.
+The float4 variant is in ``kernels_py/matmul_vec.py``, the half-input ones (half8 included) in
+``kernels_py/matmul_half.py``.
 """
 
 import numpy as np
