@@ -144,3 +144,14 @@ def test_bounds_check_catches_a_gemv_reading_past_the_tensor():
     spec, inputs = _run("gemv_nrows", {"rows": N_DST, "cols": 8},
                         kernel_fn=gemv_nrows_unguarded)
     _close(spec, inputs)
+
+
+def test_report_shows_the_half_weight_variants_side_by_side(tmp_path, capsys):
+    """clsim report gemv puts the float32 and half-weight variants in one table."""
+    from clsim.cli import main
+
+    assert main(["report", "gemv", "--shape", "rows=5,cols=40", "--no-jit",
+                 "--json", str(tmp_path / "report.json")]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("metric"))
+    assert {"gemv", "gemv_subgroup", "gemv_nrows", *HALF_TWINS} <= set(header.split()[1:])

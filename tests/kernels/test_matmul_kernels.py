@@ -127,3 +127,23 @@ def test_vector_loads_cut_load_instructions_and_half_data_halves_the_bytes():
         half8 = _traffic(name, shape)
         assert half8["global_load_executions"] == m * (n // 8) * (k // 8) + m * (n // 8) * k
         assert half8["global_load_bytes"] == 2 * (m * (n // 8) * k + m * n * k), name
+
+
+def test_report_shows_the_vector_and_half_variants_side_by_side(tmp_path, capsys):
+    """clsim report matmul puts every variant, the vectorised and half ones included, in one
+    table, with half the unique bytes for the half-input ones."""
+    import json
+
+    from clsim.cli import main
+
+    out = tmp_path / "report.json"
+    assert main(["report", "matmul", "--shape", "M=9,N=10,K=11", "--no-jit",
+                 "--json", str(out)]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines()
+                  if line.startswith("metric"))
+    assert set(NAMES + HALF_NAMES) <= set(header.split()[1:])
+    unique = {v["label"]: v["traffic"]["totals"]["unique_bytes"]
+              for v in json.loads(out.read_text())["variants"]}
+    inputs_f32 = 4 * (9 * 11 + 11 * 10)
+    for name in HALF_NAMES:
+        assert unique[name] == unique["matmul"] - inputs_f32 // 2, name
