@@ -1,9 +1,10 @@
 """The gemv family (y = W x: a row per work-group, a row per sub-group, N_DST rows per
-sub-group; half weights through half types and through vload_half) against numpy over drawn shapes with tails, local sizes and sub-group sizes, and the
-llama.cpp edge cases: one row, fewer rows than rows-per-sub-group, a column count that is not a
-multiple of anything. A planted variant without the row guard (llama.cpp's bug: it reads past
-the tensor when the rows do not fill the last sub-group) is caught by the bounds check. The
-half-weight variants give the float32 kernels' bits on the weights converted to float32.
+sub-group; half weights through half types and through vload_half) against numpy over drawn
+shapes with tails, local sizes and sub-group sizes, and the llama.cpp edge cases: one row,
+fewer rows than rows-per-sub-group, a column count that is not a multiple of anything. A
+planted variant without the row guard (llama.cpp's bug: it reads past the tensor when the rows
+do not fill the last sub-group) is caught by the bounds check. The half-weight variants give
+the float32 kernels' bits on the weights converted to float32.
 
 Sweeps run in no-JIT mode (each new local or sub-group size would be a fresh Numba compile).
 """
@@ -87,7 +88,7 @@ def test_half_weights_give_the_float32_kernels_bits(name, rows, cols, size, seed
     """Half weights converted to float before use: each half-weight variant gives, bit for
     bit, its float32 twin's output on the weights converted to float32 (same launch)."""
     shape = {"rows": rows, "cols": cols}
-    spec, inputs = _run(name, shape, (size * 2,), size, seed)
+    _, inputs = _run(name, shape, (size * 2,), size, seed)
     assert inputs["w"].dtype == np.float16
     twin = get_spec(HALF_TWINS[name])
     args = dict(inputs, w=inputs["w"].astype(np.float32), y=np.full_like(inputs["y"], np.nan))
