@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clsim
+from clsim import float4, get_global_id, kernel, vload4
+from clsim.errors import OutOfBoundsError
 from clsim.spec import get_spec
 
 NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock", "matmul_float4"]
@@ -21,13 +23,13 @@ HALF_NAMES = ["matmul_half", "matmul_vload_half", "matmul_half8", "matmul_vload_
 DIMS = st.integers(1, 21)  # past one 16-tile, several 4-blocks and two 8-wide strips
 
 
-def _run(name, shape, seed=0, local=None, size=None):
+def _run(name, shape, seed=0, local=None, size=None, kernel_fn=None):
     spec = get_spec(name)
     inputs = spec.make_inputs(np.random.default_rng(seed), shape)
     extra = {"subgroup_size": size} if size else {}
     launch = spec.launch(inputs, shape, local, **extra)
-    clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args, jit=False,
-              subgroup_size=size or spec.subgroup_size)
+    clsim.run(kernel_fn or spec.kernel, launch.global_size, launch.local_size, launch.args,
+              jit=False, subgroup_size=size or spec.subgroup_size)
     return spec, inputs
 
 
@@ -147,3 +149,30 @@ def test_report_shows_the_vector_and_half_variants_side_by_side(tmp_path, capsys
     inputs_f32 = 4 * (9 * 11 + 11 * 10)
     for name in HALF_NAMES:
         assert unique[name] == unique["matmul"] - inputs_f32 // 2, name
+
+
+@kernel
+def matmul_float4_untailed(a, b, c, M, N, K):
+    """matmul_float4 without its tails: vload4 of A for every 4 k and of B for every strip."""
+    col0 = get_global_id(0) * 4
+    row = get_global_id(1)
+    if row < M and col0 < N:
+        acc = float4(0.0)
+        for k in range(0, K, 4):
+            a4 = vload4(0, a + row * K + k)
+            for j in range(4):
+                acc += a4[j] * vload4(0, b + (k + j) * N + col0)
+        for j in range(4):
+            if col0 + j < N:
+                c[row * N + col0 + j] = acc[j]
+
+
+@pytest.mark.parametrize("shape", [{"M": 2, "N": 8, "K": 6}, {"M": 2, "N": 6, "K": 8}])
+def test_bounds_check_catches_vector_loads_without_their_tails(shape):
+    """Without the K tail the last 4-step reads rows of B past K; without the N tail the last
+    strip's vload4 reads past the end of B's last row: the bounds check stops both and names
+    B. The same shapes pass with the tails (matmul_float4)."""
+    with pytest.raises(OutOfBoundsError, match=r"load from b\[\d+\] out of bounds"):
+        _run("matmul_float4", shape, kernel_fn=matmul_float4_untailed)
+    spec, inputs = _run("matmul_float4", shape)
+    np.testing.assert_allclose(inputs["c"], spec.reference(inputs)["c"], rtol=1e-4, atol=1e-3)
