@@ -2,7 +2,9 @@
 // kernels_py/matmul_half.py's matmul_half and matmul_half8 (builds only where the device has
 // cl_khr_fp16; the vload_half variants, for devices without it, are in matmul_vec.cl).
 // Each loaded half is converted to float before any arithmetic, and each column of C adds its
-// products in ascending k from 0.0f, so every result is exact against the simulator.
+// products in ascending k from 0.0f, so every result is exact against the simulator. Vector
+// components are named (.s0 .. .s7) and a strip is built in a private array and vload8-ed:
+// subscripting a vector by a variable is a clang extension, not OpenCL C.
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 
@@ -29,13 +31,13 @@ inline float8 b_strip8_half(__global const half* b, long off, long col0, int N)
     if (col0 + VW8 <= N) {
         return convert_float8(vload8(0, b + off));
     }
-    float8 v = (float8)(0.0f);
+    float v[VW8] = {0.0f};
     for (long j = 0; j < VW8; j++) {
         if (col0 + j < N) {
             v[j] = (float)b[off + j];
         }
     }
-    return v;
+    return vload8(0, v);
 }
 
 __kernel void matmul_half8(__global const half* a, __global const half* b, __global float* c,
@@ -48,16 +50,23 @@ __kernel void matmul_half8(__global const half* a, __global const half* b, __glo
         long k_vec = K - K % VW8;
         for (long k = 0; k < k_vec; k += VW8) {
             float8 a8 = convert_float8(vload8(0, a + row * K + k));
-            for (long j = 0; j < VW8; j++) {
-                acc += a8[j] * b_strip8_half(b, (k + j) * N + col0, col0, N);
-            }
+            acc += a8.s0 * b_strip8_half(b, k * N + col0, col0, N);
+            acc += a8.s1 * b_strip8_half(b, (k + 1) * N + col0, col0, N);
+            acc += a8.s2 * b_strip8_half(b, (k + 2) * N + col0, col0, N);
+            acc += a8.s3 * b_strip8_half(b, (k + 3) * N + col0, col0, N);
+            acc += a8.s4 * b_strip8_half(b, (k + 4) * N + col0, col0, N);
+            acc += a8.s5 * b_strip8_half(b, (k + 5) * N + col0, col0, N);
+            acc += a8.s6 * b_strip8_half(b, (k + 6) * N + col0, col0, N);
+            acc += a8.s7 * b_strip8_half(b, (k + 7) * N + col0, col0, N);
         }
         for (long k = k_vec; k < K; k++) {
             acc += (float)a[row * K + k] * b_strip8_half(b, k * N + col0, col0, N);
         }
+        float out[VW8];
+        vstore8(acc, 0, out);
         for (long j = 0; j < VW8; j++) {
             if (col0 + j < N) {
-                c[row * N + col0 + j] = acc[j];
+                c[row * N + col0 + j] = out[j];
             }
         }
     }

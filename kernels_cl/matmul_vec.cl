@@ -2,7 +2,9 @@
 // vload_half variants of kernels_py/matmul_half.py (matmul_vload_half, matmul_vload_half8),
 // which need no cl_khr_fp16: half data is read as float by vload_half / vload_half8.
 // Each column of C adds its products in ascending k from 0.0f, as the naive matmul, so every
-// result is exact against the simulator. Ids are long (int64 in Python).
+// result is exact against the simulator. Ids are long (int64 in Python). Vector components
+// are named (.s0 .. .s7) and a strip is built in a private array and vload8-ed: subscripting a
+// vector by a variable is a clang extension, not OpenCL C (the Python twins do the same).
 #pragma OPENCL FP_CONTRACT OFF
 
 #define VW4 4
@@ -29,16 +31,19 @@ __kernel void matmul_float4(__global const float* a, __global const float* b,
         long k_vec = K - K % VW4;
         for (long k = 0; k < k_vec; k += VW4) {
             float4 a4 = vload4(0, a + row * K + k);
-            for (long j = 0; j < VW4; j++) {
-                acc += a4[j] * b_strip4(b, (k + j) * N + col0, col0, N);
-            }
+            acc += a4.s0 * b_strip4(b, k * N + col0, col0, N);
+            acc += a4.s1 * b_strip4(b, (k + 1) * N + col0, col0, N);
+            acc += a4.s2 * b_strip4(b, (k + 2) * N + col0, col0, N);
+            acc += a4.s3 * b_strip4(b, (k + 3) * N + col0, col0, N);
         }
         for (long k = k_vec; k < K; k++) {
             acc += a[row * K + k] * b_strip4(b, k * N + col0, col0, N);
         }
+        float out[VW4];
+        vstore4(acc, 0, out);
         for (long j = 0; j < VW4; j++) {
             if (col0 + j < N) {
-                c[row * N + col0 + j] = acc[j];
+                c[row * N + col0 + j] = out[j];
             }
         }
     }
@@ -65,13 +70,13 @@ inline float8 b_strip8_vload_half(__global const half* b, long off, long col0, i
     if (col0 + VW8 <= N) {
         return vload_half8(0, b + off);
     }
-    float8 v = (float8)(0.0f);
+    float v[VW8] = {0.0f};
     for (long j = 0; j < VW8; j++) {
         if (col0 + j < N) {
             v[j] = vload_half(off + j, b);
         }
     }
-    return v;
+    return vload8(0, v);
 }
 
 __kernel void matmul_vload_half8(__global const half* a, __global const half* b,
@@ -84,16 +89,23 @@ __kernel void matmul_vload_half8(__global const half* a, __global const half* b,
         long k_vec = K - K % VW8;
         for (long k = 0; k < k_vec; k += VW8) {
             float8 a8 = vload_half8(0, a + row * K + k);
-            for (long j = 0; j < VW8; j++) {
-                acc += a8[j] * b_strip8_vload_half(b, (k + j) * N + col0, col0, N);
-            }
+            acc += a8.s0 * b_strip8_vload_half(b, k * N + col0, col0, N);
+            acc += a8.s1 * b_strip8_vload_half(b, (k + 1) * N + col0, col0, N);
+            acc += a8.s2 * b_strip8_vload_half(b, (k + 2) * N + col0, col0, N);
+            acc += a8.s3 * b_strip8_vload_half(b, (k + 3) * N + col0, col0, N);
+            acc += a8.s4 * b_strip8_vload_half(b, (k + 4) * N + col0, col0, N);
+            acc += a8.s5 * b_strip8_vload_half(b, (k + 5) * N + col0, col0, N);
+            acc += a8.s6 * b_strip8_vload_half(b, (k + 6) * N + col0, col0, N);
+            acc += a8.s7 * b_strip8_vload_half(b, (k + 7) * N + col0, col0, N);
         }
         for (long k = k_vec; k < K; k++) {
             acc += vload_half(row * K + k, a) * b_strip8_vload_half(b, k * N + col0, col0, N);
         }
+        float out[VW8];
+        vstore8(acc, 0, out);
         for (long j = 0; j < VW8; j++) {
             if (col0 + j < N) {
-                c[row * N + col0 + j] = acc[j];
+                c[row * N + col0 + j] = out[j];
             }
         }
     }

@@ -25,9 +25,11 @@ from clsim import (
     float8,
     get_global_id,
     kernel,
+    private_array,
     vload8,
     vload_half,
     vload_half8,
+    vstore8,
 )
 from clsim.spec import EXACT, KernelSpec, register
 from kernels_py.matmul import launch_2d
@@ -63,11 +65,11 @@ def b_strip8_half(b, off, col0, N):
     all eight are inside, else a guarded load each, zeros past N."""
     if col0 + VW <= N:
         return convert_float8(vload8(0, b + off))
-    v = float8(0.0)
+    v = private_array(VW, np.float32, fill=0.0)  # OpenCL C has no vector subscript v[j]
     for j in range(VW):
         if col0 + j < N:
             v[j] = np.float32(b[off + j])
-    return v
+    return vload8(0, v)
 
 
 @clsim.func
@@ -75,11 +77,11 @@ def b_strip8_vload_half(b, off, col0, N):
     """As b_strip8_half through vload_half8 / vload_half: no half arithmetic."""
     if col0 + VW <= N:
         return vload_half8(0, b + off)
-    v = float8(0.0)
+    v = private_array(VW, np.float32, fill=0.0)
     for j in range(VW):
-        if col0 + j < N:
+        if col0 + j < N:  # an if, not `x if c else y`: clsim evaluates vload_half in both arms
             v[j] = vload_half(off + j, b)
-    return v
+    return vload8(0, v)
 
 
 @kernel
@@ -91,13 +93,21 @@ def matmul_half8(a, b, c, M, N, K):
         k_vec = K - K % VW
         for k in range(0, k_vec, VW):
             a8 = convert_float8(vload8(0, a + row * K + k))
-            for j in range(VW):
-                acc += a8[j] * b_strip8_half(b, (k + j) * N + col0, col0, N)
+            acc += a8.s0 * b_strip8_half(b, k * N + col0, col0, N)
+            acc += a8.s1 * b_strip8_half(b, (k + 1) * N + col0, col0, N)
+            acc += a8.s2 * b_strip8_half(b, (k + 2) * N + col0, col0, N)
+            acc += a8.s3 * b_strip8_half(b, (k + 3) * N + col0, col0, N)
+            acc += a8.s4 * b_strip8_half(b, (k + 4) * N + col0, col0, N)
+            acc += a8.s5 * b_strip8_half(b, (k + 5) * N + col0, col0, N)
+            acc += a8.s6 * b_strip8_half(b, (k + 6) * N + col0, col0, N)
+            acc += a8.s7 * b_strip8_half(b, (k + 7) * N + col0, col0, N)
         for k in range(k_vec, K):
             acc += np.float32(a[row * K + k]) * b_strip8_half(b, k * N + col0, col0, N)
+        out = private_array(VW, np.float32)
+        vstore8(acc, 0, out)
         for j in range(VW):
             if col0 + j < N:
-                c[row * N + col0 + j] = acc[j]
+                c[row * N + col0 + j] = out[j]
 
 
 @kernel
@@ -109,13 +119,21 @@ def matmul_vload_half8(a, b, c, M, N, K):
         k_vec = K - K % VW
         for k in range(0, k_vec, VW):
             a8 = vload_half8(0, a + row * K + k)
-            for j in range(VW):
-                acc += a8[j] * b_strip8_vload_half(b, (k + j) * N + col0, col0, N)
+            acc += a8.s0 * b_strip8_vload_half(b, k * N + col0, col0, N)
+            acc += a8.s1 * b_strip8_vload_half(b, (k + 1) * N + col0, col0, N)
+            acc += a8.s2 * b_strip8_vload_half(b, (k + 2) * N + col0, col0, N)
+            acc += a8.s3 * b_strip8_vload_half(b, (k + 3) * N + col0, col0, N)
+            acc += a8.s4 * b_strip8_vload_half(b, (k + 4) * N + col0, col0, N)
+            acc += a8.s5 * b_strip8_vload_half(b, (k + 5) * N + col0, col0, N)
+            acc += a8.s6 * b_strip8_vload_half(b, (k + 6) * N + col0, col0, N)
+            acc += a8.s7 * b_strip8_vload_half(b, (k + 7) * N + col0, col0, N)
         for k in range(k_vec, K):
             acc += vload_half(row * K + k, a) * b_strip8_vload_half(b, k * N + col0, col0, N)
+        out = private_array(VW, np.float32)
+        vstore8(acc, 0, out)
         for j in range(VW):
             if col0 + j < N:
-                c[row * N + col0 + j] = acc[j]
+                c[row * N + col0 + j] = out[j]
 
 
 def make_inputs(rng, shape):

@@ -13,8 +13,10 @@ k from 0.0, as the naive ``matmul``, so the result is bit for bit the naive one'
 against a device. The half-input variants are in ``kernels_py/matmul_half.py``.
 """
 
+import numpy as np
+
 import clsim
-from clsim import float4, get_global_id, kernel, vload4
+from clsim import float4, get_global_id, kernel, private_array, vload4, vstore4
 from clsim.spec import EXACT, KernelSpec, register
 from kernels_py.matmul import launch_2d, make_inputs, reference
 
@@ -40,13 +42,17 @@ def matmul_float4(a, b, c, M, N, K):
         k_vec = K - K % VW
         for k in range(0, k_vec, VW):
             a4 = vload4(0, a + row * K + k)
-            for j in range(VW):
-                acc += a4[j] * b_strip4(b, (k + j) * N + col0, col0, N)
+            acc += a4.s0 * b_strip4(b, k * N + col0, col0, N)
+            acc += a4.s1 * b_strip4(b, (k + 1) * N + col0, col0, N)
+            acc += a4.s2 * b_strip4(b, (k + 2) * N + col0, col0, N)
+            acc += a4.s3 * b_strip4(b, (k + 3) * N + col0, col0, N)
         for k in range(k_vec, K):
             acc += a[row * K + k] * b_strip4(b, k * N + col0, col0, N)
+        out = private_array(VW, np.float32)  # OpenCL C has no vector subscript by a variable
+        vstore4(acc, 0, out)
         for j in range(VW):
             if col0 + j < N:
-                c[row * N + col0 + j] = acc[j]
+                c[row * N + col0 + j] = out[j]
 
 
 register(KernelSpec(
