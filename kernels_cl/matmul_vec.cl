@@ -1,6 +1,7 @@
 // matmul with vector loads: twin of kernels_py/matmul_vec.py (matmul_float4) and of the
 // vload_half variants of kernels_py/matmul_half.py (matmul_vload_half, matmul_vload_half8),
-// which need no cl_khr_fp16: half data is read as float by vload_half / vload_half8.
+// which need no cl_khr_fp16: half data is read as float by vload_half / vload_half8 (and
+// matmul_tiled_vload_half).
 // Each column of C adds its products in ascending k from 0.0f, as the naive matmul, so every
 // result is exact against the simulator. Ids are long (int64 in Python). Vector components
 // are named (.s0 .. .s7) and a strip is built in a private array and vload8-ed: subscripting a
@@ -108,5 +109,41 @@ __kernel void matmul_vload_half8(__global const half* a, __global const half* b,
                 c[row * N + col0 + j] = out[j];
             }
         }
+    }
+}
+
+#define TILE 16
+
+// matmul_tiled's traffic at half the global bytes: half A and B read with vload_half into
+// float tiles in local memory, zeros past the edges.
+__kernel void matmul_tiled_vload_half(__global const half* a, __global const half* b,
+                                      __global float* c, int M, int N, int K)
+{
+    long tx = get_local_id(0);
+    long ty = get_local_id(1);
+    long col = (long)get_group_id(0) * TILE + tx;
+    long row = (long)get_group_id(1) * TILE + ty;
+    __local float a_tile[TILE][TILE];
+    __local float b_tile[TILE][TILE];
+    float acc = 0.0f;
+    for (long t = 0; t < K; t += TILE) {
+        long ka = t + tx;
+        a_tile[ty][tx] = 0.0f;
+        if (row < M && ka < K) {
+            a_tile[ty][tx] = vload_half(row * K + ka, a);
+        }
+        long kb = t + ty;
+        b_tile[ty][tx] = 0.0f;
+        if (kb < K && col < N) {
+            b_tile[ty][tx] = vload_half(kb * N + col, b);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (long kk = 0; kk < TILE; kk++) {
+            acc += a_tile[ty][kk] * b_tile[kk][tx];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (row < M && col < N) {
+        c[row * N + col] = acc;
     }
 }

@@ -10,9 +10,13 @@ of C per work-item, as ``matmul_float4`` with width 8):
   ``matmul_vload_half`` reads one half as a float with ``vload_half``, ``matmul_vload_half8``
   eight with ``vload_half8``.
 
+``matmul_tiled_vload_half`` stages ``vload_half`` values in float ``TILE`` x ``TILE`` tiles in
+local memory, as ``matmul_tiled``: the tiled kernel's traffic at half the global bytes.
+
 A half times a half is exact in float (11-bit significands), and every column adds its products
-in ascending k from 0.0 in float, so all four give the bits of the float32 ``matmul`` on the
-inputs converted to float32: exact against a device. K past the last multiple of 8 is done one
+in ascending k from 0.0 in float, so all five give the bits of the float32 ``matmul`` on the
+inputs converted to float32 (the tiled one up to the sign of a zero: its padding adds +0.0):
+exact against a device. K past the last multiple of 8 is done one
 k at a time; a strip past N loads its columns one at a time (zeros past N) and stores only
 those inside. Half data halves the global bytes of A and B.
 """
@@ -21,10 +25,15 @@ import numpy as np
 
 import clsim
 from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
     convert_float8,
     float8,
     get_global_id,
+    get_group_id,
+    get_local_id,
     kernel,
+    local_array,
     private_array,
     vload8,
     vload_half,
@@ -32,7 +41,7 @@ from clsim import (
     vstore8,
 )
 from clsim.spec import EXACT, KernelSpec, register
-from kernels_py.matmul import launch_2d
+from kernels_py.matmul import TILE, launch_2d
 
 VW = 8
 
@@ -136,6 +145,32 @@ def matmul_vload_half8(a, b, c, M, N, K):
                 c[row * N + col0 + j] = out[j]
 
 
+@kernel
+def matmul_tiled_vload_half(a, b, c, M, N, K):
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    col = get_group_id(0) * TILE + tx
+    row = get_group_id(1) * TILE + ty
+    a_tile = local_array((TILE, TILE), np.float32)
+    b_tile = local_array((TILE, TILE), np.float32)
+    acc = 0.0
+    for t in range(0, K, TILE):
+        ka = t + tx
+        a_tile[ty, tx] = 0.0
+        if row < M and ka < K:  # an if: clsim evaluates vload_half in both arms of `x if c else y`
+            a_tile[ty, tx] = vload_half(row * K + ka, a)
+        kb = t + ty
+        b_tile[ty, tx] = 0.0
+        if kb < K and col < N:
+            b_tile[ty, tx] = vload_half(kb * N + col, b)
+        barrier(CLK_LOCAL_MEM_FENCE)
+        for kk in range(TILE):
+            acc += a_tile[ty, kk] * b_tile[kk, tx]
+        barrier(CLK_LOCAL_MEM_FENCE)
+    if row < M and col < N:
+        c[row * N + col] = acc
+
+
 def make_inputs(rng, shape):
     m, n, k = shape["M"], shape["N"], shape["K"]
     return {"a": rng.standard_normal((m, k), dtype=np.float32).astype(np.float16),
@@ -166,6 +201,10 @@ register(KernelSpec(
     name="matmul_vload_half", kernel=matmul_vload_half, launch=launch_2d(1, 1),
     description="C = A B, half A and B read with vload_half (no fp16 needed), naive",
     cl_file="matmul_vec.cl", **_COMMON))
+register(KernelSpec(
+    name="matmul_tiled_vload_half", kernel=matmul_tiled_vload_half, launch=launch_2d(1, 1),
+    description=f"C = A B, half A and B read with vload_half into {TILE}x{TILE} float tiles in "
+                "local memory", cl_file="matmul_vec.cl", **_COMMON))
 register(KernelSpec(
     name="matmul_vload_half8", kernel=matmul_vload_half8, launch=launch_2d(VW, 1),
     description="C = A B, half A and B read with vload_half8 (no fp16 needed), an 8-column "

@@ -19,7 +19,8 @@ from clsim.errors import OutOfBoundsError
 from clsim.spec import get_spec
 
 NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock", "matmul_float4"]
-HALF_NAMES = ["matmul_half", "matmul_vload_half", "matmul_half8", "matmul_vload_half8"]
+HALF_NAMES = ["matmul_half", "matmul_vload_half", "matmul_half8", "matmul_vload_half8",
+              "matmul_tiled_vload_half"]
 DIMS = st.integers(1, 21)  # past one 16-tile, several 4-blocks and two 8-wide strips
 
 
@@ -63,10 +64,11 @@ def _naive_on_float32(inputs):
 
 @given(m=DIMS, n=DIMS, k=DIMS, seed=st.integers(0, 2**16))
 def test_half_input_variants_match_numpy_and_the_float32_kernel_bitwise(m, n, k, seed):
-    """Half A and B with float accumulation (half types, vload_half, half8, vload_half8)
-    match numpy for any M, N, K (K and N tails of the 8-wide strips included), and give the
-    float32 naive kernel's bits on the same values: a half product is exact in float and
-    every column adds in ascending k."""
+    """Half A and B with float accumulation (half types, vload_half, half8, vload_half8,
+    tiled) match numpy for any M, N, K (K and N tails of the 8-wide strips and the tiles
+    included), and give the float32 naive kernel's bits on the same values (up to the sign
+    of zero: a tile's padding adds +0.0): a half product is exact in float and every column
+    adds in ascending k."""
     shape = {"M": m, "N": n, "K": k}
     for name in HALF_NAMES:
         spec, inputs = _run(name, shape, seed)
@@ -74,7 +76,9 @@ def test_half_input_variants_match_numpy_and_the_float32_kernel_bitwise(m, n, k,
         rtol, atol = spec.tolerance
         np.testing.assert_allclose(inputs["c"], spec.reference(inputs)["c"], rtol=rtol,
                                    atol=atol)
-        assert inputs["c"].tobytes() == _naive_on_float32(inputs).tobytes(), name
+        plus_zero = np.float32(0.0)  # -0.0 -> +0.0
+        assert ((inputs["c"] + plus_zero).tobytes()
+                == (_naive_on_float32(inputs) + plus_zero).tobytes()), name
 
 
 @given(m=st.integers(1, 9), n=st.integers(1, 9), k=st.integers(1, 80),
@@ -112,8 +116,8 @@ def test_vector_loads_cut_load_instructions_and_half_data_halves_the_bytes():
     """What the vectorised and half variants change, in the traffic model, at 32^3: a float4
     strip loads A once per 4 columns (vload4 along K) and B with one vload4 per row and
     strip, so a sixth of the naive kernel's load instructions and fewer sectors; half
-    inputs halve the bytes at the same instruction count; a half8 strip does for half what
-    the float4 one does for float."""
+    inputs halve the bytes at the same instruction count (tiled too); a half8 strip does for
+    half what the float4 one does for float."""
     m = n = k = 32
     shape = {"M": m, "N": n, "K": k}
     naive, vec4 = _traffic("matmul", shape), _traffic("matmul_float4", shape)
@@ -121,6 +125,8 @@ def test_vector_loads_cut_load_instructions_and_half_data_halves_the_bytes():
     assert vec4["global_load_executions"] == m * (n // 4) * (k // 4) + m * (n // 4) * k
     assert vec4["global_load_bytes"] == 4 * (m * (n // 4) * k + m * n * k)
     assert vec4["global_load_sectors"] < naive["global_load_sectors"]
+    tiled, tiled_half = _traffic("matmul_tiled", shape), _traffic("matmul_tiled_vload_half", shape)
+    assert tiled_half["global_load_bytes"] * 2 == tiled["global_load_bytes"]
     for name in ("matmul_half", "matmul_vload_half"):
         half = _traffic(name, shape)
         assert half["global_load_bytes"] * 2 == naive["global_load_bytes"], name
