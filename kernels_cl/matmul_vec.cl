@@ -128,15 +128,17 @@ __kernel void matmul_tiled_vload_half(__global const half* a, __global const hal
     float acc = 0.0f;
     for (long t = 0; t < K; t += TILE) {
         long ka = t + tx;
-        a_tile[ty][tx] = 0.0f;
+        float av = 0.0f;
         if (row < M && ka < K) {
-            a_tile[ty][tx] = vload_half(row * K + ka, a);
+            av = vload_half(row * K + ka, a);
         }
+        a_tile[ty][tx] = av;
         long kb = t + ty;
-        b_tile[ty][tx] = 0.0f;
+        float bv = 0.0f;
         if (kb < K && col < N) {
-            b_tile[ty][tx] = vload_half(kb * N + col, b);
+            bv = vload_half(kb * N + col, b);
         }
+        b_tile[ty][tx] = bv;
         barrier(CLK_LOCAL_MEM_FENCE);
         for (long kk = 0; kk < TILE; kk++) {
             acc += a_tile[ty][kk] * b_tile[kk][tx];

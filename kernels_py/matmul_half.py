@@ -156,13 +156,15 @@ def matmul_tiled_vload_half(a, b, c, M, N, K):
     acc = 0.0
     for t in range(0, K, TILE):
         ka = t + tx
-        a_tile[ty, tx] = 0.0
+        av = 0.0
         if row < M and ka < K:  # an if: clsim evaluates vload_half in both arms of `x if c else y`
-            a_tile[ty, tx] = vload_half(row * K + ka, a)
+            av = vload_half(row * K + ka, a)
+        a_tile[ty, tx] = av
         kb = t + ty
-        b_tile[ty, tx] = 0.0
+        bv = 0.0
         if kb < K and col < N:
-            b_tile[ty, tx] = vload_half(kb * N + col, b)
+            bv = vload_half(kb * N + col, b)
+        b_tile[ty, tx] = bv
         barrier(CLK_LOCAL_MEM_FENCE)
         for kk in range(TILE):
             acc += a_tile[ty, kk] * b_tile[kk, tx]
