@@ -16,9 +16,14 @@ local memory, as ``matmul_tiled``: the tiled kernel's traffic at half the global
 A half times a half is exact in float (11-bit significands), and every column adds its products
 in ascending k from 0.0 in float, so all five give the bits of the float32 ``matmul`` on the
 inputs converted to float32 (the tiled one up to the sign of a zero: its padding adds +0.0):
-exact against a device. K past the last multiple of 8 is done one
-k at a time; a strip past N loads its columns one at a time (zeros past N) and stores only
-those inside. Half data halves the global bytes of A and B.
+exact against a device. K past the last multiple of 8 is done one k at a time; a strip past N
+loads its columns one at a time (zeros past N) and stores only those inside. Half data halves
+the global bytes of A and B.
+
+Components are named (``a8.s0`` .. ``a8.s7``) and strips built in private arrays, as the twins
+must: OpenCL C cannot subscript a vector by a variable. Tail loads sit under an ``if`` rather
+than in ``x if c else y``, whose ``vload_half`` arm clsim evaluates (and bounds-checks) even
+when the condition is false.
 """
 
 import numpy as np
@@ -74,7 +79,7 @@ def b_strip8_half(b, off, col0, N):
     all eight are inside, else a guarded load each, zeros past N."""
     if col0 + VW <= N:
         return convert_float8(vload8(0, b + off))
-    v = private_array(VW, np.float32, fill=0.0)  # OpenCL C has no vector subscript v[j]
+    v = private_array(VW, np.float32, fill=0.0)
     for j in range(VW):
         if col0 + j < N:
             v[j] = np.float32(b[off + j])
@@ -88,7 +93,7 @@ def b_strip8_vload_half(b, off, col0, N):
         return vload_half8(0, b + off)
     v = private_array(VW, np.float32, fill=0.0)
     for j in range(VW):
-        if col0 + j < N:  # an if, not `x if c else y`: clsim evaluates vload_half in both arms
+        if col0 + j < N:
             v[j] = vload_half(off + j, b)
     return vload8(0, v)
 
@@ -157,7 +162,7 @@ def matmul_tiled_vload_half(a, b, c, M, N, K):
     for t in range(0, K, TILE):
         ka = t + tx
         av = 0.0
-        if row < M and ka < K:  # an if: clsim evaluates vload_half in both arms of `x if c else y`
+        if row < M and ka < K:  # an if: see the module docstring
             av = vload_half(row * K + ka, a)
         a_tile[ty, tx] = av
         kb = t + ty
