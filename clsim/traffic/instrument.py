@@ -38,7 +38,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 3  # of the generated code; part of the compile cache key
+VERSION = 4  # of the generated code; part of the compile cache key
 
 
 def _int(gen, value: int) -> str:
@@ -75,8 +75,7 @@ class TrafficInstrument(Instrument):
 
     def imports(self) -> list[str]:
         return ["from numba import get_thread_id as _tr_thread",
-                "from clsim.traffic.steps import end as _tr_end",
-                "from clsim.traffic.steps import group as _tr_group"]
+                "from clsim.traffic.steps import call as _tr_steps"]
 
     def __init__(self, config):
         simd = config.option("simd_width") or config.subgroup_size
@@ -94,7 +93,7 @@ class TrafficInstrument(Instrument):
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
-        return ["_trTT", "_trM", "_trLL", "_trRR"]
+        return ["_trTT", "_trM", "_trLL", "_trRR", "_trFN"]
 
     def key(self) -> tuple:
         return (self.name, VERSION, self.device.simd_width)
@@ -104,7 +103,7 @@ class TrafficInstrument(Instrument):
         group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
         gen.emit(f"_trT = _trTT[{thread}()]\n_trL = _trLL[{thread}()]\n"
                  f"_trR = _trRR[{thread}()]\n"
-                 f"{_imported(gen, '_tr_group')}(_trT, _trL, _trR, _trM, {group})\n"
+                 f"{_imported(gen, '_tr_steps')}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
                  f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
                  f"_trK = _trT[{lay.C_CAP}]")
         # Operation counters of work-item code, in registers until the end of each loop.
@@ -113,7 +112,7 @@ class TrafficInstrument(Instrument):
     def region_end(self, gen) -> None:
         for k in range(len(FLOP_KINDS)):
             gen.emit(f"_trT[{lay.C_FLOPS + k}] += _trF{k}\n_trF{k} = 0")
-        gen.emit(f"{_imported(gen, '_tr_end')}(_trT, _trL, _trR, _trM)")
+        gen.emit(f"{_imported(gen, '_tr_steps')}(_trFN, _trT, _trL, _trR, _trM, -1)")
 
     def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
                atomic: bool = False) -> list[str]:
@@ -202,7 +201,9 @@ class TrafficInstrument(Instrument):
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
-        return arena.build(info, self.device)
+        from clsim.traffic import steps  # imports Numba: only launches that count need it
+
+        return [*arena.build(info, self.device), steps.native]
 
     def finalize(self, info: LaunchInfo, state: list, result):
         return arena.read(info, state, self.device)

@@ -1,9 +1,11 @@
 """Completing sub-group steps: counting the pending steps of one thread's arena.
 
 Instrumented kernels call ``group`` at the start of each work-group and ``end`` after each pass
-of a work-item loop, never per access or per lane. Compiled once with
-``numba.njit(cache=True)`` and imported by every generated module, so instrumented kernels do
-not recompile it. The sector and bank rules are those of ``clsim.traffic.counting`` (its
+of a work-item loop, never per access or per lane. Both are reached through one C entry point,
+``native`` (a ``numba.cfunc``, compiled once per machine and cached on disk), that the launch
+passes to the kernel as an argument and ``call`` invokes by address: a kernel that called the
+njit functions directly would link their code into each of its own functions and optimise and
+compile it again there (about 9 s per caller on 2 cores; three callers per kernel). The sector and bank rules are those of ``clsim.traffic.counting`` (its
 functions are the reference the tests compare with); this module counts them in place on the
 lane logs of ``clsim.traffic.layout`` and appends each global step's sectors to the thread's
 sector stream for the cache model (``clsim.traffic.cache``).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
 
 from clsim.traffic.layout import (
     B_COLS,
@@ -317,3 +320,29 @@ def group(T, L, R, M, g):
     if n < T[C_R_CAP]:
         R[n] = -(g + 1)
         T[C_R_LEN] = n + 1
+
+
+# The C entry point: arrays travel as (pointer, length) pairs; ``g >= 0`` starts group g, a
+# negative ``g`` ends a pass.
+_I64P = types.CPointer(types.int64)
+_SIGNATURE = types.void(_I64P, types.int64, _I64P, types.int64, _I64P, types.int64,
+                        types.CPointer(types.uint8), types.int64, types.int64)
+
+
+@numba.cfunc(_SIGNATURE, cache=True, error_model="numpy", nogil=True)
+def native(tp, tn, lp, ln, rp, rn, mp, mn, g):
+    T = numba.carray(tp, (tn,))
+    L = numba.carray(lp, (ln,))
+    R = numba.carray(rp, (rn,))
+    M = numba.carray(mp, (mn,))
+    if g >= 0:
+        group(T, L, R, M, g)
+    else:
+        end(T, L, R, M)
+
+
+@_jit
+def call(fn, T, L, R, M, g):
+    """Call ``native`` (passed in as ``fn``) on the arrays: ``group`` when ``g >= 0``, else
+    ``end``. Small, so it costs nothing to link into the kernel's functions."""
+    fn(T.ctypes, T.size, L.ctypes, L.size, R.ctypes, R.size, M.ctypes, M.size, g)
