@@ -9,7 +9,7 @@ sectors). Approximations, stated in docs/traffic-model.md: groups run one after 
 the L2 sees the units' misses in group order, not interleaved in time; loads allocate in L1 and
 L2; stores write through the L1 (updating a line already there) and allocate in the L2 without
 a fetch (whole sectors written), dirty sectors going to DRAM when evicted or at the end;
-atomics are done in the L2 (a fetch on a miss, then dirty); the set index is the line address
+atomics are done in the L2 (a fetch on a miss, then dirty; an atomic_load only fetches); the set index is the line address
 xor-folded (GPUs hash their L2 sets; plain modulo would make every buffer collide).
 
 Importing this module imports Numba (the replay is compiled once, cached on disk).
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_SHIFT, R_STORE
+from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_LOAD, R_SHIFT, R_STORE
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
@@ -139,7 +139,7 @@ def _replay(RR, seg, ncu, t1, s1, v1, sets1, ways1, t2, s2, v2, d2, sets2, ways2
                 mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
                 sector = top + 1
                 clock += 1
-                if kind != R_ATOMIC:  # atomics are done in the L2
+                if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
                     base = unit + _set_of(line, sets1) * ways1
                     w, victim = -1, base
                     for k in range(base, base + ways1):
@@ -180,7 +180,7 @@ def _replay(RR, seg, ncu, t1, s1, v1, sets1, ways1, t2, s2, v2, d2, sets2, ways2
                 if kind != R_STORE:
                     read[buf] += _popcount(mask & ~v2[w])
                 v2[w] |= mask
-                if kind != 0:
+                if kind == R_STORE or kind == R_ATOMIC:
                     d2[w] |= mask
     for i in range(t2.shape[0]):  # write back what is still dirty
         if t2[i] >= 0 and d2[i] != 0:

@@ -116,3 +116,12 @@ def _tr_lm(LANE, idx, dim, isz):
     RECORD
     return idx
 """)))
+
+# A C11 atomic_load or atomic_store (the site table says only "atomic"): sets its slot's kind
+# (``layout.R_ATOMIC_LOAD`` or ``R_STORE``) in this thread's arena row, then returns the index
+# for the recorder; ``at`` is the slot's kind column.
+_define("_tr_k", """
+def _tr_k(T, at, kind, idx):
+    T[at] = kind
+    return idx
+""")

@@ -57,6 +57,10 @@ def _repeatable(code: str) -> bool:
     return all(_PURE_CALL.match(name) for name in re.findall(r"([A-Za-z_][\w.]*)\(", code))
 
 
+# ``access(atomic=...)`` of the C11 atomics that move data one way (True: read-modify-write).
+_ONE_WAY = {"load": lay.R_ATOMIC_LOAD, "store": lay.R_STORE}
+
+
 def _imported(gen, name: str) -> str:
     """A name the generated module imports (thread id, step counter); see imports()."""
     return name
@@ -119,7 +123,12 @@ class TrafficInstrument(Instrument):
         info = gen.module.sites[site]
         if info.space not in arena.COUNTED_SPACES or not codes:
             return codes
-        lane = self._lane(gen, arena.counted_slots(gen.module.sites)[site])
+        slot = arena.counted_slots(gen.module.sites)[site]
+        if atomic in _ONE_WAY:  # atomic_load / atomic_store: a load or a store, not both
+            at = _int(gen, lay.S0 + slot * lay.S_COLS + lay.S_KIND)
+            codes = [*codes[:-1], f"{gen.helper('_tr_k')}({self._arena(gen)}, {at}, "
+                                  f"{_int(gen, _ONE_WAY[atomic])}, {codes[-1]})"]
+        lane = self._lane(gen, slot)
         isz = _int(gen, np.dtype(arrt.dtype).itemsize)
         if info.space == "local":
             return self._local(gen, lane, arrt, codes, isz)

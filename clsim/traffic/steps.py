@@ -41,6 +41,7 @@ from clsim.traffic.layout import (
     C_SIMD,
     C_SP,
     C_X0,
+    R_ATOMIC,
     R_LOAD,
     R_MAX_RUN,
     R_SHIFT,
@@ -118,7 +119,7 @@ def _footprint(T, M, lo, hi, isz, kind):
     e1 = min(max((hi - base) // isz, 0), size - 1)
     if kind != R_STORE:  # loads and atomics read
         _mark(M, T[b] + e0, e1 - e0 + 1)
-    if kind != R_LOAD:
+    if kind == R_STORE or kind == R_ATOMIC:
         _mark(M, T[C_M_WRITE] + T[b] + e0, e1 - e0 + 1)
 
 
