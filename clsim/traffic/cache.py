@@ -21,11 +21,34 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_LOAD, R_SHIFT, R_STORE
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 _jitp = numba.njit(cache=True, error_model="numpy", nogil=True, parallel=True)
+_AHEAD = 16  # chunks between prefetching an L2 set and looking it up
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the CPU to start loading ``array[index]`` (a hint: results never depend on it).
+    The L2 lookups are cache misses on a set of several megabytes; a lookup's work leaves
+    the CPU no room to overlap them by itself."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        address = builder.bitcast(builder.gep(data, [args[1]]), i8p)
+        builder.call(fn, [address, i32(1), i32(3), i32(1)])  # write, keep, data
+        return context.get_dummy_value()
+
+    return types.void(array, types.int64), codegen
 
 
 @dataclass(frozen=True)
@@ -149,10 +172,12 @@ def _chunks(RR, seg, spl_shift):
 
 
 @_jitp
-def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift):
+def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
+             sets2, ways2):
     """Every unit's L1 over its groups, in group order; units are independent, so they run in
     parallel. ``miss[chunk]``: the sectors the chunk asks of the L2 (loads: those the L1 lacked;
-    stores and atomics: all of them)."""
+    stores and atomics: all of them) in the low 32 bits, the index of its L2 set's row in
+    ``_l2_pass``'s ``c2`` above them."""
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl = 1 << spl_shift
     for u in numba.prange(unit_start.shape[0] - 1):
@@ -187,7 +212,7 @@ def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1
                             hit = mask & v1[w]
                             v1[w] |= mask
                             mask &= ~hit
-                    miss[c] = mask
+                    miss[c] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
                     c += 1
 
 
@@ -217,12 +242,13 @@ def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, n
             buf = (sector << sector_shift) >> BUFFER_SHIFT
             requested[buf] += last - sector + 1
             for line in range(sector >> spl_shift, (last >> spl_shift) + 1):
-                mask = miss[c]
+                if c + _AHEAD < miss.shape[0]:
+                    _prefetch(c2, miss[c + _AHEAD] >> 32)
+                mask, row = miss[c] & low, miss[c] >> 32
                 c += 1
                 if mask == 0:
                     continue
                 clock += 1
-                row = _set_of(line, sets2) * 3 * ways2
                 w = _way(c2, row, ways2, line)
                 if w < 0:
                     w = _lru(c2, row + ways2, ways2) - ways2
@@ -274,7 +300,8 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
     unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
     miss = np.empty(total, np.int64)
-    _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift)
+    _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
+             sets2, ways2)
     requested, read, write = _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift,
                                       line_shift, nbuf)
     return CacheResult(requested, read, write)
