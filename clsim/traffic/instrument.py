@@ -38,7 +38,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 4  # of the generated code; part of the compile cache key
+VERSION = 5  # of the generated code; part of the compile cache key
 
 
 def _int(gen, value: int) -> str:
@@ -89,6 +89,7 @@ class TrafficInstrument(Instrument):
         if not isinstance(profile, DeviceProfile):
             profile = load_profile(str(profile))
         self.profile = profile
+        self._dirty: set[int] = set()  # flop counters (_trF<k>) not yet added to the arena
         from clsim.traffic.cache import CacheConfig
 
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
@@ -114,8 +115,11 @@ class TrafficInstrument(Instrument):
         gen.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
 
     def region_end(self, gen) -> None:
-        for k in range(len(FLOP_KINDS)):
+        # Only the counters work-item code has used since the last flush (code is generated
+        # in program order): flushing all seven after every loop was most of the added code.
+        for k in sorted(self._dirty):
             gen.emit(f"_trT[{lay.C_FLOPS + k}] += _trF{k}\n_trF{k} = 0")
+        self._dirty.clear()
         gen.emit(f"{_imported(gen, '_tr_steps')}(_trFN, _trT, _trL, _trR, _trM, -1)")
 
     def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
@@ -145,6 +149,7 @@ class TrafficInstrument(Instrument):
         k = FLOP_KINDS.index(kind)
         if gen.in_group_fn and gen.in_wi:
             gen.emit(f"_trF{k} += 1")
+            self._dirty.add(k)
         elif gen.in_group_fn:
             gen.emit(f"_trT[{lay.C_FLOPS + k}] += _NL")
         else:
