@@ -97,11 +97,12 @@ def _mark(M, first, count):
     """Set the flags ``M[first:first + count]``; lines whose flags are all set already are only
     read (M is shared: rewriting flags every group would bounce its lines between cores)."""
     clear = 0
-    for i in range(first, first + count):
-        clear += M[i] == 0
+    u = np.uint64(first)
+    for i in range(np.uint64(count)):  # unsigned: see _gaps
+        clear += M[u + i] == 0
     if clear:
-        for i in range(first, first + count):
-            M[i] = 1
+        for i in range(np.uint64(count)):
+            M[u + i] = 1
 
 
 @_inline
@@ -240,6 +241,30 @@ def _lost(T, row, lost, nb):
         T[C_R_LOST] += sectors
 
 
+@_inline
+def _gaps(L, first, n, nb):
+    """How many of the n lanes whose addresses are ``L[first]``, ``L[first + 8]``, ... do not
+    follow the previous lane's (0: consecutive). Unsigned indices: Numba adds a negative-index
+    fix-up to every signed one, which doubled the cost of this, the hottest loop here."""
+    gaps = 0
+    u = np.uint64(first)
+    for i in range(np.uint64(1), np.uint64(n)):
+        at = u + (i << np.uint64(3))
+        gaps += L[at] != L[at - np.uint64(8)] + nb
+    return gaps
+
+
+@_inline
+def _span(L, first, n):
+    """The lowest and highest of ``L[first]``, ``L[first + 8]``, ... (n lanes)."""
+    u = np.uint64(first)
+    lo, hi = L[u], L[u]
+    for i in range(np.uint64(1), np.uint64(n)):
+        v = L[u + (i << np.uint64(3))]
+        lo, hi = min(lo, v), max(hi, v)
+    return lo, hi
+
+
 @_jit
 def end(T, L, R, M):
     """After a pass of a work-item loop: count and clear every pending step.
@@ -268,19 +293,14 @@ def end(T, L, R, M):
                 at = ((s * kb + (k >> 3)) * nl << 3) + (k & 7)  # L index of lane 0's run k
                 n = hi - lo
                 if k < kmin and not is_global and T[C_BANKS] > 0:  # conflict-free? (no copy)
-                    wlo, whi = L[at + (lo << 3)], L[at + (lo << 3)]
-                    for i in range(at + ((lo + 1) << 3), at + (hi << 3), 8):
-                        wlo, whi = min(wlo, L[i]), max(whi, L[i])
+                    wlo, whi = _span(L, at + (lo << 3), n)
                     if _unit(whi + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - _unit(
                             wlo, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < T[C_BANKS]:
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
                         continue
                 if k < kmin and is_global:  # every lane ran it: consecutive? (no copy)
-                    gaps = 0
-                    for i in range(at + ((lo + 1) << 3), at + (hi << 3), 8):
-                        gaps += L[i] != L[i - 8] + nb
-                    if gaps == 0:
+                    if _gaps(L, at + (lo << 3), n, nb) == 0:
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
                         _coalesced(T, M, R, row, L[at + (lo << 3)],
