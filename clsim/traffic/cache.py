@@ -243,7 +243,9 @@ def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, n
             requested[buf] += last - sector + 1
             for line in range(sector >> spl_shift, (last >> spl_shift) + 1):
                 if c + _AHEAD < miss.shape[0]:
-                    _prefetch(c2, miss[c + _AHEAD] >> 32)
+                    ahead = miss[c + _AHEAD] >> 32
+                    for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
+                        _prefetch(c2, part)
                 mask, row = miss[c] & low, miss[c] >> 32
                 c += 1
                 if mask == 0:
