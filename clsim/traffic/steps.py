@@ -243,14 +243,14 @@ def _lost(T, row, lost, nb):
 
 @_inline
 def _gaps(L, first, n, nb):
-    """How many of the n lanes whose addresses are ``L[first]``, ``L[first + 8]``, ... do not
-    follow the previous lane's (0: consecutive). Unsigned indices: Numba adds a negative-index
+    """How many of the n lanes whose addresses are ``L[first]``, ``L[first + 8]``, ... are not
+    where consecutive lanes would be (0: consecutive). Unsigned indices: Numba adds a negative-index
     fix-up to every signed one, which doubled the cost of this, the hottest loop here."""
     gaps = 0
     u = np.uint64(first)
-    for i in range(np.uint64(1), np.uint64(n)):
-        at = u + (i << np.uint64(3))
-        gaps += L[at] != L[at - np.uint64(8)] + nb
+    a0 = L[u]
+    for i in range(n):  # against lane 0's address: one load per lane, whole vectors
+        gaps += L[u + (np.uint64(i) << np.uint64(3))] != a0 + i * nb
     return gaps
 
 
