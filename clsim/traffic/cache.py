@@ -9,8 +9,10 @@ sectors). Approximations, stated in docs/traffic-model.md: groups run one after 
 the L2 sees the units' misses in group order, not interleaved in time; loads allocate in L1 and
 L2; stores write through the L1 (updating a line already there) and allocate in the L2 without
 a fetch (whole sectors written), dirty sectors going to DRAM when evicted or at the end;
-atomics are done in the L2 (a fetch on a miss, then dirty; an atomic_load only fetches); the set index is the line address
-xor-folded (GPUs hash their L2 sets; plain modulo would make every buffer collide).
+atomics are done in the L2 (a fetch on a miss, then dirty; an atomic_load only fetches); the
+set index is the line address xor-folded (GPUs hash their L2 sets; plain modulo would make
+every buffer collide). Each unit's L1 replays in parallel (units are independent), then the L2
+over their misses, in group order.
 
 Importing this module imports Numba (the replay is compiled once, cached on disk).
 """
@@ -221,9 +223,10 @@ def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, n
     """The L2 over the L1s' misses, in group order; see the module docstring.
 
     ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
-    sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of memory, where
-    four separate arrays cost four cache and TLB misses. One function with the lookup
-    written out: a call passing arrays costs reference counting per call.
+    sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
+    memory (prefetched ``_AHEAD`` lookups earlier), where four arrays cost four misses.
+    The set lookups are small functions LLVM inlines; anything passing arrays per call would
+    cost reference counting.
     """
     requested = np.zeros(nbuf, np.int64)
     read = np.zeros(nbuf, np.int64)

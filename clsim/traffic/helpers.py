@@ -7,11 +7,11 @@ work-item loop, not per access) is ``clsim.traffic.steps``, compiled once and im
 generated module.
 
 Performance rule: a recorder is straight-line code (``min``/``max``, no branches, no calls,
-unsigned indices) doing one load and three stores: the lane's run counter, its address in ``L`` and the slot's
-pending flag. The footprint flags are set after the loop, per step, from the addresses.
-Every figure that does not change within a group (counter base, capacity, lanes per group,
-slot) arrives as an argument the caller holds in a register or as a constant, so nothing is
-re-read from the arena per access.
+unsigned indices) doing one load and three stores: the lane's run counter, its address in
+``L`` and the slot's pending flag. The footprint flags are set after the loop, per step, from
+the addresses. Every figure that does not change within a group (counter base, capacity,
+lanes per group, slot) arrives as an argument the caller holds in a register or as a
+constant, so nothing is re-read from the arena per access.
 
 This module holds source text only; which generated code calls these helpers, and when, is
 ``clsim.traffic.instrument``'s business.

@@ -5,10 +5,11 @@ of a work-item loop, never per access or per lane. Both are reached through one 
 ``native`` (a ``numba.cfunc``, compiled once per machine and cached on disk), that the launch
 passes to the kernel as an argument and ``call`` invokes by address: a kernel that called the
 njit functions directly would link their code into each of its own functions and optimise and
-compile it again there (about 9 s per caller on 2 cores; three callers per kernel). The sector and bank rules are those of ``clsim.traffic.counting`` (its
-functions are the reference the tests compare with); this module counts them in place on the
-lane logs of ``clsim.traffic.layout`` and appends each global step's sectors to the thread's
-sector stream for the cache model (``clsim.traffic.cache``).
+compile it again there (about 9 s per caller on 2 cores; three callers per kernel).
+The sector and bank rules are those of ``clsim.traffic.counting`` (its functions are the
+reference the tests compare with); this module counts them in place on the lane logs of
+``clsim.traffic.layout`` and appends each global step's sectors to the thread's sector stream
+for the cache model (``clsim.traffic.cache``).
 
 Importing this module imports Numba; ``clsim.traffic`` itself does not import it.
 """
@@ -42,7 +43,6 @@ from clsim.traffic.layout import (
     C_SP,
     C_X0,
     R_ATOMIC,
-    R_LOAD,
     R_MAX_RUN,
     R_SHIFT,
     R_STORE,

@@ -15,11 +15,11 @@ import pytest
 
 import clsim
 from clsim import (
+    CLK_LOCAL_MEM_FENCE,
     atomic_fetch_add,
     atomic_load,
     atomic_store,
     barrier,
-    CLK_LOCAL_MEM_FENCE,
     get_global_id,
     get_local_id,
     kernel,
