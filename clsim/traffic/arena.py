@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clsim.traffic import layout as lay
-from clsim.traffic.model import FLOP_KINDS, KINDS, TrafficReport, TrafficSite
+from clsim.traffic.model import FLOP_KINDS, TrafficReport, TrafficSite
 
 COUNTED_SPACES = ("global", "constant", "local")
 # Virtual size of the lane logs and of the sector streams (all threads): pages are only touched
@@ -28,6 +28,7 @@ STREAM_BYTES = 1 << 30
 MIN_CAP, MAX_CAP = 256, 1 << 20
 ROW_PAD = 16  # int64 entries between two threads' arena rows
 _KINDS = {"load": lay.R_LOAD, "store": lay.R_STORE}
+_READS = (lay.R_LOAD, lay.R_ATOMIC_LOAD)  # the slot kinds reported as loads
 
 
 @dataclass(frozen=True)
@@ -128,11 +129,14 @@ def build(info, dev: Device) -> list[np.ndarray]:
 
 def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
     """The report of the launch whose state ``build`` made and the kernel filled."""
-    TT, M, _, RR = state
+    TT, M, _, RR = state[:4]  # then the step counter (steps.native)
     T = TT[0]
     ns = int(T[lay.C_NSLOTS])
     rows = TT[:, lay.S0:lay.S0 + ns * lay.S_COLS].reshape(-1, ns, lay.S_COLS).sum(axis=0)
     rows[:, lay.S_NBYTES] = T[lay.S0 + lay.S_NBYTES:lay.S0 + ns * lay.S_COLS:lay.S_COLS]
+    # A C11 atomic's kind is set by the threads that ran it (helpers.py ``_tr_k``).
+    kinds = TT[:, lay.S0 + lay.S_KIND:lay.S0 + ns * lay.S_COLS:lay.S_COLS]
+    rows[:, lay.S_KIND] = kinds[(kinds != lay.R_ATOMIC).argmax(axis=0), np.arange(ns)]
     records, overflow = _records(info, rows, dev)
     reads, writes = {}, {}
     half, b0 = int(T[lay.C_M_WRITE]), int(T[lay.C_B0])
@@ -189,8 +193,8 @@ def _records(info, rows, dev: Device) -> tuple[list[TrafficSite], int]:
         sid, file, line, func, text, buffer, kind, space, dtype, _width = site
         if sid not in slots:
             continue
-        kind = kind if kind in KINDS else "store"  # atomics: a read-modify-write
         row = rows[slots[sid]]
+        kind = "load" if row[lay.S_KIND] in _READS else "store"  # atomics: a read-modify-write
         counts = [int(row[c]) for c in (lay.S_EXECS, lay.S_SECTORS, lay.S_LINES, lay.S_REPLAYS,
                                         lay.S_STEPS, lay.S_OVERFLOW)]
         counts.append(int(row[lay.S_EXECS] * row[lay.S_NBYTES]))

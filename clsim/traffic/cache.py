@@ -9,8 +9,10 @@ sectors). Approximations, stated in docs/traffic-model.md: groups run one after 
 the L2 sees the units' misses in group order, not interleaved in time; loads allocate in L1 and
 L2; stores write through the L1 (updating a line already there) and allocate in the L2 without
 a fetch (whole sectors written), dirty sectors going to DRAM when evicted or at the end;
-atomics are done in the L2 (a fetch on a miss, then dirty); the set index is the line address
-xor-folded (GPUs hash their L2 sets; plain modulo would make every buffer collide).
+atomics are done in the L2 (a fetch on a miss, then dirty; an atomic_load only fetches); the
+set index is the line address xor-folded (GPUs hash their L2 sets; plain modulo would make
+every buffer collide). Each unit's L1 replays in parallel (units are independent), then the L2
+over their misses, in group order.
 
 Importing this module imports Numba (the replay is compiled once, cached on disk).
 """
@@ -21,10 +23,34 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_SHIFT, R_STORE
+from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_LOAD, R_SHIFT, R_STORE
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+_jitp = numba.njit(cache=True, error_model="numpy", nogil=True, parallel=True)
+_AHEAD = 16  # chunks between prefetching an L2 set and looking it up
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the CPU to start loading ``array[index]`` (a hint: results never depend on it).
+    The L2 lookups are cache misses on a set of several megabytes; a lookup's work leaves
+    the CPU no room to overlap them by itself."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        address = builder.bitcast(builder.gep(data, [args[1]]), i8p)
+        builder.call(fn, [address, i32(1), i32(3), i32(1)])  # write, keep, data
+        return context.get_dummy_value()
+
+    return types.void(array, types.int64), codegen
 
 
 @dataclass(frozen=True)
@@ -100,6 +126,27 @@ def _set_of(line, sets):
 
 
 @_jit
+def _way(tags, first, ways, line):
+    """The way of ``tags[first:first + ways]`` holding ``line``, or -1 (as an index of tags)."""
+    for k in range(first, first + ways):
+        if tags[k] == line:
+            return k
+    return -1
+
+
+@_jit
+def _lru(stamps, first, ways):
+    """The least recently used way of ``stamps[first:first + ways]`` (as an index of stamps).
+    Written without branches: which stamp is older is random, a branch on it mispredicts."""
+    victim, oldest = first, stamps[first]
+    for k in range(first + 1, first + ways):
+        s = stamps[k]
+        victim = k if s < oldest else victim
+        oldest = min(s, oldest)
+    return victim
+
+
+@_jit
 def _popcount(x):
     n = 0
     while x:
@@ -109,82 +156,124 @@ def _popcount(x):
 
 
 @_jit
-def _replay(RR, seg, ncu, t1, s1, v1, sets1, ways1, t2, s2, v2, d2, sets2, ways2,
-            sector_shift, line_shift, nbuf):
-    """Replay the segments (sorted by group) through the caches; see the module docstring.
+def _chunks(RR, seg, spl_shift):
+    """Per segment, the index of its first line chunk (a step's sectors within one line) in
+    the launch's chunk order; and the total. Chunks carry the L1 misses to the L2 pass."""
+    count_mask = (1 << (R_SHIFT - 2)) - 1
+    first = np.empty(seg.shape[0], np.int64)
+    total = 0
+    for j in range(seg.shape[0]):
+        first[j] = total
+        t = seg[j, 1]
+        for i in range(seg[j, 2], seg[j, 3]):
+            e = RR[t, i]
+            sector = e >> R_SHIFT
+            last = sector + ((e >> 2) & count_mask) - 1
+            total += (last >> spl_shift) - (sector >> spl_shift) + 1
+    return first, total
 
-    One function with the set lookups written out: a call passing arrays costs reference
-    counting per call, several times the lookup itself.
+
+@_jitp
+def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
+             sets2, ways2):
+    """Every unit's L1 over its groups, in group order; units are independent, so they run in
+    parallel. ``miss[chunk]``: the sectors the chunk asks of the L2 (loads: those the L1 lacked;
+    stores and atomics: all of them) in the low 32 bits, the index of its L2 set's row in
+    ``_l2_pass``'s ``c2`` above them."""
+    count_mask = (1 << (R_SHIFT - 2)) - 1
+    spl = 1 << spl_shift
+    for u in numba.prange(unit_start.shape[0] - 1):
+        base_u = u * sets1 * ways1
+        clock = 0
+        for o in range(unit_start[u], unit_start[u + 1]):
+            j = by_unit[o]
+            t, c = seg[j, 1], first[j]
+            for i in range(seg[j, 2], seg[j, 3]):
+                e = RR[t, i]
+                kind = e & 3
+                sector = e >> R_SHIFT
+                last = sector + ((e >> 2) & count_mask) - 1
+                while sector <= last:
+                    line = sector >> spl_shift
+                    top = min(last, line * spl + spl - 1)
+                    mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
+                    sector = top + 1
+                    clock += 1
+                    if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
+                        base = base_u + _set_of(line, sets1) * ways1
+                        w = _way(t1, base, ways1, line)
+                        if kind == R_STORE:  # write-through, no allocation
+                            if w >= 0:
+                                s1[w] = clock
+                                v1[w] |= mask
+                        else:
+                            if w < 0:
+                                w = _lru(s1, base, ways1)
+                                t1[w], v1[w] = line, 0
+                            s1[w] = clock
+                            hit = mask & v1[w]
+                            v1[w] |= mask
+                            mask &= ~hit
+                    miss[c] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
+                    c += 1
+
+
+@_jit
+def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, nbuf):
+    """The L2 over the L1s' misses, in group order; see the module docstring.
+
+    ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
+    sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
+    memory (prefetched ``_AHEAD`` lookups earlier), where four arrays cost four misses.
+    The set lookups are small functions LLVM inlines; anything passing arrays per call would
+    cost reference counting.
     """
     requested = np.zeros(nbuf, np.int64)
     read = np.zeros(nbuf, np.int64)
     write = np.zeros(nbuf, np.int64)
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl_shift = line_shift - sector_shift
-    spl = 1 << spl_shift
+    low = (1 << 32) - 1
     clock = 0
     for j in range(seg.shape[0]):
-        g, t, first, stop = seg[j, 0], seg[j, 1], seg[j, 2], seg[j, 3]
-        unit = (g % ncu) * sets1 * ways1
-        for i in range(first, stop):
+        t, c = seg[j, 1], first[j]
+        for i in range(seg[j, 2], seg[j, 3]):
             e = RR[t, i]
             kind = e & 3
             sector = e >> R_SHIFT
             last = sector + ((e >> 2) & count_mask) - 1
             buf = (sector << sector_shift) >> BUFFER_SHIFT
             requested[buf] += last - sector + 1
-            while sector <= last:
-                line = sector >> spl_shift
-                top = min(last, line * spl + spl - 1)
-                mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
-                sector = top + 1
+            for line in range(sector >> spl_shift, (last >> spl_shift) + 1):
+                if c + _AHEAD < miss.shape[0]:
+                    ahead = miss[c + _AHEAD] >> 32
+                    for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
+                        _prefetch(c2, part)
+                mask, row = miss[c] & low, miss[c] >> 32
+                c += 1
+                if mask == 0:
+                    continue
                 clock += 1
-                if kind != R_ATOMIC:  # atomics are done in the L2
-                    base = unit + _set_of(line, sets1) * ways1
-                    w, victim = -1, base
-                    for k in range(base, base + ways1):
-                        if t1[k] == line:
-                            w = k
-                            break
-                        if s1[k] < s1[victim]:
-                            victim = k
-                    if kind == R_STORE:  # write-through, no allocation
-                        if w >= 0:
-                            s1[w] = clock
-                            v1[w] |= mask
-                    else:
-                        if w < 0:
-                            w = victim
-                            t1[w], v1[w] = line, 0
-                        s1[w] = clock
-                        hit = mask & v1[w]
-                        v1[w] |= mask
-                        mask &= ~hit
-                        if mask == 0:
-                            continue
-                # The L2: loads and atomics fetch what is missing, stores and atomics dirty.
-                base = _set_of(line, sets2) * ways2
-                w, victim = -1, base
-                for k in range(base, base + ways2):
-                    if t2[k] == line:
-                        w = k
-                        break
-                    if s2[k] < s2[victim]:
-                        victim = k
+                w = _way(c2, row, ways2, line)
                 if w < 0:
-                    w = victim
-                    if t2[w] >= 0 and d2[w] != 0:
-                        write[(t2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(d2[w])
-                    t2[w], v2[w], d2[w] = line, 0, 0
-                s2[w] = clock
+                    w = _lru(c2, row + ways2, ways2) - ways2
+                    old = c2[w + 2 * ways2]
+                    if c2[w] >= 0 and old >> 32 != 0:
+                        write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(old >> 32)
+                    c2[w], c2[w + 2 * ways2] = line, 0
+                c2[w + ways2] = clock
+                state = c2[w + 2 * ways2]
+                # Loads and atomics fetch what is missing, stores and atomics dirty.
                 if kind != R_STORE:
-                    read[buf] += _popcount(mask & ~v2[w])
-                v2[w] |= mask
-                if kind != 0:
-                    d2[w] |= mask
-    for i in range(t2.shape[0]):  # write back what is still dirty
-        if t2[i] >= 0 and d2[i] != 0:
-            write[(t2[i] << line_shift) >> BUFFER_SHIFT] += _popcount(d2[i])
+                    read[buf] += _popcount(mask & ~state & low)
+                state |= mask
+                if kind == R_STORE or kind == R_ATOMIC:
+                    state |= mask << 32
+                c2[w + 2 * ways2] = state
+    for s in range(sets2):  # write back what is still dirty
+        for w in range(s * 3 * ways2, s * 3 * ways2 + ways2):
+            if c2[w] >= 0 and c2[w + 2 * ways2] >> 32 != 0:
+                write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(c2[w + 2 * ways2] >> 32)
     return requested, read, write
 
 
@@ -206,8 +295,18 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     line_shift = cfg.line_bytes.bit_length() - 1
     t1, s1, v1, sets1, ways1 = _level(cfg.compute_units, cfg.l1_bytes, cfg.l1_ways,
                                       cfg.line_bytes)
-    t2, s2, v2, sets2, ways2 = _level(1, cfg.l2_bytes, cfg.l2_ways, cfg.line_bytes)
-    requested, read, write = _replay(RR, seg, cfg.compute_units, t1, s1, v1, sets1, ways1,
-                                     t2, s2, v2, np.zeros_like(v2), sets2, ways2,
-                                     sector_shift, line_shift, nbuf)
+    sets2, ways2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways), cfg.l2_ways
+    c2 = np.zeros((sets2, 3 * ways2), np.int64)
+    c2[:, :ways2] = -1  # no line
+    c2 = c2.reshape(-1)
+    spl_shift = line_shift - sector_shift
+    first, total = _chunks(RR, seg, spl_shift)
+    units = seg[:, 0] % cfg.compute_units
+    by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
+    unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
+    miss = np.empty(total, np.int64)
+    _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
+             sets2, ways2)
+    requested, read, write = _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift,
+                                      line_shift, nbuf)
     return CacheResult(requested, read, write)

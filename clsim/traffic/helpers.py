@@ -6,12 +6,12 @@ they update is described in ``clsim.traffic.layout``; completing the steps (afte
 work-item loop, not per access) is ``clsim.traffic.steps``, compiled once and imported by the
 generated module.
 
-Performance rule: a recorder is straight-line code (``min``/``max``, no branches, no calls)
-doing one load and three stores: the lane's run counter, its address in ``L`` and the slot's
-pending flag. The footprint flags are set after the loop, per step, from the addresses.
-Every figure that does not change within a group (counter base, capacity, lanes per group,
-slot) arrives as an argument the caller holds in a register or as a constant, so nothing is
-re-read from the arena per access.
+Performance rule: a recorder is straight-line code (``min``/``max``, no branches, no calls,
+unsigned indices) doing one load and three stores: the lane's run counter, its address in
+``L`` and the slot's pending flag. The footprint flags are set after the loop, per step, from
+the addresses. Every figure that does not change within a group (counter base, capacity,
+lanes per group, slot) arrives as an argument the caller holds in a register or as a
+constant, so nothing is re-read from the arena per access.
 
 This module holds source text only; which generated code calls these helpers, and when, is
 ``clsim.traffic.instrument``'s business.
@@ -35,13 +35,15 @@ def _src(text: str) -> str:
 # pass of the work-item loop goes to L[s, n // 8, lid, n % 8] (layout.py: a lane fills one
 # cache line before the next); c0 and p0 are the arena's counter and pending-flag bases, cap
 # the runs kept per lane and pass (a multiple of 8). Pasted into every recorder.
+# Indices are unsigned: Numba fixes up every signed index for negative values (a shift, an
+# and, an add each), a third of a recorder's work.
 _RECORD = """
-    c = c0 + s * nl + lid
+    c = np.uint64(c0 + s * nl + lid)
     n = T[c]
     T[c] = n + 1
     k = min(n, cap)
-    L[(((s * ((cap >> 3) + 1) + (k >> 3)) * nl + lid) << 3) + (k & 7)] = addr
-    T[p0 + s] = 1""".strip("\n")
+    L[np.uint64((((s * ((cap >> 3) + 1) + (k >> 3)) * nl + lid) << 3) + (k & 7))] = addr
+    T[np.uint64(p0 + s)] = 1""".strip("\n")
 _LANE = "T, L, c0, p0, cap, nl, s, lid"
 
 
@@ -116,3 +118,12 @@ def _tr_lm(LANE, idx, dim, isz):
     RECORD
     return idx
 """)))
+
+# A C11 atomic_load or atomic_store (the site table says only "atomic"): sets its slot's kind
+# (``layout.R_ATOMIC_LOAD`` or ``R_STORE``) in this thread's arena row, then returns the index
+# for the recorder; ``at`` is the slot's kind column.
+_define("_tr_k", """
+def _tr_k(T, at, kind, idx):
+    T[at] = kind
+    return idx
+""")

@@ -38,7 +38,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 3  # of the generated code; part of the compile cache key
+VERSION = 5  # of the generated code; part of the compile cache key
 
 
 def _int(gen, value: int) -> str:
@@ -55,6 +55,10 @@ _PURE_CALL = re.compile(r"^(_ck|_w_u?int(8|16|32|64)|np\.u?int(8|16|32|64)|min|m
 def _repeatable(code: str) -> bool:
     """Whether an index code can run twice without counting anything twice."""
     return all(_PURE_CALL.match(name) for name in re.findall(r"([A-Za-z_][\w.]*)\(", code))
+
+
+# ``access(atomic=...)`` of the C11 atomics that move data one way (True: read-modify-write).
+_ONE_WAY = {"load": lay.R_ATOMIC_LOAD, "store": lay.R_STORE}
 
 
 def _imported(gen, name: str) -> str:
@@ -75,8 +79,7 @@ class TrafficInstrument(Instrument):
 
     def imports(self) -> list[str]:
         return ["from numba import get_thread_id as _tr_thread",
-                "from clsim.traffic.steps import end as _tr_end",
-                "from clsim.traffic.steps import group as _tr_group"]
+                "from clsim.traffic.steps import call as _tr_steps"]
 
     def __init__(self, config):
         simd = config.option("simd_width") or config.subgroup_size
@@ -86,6 +89,7 @@ class TrafficInstrument(Instrument):
         if not isinstance(profile, DeviceProfile):
             profile = load_profile(str(profile))
         self.profile = profile
+        self._dirty: set[int] = set()  # flop counters (_trF<k>) not yet added to the arena
         from clsim.traffic.cache import CacheConfig
 
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
@@ -94,7 +98,7 @@ class TrafficInstrument(Instrument):
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
-        return ["_trTT", "_trM", "_trLL", "_trRR"]
+        return ["_trTT", "_trM", "_trLL", "_trRR", "_trFN"]
 
     def key(self) -> tuple:
         return (self.name, VERSION, self.device.simd_width)
@@ -104,23 +108,31 @@ class TrafficInstrument(Instrument):
         group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
         gen.emit(f"_trT = _trTT[{thread}()]\n_trL = _trLL[{thread}()]\n"
                  f"_trR = _trRR[{thread}()]\n"
-                 f"{_imported(gen, '_tr_group')}(_trT, _trL, _trR, _trM, {group})\n"
+                 f"{_imported(gen, '_tr_steps')}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
                  f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
                  f"_trK = _trT[{lay.C_CAP}]")
         # Operation counters of work-item code, in registers until the end of each loop.
         gen.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
 
     def region_end(self, gen) -> None:
-        for k in range(len(FLOP_KINDS)):
+        # Only the counters work-item code has used since the last flush (code is generated
+        # in program order): flushing all seven after every loop was most of the added code.
+        for k in sorted(self._dirty):
             gen.emit(f"_trT[{lay.C_FLOPS + k}] += _trF{k}\n_trF{k} = 0")
-        gen.emit(f"{_imported(gen, '_tr_end')}(_trT, _trL, _trR, _trM)")
+        self._dirty.clear()
+        gen.emit(f"{_imported(gen, '_tr_steps')}(_trFN, _trT, _trL, _trR, _trM, -1)")
 
     def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
                atomic: bool = False) -> list[str]:
         info = gen.module.sites[site]
         if info.space not in arena.COUNTED_SPACES or not codes:
             return codes
-        lane = self._lane(gen, arena.counted_slots(gen.module.sites)[site])
+        slot = arena.counted_slots(gen.module.sites)[site]
+        if atomic in _ONE_WAY:  # atomic_load / atomic_store: a load or a store, not both
+            at = _int(gen, lay.S0 + slot * lay.S_COLS + lay.S_KIND)
+            codes = [*codes[:-1], f"{gen.helper('_tr_k')}({self._arena(gen)}, {at}, "
+                                  f"{_int(gen, _ONE_WAY[atomic])}, {codes[-1]})"]
+        lane = self._lane(gen, slot)
         isz = _int(gen, np.dtype(arrt.dtype).itemsize)
         if info.space == "local":
             return self._local(gen, lane, arrt, codes, isz)
@@ -137,6 +149,7 @@ class TrafficInstrument(Instrument):
         k = FLOP_KINDS.index(kind)
         if gen.in_group_fn and gen.in_wi:
             gen.emit(f"_trF{k} += 1")
+            self._dirty.add(k)
         elif gen.in_group_fn:
             gen.emit(f"_trT[{lay.C_FLOPS + k}] += _NL")
         else:
@@ -202,7 +215,9 @@ class TrafficInstrument(Instrument):
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
-        return arena.build(info, self.device)
+        from clsim.traffic import steps  # imports Numba: only launches that count need it
+
+        return [*arena.build(info, self.device), steps.native]
 
     def finalize(self, info: LaunchInfo, state: list, result):
         return arena.read(info, state, self.device)

@@ -22,7 +22,8 @@ sub-group reads one line per lane, the same lines for the next 7 steps.
 
 ``R`` (int64) is the thread's sector stream, what the cache model replays after the launch:
 ``-(group + 1)`` starts a group, then one entry per run of consecutive sectors of one step:
-``sector << R_SHIFT | count << 2 | kind`` (kind: ``R_LOAD``, ``R_STORE``, ``R_ATOMIC``).
+``sector << R_SHIFT | count << 2 | kind`` (kind: ``R_LOAD``, ``R_STORE``, ``R_ATOMIC``,
+``R_ATOMIC_LOAD``).
 Global byte addresses carry the buffer's argument index above ``BUFFER_SHIFT``.
 
 ``M`` (uint8, shared by all threads: it is only ever set to 1) holds one read flag per element
@@ -41,7 +42,7 @@ C_STACK = 32  # partial linear indices of multi-dimensional local accesses
 C_STACK_DEPTH = 32
 S0 = C_STACK + C_STACK_DEPTH  # first site row
 
-# Site columns: bytes per access, element size, space, kind (R_LOAD/R_STORE/R_ATOMIC), then
+# Site columns: bytes per access, element size, space, kind (R_*), then
 # launch totals.
 (S_NBYTES, S_ISZ, S_SPACE, S_KIND, S_EXECS, S_STEPS, S_SECTORS, S_LINES, S_REPLAYS,
  S_OVERFLOW) = range(10)
@@ -49,7 +50,10 @@ S_COLS = 10
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3
 
-R_LOAD, R_STORE, R_ATOMIC = 0, 1, 2
+# Read-modify-write atomics are R_ATOMIC; atomic_load (R_ATOMIC_LOAD) only reads, done in the
+# L2 like the others; atomic_store counts as a store. Their sites start as R_ATOMIC and the
+# recorder wrapper ``_tr_k`` sets the slot's kind (the site table says only "atomic").
+R_LOAD, R_STORE, R_ATOMIC, R_ATOMIC_LOAD = 0, 1, 2, 3
 R_SHIFT = 16  # a stream entry's count field holds up to 2**14 - 1 sectors
 R_MAX_RUN = (1 << (R_SHIFT - 2)) - 1
 BUFFER_SHIFT = 40  # byte address = argument index << BUFFER_SHIFT | offset in the buffer

@@ -1,12 +1,15 @@
 """Completing sub-group steps: counting the pending steps of one thread's arena.
 
 Instrumented kernels call ``group`` at the start of each work-group and ``end`` after each pass
-of a work-item loop, never per access or per lane. Compiled once with
-``numba.njit(cache=True)`` and imported by every generated module, so instrumented kernels do
-not recompile it. The sector and bank rules are those of ``clsim.traffic.counting`` (its
-functions are the reference the tests compare with); this module counts them in place on the
-lane logs of ``clsim.traffic.layout`` and appends each global step's sectors to the thread's
-sector stream for the cache model (``clsim.traffic.cache``).
+of a work-item loop, never per access or per lane. Both are reached through one C entry point,
+``native`` (a ``numba.cfunc``, compiled once per machine and cached on disk), that the launch
+passes to the kernel as an argument and ``call`` invokes by address: a kernel that called the
+njit functions directly would link their code into each of its own functions and optimise and
+compile it again there (about 9 s per caller on 2 cores; three callers per kernel).
+The sector and bank rules are those of ``clsim.traffic.counting`` (its functions are the
+reference the tests compare with); this module counts them in place on the lane logs of
+``clsim.traffic.layout`` and appends each global step's sectors to the thread's sector stream
+for the cache model (``clsim.traffic.cache``).
 
 Importing this module imports Numba; ``clsim.traffic`` itself does not import it.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
 
 from clsim.traffic.layout import (
     B_COLS,
@@ -38,7 +42,7 @@ from clsim.traffic.layout import (
     C_SIMD,
     C_SP,
     C_X0,
-    R_LOAD,
+    R_ATOMIC,
     R_MAX_RUN,
     R_SHIFT,
     R_STORE,
@@ -93,11 +97,12 @@ def _mark(M, first, count):
     """Set the flags ``M[first:first + count]``; lines whose flags are all set already are only
     read (M is shared: rewriting flags every group would bounce its lines between cores)."""
     clear = 0
-    for i in range(first, first + count):
-        clear += M[i] == 0
+    u = np.uint64(first)
+    for i in range(np.uint64(count)):  # unsigned: see _gaps
+        clear += M[u + i] == 0
     if clear:
-        for i in range(first, first + count):
-            M[i] = 1
+        for i in range(np.uint64(count)):
+            M[u + i] = 1
 
 
 @_inline
@@ -115,7 +120,7 @@ def _footprint(T, M, lo, hi, isz, kind):
     e1 = min(max((hi - base) // isz, 0), size - 1)
     if kind != R_STORE:  # loads and atomics read
         _mark(M, T[b] + e0, e1 - e0 + 1)
-    if kind != R_LOAD:
+    if kind == R_STORE or kind == R_ATOMIC:
         _mark(M, T[C_M_WRITE] + T[b] + e0, e1 - e0 + 1)
 
 
@@ -236,6 +241,30 @@ def _lost(T, row, lost, nb):
         T[C_R_LOST] += sectors
 
 
+@_inline
+def _gaps(L, first, n, nb):
+    """How many of the n lanes whose addresses are ``L[first]``, ``L[first + 8]``, ... are not
+    where consecutive lanes would be (0: consecutive). Unsigned indices: Numba adds a negative-index
+    fix-up to every signed one, which doubled the cost of this, the hottest loop here."""
+    gaps = 0
+    u = np.uint64(first)
+    a0 = L[u]
+    for i in range(n):  # against lane 0's address: one load per lane, whole vectors
+        gaps += L[u + (np.uint64(i) << np.uint64(3))] != a0 + i * nb
+    return gaps
+
+
+@_inline
+def _span(L, first, n):
+    """The lowest and highest of ``L[first]``, ``L[first + 8]``, ... (n lanes)."""
+    u = np.uint64(first)
+    lo, hi = L[u], L[u]
+    for i in range(np.uint64(1), np.uint64(n)):
+        v = L[u + (i << np.uint64(3))]
+        lo, hi = min(lo, v), max(hi, v)
+    return lo, hi
+
+
 @_jit
 def end(T, L, R, M):
     """After a pass of a work-item loop: count and clear every pending step.
@@ -264,19 +293,14 @@ def end(T, L, R, M):
                 at = ((s * kb + (k >> 3)) * nl << 3) + (k & 7)  # L index of lane 0's run k
                 n = hi - lo
                 if k < kmin and not is_global and T[C_BANKS] > 0:  # conflict-free? (no copy)
-                    wlo, whi = L[at + (lo << 3)], L[at + (lo << 3)]
-                    for i in range(at + ((lo + 1) << 3), at + (hi << 3), 8):
-                        wlo, whi = min(wlo, L[i]), max(whi, L[i])
+                    wlo, whi = _span(L, at + (lo << 3), n)
                     if _unit(whi + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - _unit(
                             wlo, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < T[C_BANKS]:
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
                         continue
                 if k < kmin and is_global:  # every lane ran it: consecutive? (no copy)
-                    gaps = 0
-                    for i in range(at + ((lo + 1) << 3), at + (hi << 3), 8):
-                        gaps += L[i] != L[i - 8] + nb
-                    if gaps == 0:
+                    if _gaps(L, at + (lo << 3), n, nb) == 0:
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
                         _coalesced(T, M, R, row, L[at + (lo << 3)],
@@ -317,3 +341,29 @@ def group(T, L, R, M, g):
     if n < T[C_R_CAP]:
         R[n] = -(g + 1)
         T[C_R_LEN] = n + 1
+
+
+# The C entry point: arrays travel as (pointer, length) pairs; ``g >= 0`` starts group g, a
+# negative ``g`` ends a pass.
+_I64P = types.CPointer(types.int64)
+_SIGNATURE = types.void(_I64P, types.int64, _I64P, types.int64, _I64P, types.int64,
+                        types.CPointer(types.uint8), types.int64, types.int64)
+
+
+@numba.cfunc(_SIGNATURE, cache=True, error_model="numpy", nogil=True)
+def native(tp, tn, lp, ln, rp, rn, mp, mn, g):
+    T = numba.carray(tp, (tn,))
+    L = numba.carray(lp, (ln,))
+    R = numba.carray(rp, (rn,))
+    M = numba.carray(mp, (mn,))
+    if g >= 0:
+        group(T, L, R, M, g)
+    else:
+        end(T, L, R, M)
+
+
+@_jit
+def call(fn, T, L, R, M, g):
+    """Call ``native`` (passed in as ``fn``) on the arrays: ``group`` when ``g >= 0``, else
+    ``end``. Small, so it costs nothing to link into the kernel's functions."""
+    fn(T.ctypes, T.size, L.ctypes, L.size, R.ctypes, R.size, M.ctypes, M.size, g)

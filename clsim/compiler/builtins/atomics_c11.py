@@ -143,7 +143,10 @@ def _target(gen, name: str, node):
         tmp = gen.fresh("_av")
         gen.pre(f"{tmp} = {gen.typed(v, arrt.dtype)}")
         vals.append(tmp)
-    codes = gen.module.access(gen, site, arr.id, arrt, temps, kind, atomic=kind == "atomic")
+    # ``atomic``: the memory effect, for the traffic model ("load"/"store": one way, True: RMW).
+    effect = {"load": "load", "store": "store", "clear": "store"}.get(C11[name][0], True)
+    codes = gen.module.access(gen, site, arr.id, arrt, temps, kind,
+                              atomic=effect if kind == "atomic" else False)
     for tmp, code in zip(temps, codes, strict=True):
         if code != tmp:
             gen.pre(f"{tmp} = {code}")
