@@ -24,5 +24,6 @@ from kernels_py import (  # noqa: F401
     softmax_ggml,
     softmax_online,
     softmax_subgroup,
+    softmax_vec,
     vector_add,
 )
