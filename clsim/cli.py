@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_library() -> None:
+def load_library() -> None:
     """Register the shipped kernel library's specs (clsim.spec imports no library itself)."""
     try:
         importlib.import_module("kernels_py")
@@ -81,7 +81,7 @@ def _load_library() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _load_library()
+    load_library()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

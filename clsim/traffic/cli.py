@@ -81,7 +81,7 @@ def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int,
                 profile: str):
     """Run one variant with traffic counting; returns (result, output ok?)."""
     import clsim
-    from clsim.commands.run import parse_local, parse_shape
+    from clsim.commands.specs import parse_local, parse_shape
     from clsim.compiler.frontend import parse
 
     shape = parse_shape(shape_text, dict(spec.default_shape))

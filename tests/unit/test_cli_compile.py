@@ -1,0 +1,73 @@
+"""What ``clsim run`` compiles, said while it compiles and counted in the compile line; the
+traffic launch compiled beside the main launch in a child process (clsim/commands/run.py,
+clsim/commands/traffic_launch.py)."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+
+import pytest
+
+from clsim.cli import main
+from clsim.commands import progress
+from clsim.commands.traffic_launch import PendingTraffic, TrafficRequest
+from clsim.errors import SimulationError
+
+
+def test_the_compile_note_names_the_variant_and_that_it_is_paid_once():
+    """The traffic variant's note says which instrument it compiles in."""
+    stream = io.StringIO()
+    with progress.RunProgress("softmax", stream, purpose="with traffic counting") as show:
+        show("compile", 0, 4)
+        time.sleep(progress._COMPILE_NOTE_AFTER_S + 0.3)
+    assert stream.getvalue() == ("clsim: compiling softmax with traffic counting (first run; "
+                                 "cached afterwards)...\n")
+
+
+def test_a_cold_run_counts_both_variants_in_its_compile_line(capsys, monkeypatch, tmp_path):
+    """Empty kernel cache: both variants compile, and the compile line lists both (the
+    traffic one compiled in the child process, beside the main one); the notes said so on
+    stderr. A second run in this process has its main variant warm: only the child's load
+    from the disk cache is left on the line."""
+    monkeypatch.setenv("CLSIM_CACHE_DIR", str(tmp_path / "kernels"))
+    argv = ["run", "vector_add", "--shape", "n=300", "--local-size", "64"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    line = re.search(r"  compile: vector_add ([\d.]+) s, vector_add with traffic counting "
+                     r"([\d.]+) s \(side by side\)", out)
+    assert line, out
+    assert float(line[1]) > 0 and float(line[2]) > 0
+    assert "a            loaded" in out  # the child's traffic report arrived
+    assert main(argv) == 0
+    again = capsys.readouterr().out
+    assert "compile: vector_add with traffic counting" in again or "compile:" not in again
+
+
+def _request(name: str, **options) -> TrafficRequest:
+    return TrafficRequest(name, {"n": 300}, 0, (64,), {"jit": True, "subgroup_size": None,
+                                                       "checks": "default", **options})
+
+
+def test_an_error_in_the_traffic_child_is_raised_here():
+    """The child's SimulationError comes back whole, as if counted in this process."""
+    with PendingTraffic(_request("no_such_kernel")) as pending, \
+            pytest.raises(SimulationError, match="no kernel named 'no_such_kernel'"):
+        pending.result()
+
+
+def test_a_child_that_dies_is_replaced_by_counting_here():
+    """A child killed before answering: the traffic is counted in this process."""
+    with PendingTraffic(_request("vector_add")) as pending:
+        pending.process.kill()
+        outcome = pending.result()
+    assert outcome.traffic is not None and outcome.traffic.kernel == "vector_add"
+    assert pending.process is None  # nothing left running
+
+
+def test_the_traffic_request_drops_the_checks_of_the_main_launch():
+    """Counts do not depend on the checks: the child compiles the default-checks variant."""
+    options = _request("vector_add", checks="all", report_all=True).run_options()
+    assert options["checks"] == "default" and options["traffic"] is True
+    assert "report_all" not in options
