@@ -4,8 +4,9 @@ Prints what ran (ND-range, groups, time, work-items per second), what was compil
 long each variant took, which checks ran and what they found, the tolerance used and the
 largest error found, and a traffic summary per buffer; on stderr, what is being compiled when
 that takes a while and a progress bar on a terminal (``clsim.commands.progress``). The traffic
-launch compiles and runs beside the main one (``clsim.commands.traffic_launch``). Exit code 1 on a mismatch or a finding; errors from the
-simulator propagate to the CLI, which prints them as one line.
+launch compiles and runs beside the main one (``clsim.commands.traffic_launch``). Exit code 1
+on a mismatch or a finding; errors from the simulator propagate to the CLI, which prints them
+as one line.
 """
 
 from __future__ import annotations

@@ -16,10 +16,15 @@ plot are ``clsim.traffic.report``.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
+from clsim.commands.specs import parse_local, parse_shape
+from clsim.traffic.roofline import BASES
+
 HELP = "traffic and roofline report of kernel families on a device profile"
+INTERPRETERS = ("oclgrind",)  # its times say nothing of hardware: not in --device all
 
 
 def add_arguments(parser) -> None:
@@ -43,7 +48,15 @@ def add_arguments(parser) -> None:
                         type=options.output_file(".json"),
                         help="where to write the JSON report (default report.json)")
     parser.add_argument("--plot", metavar="FILE.png", type=options.output_file(".png"),
-                        help="draw a roofline chart (matplotlib)")
+                        help="draw a roofline chart (matplotlib); with --device also "
+                             "FILE-DEVICE.png per device, with its measured points")
+    parser.add_argument("--basis", choices=tuple(BASES),
+                        help="which bytes the intensity and the floor count: unique, dram "
+                             "(through the cache model) or sectors (uncached; the default)")
+    parser.add_argument("--device", action="append", metavar="NAME",
+                        help="also time each variant's .cl twin on this OpenCL device (see "
+                             "'clsim devices'; repeat it, or 'all') against that device's "
+                             "roofs (measured once for CPUs)")
 
 
 def variants(names: list[str]) -> list:
@@ -72,7 +85,9 @@ def variants(names: list[str]) -> list:
             raise SimulationError(
                 f"no kernel or family named {name!r}. Kernels: {', '.join(specs)}; families: "
                 f"{', '.join(sorted(families))}")
-        for spec in sorted(families[family], key=lambda s: (s.name != family, s.name)):
+        # The family's namesake first; a pipeline's stages together, in launch order.
+        order = (lambda s: (s.name != family, s.pipeline or s.name, s.stage, s.name))
+        for spec in sorted(families[family], key=order):
             chosen.setdefault(spec.name, spec)
     return list(chosen.values())
 
@@ -81,7 +96,6 @@ def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int,
                 profile: str):
     """Run one variant with traffic counting; returns (result, output ok?)."""
     import clsim
-    from clsim.commands.specs import parse_local, parse_shape
     from clsim.compiler.frontend import parse
 
     shape = parse_shape(shape_text, dict(spec.default_shape))
@@ -97,15 +111,36 @@ def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int,
     return result, ok
 
 
+def _with_pipelines(specs: list, rows: list, profile, precision: str) -> list:
+    """The rows, with a combined row (sum of the stages) after the last stage of each
+    pipeline that has every stage in the report."""
+    from clsim.spec import pipeline_stages
+    from clsim.traffic.report import combined_row
+
+    out = []
+    for index, (spec, row) in enumerate(zip(specs, rows, strict=True)):
+        out.append(row)
+        if spec.pipeline is None:
+            continue
+        stages = [s.name for s in pipeline_stages(spec.pipeline)]
+        later = [s for s in specs[index + 1:] if s.pipeline == spec.pipeline]
+        chosen = {s.name: r for s, r in zip(specs, rows, strict=True)}
+        if not later and len(stages) > 1 and all(name in chosen for name in stages):
+            out.append(combined_row(f"{spec.pipeline} (sum)", [chosen[n] for n in stages],
+                                    profile, precision))
+    return out
+
+
 def main(args) -> int:
     from tqdm import tqdm
 
     from clsim.profiles import load_profile
-    from clsim.traffic.report import compare_table, plot_roofline, write_report_json
+    from clsim.traffic.report import compare_table, write_report_json
     from clsim.traffic.roofline import roofline
 
     profile = load_profile(args.profile)
     specs = variants(args.names)
+    devices = _devices(args.device)  # before any variant runs: a bad name is refused first
     rows, failed = [], []
     bar = tqdm(specs, desc="clsim report", unit="variant", file=sys.stderr, disable=None,
                leave=False)
@@ -116,13 +151,76 @@ def main(args) -> int:
         if not ok:
             failed.append(spec.name)
         rows.append((spec.name, result.traffic,
-                     roofline(result.traffic.totals, profile, args.precision)))
+                     roofline(result.traffic.totals, profile, args.precision, args.basis)))
     bar.close()
-    print(compare_table(rows))
+    table_rows = _with_pipelines(specs, rows, profile, args.precision)
+    print(compare_table(table_rows))
     for name in failed:
         print(f"{name}: output disagrees with its numpy reference (see 'clsim run {name}')")
-    path = write_report_json(args.json, rows, profile)
+    measured = [measure_on(info, specs, rows, args) for info in devices]
+    for info, _profile, device_rows in measured:
+        print(f"\nmeasured on {info.short_name} ({info.full_name}):")
+        print(compare_table(device_rows))
+    path = write_report_json(args.json, table_rows, profile,
+                             [(i.short_name, p, r) for i, p, r in measured])
     print(f"wrote {path}")
     if args.plot:
-        print(f"wrote {plot_roofline(args.plot, rows, profile, args.precision)}")
+        _plots(args.plot, table_rows, profile, measured, args.precision)
     return 1 if failed else 0
+
+
+def _plots(path: str, rows: list, profile, measured: list, precision: str) -> None:
+    """The model's chart, then one per device with its measured points: FILE-DEVICE.png."""
+    from clsim.traffic.report import plot_roofline
+
+    print(f"wrote {plot_roofline(path, rows, profile, precision)}")
+    where = Path(path)
+    for info, device_profile, device_rows in measured:
+        out = where.with_name(f"{where.stem}-{info.short_name}{where.suffix}")
+        drawn = plot_roofline(out, device_rows, device_profile, precision, info.short_name)
+        print(f"wrote {drawn}")
+
+
+def _devices(names: list[str] | None) -> list:
+    """The devices --device names ('all': every usable device but interpreters)."""
+    if not names:
+        return []
+    from verify.devices import list_devices
+    from verify.runner import usable_device
+
+    if "all" in names:
+        return [d for d in list_devices() if d.short_name not in INTERPRETERS
+                and _usable(d)]
+    return [usable_device(name) for name in dict.fromkeys(names)]
+
+
+def _usable(info) -> bool:
+    from verify.probe import health
+
+    return health(info).usable
+
+
+def measure_on(info, specs: list, rows: list, args) -> tuple:
+    """(device, its profile, its rows): each variant's twin timed on ``info``, placed under
+    the device's roofs with the traffic counted on the simulator; a variant the device cannot
+    run has no measured time (its reason is printed)."""
+    from clsim.errors import DeviceError
+    from clsim.traffic.roofline import roofline
+    from verify.timing import device_profile, is_cached, variant_time_s
+
+    if not is_cached(info) and info.device_type == "cpu":
+        print(f"clsim: measuring the peaks of {info.short_name} with probe kernels (once; "
+              "cached afterwards)...", file=sys.stderr, flush=True)
+    profile = device_profile(info)
+    device_rows = []
+    for spec, (label, traffic, _roof) in zip(specs, rows, strict=True):
+        shape = parse_shape(args.shape, dict(spec.default_shape))
+        try:
+            seconds = variant_time_s(spec, shape, args.seed, parse_local(args.local_size),
+                                     info)
+        except DeviceError as err:
+            print(f"{label} on {info.short_name}: not timed: {str(err).splitlines()[0]}")
+            seconds = None
+        device_rows.append((label, traffic, roofline(traffic.totals, profile, args.precision,
+                                                     args.basis), seconds))
+    return info, profile, _with_pipelines(specs, device_rows, profile, args.precision)
