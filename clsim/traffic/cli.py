@@ -85,11 +85,14 @@ def variants(names: list[str]) -> list:
             raise SimulationError(
                 f"no kernel or family named {name!r}. Kernels: {', '.join(specs)}; families: "
                 f"{', '.join(sorted(families))}")
-        # The family's namesake first; a pipeline's stages together, in launch order.
-        order = (lambda s: (s.name != family, s.pipeline or s.name, s.stage, s.name))
-        for spec in sorted(families[family], key=order):
+        for spec in sorted(families[family], key=lambda s, f=family: _family_order(s, f)):
             chosen.setdefault(spec.name, spec)
     return list(chosen.values())
+
+
+def _family_order(spec, family: str) -> tuple:
+    """The family's namesake first; a pipeline's stages together, in launch order."""
+    return spec.name != family, spec.pipeline or spec.name, spec.stage, spec.name
 
 
 def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int, jit: bool,
