@@ -7,7 +7,8 @@ this one) while this process compiles and runs the main launch; with a warm cach
 costs its start-up, beside the main launch. The child rebuilds the launch from the same words
 (``clsim.commands.specs``: same spec, shape, seed, work-group size) and sends back the
 ``TrafficReport`` and its compile seconds. ``--no-jit`` counts in this process (there is
-nothing to compile). A child that dies without an answer is replaced by counting here.
+nothing to compile), and so does a process limited to one core (``SIDE_BY_SIDE``). A child
+that dies without an answer is replaced by counting here.
 
 This module prints nothing but the child's compile note; ``clsim.commands.run`` prints.
 """
@@ -15,6 +16,7 @@ This module prints nothing but the child's compile note; ``clsim.commands.run`` 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +28,17 @@ from clsim.errors import InvalidArgumentError, SimulationError
 
 PURPOSE = "with traffic counting"
 _POLL_S = 0.2
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# One core has no second compile to overlap: the child would only cost memory and start-up.
+SIDE_BY_SIDE = _cores() > 1
 
 
 @dataclass(frozen=True)
@@ -94,7 +107,7 @@ class PendingTraffic:
         self.request = request
         self.process = None
         self.conn = None
-        if request.options.get("jit", True):
+        if request.options.get("jit", True) and SIDE_BY_SIDE:
             context = multiprocessing.get_context("spawn")
             self.conn, child_end = context.Pipe(duplex=False)
             self.process = context.Process(target=_child, args=(request, child_end),
