@@ -210,6 +210,17 @@ def _points(rows: Sequence[Row]) -> tuple[list[tuple[str, float, float, float | 
     return points, skipped
 
 
+def _figure(value: float) -> str:
+    """A roof's rate for its label: 67,000 / 4,800 / 4.77."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _clear_spot(lo: float, ridge: float, xs: list[float]) -> float:
+    """Where along the memory roof (lo .. ridge) its label is farthest from every point."""
+    spots = [lo * (ridge / lo) ** (k / 20) for k in range(1, 12)]
+    return max(spots, key=lambda x: min((abs(math.log(x / p)) for p in xs), default=0.0))
+
+
 def _label_on_line(ax, x0: float, x1: float, y0: float, y1: float, text: str, **kw) -> None:
     """Write ``text`` on the segment (x0, y0)-(x1, y1) from x0, turned to its slope on screen
     (the axes' limits must be final)."""
@@ -240,10 +251,10 @@ def roofline_figure(rows: Sequence[Row], profile: DeviceProfile, precision: str 
     ax.set_ylim(bottom, peak * 3)
     ax.plot([lo, ridge, hi], [bw * lo, peak, peak], color="black", lw=2)
     ax.axvline(ridge, color="grey", ls=":", lw=1)
-    start = lo * (ridge / lo) ** 0.15  # a little along the memory roof, clear of the corner
-    _label_on_line(ax, start, ridge, bw * start, peak, f"memory roof {bw:,.4g} GB/s")
-    _label_on_line(ax, ridge * 1.2, hi, peak, peak, f"compute roof {peak:,.6g} GFLOP/s "
-                   f"({precision})")
+    start = _clear_spot(lo, ridge, [p[1] for p in points])
+    _label_on_line(ax, start, ridge, bw * start, peak, f"{_figure(bw)} GB/s")
+    _label_on_line(ax, hi / 1.15, hi, peak, peak, f"{_figure(peak)} GFLOP/s "
+                   f"({precision})", ha="right")
     for index, (label, x, model, measured) in enumerate(points):
         color = f"C{index % 10}"
         ax.plot([x], [model], "s", ms=8, mfc="none", mec=color, mew=1.5)

@@ -60,11 +60,11 @@ def test_roof_labels_sit_on_their_lines_turned_to_their_slope():
     """The bandwidth label's anchor is on the memory roof (y = bandwidth * x), turned to the
     roof's angle on screen; the compute label lies flat on the compute roof."""
     fig = roofline_figure([("a", r := _report(1 << 20, 4), roofline(r.totals, H200))], H200)
-    (memory,) = _texts(fig, "memory roof")
+    (memory,) = _texts(fig, "4,800 GB/s")
     x, y = memory.get_position()
     assert y == pytest.approx(H200.dram_bandwidth_gbs * x, rel=1e-9)
     assert 10 < memory.get_rotation() < 80
-    (compute,) = _texts(fig, "compute roof")
+    (compute,) = _texts(fig, "67,000 GFLOP/s")
     assert compute.get_position()[1] == pytest.approx(H200.fp32_gflops)
     assert compute.get_rotation() == pytest.approx(0, abs=1e-6)
 
