@@ -71,3 +71,21 @@ def test_the_traffic_request_drops_the_checks_of_the_main_launch():
     options = _request("vector_add", checks="all", report_all=True).run_options()
     assert options["checks"] == "default" and options["traffic"] is True
     assert "report_all" not in options
+
+
+def test_a_command_imports_only_its_own_module():
+    """clsim list builds only its own arguments: the verifier's fuzzer and the conformance
+    suite (mpmath) are not imported; clsim --help still lists every command."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from clsim.cli import main; main(['list']); "
+             "print(sorted(m for m in ('verify.fuzz', 'verify.conformance', 'mpmath') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+    listing = subprocess.run([sys.executable, "-m", "clsim.cli", "--help"],
+                             capture_output=True, text=True).stdout
+    for name in ("list", "run", "report", "devices", "verify", "replay", "conformance"):
+        assert f"    {name}" in listing

@@ -23,3 +23,45 @@ def test_report_names_a_missing_spec_in_a_user_file(tmp_path):
     path.write_text("X = 1\n")
     with pytest.raises(SimulationError, match="defines no KernelSpec named 'NOPE'"):
         variants([f"{path}::NOPE"])
+
+
+def test_report_on_a_device_shows_measured_time_next_to_the_floor(tmp_path, monkeypatch,
+                                                                  capsys):
+    """clsim report vector_add --device D: a second table against D's roofs (its peaks read
+    from the cache here: no probe run) with the predicted floor, the measured time and the
+    fraction of the bound; the JSON holds the device's rows, --plot draws its chart too."""
+    import json
+
+    from clsim.cli import main
+    from tests.unit.test_roofline_devices import _first_usable
+    from verify import timing
+
+    info = _first_usable()
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text(json.dumps({timing._identity(info): {"bandwidth_gbs": 10.0,
+                                                          "fp32_gflops": 100.0}}))
+    monkeypatch.setenv("CLSIM_PEAKS_CACHE", str(peaks))
+    monkeypatch.setattr(timing, "measure_peaks", lambda info: pytest.fail("probe ran"))
+    plot = tmp_path / "roof.png"
+    assert main(["report", "vector_add", "--shape", "n=4096", "--device", info.short_name,
+                 "--json", str(tmp_path / "r.json"), "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    device_table = out.split(f"measured on {info.short_name}")[1]
+    lines = {ln.split("  ")[0]: ln for ln in device_table.splitlines()}
+    assert "predicted time (floor)" in lines and "fraction of bound" in lines
+    assert lines["measured time"].split()[-1] in ("s", "ms", "us", "ns")
+    data = json.loads((tmp_path / "r.json").read_text())
+    (device,) = data["devices"]
+    assert device["device"] == info.short_name
+    assert device["profile"]["dram_bandwidth_gbs"] == 10.0
+    assert device["variants"][0]["measured_s"] > 0
+    assert (tmp_path / f"roof-{info.short_name}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_refuses_an_unknown_device_before_running_anything(capsys):
+    """A bad --device name: one line naming it, exit 2, before any variant runs."""
+    from clsim.cli import main
+
+    assert main(["report", "vector_add", "--device", "no-such-device"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("clsim: error: ") and "no-such-device" in err
