@@ -5,12 +5,14 @@ A NAME is a kernel or a family (``clsim report softmax`` runs ``softmax`` and
 KernelSpec in a user file, found as ``clsim verify`` finds it). Every variant runs with
 traffic counting on the same input (each input generator gets the same seed) and is checked
 against its numpy reference; the variants are printed side by side (bytes, sectors, coalescing,
-bank-conflict replays, flops, intensity, bound, predicted time on the profile), written to
-``report.json`` and, with ``--plot FILE.png``, drawn on a roofline chart. Exit code 1 when a
+bank-conflict replays, flops, intensity, bound, predicted time on the profile), with a
+column summing each pipeline's stages, written to ``report.json`` and, with ``--plot
+FILE.png``, drawn on a roofline chart. ``--device NAME`` adds, per device, each variant's
+``.cl`` twin timed there against that device's roofs (``verify.timing``). Exit code 1 when a
 variant disagrees with its reference.
 
 This module only orchestrates: counting is ``clsim.traffic.instrument``, the table, JSON and
-plot are ``clsim.traffic.report``.
+plot are ``clsim.traffic.report``, device times and roofs ``verify.timing``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from clsim.commands.progress import RunProgress
 from clsim.commands.specs import parse_local, parse_shape
+from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
 from clsim.traffic.roofline import BASES
 
 HELP = "traffic and roofline report of kernel families on a device profile"
@@ -106,8 +110,10 @@ def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int,
     pristine = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
     launch = spec.launch(inputs, shape, parse_local(local_text))
     args = tuple(inputs[name] for name in parse(spec.kernel).params)
-    result = clsim.run(spec.kernel, launch.global_size, launch.local_size, args, jit=jit,
-                       subgroup_size=spec.subgroup_size, traffic=True, profile=profile)
+    with RunProgress(spec.name, purpose=TRAFFIC, bar=False) as progress:
+        result = clsim.run(spec.kernel, launch.global_size, launch.local_size, args, jit=jit,
+                           subgroup_size=spec.subgroup_size, traffic=True, profile=profile,
+                           progress=progress)
     rtol, atol = spec.tolerance
     ok = all(np.allclose(inputs[name], want, rtol=rtol, atol=atol, equal_nan=True)
              for name, want in spec.reference(pristine).items())
@@ -144,7 +150,7 @@ def main(args) -> int:
     profile = load_profile(args.profile)
     specs = variants(args.names)
     devices = _devices(args.device)  # before any variant runs: a bad name is refused first
-    rows, failed = [], []
+    rows, failed, compiled = [], [], []
     bar = tqdm(specs, desc="clsim report", unit="variant", file=sys.stderr, disable=None,
                leave=False)
     for spec in bar:
@@ -153,11 +159,15 @@ def main(args) -> int:
                                  args.profile)
         if not ok:
             failed.append(spec.name)
+        if result.compile_s > 0:
+            compiled.append(f"{spec.name} {result.compile_s:.2f} s")
         rows.append((spec.name, result.traffic,
                      roofline(result.traffic.totals, profile, args.precision, args.basis)))
     bar.close()
     table_rows = _with_pipelines(specs, rows, profile, args.precision)
     print(compare_table(table_rows))
+    if compiled:
+        print(f"compile ({TRAFFIC}): {', '.join(compiled)}")
     for name in failed:
         print(f"{name}: output disagrees with its numpy reference (see 'clsim run {name}')")
     measured = [measure_on(info, specs, rows, args) for info in devices]
