@@ -25,6 +25,7 @@ import numpy as np
 from clsim.commands.progress import RunProgress
 from clsim.commands.specs import parse_local, parse_shape
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
+from clsim.errors import SimulationError
 from clsim.traffic.roofline import BASES
 
 HELP = "traffic and roofline report of kernel families on a device profile"
@@ -66,7 +67,6 @@ def add_arguments(parser) -> None:
 def variants(names: list[str]) -> list:
     """The specs of every family named (or of each named kernel's family), in family order,
     each once."""
-    from clsim.errors import SimulationError
     from clsim.spec import all_specs
 
     specs = all_specs()
@@ -204,7 +204,14 @@ def _devices(names: list[str] | None) -> list:
     if "all" in names:
         return [d for d in list_devices() if d.short_name not in INTERPRETERS
                 and _usable(d)]
-    return [usable_device(name) for name in dict.fromkeys(names)]
+    chosen = [usable_device(name) for name in dict.fromkeys(names)]
+    for info in chosen:
+        if info.short_name in INTERPRETERS:
+            raise SimulationError(
+                f"--device {info.short_name}: an interpreter; its kernel times say nothing of "
+                "hardware, and its roofs would take hours to measure. Pick a hardware device "
+                "('clsim devices')")
+    return chosen
 
 
 def _usable(info) -> bool:

@@ -65,3 +65,19 @@ def test_report_refuses_an_unknown_device_before_running_anything(capsys):
     assert main(["report", "vector_add", "--device", "no-such-device"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("clsim: error: ") and "no-such-device" in err
+
+
+def test_report_refuses_timing_on_an_interpreter(capsys):
+    """--device oclgrind: refused with the reason (an interpreter's times are not hardware's),
+    where the machine has oclgrind."""
+    from clsim.cli import main
+    from verify.devices import list_devices
+
+    try:
+        present = any(d.short_name == "oclgrind" for d in list_devices())
+    except Exception as err:
+        pytest.skip(f"no OpenCL devices: {err}")
+    if not present:
+        pytest.skip("this machine has no oclgrind device")
+    assert main(["report", "vector_add", "--device", "oclgrind"]) == 2
+    assert "an interpreter; its kernel times say nothing of hardware" in capsys.readouterr().err
