@@ -2,9 +2,10 @@
 
 A cold ``clsim run`` compiles two variants of the kernel: the one its ``--check`` asks for and
 the traffic-counting one. Numba compiles a module in one thread, so with the JIT on the
-traffic launch runs in a child process (spawned: it shares no Numba, LLVM or thread state with
-this one) while this process compiles and runs the main launch; with a warm cache the child
-costs its start-up, beside the main launch. The child rebuilds the launch from the same words
+traffic launch runs in a child process while this process compiles and runs the main launch;
+with a warm cache the child costs its start-up, beside the main launch. The child is forked
+when this process has no other thread yet (it then has everything imported; no Numba thread
+pool or compile has started), else spawned. The child rebuilds the launch from the same words
 (``clsim.commands.specs``: same spec, shape, seed, work-group size) and sends back the
 ``TrafficReport`` and its compile seconds. ``--no-jit`` counts in this process (there is
 nothing to compile), and so does a process limited to one core (``SIDE_BY_SIDE``). A child
@@ -18,6 +19,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +102,15 @@ def _child(request: TrafficRequest, conn) -> None:
     conn.close()
 
 
+def _start_method() -> str:
+    """"fork" where it is safe, a process with no other thread yet (the CLI before its first
+    launch): the child then starts with clsim, the library and the spec already imported,
+    seconds sooner than a "spawn" child, which imports them again."""
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
 class PendingTraffic:
     """The traffic launch, started at once in a child process (JIT) or when ``result()`` is
     asked (no JIT)."""
@@ -108,7 +120,9 @@ class PendingTraffic:
         self.process = None
         self.conn = None
         if request.options.get("jit", True) and SIDE_BY_SIDE:
-            context = multiprocessing.get_context("spawn")
+            sys.stdout.flush()  # a forked child must not print the parent's pending output
+            sys.stderr.flush()
+            context = multiprocessing.get_context(_start_method())
             self.conn, child_end = context.Pipe(duplex=False)
             self.process = context.Process(target=_child, args=(request, child_end),
                                            name="clsim traffic launch", daemon=True)

@@ -93,3 +93,26 @@ def test_a_command_imports_only_its_own_module():
                              capture_output=True, text=True).stdout
     for name in ("list", "run", "report", "devices", "verify", "replay", "conformance"):
         assert f"    {name}" in listing
+
+
+def test_the_child_is_forked_only_from_a_single_threaded_process():
+    """Fork copies one thread: with another thread alive (locks it may hold) the child is
+    spawned instead."""
+    import multiprocessing
+    import threading
+
+    from clsim.commands import traffic_launch
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("this platform cannot fork")
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    alone = threading.active_count() == 1
+    worker.start()
+    try:
+        assert traffic_launch._start_method() == "spawn"
+    finally:
+        stop.set()
+        worker.join()
+    if alone:
+        assert traffic_launch._start_method() == "fork"
