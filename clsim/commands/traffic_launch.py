@@ -103,12 +103,20 @@ def _child(request: TrafficRequest, conn) -> None:
 
 
 def _start_method() -> str:
-    """"fork" where it is safe, a process with no other thread yet (the CLI before its first
-    launch): the child then starts with clsim, the library and the spec already imported,
-    seconds sooner than a "spawn" child, which imports them again."""
-    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+    """"fork" where it is safe, a process with no other thread yet, Numba's pool included (the
+    CLI before its first launch): the child then starts with clsim, the library and the spec
+    already imported, seconds sooner than a "spawn" child, which imports them again."""
+    if ("fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+            and not _numba_threads_started()):
         return "fork"
     return "spawn"
+
+
+def _numba_threads_started() -> bool:
+    """Whether Numba's thread pool runs (native threads, unseen by ``threading``; a forked
+    child of an OpenMP pool can hang). Unknown counts as started."""
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return parallel is not None and bool(getattr(parallel, "_is_initialized", True))
 
 
 class PendingTraffic:

@@ -114,5 +114,19 @@ def test_the_child_is_forked_only_from_a_single_threaded_process():
     finally:
         stop.set()
         worker.join()
-    if alone:
+    if alone and not traffic_launch._numba_threads_started():
         assert traffic_launch._start_method() == "fork"
+
+
+def test_no_fork_once_numba_threads_run():
+    """After a parallel launch Numba's native pool runs: the child is spawned."""
+    import numpy as np
+
+    import clsim
+    from clsim.commands import traffic_launch
+    from kernels_py.vector_add import vector_add
+
+    a = np.ones(4096, np.float32)
+    clsim.run(vector_add, (4096,), (64,), (a, a.copy(), np.zeros_like(a), np.int32(4096)))
+    assert traffic_launch._numba_threads_started()
+    assert traffic_launch._start_method() == "spawn"
