@@ -146,11 +146,13 @@ def device_profile(info: DeviceInfo, refresh: bool = False) -> DeviceProfile:
 
 
 def variant_time_s(spec, shape: dict, seed: int, local_size: tuple[int, ...] | None,
-                   device: str | DeviceInfo) -> float | None:
+                   device: str | DeviceInfo, folder: Path | None = None) -> float | None:
     """The ``.cl`` twin's kernel time (seconds) for the spec's launch on these inputs (its
     generator, seeded), fastest of a few after a warm-up; None without profiling times.
+    ``folder``: where a user spec's ``.cl`` file is (a library spec's is in kernels_cl/).
     Raises the verifier's errors (DeviceLacksFeature, DeviceError...) when it cannot run."""
     info = usable_device(device)
     inputs = spec.make_inputs(np.random.default_rng(seed), shape)
-    ns = time_on_device(spec_pair(spec), spec_case(spec, inputs, shape, local_size, seed), info)
+    pair = spec_pair(spec, base_dir=folder)
+    ns = time_on_device(pair, spec_case(spec, inputs, shape, local_size, seed), info)
     return None if ns is None else ns / 1e9

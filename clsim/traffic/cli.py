@@ -64,9 +64,10 @@ def add_arguments(parser) -> None:
                              "roofs (measured once for CPUs)")
 
 
-def variants(names: list[str]) -> list:
+def variants(names: list[str], folders: dict | None = None) -> list:
     """The specs of every family named (or of each named kernel's family), in family order,
-    each once."""
+    each once. ``folders`` (when given) gets, per spec from a user file, the folder its
+    ``.cl`` twin is found in."""
     from clsim.spec import all_specs
 
     specs = all_specs()
@@ -78,7 +79,9 @@ def variants(names: list[str]) -> list:
         if "::" in name:  # path/file.py::SPEC, as clsim verify takes it
             from verify.replay import load_spec_ref
 
-            spec = load_spec_ref(name)[0]
+            spec, _origin, folder = load_spec_ref(name)
+            if folders is not None:
+                folders[spec.name] = folder
             chosen.setdefault(spec.name, spec)
             continue
         if name in specs:
@@ -148,7 +151,8 @@ def main(args) -> int:
     from clsim.traffic.roofline import roofline
 
     profile = load_profile(args.profile)
-    specs = variants(args.names)
+    folders: dict = {}
+    specs = variants(args.names, folders)
     devices = _devices(args.device)  # before any variant runs: a bad name is refused first
     rows, failed, compiled = [], [], []
     bar = tqdm(specs, desc="clsim report", unit="variant", file=sys.stderr, disable=None,
@@ -170,7 +174,7 @@ def main(args) -> int:
         print(f"compile ({TRAFFIC}): {', '.join(compiled)}")
     for name in failed:
         print(f"{name}: output disagrees with its numpy reference (see 'clsim run {name}')")
-    measured = [measure_on(info, specs, rows, args) for info in devices]
+    measured = [measure_on(info, specs, rows, args, folders) for info in devices]
     for info, _profile, device_rows in measured:
         print(f"\nmeasured on {info.short_name} ({info.full_name}):")
         print(compare_table(device_rows))
@@ -220,7 +224,7 @@ def _usable(info) -> bool:
     return health(info).usable
 
 
-def measure_on(info, specs: list, rows: list, args) -> tuple:
+def measure_on(info, specs: list, rows: list, args, folders: dict) -> tuple:
     """(device, its profile, its rows): each variant's twin timed on ``info``, placed under
     the device's roofs with the traffic counted on the simulator; a variant the device cannot
     run has no measured time (its reason is printed)."""
@@ -237,7 +241,7 @@ def measure_on(info, specs: list, rows: list, args) -> tuple:
         shape = parse_shape(args.shape, dict(spec.default_shape))
         try:
             seconds = variant_time_s(spec, shape, args.seed, parse_local(args.local_size),
-                                     info)
+                                     info, folders.get(spec.name))
         except DeviceError as err:
             print(f"{label} on {info.short_name}: not timed: {str(err).splitlines()[0]}")
             seconds = None

@@ -81,3 +81,35 @@ def test_report_refuses_timing_on_an_interpreter(capsys):
         pytest.skip("this machine has no oclgrind device")
     assert main(["report", "vector_add", "--device", "oclgrind"]) == 2
     assert "an interpreter; its kernel times say nothing of hardware" in capsys.readouterr().err
+
+
+def test_report_times_a_user_spec_with_its_own_cl_file(tmp_path, monkeypatch, capsys):
+    """docs/kernelspec.md's SAXPY from the user's folder: its saxpy.cl beside it is the twin
+    timed on the device (not a file under kernels_cl/)."""
+    import json
+    import re
+    import shutil
+    from pathlib import Path
+
+    from clsim.cli import main
+    from tests.unit.test_roofline_devices import _first_usable
+    from verify import timing
+
+    info = _first_usable()
+    root = Path(__file__).resolve().parents[2]
+    code = re.findall(r"```python\n(.*?)```", (root / "docs" / "kernelspec.md").read_text(),
+                      re.S)[0]
+    for support in (root / "tests" / "docs_support").iterdir():
+        shutil.copy(support, tmp_path / support.name)
+    (tmp_path / "my_specs.py").write_text(code)
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text(json.dumps({timing._identity(info): {"bandwidth_gbs": 10.0,
+                                                          "fp32_gflops": 100.0}}))
+    monkeypatch.setenv("CLSIM_PEAKS_CACHE", str(peaks))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["report", f"{tmp_path / 'my_specs.py'}::SAXPY", "--shape", "n=1000",
+                 "--device", info.short_name, "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "not timed" not in out
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["devices"][0]["variants"][0]["measured_s"] > 0
