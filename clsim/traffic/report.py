@@ -255,14 +255,7 @@ def roofline_figure(rows: Sequence[Row], profile: DeviceProfile, precision: str 
     _label_on_line(ax, start, ridge, bw * start, peak, f"{_figure(bw)} GB/s")
     _label_on_line(ax, hi / 1.15, hi, peak, peak, f"{_figure(peak)} GFLOP/s "
                    f"({precision})", ha="right")
-    for index, (label, x, model, measured) in enumerate(points):
-        color = f"C{index % 10}"
-        ax.plot([x], [model], "s", ms=8, mfc="none", mec=color, mew=1.5)
-        ax.annotate(label, (x, model), textcoords="offset points", xytext=(7, 4), fontsize=8,
-                    color=color)
-        if measured:
-            ax.plot([x], [measured], "o", ms=7, color=color)
-            ax.plot([x, x], [measured, model], ":", color=color, lw=1)
+    _draw_points(ax, points)
     _legend(ax, profile, measured_on, any(p[3] for p in points))
     basis = {_unpack(r)[2].bytes_basis for r in rows}
     axis = " / ".join(BASES[b] for b in sorted(basis)) or BASES["sectors"]
@@ -274,6 +267,19 @@ def roofline_figure(rows: Sequence[Row], profile: DeviceProfile, precision: str 
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     return fig
+
+
+def _draw_points(ax, points) -> None:
+    """Per variant: a hollow model square on the roof, labelled; a filled measured circle
+    joined to it by a dotted line."""
+    for index, (label, x, model, measured) in enumerate(points):
+        color = f"C{index % 10}"
+        ax.plot([x], [model], "s", ms=8, mfc="none", mec=color, mew=1.5)
+        ax.annotate(label, (x, model), textcoords="offset points", xytext=(7, 4), fontsize=8,
+                    color=color)
+        if measured:
+            ax.plot([x], [measured], "o", ms=7, color=color)
+            ax.plot([x, x], [measured, model], ":", color=color, lw=1)
 
 
 def _legend(ax, profile: DeviceProfile, measured_on: str | None, any_measured: bool) -> None:
