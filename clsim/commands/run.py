@@ -17,7 +17,7 @@ import clsim
 from clsim.commands import specs
 from clsim.commands.progress import RunProgress
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
-from clsim.commands.traffic_launch import PendingTraffic, TrafficRequest
+from clsim.commands.traffic_launch import PendingTraffic, TrafficOutcome, TrafficRequest
 from clsim.errors import SimulationError
 
 HELP = "run a kernel on generated input and compare with its numpy reference"
@@ -94,14 +94,25 @@ def main(args) -> int:
     request = TrafficRequest(args.name, shape, args.seed, local, options, args.timeout)
     with PendingTraffic(request) as pending:  # a child compiles it meanwhile (JIT)
         result = _run(spec, launch, specs.run_args(spec, inputs, work), options, args.timeout)
-        counted = pending.result()
+        counted, failure = _traffic_outcome(pending)
     _print_run(spec, result, shape)
-    _print_compile(spec.name, args.check, result.compile_s, counted.compile_s)
+    _print_compile(spec.name, args.check, result.compile_s, counted)
     findings = getattr(result, "findings", None) or []
     _print_findings(args.check, args.report_all, findings)
     ok = _print_check(spec, inputs, work)
+    if failure is not None:  # the main launch's results are out first, as before
+        raise failure
     _print_traffic(counted.traffic, args.traffic)
     return 0 if ok and not findings else 1
+
+
+def _traffic_outcome(pending: PendingTraffic) -> tuple[TrafficOutcome, SimulationError | None]:
+    """The traffic launch's outcome, or the simulator's error it stopped with (e.g. a bounds
+    error that --check none let the main launch pass), raised once the main run is shown."""
+    try:
+        return pending.result(), None
+    except SimulationError as err:
+        return TrafficOutcome(None, 0.0), err
 
 
 def _run(spec, launch, run_args, options, timeout):
@@ -110,12 +121,14 @@ def _run(spec, launch, run_args, options, timeout):
                          timeout_s=timeout, progress=progress, **options)
 
 
-def _print_compile(name: str, check: str, main_s: float, traffic_s: float) -> None:
+def _print_compile(name: str, check: str, main_s: float, traffic: TrafficOutcome) -> None:
     """Every variant this command compiled, with its seconds (none: nothing was compiled)."""
-    parts = [(f"{name} {PURPOSE[check]}".rstrip(), main_s), (f"{name} {TRAFFIC}", traffic_s)]
+    parts = [(f"{name} {PURPOSE[check]}".rstrip(), main_s),
+             (f"{name} {TRAFFIC}", traffic.compile_s)]
     compiled = [f"{what} {s:.2f} s" for what, s in parts if s > 0]
     if compiled:
-        side = " (side by side)" if all(s > 0 for _, s in parts) else ""
+        both = all(s > 0 for _, s in parts)
+        side = (" (side by side)" if traffic.beside else " (one after the other)") if both else ""
         print(f"  compile: {', '.join(compiled)}{side}")
 
 

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clsim.cli import load_library
@@ -64,10 +64,12 @@ class TrafficRequest:
 
 @dataclass(frozen=True)
 class TrafficOutcome:
-    """``traffic`` is None when this launch cannot count traffic (``run`` refused it)."""
+    """``traffic`` is None when this launch cannot count traffic (``run`` refused it);
+    ``beside`` whether it ran in the child process, beside the main launch."""
 
     traffic: Any
     compile_s: float
+    beside: bool = False
 
 
 def count_traffic(request: TrafficRequest, bar: bool = True) -> TrafficOutcome:
@@ -150,7 +152,7 @@ class PendingTraffic:
         status, value = answer
         if status == "error":
             raise value
-        return value
+        return replace(value, beside=True)
 
     def _wait(self):
         assert self.conn is not None and self.process is not None

@@ -130,3 +130,64 @@ def test_no_fork_once_numba_threads_run():
     clsim.run(vector_add, (4096,), (64,), (a, a.copy(), np.zeros_like(a), np.int32(4096)))
     assert traffic_launch._numba_threads_started()
     assert traffic_launch._start_method() == "spawn"
+
+
+_UNGUARDED = '''
+import numpy as np
+
+import clsim
+from clsim import get_global_id
+from clsim.spec import EXACT, KernelSpec, Launch
+
+
+@clsim.kernel
+def unguarded(x, y, n):
+    i = get_global_id(0)
+    v = x[i]  # no 'if i < n': the last work-items read past the end
+    if i < n:
+        y[i] = v
+
+
+def make_inputs(rng, shape):
+    n = shape["n"]
+    return {"x": np.ones(n, np.float32), "y": np.zeros(n, np.float32), "n": np.int32(n)}
+
+
+SPEC = KernelSpec(
+    name="unguarded", description="reads past the end", kernel=unguarded,
+    cl_file="unguarded.cl", make_inputs=make_inputs,
+    launch=lambda inputs, shape, local=None: Launch(
+        (64,), (64,), (inputs["x"], inputs["y"], inputs["n"])),
+    reference=lambda inputs: {"y": inputs["x"]}, outputs={"y": EXACT},
+    default_shape={"n": 50})
+'''
+
+
+def test_a_traffic_launch_error_comes_after_the_main_results(tmp_path):
+    """--check none lets an out-of-bounds read pass the main launch; the traffic launch
+    (default checks) stops on it: the main run's lines are printed first, then the error as
+    one line, exit code 2."""
+    (tmp_path / "unguarded.py").write_text(_UNGUARDED)
+    proc = _cold_cli(["run", f"{tmp_path / 'unguarded.py'}::SPEC", "--check", "none"],
+                     str(tmp_path / "kernels"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.startswith("unguarded: n=50")
+    assert "checks: none (--check none)" in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1].startswith("clsim: error: ")
+    assert "out of bounds" in proc.stderr
+
+
+@pytest.mark.parametrize("beside, words", [(True, "(side by side)"),
+                                           (False, "(one after the other)")])
+def test_the_compile_line_says_how_the_variants_compiled(capsys, beside, words):
+    """Both variants compiled: the line says whether the traffic one compiled in the child
+    (beside the main one) or after it in this process; one variant alone: no such words."""
+    from clsim.commands.run import _print_compile
+    from clsim.commands.traffic_launch import TrafficOutcome
+
+    _print_compile("softmax", "all", 2.5, TrafficOutcome(None, 7.25, beside))
+    assert capsys.readouterr().out == (
+        "  compile: softmax with race and uninitialised-read checking 2.50 s, softmax with "
+        f"traffic counting 7.25 s {words}\n")
+    _print_compile("softmax", "default", 0.0, TrafficOutcome(None, 7.25, beside))
+    assert capsys.readouterr().out == "  compile: softmax with traffic counting 7.25 s\n"
