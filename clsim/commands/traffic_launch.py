@@ -24,6 +24,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import clsim
 from clsim.cli import load_library
 from clsim.commands import specs
 from clsim.commands.progress import RunProgress
@@ -74,8 +75,6 @@ class TrafficOutcome:
 
 def count_traffic(request: TrafficRequest, bar: bool = True) -> TrafficOutcome:
     """Rebuild the launch and run it with traffic counting, in this process."""
-    import clsim
-
     spec = specs.load_spec(request.name)
     inputs = specs.make_inputs(spec, dict(request.shape), request.seed)
     launch = spec.launch(inputs, dict(request.shape), request.local_size)
