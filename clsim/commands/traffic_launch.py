@@ -8,8 +8,9 @@ when this process has no other thread yet (it then has everything imported; no N
 pool or compile has started), else spawned. The child rebuilds the launch from the same words
 (``clsim.commands.specs``: same spec, shape, seed, work-group size) and sends back the
 ``TrafficReport`` and its compile seconds. ``--no-jit`` counts in this process (there is
-nothing to compile), and so does a process limited to one core (``SIDE_BY_SIDE``). A child
-that dies without an answer is replaced by counting here.
+nothing to compile), and so does a process limited to one core or run with
+``CLSIM_SIDE_BY_SIDE=0`` (``SIDE_BY_SIDE``). A child that dies without an answer is replaced
+by counting here.
 
 This module prints nothing but the child's compile note; ``clsim.commands.run`` prints.
 """
@@ -42,7 +43,9 @@ def _cores() -> int:
 
 
 # One core has no second compile to overlap: the child would only cost memory and start-up.
-SIDE_BY_SIDE = _cores() > 1
+# CLSIM_SIDE_BY_SIDE=0 turns it off, e.g. on a machine whose cores other work keeps busy
+# (docs/performance.md: under load it gained nothing there).
+SIDE_BY_SIDE = _cores() > 1 and os.environ.get("CLSIM_SIDE_BY_SIDE", "1") != "0"
 
 
 @dataclass(frozen=True)
