@@ -191,3 +191,12 @@ def test_the_compile_line_says_how_the_variants_compiled(capsys, beside, words):
         f"traffic counting 7.25 s {words}\n")
     _print_compile("softmax", "default", 0.0, TrafficOutcome(None, 7.25, beside))
     assert capsys.readouterr().out == "  compile: softmax with traffic counting 7.25 s\n"
+
+
+def test_side_by_side_can_be_turned_off():
+    """CLSIM_SIDE_BY_SIDE=0: the traffic variant compiles in this process, after the main."""
+    probe = "import clsim.commands.traffic_launch as t; print(t.SIDE_BY_SIDE)"
+    for value, expected in (("0", "False"), ("1", str(len(os.sched_getaffinity(0)) > 1))):
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             env={**os.environ, "CLSIM_SIDE_BY_SIDE": value}, check=True)
+        assert out.stdout.strip() == expected
