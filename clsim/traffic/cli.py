@@ -151,6 +151,10 @@ def main(args) -> int:
     from clsim.traffic.roofline import roofline
 
     profile = load_profile(args.profile)
+    if args.basis == "dram" and not profile.has_caches:
+        raise SimulationError(
+            f"--basis dram: profile {profile.name} describes no caches, so there are no DRAM "
+            "bytes to count. Use --basis unique or sectors, or a profile with caches")
     folders: dict = {}
     specs = variants(args.names, folders)
     devices = _devices(args.device)  # before any variant runs: a bad name is refused first

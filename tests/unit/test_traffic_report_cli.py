@@ -113,3 +113,22 @@ def test_report_times_a_user_spec_with_its_own_cl_file(tmp_path, monkeypatch, ca
     assert "not timed" not in out
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["devices"][0]["variants"][0]["measured_s"] > 0
+
+
+def test_report_refuses_a_dram_basis_on_a_profile_without_caches(tmp_path, capsys):
+    """--basis dram with a profile that describes no caches: refused before anything runs."""
+    from pathlib import Path
+
+    from clsim.cli import main
+    from clsim.profiles import load_profile
+
+    text = Path(load_profile("h200").path).read_text()
+    cache_keys = ("compute_units", "l1_bytes", "l1_ways", "l2_bytes", "l2_ways",
+                  "local_mem_bytes")
+    kept = [ln for ln in text.splitlines() if ln.split("=")[0].strip() not in cache_keys]
+    kept = [ln.replace('name = "h200"', 'name = "nocache"') for ln in kept]
+    custom = tmp_path / "nocache.toml"
+    custom.write_text("\n".join(ln for ln in kept if not ln.startswith("aliases")) + "\n")
+    assert not load_profile(str(custom)).has_caches
+    assert main(["report", "vector_add", "--profile", str(custom), "--basis", "dram"]) == 2
+    assert "describes no caches" in capsys.readouterr().err
