@@ -25,7 +25,9 @@ COMMANDS = {
     "replay": ("verify.cli", "replay"),
     "conformance": ("verify.conformance", "conformance"),
 }
-_FALLBACK_HELP = {
+_FALLBACK_HELP = {  # what `clsim --help` lists without importing each command
+    "list": "list the library's kernels",
+    "run": "run a kernel on generated input and compare with its numpy reference",
     "report": "traffic and roofline report of a kernel family",
     "devices": "list the OpenCL devices of this machine",
     "verify": "fuzz a kernel on real OpenCL devices against the simulator",
@@ -55,12 +57,18 @@ def _entry(name: str):
     return module.HELP, module.add_arguments, module.main
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or with ``only`` the full arguments of that one alone:
+    a command's module is imported only when its arguments are needed (``clsim run`` does
+    not pay for the verifier's Hypothesis and mpmath)."""
     parser = OneLineParser(
         prog="clsim", description="OpenCL kernels in Python: simulate, check, count, verify.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help=_FALLBACK_HELP.get(name, ""), add_help=False)
+            continue
         entry = _entry(name)
         if entry is None or entry[1] is None:
             continue
@@ -72,7 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_library() -> None:
+def _command(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (the first word that is not an option)."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+def load_library() -> None:
     """Register the shipped kernel library's specs (clsim.spec imports no library itself)."""
     try:
         importlib.import_module("kernels_py")
@@ -81,8 +95,9 @@ def _load_library() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    _load_library()
-    parser = build_parser()
+    load_library()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad command line (2), already printed

@@ -13,13 +13,23 @@ _COMPILE_NOTE_AFTER_S = 0.5  # a warm disk cache loads faster than this: say not
 _BAR_AFTER_S = 1.0  # a bar for a run shorter than this is only flicker
 
 
-class RunProgress:
-    """A ``progress(stage, done, total)`` callback for one launch of ``what`` (a label)."""
+def compile_note(what: str, purpose: str = "") -> str:
+    """The line shown while a variant compiles: what, with which instrument, and that it is
+    paid once."""
+    variant = f"{what} {purpose}" if purpose else what
+    return f"clsim: compiling {variant} (first run; cached afterwards)..."
 
-    def __init__(self, what: str, stream=None):
+
+class RunProgress:
+    """A ``progress(stage, done, total)`` callback for one launch of ``what`` (a kernel name);
+    ``purpose`` says which variant compiles ("with traffic counting"), ``bar=False`` keeps a
+    launch that runs beside another (a child process) from drawing a second bar."""
+
+    def __init__(self, what: str, stream=None, purpose: str = "", bar: bool = True):
         self.what = what
+        self.purpose = purpose
         self.stream = stream if stream is not None else sys.stderr
-        self.terminal = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.terminal = bar and bool(getattr(self.stream, "isatty", lambda: False)())
         self._timer: threading.Timer | None = None
         self._bar = None
 
@@ -34,8 +44,7 @@ class RunProgress:
             self._advance(done, total)
 
     def _compile_note(self) -> None:
-        print(f"clsim: compiling {self.what} with Numba (first run of this configuration; "
-              "cached on disk afterwards)...", file=self.stream, flush=True)
+        print(compile_note(self.what, self.purpose), file=self.stream, flush=True)
 
     def _cancel_note(self) -> None:
         if self._timer is not None:

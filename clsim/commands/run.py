@@ -1,15 +1,24 @@
 """``clsim run NAME``: run a library kernel on generated input and check it against numpy.
 
-Prints what ran (ND-range, groups, time, work-items per second), which checks ran and what they
-found, the tolerance used and the largest error found, and a traffic summary per buffer; on
-stderr, what is being compiled when that takes a while and a progress bar on a terminal
-(``clsim.commands.progress``). Exit code 1 on a mismatch or a finding; errors from the
-simulator propagate to the CLI, which prints them as one line.
+Prints what ran (ND-range, groups, time, work-items per second), what was compiled and how
+long each variant took, which checks ran and what they found, the tolerance used and the
+largest error found, and a traffic summary per buffer; on stderr, what is being compiled when
+that takes a while and a progress bar on a terminal (``clsim.commands.progress``). The traffic
+launch compiles and runs beside the main one (``clsim.commands.traffic_launch``). Exit code 1
+on a mismatch or a finding; errors from the simulator propagate to the CLI, which prints them
+as one line.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+import clsim
+from clsim.commands import specs
+from clsim.commands.progress import RunProgress
+from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
+from clsim.commands.traffic_launch import PendingTraffic, TrafficOutcome, TrafficRequest
+from clsim.errors import SimulationError
 
 HELP = "run a kernel on generated input and compare with its numpy reference"
 
@@ -21,6 +30,13 @@ CHECKS_RUN = {  # what each --check mode runs (docs/checks.md has the same table
     "uninit": ("bounds", "barrier divergence", "uninitialised reads"),
     "all": ("bounds", "barrier divergence", "data races", "uninitialised reads"),
     "none": (),
+}
+PURPOSE = {  # how the compile note names the variant each --check mode compiles
+    "default": "", "bounds": "",
+    "races": "with race checking",
+    "uninit": "with uninitialised-read checking",
+    "all": "with race and uninitialised-read checking",
+    "none": "without checks",
 }
 _COLLECTING = ("all", "races", "uninit")  # the modes whose findings --report-all collects
 
@@ -50,52 +66,6 @@ def add_arguments(parser) -> None:
                         help="stop the kernel after this many seconds (compilation not counted)")
 
 
-def parse_shape(text: str | None, defaults: dict) -> dict:
-    from clsim.errors import SimulationError
-
-    shape = dict(defaults)
-    if not text:
-        return shape
-    keys = list(defaults)
-    if "=" not in text:
-        values = text.lower().replace("x", ",").split(",")
-        if len(values) != len(keys):
-            raise SimulationError(f"--shape {text}: this kernel's shape is "
-                                  f"{'x'.join(keys)}, e.g. --shape {'x'.join('64' for _ in keys)}")
-        pairs = zip(keys, values, strict=True)
-    else:
-        pairs = (item.split("=", 1) for item in text.split(","))
-    for key, value in pairs:
-        key = key.strip()
-        if key not in defaults:
-            raise SimulationError(f"--shape: unknown key {key!r}; this kernel takes "
-                                  f"{', '.join(keys)}")
-        try:
-            shape[key] = int(value)
-        except ValueError:
-            raise SimulationError(f"--shape: {key}={value!r} is not an integer") from None
-        if shape[key] <= 0:
-            raise SimulationError(f"--shape: {key} must be positive")
-    return shape
-
-
-def parse_local(text):
-    """A --local-size value: None, a tuple (already parsed by argparse) or text."""
-    from clsim.commands.options import local_size
-    from clsim.errors import SimulationError
-
-    if text is None or isinstance(text, tuple):
-        return text
-    try:
-        return local_size(text)
-    except Exception as exc:  # argparse.ArgumentTypeError: the same words, as our error
-        raise SimulationError(f"--local-size {exc}") from None
-
-
-def _fresh(inputs: dict) -> dict:
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
-
-
 def _max_errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float, bool]:
     e = expected.astype(np.float64)
     a = actual.astype(np.float64)
@@ -107,66 +77,59 @@ def _max_errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float,
 
 
 def main(args) -> int:
-    import clsim
-
     if args.report_all and args.check not in _COLLECTING:
-        raise clsim.SimulationError(
+        raise SimulationError(
             f"--report-all collects the findings of race and uninitialised-read checks, which "
             f"--check {args.check} does not run. Add --check all (or races, uninit)")
-    spec = load_spec(args.name)
-    shape = parse_shape(args.shape, dict(spec.default_shape))
-    inputs = make_inputs(spec, shape, args.seed)
-    launch = spec.launch(inputs, shape, parse_local(args.local_size))
+    spec = specs.load_spec(args.name)
+    shape = specs.parse_shape(args.shape, dict(spec.default_shape))
+    inputs = specs.make_inputs(spec, shape, args.seed)
+    local = specs.parse_local(args.local_size)
+    launch = spec.launch(inputs, shape, local)
     sg = spec.subgroup_size if args.subgroup_size is None else args.subgroup_size
     options = {"jit": not args.no_jit, "subgroup_size": sg, "checks": args.check}
     if args.report_all:
         options["report_all"] = True
-    work = _fresh(inputs)
-    result = _run(spec, launch, inputs, work, options, args.timeout, spec.name)
+    work = specs.fresh(inputs)
+    request = TrafficRequest(args.name, shape, args.seed, local, options, args.timeout)
+    with PendingTraffic(request) as pending:  # a child compiles it meanwhile (JIT)
+        result = _run(spec, launch, specs.run_args(spec, inputs, work), options, args.timeout)
+        counted, failure = _traffic_outcome(pending)
     _print_run(spec, result, shape)
+    _print_compile(spec.name, args.check, result.compile_s, counted)
     findings = getattr(result, "findings", None) or []
     _print_findings(args.check, args.report_all, findings)
     ok = _print_check(spec, inputs, work)
-    _print_traffic(spec, inputs, launch, shape, options, args.traffic, args.timeout)
+    if failure is not None:  # the main launch's results are out first, as before
+        raise failure
+    _print_traffic(counted.traffic, args.traffic)
     return 0 if ok and not findings else 1
 
 
-def load_spec(name: str):
-    """A library spec by name, or ``path/file.py::NAME`` from a file the user names (imported,
-    so only name your own files; the same loader as ``clsim verify``)."""
-    from clsim.spec import get_spec
-
-    if "::" not in name:
-        return get_spec(name)
-    from verify.replay import load_spec_ref
-
-    return load_spec_ref(name)[0]
-
-
-def make_inputs(spec, shape: dict, seed: int) -> dict:
-    """The spec's generated inputs; a shape too large for memory is a SimulationError."""
-    from clsim.errors import SimulationError
-
+def _traffic_outcome(pending: PendingTraffic) -> tuple[TrafficOutcome, SimulationError | None]:
+    """The traffic launch's outcome, or the simulator's error it stopped with (e.g. a bounds
+    error that --check none let the main launch pass), raised once the main run is shown."""
     try:
-        return spec.make_inputs(np.random.default_rng(seed), shape)
-    except MemoryError as exc:
-        need = getattr(exc, "_total_size", None)  # numpy's _ArrayMemoryError knows it
-        size = f" ({need / 2**30:,.1f} GiB for one array)" if need else ""
-        shape_text = ",".join(f"{k}={v}" for k, v in shape.items())
-        raise SimulationError(
-            f"{spec.name} --shape {shape_text}: the inputs do not fit in memory{size}. "
-            "Use a smaller --shape") from None
+        return pending.result(), None
+    except SimulationError as err:
+        return TrafficOutcome(None, 0.0), err
 
 
-def _run(spec, launch, inputs, work, options, timeout, label):
-    import clsim
-    from clsim.commands.progress import RunProgress
-
-    run_args = tuple(work[name] if isinstance(inputs[name], np.ndarray) else inputs[name]
-                     for name in _param_names(spec, inputs, launch))
-    with RunProgress(label) as progress:
+def _run(spec, launch, run_args, options, timeout):
+    with RunProgress(spec.name, purpose=PURPOSE[options["checks"]]) as progress:
         return clsim.run(spec.kernel, launch.global_size, launch.local_size, run_args,
                          timeout_s=timeout, progress=progress, **options)
+
+
+def _print_compile(name: str, check: str, main_s: float, traffic: TrafficOutcome) -> None:
+    """Every variant this command compiled, with its seconds (none: nothing was compiled)."""
+    parts = [(f"{name} {PURPOSE[check]}".rstrip(), main_s),
+             (f"{name} {TRAFFIC}", traffic.compile_s)]
+    compiled = [f"{what} {s:.2f} s" for what, s in parts if s > 0]
+    if compiled:
+        both = all(s > 0 for _, s in parts)
+        side = (" (side by side)" if traffic.beside else " (one after the other)") if both else ""
+        print(f"  compile: {', '.join(compiled)}{side}")
 
 
 def _print_findings(check: str, report_all: bool, findings) -> None:
@@ -181,13 +144,6 @@ def _print_findings(check: str, report_all: bool, findings) -> None:
         print(getattr(finding, "describe", lambda f=finding: str(f))())
 
 
-def _param_names(spec, inputs, launch) -> list[str]:
-    """Kernel parameter names in order (Launch.args holds the values in that order)."""
-    from clsim.compiler.frontend import parse
-
-    return parse(spec.kernel).params
-
-
 def _print_run(spec, result, shape) -> None:
     shape_text = " ".join(f"{k}={v}" for k, v in shape.items())
     mode = "jit" if result.jit else "no-jit (plain Python)"
@@ -195,9 +151,7 @@ def _print_run(spec, result, shape) -> None:
     print(f"{spec.name}: {shape_text}")
     print(f"  ND-range global={result.global_size} local={result.local_size}, "
           f"{result.work_groups} work-groups, {result.work_items} work-items ({mode}{par})")
-    compile_note = f", compile {result.compile_s:.2f} s" if result.compile_s else ""
-    print(f"  time {_seconds(result.elapsed_s)}, {_rate(result.work_items_per_s)}"
-          f"{compile_note}")
+    print(f"  time {_seconds(result.elapsed_s)}, {_rate(result.work_items_per_s)}")
 
 
 def _seconds(s: float) -> str:
@@ -233,19 +187,8 @@ def _print_check(spec, inputs, work) -> bool:
     return ok
 
 
-def _print_traffic(spec, inputs, launch, shape, options, full: bool, timeout) -> None:
-    import clsim
-
-    work = _fresh(inputs)
-    try:
-        result = _run(spec, launch, inputs, work, {**options, "traffic": True,
-                                                   "checks": "default"},
-                      timeout, f"{spec.name} (traffic counting)")
-    except clsim.InvalidArgumentError:
-        return
-    traffic = result.traffic
+def _print_traffic(traffic, full: bool) -> None:
     if traffic is None:
-        print("  traffic: counting unavailable in this build")
         return
     if full:
         print(traffic.format_table())

@@ -12,13 +12,14 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from clsim.errors import SimulationError
 from clsim.profiles import DeviceProfile
 from clsim.traffic.model import TrafficReport
-from clsim.traffic.roofline import Roofline, measured_vs_bound
+from clsim.traffic.roofline import BASES, Roofline, measured_vs_bound, roofline
 
 Row = tuple[str, TrafficReport, Roofline] | tuple[str, TrafficReport, Roofline, float | None]
 
@@ -105,8 +106,56 @@ def compare_table(rows: Sequence[Row]) -> str:
     return "\n".join(out)
 
 
-def report_dict(rows: Sequence[Row], profile: DeviceProfile) -> dict[str, Any]:
-    """What ``write_report_json`` writes: the profile and, per variant, traffic and roofline."""
+def _summed(maps: Sequence[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in maps:
+        for key, value in m.items():
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+def combined_row(label: str, rows: Sequence[Row], profile: DeviceProfile,
+                 precision: str = "fp32") -> Row:
+    """One row for launches the host runs one after another (a pipeline's stages).
+
+    Traffic and flops are the sums of the stages' (a buffer one stage writes and the next
+    reads counts in both: each launch moves it). The floor is the sum of the stages' floors,
+    not the floor of the summed traffic, since a launch cannot overlap the one it waits for;
+    the measured time is the sum when every stage has one.
+    """
+    parts = [_unpack(r) for r in rows]
+    reports = [t for _, t, _, _ in parts]
+    first = reports[0]
+    traffic = TrafficReport(
+        kernel=label, simd_width=first.simd_width,
+        site_records=tuple(s for t in reports for s in t.site_records),
+        unique_read_bytes=_summed([t.unique_read_bytes for t in reports]),
+        unique_write_bytes=_summed([t.unique_write_bytes for t in reports]),
+        flop_counts=_summed([t.flop_counts for t in reports]),
+        work_items=sum(t.work_items for t in reports),
+        sector_bytes=first.sector_bytes, line_bytes=first.line_bytes,
+        dram_read_bytes=_summed([t.dram_read_bytes for t in reports]),
+        dram_write_bytes=_summed([t.dram_write_bytes for t in reports]),
+        uncached_bytes=_summed([t.uncached_bytes for t in reports]),
+        unreplayed_bytes=sum(t.unreplayed_bytes for t in reports),
+        cache_model=first.cache_model)
+    roofs = [r for _, _, r, _ in parts]
+    summed = {name: sum(getattr(r, name) for r in roofs) for name in
+              ("time_compute_s", "time_memory_s", "time_unique_s", "predicted_time_s")}
+    roof = replace(roofline(traffic.totals, profile, precision, roofs[0].bytes_basis),
+                   **summed,
+                   bound="compute" if summed["time_compute_s"] > summed["time_memory_s"]
+                   else "memory")
+    times = [m for *_, m in parts]
+    measured = sum(times) if all(m is not None for m in times) else None
+    return label, traffic, roof, measured
+
+
+# (device name, the profile of its roofs, its rows with measured times)
+DeviceRows = tuple[str, DeviceProfile, Sequence[Row]]
+
+
+def _variants(rows: Sequence[Row]) -> list[dict[str, Any]]:
     variants = []
     for label, traffic, roof, measured in (_unpack(r) for r in rows):
         entry: dict[str, Any] = {"label": label, "traffic": traffic.to_dict(),
@@ -114,27 +163,29 @@ def report_dict(rows: Sequence[Row], profile: DeviceProfile) -> dict[str, Any]:
         if measured is not None:
             entry["measured_vs_bound"] = vars(measured_vs_bound(measured, roof))
         variants.append(entry)
-    return {"profile": profile.to_dict(), "variants": variants}
+    return variants
+
+
+def report_dict(rows: Sequence[Row], profile: DeviceProfile,
+                devices: Sequence[DeviceRows] = ()) -> dict[str, Any]:
+    """What ``write_report_json`` writes: the profile and, per variant, traffic and roofline;
+    per measured device, its profile and its variants with measured times."""
+    return {"profile": profile.to_dict(), "variants": _variants(rows),
+            "devices": [{"device": name, "profile": prof.to_dict(),
+                         "variants": _variants(device_rows)}
+                        for name, prof, device_rows in devices]}
 
 
 def write_report_json(path: str | os.PathLike[str], rows: Sequence[Row],
-                      profile: DeviceProfile) -> Path:
+                      profile: DeviceProfile, devices: Sequence[DeviceRows] = ()) -> Path:
     """Write the comparison as JSON (see ``report_dict``); returns the path written."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report_dict(rows, profile), indent=2) + "\n")
+    out.write_text(json.dumps(report_dict(rows, profile, devices), indent=2) + "\n")
     return out
 
 
-def plot_roofline(path: str | os.PathLike[str], rows: Sequence[Row], profile: DeviceProfile,
-                  precision: str = "fp32") -> Path:
-    """Draw a log-log roofline (memory roof, compute roof) with one labelled point per variant.
-
-    A point sits at the variant's intensity on its prediction basis (sector bytes when it has
-    sectors); its height is the measured flop rate when a measured time is given, else the
-    roof itself. Variants with no flops or no bytes cannot sit on log axes and are listed in
-    the title instead. Returns the path written (PNG, SVG or PDF by extension).
-    """
+def _matplotlib(path: Any):
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -142,41 +193,121 @@ def plot_roofline(path: str | os.PathLike[str], rows: Sequence[Row], profile: De
         raise SimulationError(
             f"plotting {path} needs matplotlib, which is not installed: "
             "pip install -e '.[plot]' (or pip install matplotlib)") from exc
+    return Figure, FigureCanvasAgg
 
+
+def _points(rows: Sequence[Row]) -> tuple[list[tuple[str, float, float, float | None]],
+                                          list[str]]:
+    """(label, intensity, model GFLOP/s, measured GFLOP/s or None) per drawable variant, and
+    the labels of those with no flops or no bytes (log axes cannot hold them)."""
+    points, skipped = [], []
+    for label, _, roof, measured in (_unpack(r) for r in rows):
+        x, model = roof.intensity, roof.attainable_flops_per_s / 1e9
+        if x > 0 and math.isfinite(x) and model > 0:
+            points.append((label, x, model, roof.flops / measured / 1e9 if measured else None))
+        else:
+            skipped.append(label)
+    return points, skipped
+
+
+def _figure(value: float) -> str:
+    """A roof's rate for its label: 67,000 / 4,800 / 4.77."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _clear_spot(lo: float, ridge: float, xs: list[float]) -> float:
+    """Where along the memory roof (lo .. ridge) its label is farthest from every point."""
+    spots = [lo * (ridge / lo) ** (k / 20) for k in range(1, 12)]
+    return max(spots, key=lambda x: min((abs(math.log(x / p)) for p in xs), default=0.0))
+
+
+def _label_on_line(ax, x0: float, x1: float, y0: float, y1: float, text: str, **kw) -> None:
+    """Write ``text`` on the segment (x0, y0)-(x1, y1) from x0, turned to its slope on screen
+    (the axes' limits must be final)."""
+    (dx0, dy0), (dx1, dy1) = ax.transData.transform([(x0, y0), (x1, y1)])
+    angle = math.degrees(math.atan2(dy1 - dy0, dx1 - dx0))
+    ax.text(x0, y0, text, rotation=angle, rotation_mode="anchor", va="bottom", fontsize=8,
+            **kw)
+
+
+def roofline_figure(rows: Sequence[Row], profile: DeviceProfile, precision: str = "fp32",
+                    measured_on: str | None = None):
+    """The roofline chart as a matplotlib Figure (see ``plot_roofline``)."""
+    Figure, FigureCanvasAgg = _matplotlib("the roofline")
     peak = profile.peak_flops_per_s(precision) / 1e9
     bw = profile.bandwidth_bytes_per_s / 1e9
     ridge = peak / bw
-    points, skipped = [], []
-    for label, _, roof, measured in (_unpack(r) for r in rows):
-        x = roof.intensity
-        y = (roof.flops / measured if measured else roof.attainable_flops_per_s) / 1e9
-        if x > 0 and math.isfinite(x) and y > 0:
-            points.append((label, x, y, measured is not None))
-        else:
-            skipped.append(label)
-
+    points, skipped = _points(rows)
     xs = [ridge] + [p[1] for p in points]
     lo, hi = min(xs) / 10, max(xs) * 10
-    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    fig = Figure(figsize=(7, 5), dpi=100)
+    ys = [peak] + [p[2] for p in points] + [p[3] for p in points if p[3]]
+    bottom = min(min(ys) / 10, bw * lo)
+    fig = Figure(figsize=(7.5, 5.5), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.loglog(grid, [min(peak, bw * x) for x in grid], color="black", lw=2)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(bottom, peak * 3)
+    ax.plot([lo, ridge, hi], [bw * lo, peak, peak], color="black", lw=2)
     ax.axvline(ridge, color="grey", ls=":", lw=1)
-    # Labels sit just above their roof; the headroom keeps the compute label inside the axes.
-    ax.text(lo * 1.2, bw * lo * 10, f"{bw:,.4g} GB/s", fontsize=8)
-    ax.text(hi / 1.2, peak * 1.2, f"{peak:,.6g} GFLOP/s ({precision})", ha="right", fontsize=8)
-    ax.set_ylim(top=peak * 3)
-    for label, x, y, was_measured in points:
-        ax.plot([x], [y], "o" if was_measured else "s", ms=7)
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
-    ax.set_xlabel("arithmetic intensity (flop/byte)")
+    start = _clear_spot(lo, ridge, [p[1] for p in points])
+    _label_on_line(ax, start, ridge, bw * start, peak, f"{_figure(bw)} GB/s")
+    _label_on_line(ax, hi / 1.15, hi, peak, peak, f"{_figure(peak)} GFLOP/s "
+                   f"({precision})", ha="right")
+    _draw_points(ax, points)
+    _legend(ax, profile, measured_on, any(p[3] for p in points))
+    basis = {_unpack(r)[2].bytes_basis for r in rows}
+    axis = " / ".join(BASES[b] for b in sorted(basis)) or BASES["sectors"]
+    ax.set_xlabel(f"arithmetic intensity (flop per byte; bytes: {axis})", fontsize=9)
     ax.set_ylabel("performance (GFLOP/s)")
     title = f"roofline: {profile.name} ({profile.description})"
     if skipped:
         title += f"\nnot drawn (no flops or bytes): {', '.join(skipped)}"
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def _draw_points(ax, points) -> None:
+    """Per variant: a hollow model square on the roof, labelled; a filled measured circle
+    joined to it by a dotted line."""
+    for index, (label, x, model, measured) in enumerate(points):
+        color = f"C{index % 10}"
+        ax.plot([x], [model], "s", ms=8, mfc="none", mec=color, mew=1.5)
+        ax.annotate(label, (x, model), textcoords="offset points", xytext=(7, 4), fontsize=8,
+                    color=color)
+        if measured:
+            ax.plot([x], [measured], "o", ms=7, color=color)
+            ax.plot([x, x], [measured, model], ":", color=color, lw=1)
+
+
+def _legend(ax, profile: DeviceProfile, measured_on: str | None, any_measured: bool) -> None:
+    from matplotlib.lines import Line2D  # with the figure: matplotlib is optional
+
+    handles = [Line2D([], [], ls="none", marker="s", mfc="none", mec="black",
+                      label=f"model: the floor on {profile.name} (traffic counted)")]
+    if any_measured:
+        where = f" on {measured_on}" if measured_on else ""
+        handles.append(Line2D([], [], ls="none", marker="o", color="black",
+                              label=f"measured{where}: flops / kernel time"))
+    ax.legend(handles=handles, loc="lower right", fontsize=8)
+
+
+def plot_roofline(path: str | os.PathLike[str], rows: Sequence[Row], profile: DeviceProfile,
+                  precision: str = "fp32", measured_on: str | None = None) -> Path:
+    """Draw a log-log roofline of ``profile`` with each variant's points, and write it.
+
+    The roofs carry their labels along their lines. Every variant has a model point (hollow
+    square) at its intensity on its roofline's bytes basis, at the height of its floor (the
+    roof); a variant with a measured time also has a measured point (filled circle, flops /
+    time) below it, joined by a dotted line. The legend tells them apart (``measured_on``
+    names the device), the x-axis label states which bytes the intensity counts. Variants with
+    no flops or no bytes cannot sit on log axes and are listed in the title instead. Returns
+    the path written (PNG, SVG or PDF by extension).
+    """
+    _matplotlib(path)
+    fig = roofline_figure(rows, profile, precision, measured_on)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)

@@ -96,7 +96,7 @@ def test_compile_note_only_when_compiling_takes_a_while():
         show("compile", 0, 4)
         show("run", 0, 4)
         time.sleep(progress._COMPILE_NOTE_AFTER_S + 0.3)
-    assert slow.getvalue().startswith("clsim: compiling softmax with Numba")
+    assert slow.getvalue().startswith("clsim: compiling softmax (first run; cached afterwards)")
     assert slow.getvalue().count("\n") == 1
     assert quick.getvalue() == ""
 

@@ -233,11 +233,27 @@ def test_run_timeout_stops_an_endless_kernel_with_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def _wait_until_launching(pid: int) -> None:
+    """Until clsim run has started its traffic child (it does so right before the main
+    launch), then a second more: a signal during the imports of a busy machine would test
+    Python's start-up, not clsim. Without /proc, three seconds."""
+    import time
+    from pathlib import Path
+
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if not children.exists():
+        time.sleep(3)
+        return
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not children.read_text().strip():
+        time.sleep(0.1)
+    time.sleep(1)
+
+
 def test_ctrl_c_ends_clsim_run_with_exit_130(tmp_path):
     """SIGINT to a clsim run stuck in an endless JIT kernel: one line, exit code 130."""
     import signal
     import subprocess
-    import time
 
     # compile once first: a signal landing inside Numba's compiler can be swallowed by a
     # finalizer ("Exception ignored in ... __del__"), which is not what this test is about
@@ -245,7 +261,7 @@ def test_ctrl_c_ends_clsim_run_with_exit_130(tmp_path):
     child = subprocess.Popen(_spin_command(tmp_path, "--timeout", "300"),
                              stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
-        time.sleep(3)
+        _wait_until_launching(child.pid)
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=120)
     finally:
