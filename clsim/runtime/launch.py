@@ -21,7 +21,7 @@ from clsim.api import KernelFunction
 from clsim.compiler.diagnostics import internal_compile_error
 from clsim.compiler.frontend import parse
 from clsim.compiler.module import generate
-from clsim.errors import InvalidArgumentError, KernelCompileError
+from clsim.errors import InvalidArgumentError, KernelCompileError, OutOfBoundsError
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
 from clsim.runtime import printf, watch
@@ -295,6 +295,8 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
                                    first_chunk=first)
         except ValueError as exc:  # plain Python storing to a read-only array
             raise _read_only(exc, config, how.params, values) from None
+        except IndexError as exc:  # plain Python, checks="none": numpy's own bounds check
+            raise _unchecked_out_of_bounds(exc, config) from None
     if row is not None:
         raise decode(errs[row], compiled.sites, config.kernel, nd.local_size, nd.offset,
                      nd.work_dim, registry.decoders())
@@ -339,6 +341,13 @@ def _warm_up(compiled: _Compiled, config: LaunchConfig, step, how: _Watch, value
         raise
     compiled.warmed.add("warm")
     return time.perf_counter() - t0
+
+
+def _unchecked_out_of_bounds(exc: IndexError, config: LaunchConfig) -> OutOfBoundsError:
+    return OutOfBoundsError(
+        f"kernel {config.kernel!r}: an access out of bounds ({exc}) under checks='none', "
+        "which records no work-item or source line. Rerun with checks='default' (or without "
+        "--check none) to see where.")
 
 
 def _read_only(exc: Exception, config: LaunchConfig, params: list, values: list) -> Exception:

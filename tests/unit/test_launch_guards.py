@@ -304,3 +304,17 @@ def test_an_instrument_state_too_large_for_memory_is_a_clear_error(monkeypatch):
         clsim.run(scale, (8,), (4,), (x, y), jit=False, checks="all")
     assert "instrument's state does not fit in memory" in str(info.value)
     assert "8 work-items" in str(info.value)
+
+
+@kernel
+def reads_past_the_end(x, y):
+    i = get_global_id(0)
+    y[i] = x[i + 1]
+
+
+def test_unchecked_plain_python_out_of_bounds_is_a_simulation_error():
+    """checks="none" without JIT: numpy's IndexError becomes an OutOfBoundsError that says how
+    to find the site (it was a bare IndexError, an "internal error" in the CLI)."""
+    x, y = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    with pytest.raises(clsim.OutOfBoundsError, match="checks='default'"):
+        clsim.run(reads_past_the_end, (8,), (8,), (x, y), jit=False, checks="none")
