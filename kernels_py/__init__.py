@@ -11,6 +11,7 @@ from kernels_py import (  # noqa: F401
     argmax_two_phase,
     gemv,
     gemv_quant,
+    gemv_quant_k,
     gguf_dequant,
     gguf_q4_k,
     gguf_quants,
