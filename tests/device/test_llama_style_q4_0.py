@@ -78,7 +78,8 @@ def _mul_mat_q4_0_f32(guard_reads: bool):
         i12 = im % ne12
         i13 = im // ne12
         block0 = first_row * nb + (i12 // r2) * (nb * ne01) + (i13 // r3) * (nb * ne01 * ne02)
-        y = src1 + offset1 // 4 + r1 * ne10 + im * ne00 * ne1
+        src1_f = view(src1, np.float32, offset1)  # src1 = (global float*)((char*)src1 + ...)
+        y = src1_f + r1 * ne10 + im * ne00 * ne1
         yl = private_array(16, np.float32)
         sumf = private_array(N_DST, np.float32, fill=0.0)
         ix = get_sub_group_local_id() // 2
@@ -257,4 +258,115 @@ def test_fixed_port_agrees_with_its_twin(device, rows):
     dev = run_cl(device, MUL_MV_CL, "kernel_mul_mat_q4_0_f32", global_size, local_size, args,
                  subgroup_size=N_SIMDWIDTH)
     result = compare("dst", sim[4], dev.buffers[4], EXACT)
+    assert result.equal, result.difference
+
+
+@kernel
+def kernel_convert_block_q4_0_noshuffle(src0, dst_q, dst_d):
+    b = src0 + get_global_id(0)
+    q = dst_q + QK4_0 // 2 * get_global_id(0)
+    d = dst_d + get_global_id(0)
+    d[0] = b.d
+    for i in range(QK4_0 // 4):
+        x0 = b.qs[2 * i + 0]
+        x1 = b.qs[2 * i + 1]
+        q[i + 0] = convert_uchar(x0 & 0x0F) | convert_uchar((x1 & 0x0F) << 4)
+        q[i + QK4_0 // 4] = convert_uchar((x0 & 0xF0) >> 4) | convert_uchar(x1 & 0xF0)
+
+
+@kernel
+def kernel_restore_block_q4_0_noshuffle(src_q, src_d, dst, mask_0F, mask_F0):  # noqa: N803
+    b = dst + get_global_id(0)
+    q = src_q + QK4_0 // 2 * get_global_id(0)
+    d = src_d + get_global_id(0)
+    b[0].d = d[0]  # b->d: a store through a struct pointer local is spelled b[0].d
+    for i in range(QK4_0 // 4):
+        x0 = q[i + 0]
+        x1 = q[i + QK4_0 // 4]
+        b[0].qs[2 * i + 0] = convert_uchar((x0 & mask_0F) | ((x1 & mask_0F) << 4))
+        b[0].qs[2 * i + 1] = convert_uchar(((x0 & mask_F0) >> 4) | (x1 & mask_F0))
+
+
+CVT_CL = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define QK4_0 32\n" + clsim.cstruct(
+    BLOCK_Q4_0, "block_q4_0") + r"""
+kernel void kernel_convert_block_q4_0_noshuffle(global block_q4_0 *src0, global uchar *dst_q,
+                                                global half *dst_d)
+{
+    global block_q4_0 *b = (global block_q4_0 *)src0 + get_global_id(0);
+    global uchar *q = (global uchar *)dst_q + QK4_0 / 2 * get_global_id(0);
+    global half *d = (global half *)dst_d + get_global_id(0);
+    *d = b->d;
+    for (int i = 0; i < QK4_0 / 4; ++i) {
+        uchar x0 = b->qs[2 * i + 0];
+        uchar x1 = b->qs[2 * i + 1];
+        q[i + 0] = convert_uchar(x0 & 0x0F) | convert_uchar((x1 & 0x0F) << 4);
+        q[i + QK4_0 / 4] = convert_uchar((x0 & 0xF0) >> 4) | convert_uchar(x1 & 0xF0);
+    }
+}
+
+kernel void kernel_restore_block_q4_0_noshuffle(global uchar *src_q, global half *src_d,
+                                                global block_q4_0 *dst, uchar mask_0F,
+                                                uchar mask_F0)
+{
+    global block_q4_0 *b = (global block_q4_0 *)dst + get_global_id(0);
+    global uchar *q = (global uchar *)src_q + QK4_0 / 2 * get_global_id(0);
+    global half *d = (global half *)src_d + get_global_id(0);
+    b->d = *d;
+    for (int i = 0; i < QK4_0 / 4; ++i) {
+        uchar x0 = q[i + 0];
+        uchar x1 = q[i + QK4_0 / 4];
+        b->qs[2 * i + 0] = convert_uchar((x0 & mask_0F) | ((x1 & mask_0F) << 4));
+        b->qs[2 * i + 1] = convert_uchar(((x0 & mask_F0) >> 4) | (x1 & mask_F0));
+    }
+}
+"""
+MASKS = (np.uint8(0x0F), np.uint8(0xF0))
+
+
+def _random_blocks(n, seed):
+    """Random bytes: every half pattern can be a scale, every byte a pair of quants."""
+    raw = np.random.default_rng(seed).integers(0, 256, n * BLOCK_Q4_0.itemsize, dtype=np.uint8)
+    return raw.view(BLOCK_Q4_0).copy()
+
+
+def _noshuffle_reference(blocks):
+    """numpy: quants j and j + 1 of the low half in one byte, then the high half's."""
+    qs = blocks["qs"].astype(np.int32)
+    lo = (qs[:, 0::2] & 0x0F) | ((qs[:, 1::2] & 0x0F) << 4)
+    hi = (qs[:, 0::2] >> 4) | (qs[:, 1::2] & 0xF0)
+    return np.concatenate([lo, hi], axis=1).astype(np.uint8).reshape(-1)
+
+
+def test_noshuffle_convert_agrees_with_numpy_and_restore_inverts_it():
+    """The regrouped quants are numpy's; the scales' bits are copied; restore (with ggml's
+    masks) gives back every byte of the blocks."""
+    n = 300
+    blocks = _random_blocks(n, 4)
+    q, d = np.zeros(16 * n, np.uint8), np.zeros(n, np.float16)
+    clsim.run(kernel_convert_block_q4_0_noshuffle, (n,), (4,), (blocks, q, d))
+    np.testing.assert_array_equal(q, _noshuffle_reference(blocks))
+    assert d.tobytes() == blocks["d"].tobytes()
+    back = np.zeros(n, BLOCK_Q4_0)
+    clsim.run(kernel_restore_block_q4_0_noshuffle, (n,), (4,), (q, d, back, *MASKS))
+    assert back.tobytes() == blocks.tobytes()
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_noshuffle_convert_and_restore_agree_with_their_twins(device):
+    """Both kernels bit for bit with the device, on random blocks (NaN scales included)."""
+    _needs_fp16(device)
+    n = 256
+    blocks = _random_blocks(n, 5)
+    q, d = np.zeros(16 * n, np.uint8), np.zeros(n, np.float16)
+    clsim.run(kernel_convert_block_q4_0_noshuffle, (n,), (8,), (blocks, q, d))
+    dev = run_cl(device, CVT_CL, "kernel_convert_block_q4_0_noshuffle", (n,), (8,),
+                 (blocks.view(np.uint8), np.zeros_like(q), np.zeros_like(d)))
+    for name, sim, got in (("dst_q", q, dev.buffers[1]), ("dst_d", d, dev.buffers[2])):
+        result = compare(name, sim, got, EXACT)
+        assert result.equal, result.difference
+    back = np.zeros(n, BLOCK_Q4_0)
+    clsim.run(kernel_restore_block_q4_0_noshuffle, (n,), (8,), (q, d, back, *MASKS))
+    dev = run_cl(device, CVT_CL, "kernel_restore_block_q4_0_noshuffle", (n,), (8,),
+                 (q, d, np.zeros(n * BLOCK_Q4_0.itemsize, np.uint8), *MASKS))
+    result = compare("dst", back.view(np.uint8), dev.buffers[2], EXACT)
     assert result.equal, result.difference
