@@ -2,8 +2,8 @@
 // conversions. Twin of kernels_py/gemv_quant.py (helpers: kernels_py/common.py): a block adds
 // d * sum(q_j * x_j) in element order, a work-item its blocks in order, a local tree the
 // work-items in a fixed order, so the result is exact against the simulator. Half scales are
-// read with vload_half (and copied with vload_half/vstore_half, exact for every half but a
-// NaN's payload), so no kernel needs cl_khr_fp16. The sub-group variants are in
+// read with vload_half and copied as their 16 bits through ushort pointers (a copy through
+// float would change a NaN's payload), so no kernel needs cl_khr_fp16. The sub-group variants are in
 // gemv_quant_subgroup.cl. Ids are long (int64 in Python).
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -168,7 +168,7 @@ __kernel void convert_block_q4_0(__global const block_q4_0* blocks, __global uch
 {
     long b = get_global_id(0);
     if (b < nblocks) {
-        vstore_half(vload_half(0, &blocks[b].d), b, d);
+        ((__global ushort*)d)[b] = *(__global const ushort*)&blocks[b].d;
         for (long j = 0; j < QK / 2; j++) {
             q[b * (QK / 2) + j] = blocks[b].qs[j];
         }
@@ -180,7 +180,7 @@ __kernel void restore_block_q4_0(__global const uchar* q, __global const half* d
 {
     long b = get_global_id(0);
     if (b < nblocks) {
-        vstore_half(vload_half(b, d), 0, &blocks[b].d);
+        *(__global ushort*)&blocks[b].d = ((__global const ushort*)d)[b];
         for (long j = 0; j < QK / 2; j++) {
             blocks[b].qs[j] = q[b * (QK / 2) + j];
         }
