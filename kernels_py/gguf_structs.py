@@ -3,8 +3,9 @@ kernels, their ``.cl`` twins (``clsim.cstruct`` prints each typedef; a test chec
 holds it verbatim) and the tests.
 
 Every dtype is packed, as ggml's structs are, and its size is ggml's: Q8_0 34 bytes, Q4_0 18,
-Q4_1 20, Q5_0 22, IQ4_NL 18, Q4_K 144, Q6_K 210. ggml's ``dm`` unions (``half2`` or ``{d, m}``) are spelled as
-their two half fields. This module holds layouts and tables only, no kernels.
+Q4_1 20, Q5_0 22, IQ4_NL 18, Q4_K 144, Q6_K 210. ggml's ``dm`` unions (``half2`` or
+``{d, m}``) are spelled as their two half fields. This module holds layouts and tables only,
+no kernels.
 """
 
 import gguf

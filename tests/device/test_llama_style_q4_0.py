@@ -275,7 +275,7 @@ def kernel_convert_block_q4_0_noshuffle(src0, dst_q, dst_d):
 
 
 @kernel
-def kernel_restore_block_q4_0_noshuffle(src_q, src_d, dst, mask_0F, mask_F0):  # noqa: N803
+def kernel_restore_block_q4_0_noshuffle(src_q, src_d, dst, mask_0F, mask_F0):
     b = dst + get_global_id(0)
     q = src_q + QK4_0 // 2 * get_global_id(0)
     d = src_d + get_global_id(0)

@@ -20,8 +20,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clsim
-from clsim import get_group_id, get_num_sub_groups, get_sub_group_id, get_sub_group_local_id
-from clsim import get_sub_group_size, kernel
+from clsim import (
+    get_group_id,
+    get_num_sub_groups,
+    get_sub_group_id,
+    get_sub_group_local_id,
+    get_sub_group_size,
+    kernel,
+)
 from clsim.errors import InvalidArgumentError, OutOfBoundsError
 from clsim.spec import get_spec
 from kernels_py.common import subgroup_sum_butterfly
@@ -115,7 +121,7 @@ def test_rows_that_are_not_whole_blocks_are_refused(name):
     shape = {"rows": 2, "blocks": 1}
     inputs = spec.make_inputs(np.random.default_rng(0), shape)
     inputs["ncols"] = np.int32(int(inputs["ncols"]) - 5)
-    with pytest.raises(InvalidArgumentError, match="ncols=.* is not a multiple") as info:
+    with pytest.raises(InvalidArgumentError, match=r"ncols=\d+ is not a multiple") as info:
         spec.launch(inputs, shape, None)
     assert info.value.argument == "ncols"
 
