@@ -24,6 +24,7 @@ import pytest
 import clsim
 from clsim import (
     convert_uchar,
+    float2,
     float4,
     get_global_id,
     get_group_id,
@@ -53,7 +54,7 @@ def block_q_4_0_dot_y(src0, block_at, sumy, yl, il):
     """Half a block (quants from il) dotted with the pre-scaled yl; sumy is sum(yl)."""
     qb_curr = view(src0, BLOCK_Q4_0, block_at)
     d = np.float32(qb_curr[0].d)
-    acc = float4(0.0)  # llama.cpp's float2 acc: .s0, .s1
+    acc = float2(0.0)
     qs = view(src0, np.uint16, block_at + 2 + il)  # (global ushort *)qb_curr + 1 + il/2
     for i in range(0, 8, 2):
         acc.s0 += (yl[i + 0] * np.float32(qs[i // 2] & 0x000F)
