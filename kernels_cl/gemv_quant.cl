@@ -176,13 +176,14 @@ __kernel void convert_block_q4_0(__global const block_q4_0* blocks, __global uch
 }
 
 __kernel void restore_block_q4_0(__global const uchar* q, __global const half* d,
-                                 __global block_q4_0* blocks, int nblocks)
+                                 __global uchar* blocks, int nblocks)
 {
     long b = get_global_id(0);
+    __global block_q4_0* y = (__global block_q4_0*)blocks;
     if (b < nblocks) {
-        *(__global ushort*)&blocks[b].d = ((__global const ushort*)d)[b];
+        *(__global ushort*)&y[b].d = ((__global const ushort*)d)[b];
         for (long j = 0; j < QK / 2; j++) {
-            blocks[b].qs[j] = q[b * (QK / 2) + j];
+            y[b].qs[j] = q[b * (QK / 2) + j];
         }
     }
 }

@@ -1,6 +1,7 @@
 // GGUF Q8_0 / Q4_0 dequantize and quantize on packed struct blocks. Twin of
 // kernels_py/gguf_quants.py; the typedefs are clsim.cstruct's output for the dtypes of
 // kernels_py/gguf_structs.py (tests/kernels/test_gguf_kernels.py checks they are verbatim).
+// Quantizers write a byte buffer through a block pointer (as ggml casts its destination).
 // The half scale is read with vload_half and written with vstore_half (round to nearest even,
 // as numpy's astype(float16)) on the field's address, so no kernel needs cl_khr_fp16.
 // Ids are long because the Python kernels' are int64.
@@ -51,9 +52,10 @@ __kernel void dequantize_q4_0(__global const block_q4_0* blocks, __global float*
     }
 }
 
-__kernel void quantize_q8_0(__global const float* x, __global block_q8_0* blocks, int nblocks)
+__kernel void quantize_q8_0(__global const float* x, __global uchar* blocks, int nblocks)
 {
     long b = get_global_id(0);
+    __global block_q8_0* y = (__global block_q8_0*)blocks;
     if (b < nblocks) {
         long base = b * QK;
         float amax = 0.0f;
@@ -62,16 +64,17 @@ __kernel void quantize_q8_0(__global const float* x, __global block_q8_0* blocks
         }
         float d = amax / 127.0f;
         float inv = d == 0.0f ? 0.0f : 1.0f / d;
-        vstore_half(d, 0, &blocks[b].d);
+        vstore_half(d, 0, &y[b].d);
         for (long k = 0; k < QK; k++) {
-            blocks[b].qs[k] = (char)c_int(round(x[base + k] * inv));
+            y[b].qs[k] = (char)c_int(round(x[base + k] * inv));
         }
     }
 }
 
-__kernel void quantize_q4_0(__global const float* x, __global block_q4_0* blocks, int nblocks)
+__kernel void quantize_q4_0(__global const float* x, __global uchar* blocks, int nblocks)
 {
     long b = get_global_id(0);
+    __global block_q4_0* y = (__global block_q4_0*)blocks;
     if (b < nblocks) {
         long base = b * QK;
         float mx = x[base];
@@ -84,11 +87,11 @@ __kernel void quantize_q4_0(__global const float* x, __global block_q4_0* blocks
         }
         float d = mx * -0.125f;
         float inv = d == 0.0f ? 0.0f : 1.0f / d;
-        vstore_half(d, 0, &blocks[b].d);
+        vstore_half(d, 0, &y[b].d);
         for (long k = 0; k < QK / 2; k++) {
             int lo = min(c_int(trunc(x[base + k] * inv + 8.5f)), 15);
             int hi = min(c_int(trunc(x[base + k + QK / 2] * inv + 8.5f)), 15);
-            blocks[b].qs[k] = (uchar)(lo | (hi << 4));
+            y[b].qs[k] = (uchar)(lo | (hi << 4));
         }
     }
 }

@@ -36,6 +36,7 @@ from clsim import (
     get_sub_group_size,
     kernel,
     local_array,
+    view,
 )
 from clsim.errors import InvalidArgumentError
 from clsim.spec import EXACT, KernelSpec, Launch, register
@@ -190,10 +191,11 @@ def convert_block_q4_0(blocks, q, d, nblocks):
 @kernel
 def restore_block_q4_0(q, d, blocks, nblocks):
     b = get_global_id(0)
+    y = view(blocks, BLOCK_Q4_0, 0)
     if b < nblocks:
-        blocks[b].d = d[b]
+        y[b].d = d[b]
         for j in range(QK // 2):
-            blocks[b].qs[j] = q[b * (QK // 2) + j]
+            y[b].qs[j] = q[b * (QK // 2) + j]
 
 
 def split_q4_0(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -270,6 +272,14 @@ def _emptied(make, names):
     return make_inputs
 
 
+def _restore_inputs(rng, shape):
+    """The split layout in, a zeroed byte buffer for the blocks out (outputs are byte buffers
+    viewed as blocks, so every tool compares them as bytes)."""
+    inputs = _Q4(rng, shape)
+    inputs["blocks"] = np.zeros(inputs["blocks"].nbytes, np.uint8)
+    return inputs
+
+
 def split_reference(inputs):
     q, d = split_q4_0(inputs["blocks"])
     return {"q": q, "d": d}
@@ -279,7 +289,7 @@ def restore_reference(inputs):
     b = np.empty(int(inputs["nblocks"]), BLOCK_Q4_0)
     b["d"] = inputs["d"]
     b["qs"] = inputs["q"].reshape(-1, QK // 2)
-    return {"blocks": b}
+    return {"blocks": b.view(np.uint8)}
 
 
 _GEMV = dict(cl_file="gemv_quant.cl", outputs={"y": EXACT}, tolerance=(1e-4, 1e-3),
@@ -327,7 +337,7 @@ register(KernelSpec(
     description="Q4_0 blocks to the split layout (quants, scales), as kernel_convert_block_q4_0"))
 register(KernelSpec(
     name="restore_block_q4_0", kernel=restore_block_q4_0,
-    make_inputs=_emptied(_Q4, ("blocks",)),
+    make_inputs=_restore_inputs,
     launch=launch_blocks(("q", "d", "blocks", "nblocks")), reference=restore_reference,
     outputs={"blocks": EXACT}, cl_file="gemv_quant.cl",
     default_shape={"rows": 4096, "blocks": 128}, family="gguf",

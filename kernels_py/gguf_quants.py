@@ -2,9 +2,10 @@
 
 Blocks (ggml-common.h, dtypes in kernels_py.gguf_structs): ``block_q8_0`` is a half scale ``d``
 then 32 int8 quants (34 bytes), ``block_q4_0`` a half ``d`` then 16 bytes whose low nibbles are
-elements 0..15 and high nibbles 16..31, each minus 8 (18 bytes). Kernels read ``x[ib].d`` as a
-half and ``x[ib].qs[j]``; quantizers write ``y[ib].d = np.float16(d)`` (round to nearest even,
-numpy's ``astype``). The twins read and write the half with ``vload_half``/``vstore_half`` on the
+elements 0..15 and high nibbles 16..31, each minus 8 (18 bytes). Dequantizers take the blocks
+as a struct array and read ``x[ib].d`` as a half and ``x[ib].qs[j]``; quantizers write into a
+byte buffer viewed as blocks (``y = view(blocks, BLOCK_Q8_0, 0)``, as ggml casts its ``char *``
+destination), ``y[ib].d = np.float16(d)`` (round to nearest even, numpy's ``astype``). The twins read and write the half with ``vload_half``/``vstore_half`` on the
 field's address, so no device needs ``cl_khr_fp16``.
 
 - dequantize: one work-item per element, ``q * d`` in float32 as gguf's numpy code does.
@@ -24,10 +25,10 @@ import gguf
 import numpy as np
 
 import clsim
-from clsim import fabs, get_global_id, isfinite, kernel, trunc
+from clsim import fabs, get_global_id, isfinite, kernel, trunc, view
 from clsim import round as c_round
 from clsim.spec import EXACT, KernelSpec, Launch, register
-from kernels_py.gguf_structs import BLOCKS, QK, random_blocks
+from kernels_py.gguf_structs import BLOCK_Q4_0, BLOCK_Q8_0, BLOCKS, QK, random_blocks
 
 GGML = gguf.GGMLQuantizationType
 LOCAL = 256
@@ -62,6 +63,7 @@ def dequantize_q4_0(blocks, y, n):
 @kernel
 def quantize_q8_0(x, blocks, nblocks):
     b = get_global_id(0)
+    y = view(blocks, BLOCK_Q8_0, 0)
     if b < nblocks:
         base = b * QK
         amax = 0.0
@@ -69,14 +71,15 @@ def quantize_q8_0(x, blocks, nblocks):
             amax = max(amax, fabs(x[base + j]))
         d = amax / 127.0
         inv = 0.0 if d == 0.0 else 1.0 / d
-        blocks[b].d = np.float16(d)
+        y[b].d = np.float16(d)
         for k in range(QK):
-            blocks[b].qs[k] = np.int8(c_int(c_round(x[base + k] * inv)))
+            y[b].qs[k] = np.int8(c_int(c_round(x[base + k] * inv)))
 
 
 @kernel
 def quantize_q4_0(x, blocks, nblocks):
     b = get_global_id(0)
+    y = view(blocks, BLOCK_Q4_0, 0)
     if b < nblocks:
         base = b * QK
         mx = x[base]
@@ -87,11 +90,11 @@ def quantize_q4_0(x, blocks, nblocks):
                 mx = x[base + j]
         d = mx * -0.125
         inv = 0.0 if d == 0.0 else 1.0 / d
-        blocks[b].d = np.float16(d)
+        y[b].d = np.float16(d)
         for k in range(QK // 2):
             lo = min(c_int(trunc(x[base + k] * inv + 8.5)), 15)
             hi = min(c_int(trunc(x[base + k + QK // 2] * inv + 8.5)), 15)
-            blocks[b].qs[k] = np.uint8(lo | (hi << 4))
+            y[b].qs[k] = np.uint8(lo | (hi << 4))
 
 
 def dequant_inputs(qtype):
@@ -107,8 +110,8 @@ def quant_inputs(qtype):
         n = shape["blocks"]
         x = (rng.standard_normal(n * QK) * rng.choice([1e-3, 1.0, 1e3], n * QK)).astype(
             np.float32)
-        return {"x": x, "blocks": np.zeros(n, BLOCKS[qtype.name][0]),
-                "nblocks": np.int32(n)}
+        nbytes = n * BLOCKS[qtype.name][0].itemsize
+        return {"x": x, "blocks": np.zeros(nbytes, np.uint8), "nblocks": np.int32(n)}
     return make_inputs
 
 
@@ -137,8 +140,7 @@ def dequant_reference(qtype):
 def quant_reference(qtype):
     def reference(inputs):
         with np.errstate(all="ignore"):
-            raw = gguf.quants.quantize(inputs["x"], qtype).reshape(-1)
-        return {"blocks": raw.view(BLOCKS[qtype.name][0])}
+            return {"blocks": gguf.quants.quantize(inputs["x"], qtype).reshape(-1)}
     return reference
 
 
@@ -156,6 +158,6 @@ for _qtype, _dq, _q in ((GGML.Q8_0, dequantize_q8_0, quantize_q8_0),
     register(KernelSpec(
         name=_q.name, kernel=_q, make_inputs=quant_inputs(_qtype), launch=launch_quant,
         reference=quant_reference(_qtype), outputs={"blocks": EXACT},
-        description=f"float32 to {_qtype.name} blocks ({BLOCKS[_qtype.name][1]} structs), one "
-                    "work-item per block",
+        description=f"float32 to {_qtype.name} blocks (a byte buffer viewed as "
+                    f"{BLOCKS[_qtype.name][1]} structs), one work-item per block",
         **_QUANT))

@@ -197,6 +197,6 @@ def test_convert_then_restore_round_trips():
     _run("convert_block_q4_0", inputs, shape, (4,))
     for key, want in convert.reference(inputs).items():
         np.testing.assert_array_equal(inputs[key].view(np.uint8), want.view(np.uint8))
-    inputs["blocks"][:] = np.zeros(1, original.dtype)
+    inputs["blocks"] = np.zeros(original.nbytes, np.uint8)  # restore writes a byte buffer
     _run("restore_block_q4_0", inputs, shape, (4,))
     assert inputs["blocks"].tobytes() == original.tobytes()
