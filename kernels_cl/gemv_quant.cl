@@ -1,14 +1,30 @@
-// Quantized GEMV y = W x (W in Q4_0 / Q8_0 bytes) and the Q4_0 split-layout conversions.
-// Twin of kernels_py/gemv_quant.py (helpers: kernels_py/gguf_blocks.py, kernels_py/common.py):
-// a block adds d * sum(q_j * x_j) in element order, a work-item its blocks in order, a local
-// tree the work-items in a fixed order, so the result is exact against the simulator.
-// The sub-group variant is in gemv_quant_subgroup.cl. Ids are long (int64 in Python).
+// Quantized GEMV y = W x (W in Q4_0 / Q8_0 struct blocks) and the Q4_0 split-layout
+// conversions. Twin of kernels_py/gemv_quant.py (helpers: kernels_py/common.py): a block adds
+// d * sum(q_j * x_j) in element order, a work-item its blocks in order, a local tree the
+// work-items in a fixed order, so the result is exact against the simulator. Half scales are
+// read with vload_half and copied as their 16 bits through ushort pointers (a copy through
+// float would change a NaN's payload), so no kernel needs cl_khr_fp16. The sub-group variants are in
+// gemv_quant_subgroup.cl. Ids are long (int64 in Python).
 #pragma OPENCL FP_CONTRACT OFF
 
 #define QK 32
-#define Q4_0_BYTES (2 + QK / 2)
-#define Q8_0_BYTES (2 + QK)
 #define MAX_WG 1024
+
+typedef struct __attribute__((packed)) {
+    half d;
+    char qs[32];
+} block_q8_0;
+_Static_assert(sizeof(block_q8_0) == 34, "block_q8_0: size");
+_Static_assert(__builtin_offsetof(block_q8_0, d) == 0, "block_q8_0: offset of d");
+_Static_assert(__builtin_offsetof(block_q8_0, qs) == 2, "block_q8_0: offset of qs");
+
+typedef struct __attribute__((packed)) {
+    half d;
+    uchar qs[16];
+} block_q4_0;
+_Static_assert(sizeof(block_q4_0) == 18, "block_q4_0: size");
+_Static_assert(__builtin_offsetof(block_q4_0, d) == 0, "block_q4_0: offset of d");
+_Static_assert(__builtin_offsetof(block_q4_0, qs) == 2, "block_q4_0: offset of qs");
 
 // The Python kernels' `half` is spelled `half_`: `half` is a type name in OpenCL C.
 
@@ -26,47 +42,39 @@ inline void tree_reduce_sum(__local float* scratch, long lid, long wg)
     }
 }
 
-// The float value of the IEEE half whose little-endian bytes are lo, hi. One exit and the
-// sign as a bit: Oclgrind 21.10's optimiser dropped the e == 0 branch of an early-return form
-// for negative subnormals (it returned -2**-15 for 0x8000).
-inline float half_to_float(uchar lo, uchar hi)
-{
-    uint h = (uint)lo | ((uint)hi << 8);
-    uint sign = (h & 0x8000) << 16;
-    uint e = (h >> 10) & 0x1F;
-    uint m = h & 0x3FF;
-    uint bits = ((e + 112) << 23) | (m << 13);
-    if (e == 0x1F) {
-        bits = 0x7F800000 | (m << 13);
-    }
-    if (e == 0) {
-        bits = as_uint((float)m * as_float((uint)0x33800000));  // m * 2**-24, exact
-    }
-    return as_float(bits | sign);
-}
-
-// One Q4_0 block (quants at q[q_at..+16], half scale at d[d_at..+2]) dotted with x[x_at..+32].
-inline float q4_0_dot(__global const uchar* q, long q_at, __global const uchar* d, long d_at,
-                      __global const float* x, long x_at)
+// Q4_0 block w[ib] dotted with x[x_at..+32].
+inline float q4_0_dot(__global const block_q4_0* w, long ib, __global const float* x, long x_at)
 {
     float sumq = 0.0f;
     for (long j = 0; j < QK / 2; j++) {
-        int byte = (int)q[q_at + j];
+        int byte = (int)w[ib].qs[j];
         sumq += (float)((byte & 15) - 8) * x[x_at + j];
         sumq += (float)((byte >> 4) - 8) * x[x_at + j + QK / 2];
     }
-    return half_to_float(d[d_at], d[d_at + 1]) * sumq;
+    return vload_half(0, &w[ib].d) * sumq;
 }
 
-// One Q8_0 block at blocks[o..+34] dotted with x[x_at..+32].
-inline float q8_0_dot(__global const uchar* blocks, long o, __global const float* x, long x_at)
+// Q8_0 block w[ib] dotted with x[x_at..+32].
+inline float q8_0_dot(__global const block_q8_0* w, long ib, __global const float* x, long x_at)
 {
     float sumq = 0.0f;
     for (long j = 0; j < QK; j++) {
-        int q = (int)blocks[o + 2 + j];
-        sumq += (float)(q >= 128 ? q - 256 : q) * x[x_at + j];
+        sumq += (float)w[ib].qs[j] * x[x_at + j];
     }
-    return half_to_float(blocks[o], blocks[o + 1]) * sumq;
+    return vload_half(0, &w[ib].d) * sumq;
+}
+
+// Split-layout Q4_0 block k (quants q[16k..+16], scale d[k]) dotted with x[x_at..+32].
+inline float q4_0_split_dot(__global const uchar* q, __global const half* d, long k,
+                            __global const float* x, long x_at)
+{
+    float sumq = 0.0f;
+    for (long j = 0; j < QK / 2; j++) {
+        int byte = (int)q[k * (QK / 2) + j];
+        sumq += (float)((byte & 15) - 8) * x[x_at + j];
+        sumq += (float)((byte >> 4) - 8) * x[x_at + j + QK / 2];
+    }
+    return vload_half(k, d) * sumq;
 }
 
 // The work-group's sum of acc (a fixed-order local tree), in every work-item.
@@ -78,7 +86,7 @@ inline float group_total(float acc, long lid, long wg, __local float* scratch)
     return scratch[0];
 }
 
-__kernel void gemv_q4_0(__global const uchar* blocks, __global const float* x,
+__kernel void gemv_q4_0(__global const block_q4_0* blocks, __global const float* x,
                         __global float* y, int nrows, int ncols)
 {
     __local float scratch[MAX_WG];
@@ -88,8 +96,7 @@ __kernel void gemv_q4_0(__global const uchar* blocks, __global const float* x,
     long nb = ncols / QK;
     float acc = 0.0f;
     for (long b = lid; b < nb; b += wg) {
-        long o = (row * nb + b) * Q4_0_BYTES;
-        acc += q4_0_dot(blocks, o + 2, blocks, o, x, b * QK);
+        acc += q4_0_dot(blocks, row * nb + b, x, b * QK);
     }
     float total = group_total(acc, lid, wg, scratch);
     if (lid == 0) {
@@ -97,7 +104,7 @@ __kernel void gemv_q4_0(__global const uchar* blocks, __global const float* x,
     }
 }
 
-__kernel void gemv_q8_0(__global const uchar* blocks, __global const float* x,
+__kernel void gemv_q8_0(__global const block_q8_0* blocks, __global const float* x,
                         __global float* y, int nrows, int ncols)
 {
     __local float scratch[MAX_WG];
@@ -107,7 +114,7 @@ __kernel void gemv_q8_0(__global const uchar* blocks, __global const float* x,
     long nb = ncols / QK;
     float acc = 0.0f;
     for (long b = lid; b < nb; b += wg) {
-        acc += q8_0_dot(blocks, (row * nb + b) * Q8_0_BYTES, x, b * QK);
+        acc += q8_0_dot(blocks, row * nb + b, x, b * QK);
     }
     float total = group_total(acc, lid, wg, scratch);
     if (lid == 0) {
@@ -115,7 +122,7 @@ __kernel void gemv_q8_0(__global const uchar* blocks, __global const float* x,
     }
 }
 
-__kernel void gemv_q4_0_split(__global const uchar* q, __global const uchar* d,
+__kernel void gemv_q4_0_split(__global const uchar* q, __global const half* d,
                               __global const float* x, __global float* y, int nrows, int ncols)
 {
     __local float scratch[MAX_WG];
@@ -125,8 +132,7 @@ __kernel void gemv_q4_0_split(__global const uchar* q, __global const uchar* d,
     long nb = ncols / QK;
     float acc = 0.0f;
     for (long b = lid; b < nb; b += wg) {
-        long k = row * nb + b;
-        acc += q4_0_dot(q, k * (QK / 2), d, k * 2, x, b * QK);
+        acc += q4_0_split_dot(q, d, row * nb + b, x, b * QK);
     }
     float total = group_total(acc, lid, wg, scratch);
     if (lid == 0) {
@@ -134,7 +140,7 @@ __kernel void gemv_q4_0_split(__global const uchar* q, __global const uchar* d,
     }
 }
 
-__kernel void gemv_q4_0_split_lanes(__global const uchar* q, __global const uchar* d,
+__kernel void gemv_q4_0_split_lanes(__global const uchar* q, __global const half* d,
                                     __global const float* x, __global float* y, int nrows,
                                     int ncols)
 {
@@ -149,8 +155,7 @@ __kernel void gemv_q4_0_split_lanes(__global const uchar* q, __global const ucha
         long xo = b * QK + k % (QK / 2);
         int byte = (int)q[row * nb * (QK / 2) + k];
         float s = (float)((byte & 15) - 8) * x[xo] + (float)((byte >> 4) - 8) * x[xo + QK / 2];
-        long dk = (row * nb + b) * 2;
-        acc += half_to_float(d[dk], d[dk + 1]) * s;
+        acc += vload_half(row * nb + b, d) * s;
     }
     float total = group_total(acc, lid, wg, scratch);
     if (lid == 0) {
@@ -158,30 +163,27 @@ __kernel void gemv_q4_0_split_lanes(__global const uchar* q, __global const ucha
     }
 }
 
-__kernel void convert_block_q4_0(__global const uchar* blocks, __global uchar* q,
-                                 __global uchar* d, int nblocks)
+__kernel void convert_block_q4_0(__global const block_q4_0* blocks, __global uchar* q,
+                                 __global half* d, int nblocks)
 {
     long b = get_global_id(0);
     if (b < nblocks) {
-        long o = b * Q4_0_BYTES;
-        d[2 * b] = blocks[o];
-        d[2 * b + 1] = blocks[o + 1];
+        ((__global ushort*)d)[b] = *(__global const ushort*)&blocks[b].d;
         for (long j = 0; j < QK / 2; j++) {
-            q[b * (QK / 2) + j] = blocks[o + 2 + j];
+            q[b * (QK / 2) + j] = blocks[b].qs[j];
         }
     }
 }
 
-__kernel void restore_block_q4_0(__global const uchar* q, __global const uchar* d,
+__kernel void restore_block_q4_0(__global const uchar* q, __global const half* d,
                                  __global uchar* blocks, int nblocks)
 {
     long b = get_global_id(0);
+    __global block_q4_0* y = (__global block_q4_0*)blocks;
     if (b < nblocks) {
-        long o = b * Q4_0_BYTES;
-        blocks[o] = d[2 * b];
-        blocks[o + 1] = d[2 * b + 1];
+        *(__global ushort*)&y[b].d = ((__global const ushort*)d)[b];
         for (long j = 0; j < QK / 2; j++) {
-            blocks[o + 2 + j] = q[b * (QK / 2) + j];
+            y[b].qs[j] = q[b * (QK / 2) + j];
         }
     }
 }

@@ -12,6 +12,7 @@ from kernels_py import (  # noqa: F401
     gemv,
     gemv_half,
     gemv_quant,
+    gemv_quant_k,
     gguf_dequant,
     gguf_q4_k,
     gguf_quants,

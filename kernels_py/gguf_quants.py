@@ -1,9 +1,12 @@
-"""GGUF Q8_0 and Q4_0 (de)quantization on byte buffers, bit-exact with ``gguf.quants``.
+"""GGUF Q8_0 and Q4_0 (de)quantization on struct blocks, bit-exact with ``gguf.quants``.
 
-Block layouts (ggml-common.h): ``block_q8_0`` is a half scale ``d`` then 32 int8 quants (34
-bytes), ``block_q4_0`` a half ``d`` then 16 bytes whose low nibbles are elements 0..15 and high
-nibbles 16..31, each minus 8 (18 bytes). The buffers are ``uint8`` and the scale is decoded by
-hand (kernels_py.gguf_blocks) until the language has structs and ``half``.
+Blocks (ggml-common.h, dtypes in kernels_py.gguf_structs): ``block_q8_0`` is a half scale ``d``
+then 32 int8 quants (34 bytes), ``block_q4_0`` a half ``d`` then 16 bytes whose low nibbles are
+elements 0..15 and high nibbles 16..31, each minus 8 (18 bytes). Dequantizers take the blocks
+as a struct array and read ``x[ib].d`` as a half and ``x[ib].qs[j]``; quantizers write into a
+byte buffer viewed as blocks (``y = view(blocks, BLOCK_Q8_0, 0)``, as ggml casts its ``char *``
+destination), ``y[ib].d = np.float16(d)`` (round to nearest even, numpy's ``astype``). The twins read and write the half with ``vload_half``/``vstore_half`` on the
+field's address, so no device needs ``cl_khr_fp16``.
 
 - dequantize: one work-item per element, ``q * d`` in float32 as gguf's numpy code does.
 - quantize Q8_0: d = amax / 127, q = roundf(x / d) as x * (1 / d) (C's roundf: half away from
@@ -21,71 +24,64 @@ converted to 0, as numpy's cast does on x86; finite inputs never produce one oth
 import gguf
 import numpy as np
 
-from clsim import fabs, get_global_id, kernel, trunc
+import clsim
+from clsim import fabs, get_global_id, isfinite, kernel, trunc, view
 from clsim import round as c_round
 from clsim.spec import EXACT, KernelSpec, Launch, register
-from kernels_py.gguf_blocks import (
-    BLOCK_BYTES,
-    Q4_0_BYTES,
-    Q8_0_BYTES,
-    QK,
-    c_int,
-    float_to_half,
-    half_to_float,
-)
+from kernels_py.gguf_structs import BLOCK_Q4_0, BLOCK_Q8_0, BLOCKS, QK, random_blocks
 
 GGML = gguf.GGMLQuantizationType
 LOCAL = 256
+
+
+@clsim.func
+def c_int(v):
+    """(int)v as numpy's astype does it on x86 for a NaN or an infinity (0 once narrowed to 8
+    bits: cvttss2si gives INT_MIN); C leaves those undefined, so the kernels state it."""
+    return np.int32(v) if isfinite(v) else 0
 
 
 @kernel
 def dequantize_q8_0(blocks, y, n):
     i = get_global_id(0)
     if i < n:
-        o = (i // QK) * Q8_0_BYTES
-        d = half_to_float(blocks[o], blocks[o + 1])
-        q = np.int32(blocks[o + 2 + i % QK])
-        q = q - 256 if q >= 128 else q
-        y[i] = np.float32(q) * d
+        ib = i // QK
+        y[i] = np.float32(blocks[ib].qs[i % QK]) * np.float32(blocks[ib].d)
 
 
 @kernel
 def dequantize_q4_0(blocks, y, n):
     i = get_global_id(0)
     if i < n:
-        o = (i // QK) * Q4_0_BYTES
-        d = half_to_float(blocks[o], blocks[o + 1])
+        ib = i // QK
         j = i % QK
-        byte = np.int32(blocks[o + 2 + j % (QK // 2)])
+        byte = np.int32(blocks[ib].qs[j % (QK // 2)])
         q = (byte & 15) if j < QK // 2 else (byte >> 4)
-        y[i] = d * np.float32(q - 8)
+        y[i] = np.float32(blocks[ib].d) * np.float32(q - 8)
 
 
 @kernel
 def quantize_q8_0(x, blocks, nblocks):
     b = get_global_id(0)
+    y = view(blocks, BLOCK_Q8_0, 0)
     if b < nblocks:
         base = b * QK
-        o = b * Q8_0_BYTES
         amax = 0.0
         for j in range(QK):
             amax = max(amax, fabs(x[base + j]))
         d = amax / 127.0
         inv = 0.0 if d == 0.0 else 1.0 / d
-        h = float_to_half(d)
-        blocks[o] = np.uint8(h & 0xFF)
-        blocks[o + 1] = np.uint8(h >> 8)
+        y[b].d = np.float16(d)
         for k in range(QK):
-            q = c_int(c_round(x[base + k] * inv))
-            blocks[o + 2 + k] = np.uint8(q & 0xFF)
+            y[b].qs[k] = np.int8(c_int(c_round(x[base + k] * inv)))
 
 
 @kernel
 def quantize_q4_0(x, blocks, nblocks):
     b = get_global_id(0)
+    y = view(blocks, BLOCK_Q4_0, 0)
     if b < nblocks:
         base = b * QK
-        o = b * Q4_0_BYTES
         mx = x[base]
         amax = fabs(mx)
         for j in range(1, QK):
@@ -94,26 +90,17 @@ def quantize_q4_0(x, blocks, nblocks):
                 mx = x[base + j]
         d = mx * -0.125
         inv = 0.0 if d == 0.0 else 1.0 / d
-        h = float_to_half(d)
-        blocks[o] = np.uint8(h & 0xFF)
-        blocks[o + 1] = np.uint8(h >> 8)
+        y[b].d = np.float16(d)
         for k in range(QK // 2):
             lo = min(c_int(trunc(x[base + k] * inv + 8.5)), 15)
             hi = min(c_int(trunc(x[base + k + QK // 2] * inv + 8.5)), 15)
-            blocks[o + 2 + k] = np.uint8(lo | (hi << 4))
-
-
-
-
-def raw_blocks(rng, nblocks: int, qtype) -> np.ndarray:
-    """Random block bytes: every half pattern can appear as a scale (NaN, inf, subnormal)."""
-    return rng.integers(0, 256, nblocks * BLOCK_BYTES[qtype.name], dtype=np.uint8)
+            y[b].qs[k] = np.uint8(lo | (hi << 4))
 
 
 def dequant_inputs(qtype):
     def make_inputs(rng, shape):
         n = shape["blocks"]
-        return {"blocks": raw_blocks(rng, n, qtype), "y": np.zeros(n * QK, np.float32),
+        return {"blocks": random_blocks(rng, n, qtype.name), "y": np.zeros(n * QK, np.float32),
                 "n": np.int32(n * QK)}
     return make_inputs
 
@@ -123,8 +110,8 @@ def quant_inputs(qtype):
         n = shape["blocks"]
         x = (rng.standard_normal(n * QK) * rng.choice([1e-3, 1.0, 1e3], n * QK)).astype(
             np.float32)
-        return {"x": x, "blocks": np.zeros(n * BLOCK_BYTES[qtype.name], np.uint8),
-                "nblocks": np.int32(n)}
+        nbytes = n * BLOCKS[qtype.name][0].itemsize
+        return {"x": x, "blocks": np.zeros(nbytes, np.uint8), "nblocks": np.int32(n)}
     return make_inputs
 
 
@@ -145,7 +132,8 @@ def launch_quant(inputs, shape, local_size=None):
 def dequant_reference(qtype):
     def reference(inputs):
         with np.errstate(all="ignore"):  # NaN scales times quants
-            return {"y": gguf.quants.dequantize(inputs["blocks"], qtype).astype(np.float32)}
+            raw = inputs["blocks"].view(np.uint8)
+            return {"y": gguf.quants.dequantize(raw, qtype).astype(np.float32)}
     return reference
 
 
@@ -164,10 +152,12 @@ for _qtype, _dq, _q in ((GGML.Q8_0, dequantize_q8_0, quantize_q8_0),
     register(KernelSpec(
         name=_dq.name, kernel=_dq, make_inputs=dequant_inputs(_qtype), launch=launch_dequant,
         reference=dequant_reference(_qtype), outputs={"y": EXACT},
-        description=f"{_qtype.name} blocks (uint8 bytes) to float32, one work-item per element",
+        description=f"{_qtype.name} blocks ({BLOCKS[_qtype.name][1]} structs) to float32, one "
+                    "work-item per element",
         **_COMMON))
     register(KernelSpec(
         name=_q.name, kernel=_q, make_inputs=quant_inputs(_qtype), launch=launch_quant,
         reference=quant_reference(_qtype), outputs={"blocks": EXACT},
-        description=f"float32 to {_qtype.name} blocks (uint8 bytes), one work-item per block",
+        description=f"float32 to {_qtype.name} blocks (a byte buffer viewed as "
+                    f"{BLOCKS[_qtype.name][1]} structs), one work-item per block",
         **_QUANT))

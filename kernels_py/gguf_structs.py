@@ -2,9 +2,10 @@
 kernels, their ``.cl`` twins (``clsim.cstruct`` prints each typedef; a test checks the twin
 holds it verbatim) and the tests.
 
-Every dtype is packed, as ggml's structs are, and its size is ggml's: Q4_1 20 bytes, Q5_0 22,
-IQ4_NL 18, Q4_K 144, Q6_K 210. ggml's ``dm`` unions (``half2`` or ``{d, m}``) are spelled as
-their two half fields. This module holds layouts and tables only, no kernels.
+Every dtype is packed, as ggml's structs are, and its size is ggml's: Q8_0 34 bytes, Q4_0 18,
+Q4_1 20, Q5_0 22, IQ4_NL 18, Q4_K 144, Q6_K 210. ggml's ``dm`` unions (``half2`` or
+``{d, m}``) are spelled as their two half fields. This module holds layouts and tables only,
+no kernels.
 """
 
 import gguf
@@ -16,6 +17,8 @@ QK = 32  # values per block of the 32-element formats (Q4_1, Q5_0, IQ4_NL)
 QK_K = 256  # values per super-block of the K formats (Q4_K, Q6_K)
 K_SCALE_SIZE = 12  # bytes of Q4_K's packed six-bit scales and mins
 
+BLOCK_Q8_0 = np.dtype([("d", np.float16), ("qs", np.int8, (QK,))])
+BLOCK_Q4_0 = np.dtype([("d", np.float16), ("qs", np.uint8, (QK // 2,))])
 BLOCK_Q4_1 = np.dtype([("d", np.float16), ("m", np.float16), ("qs", np.uint8, (QK // 2,))])
 BLOCK_Q5_0 = np.dtype([("d", np.float16), ("qh", np.uint8, (4,)), ("qs", np.uint8, (QK // 2,))])
 BLOCK_IQ4_NL = np.dtype([("d", np.float16), ("qs", np.uint8, (QK // 2,))])
@@ -33,6 +36,8 @@ GGML = gguf.GGMLQuantizationType
 
 # By gguf type name: (dtype, C type name, values per block).
 BLOCKS = {
+    "Q8_0": (BLOCK_Q8_0, "block_q8_0", QK),
+    "Q4_0": (BLOCK_Q4_0, "block_q4_0", QK),
     "Q4_1": (BLOCK_Q4_1, "block_q4_1", QK),
     "Q5_0": (BLOCK_Q5_0, "block_q5_0", QK),
     "IQ4_NL": (BLOCK_IQ4_NL, "block_iq4_nl", QK),

@@ -1,9 +1,11 @@
-"""GGUF Q8_0 / Q4_0 kernels bit for bit against gguf.quants (the reference of the gguf package):
-dequantize over every half pattern as a scale (NaN, inf, subnormals, -0.0) and random quants;
-quantize over random data at several magnitudes, all-zero blocks, one huge value per block,
-negative and positive extremes (Q4_0 keeps the sign of the extreme), ties at .5 (C's roundf
-rounds away from zero), subnormals and signed zeros. Also the half helpers alone: decoding all
-65536 halves, encoding float32 values at and around every rounding tie as numpy does.
+"""GGUF Q8_0 / Q4_0 kernels on struct blocks bit for bit against gguf.quants (the reference of
+the gguf package): dequantize over every half pattern as a scale (NaN, inf, subnormals, -0.0)
+and random quants; quantize over random data at several magnitudes, all-zero blocks, one huge
+value per block, negative and positive extremes (Q4_0 keeps the sign of the extreme), ties at
+.5 (C's roundf rounds away from zero), subnormals and signed zeros. Also: the dtypes are ggml's
+blocks and the .cl twin holds their typedefs verbatim, and a half field written from float32
+values on, around and between every rounding tie holds numpy's astype(float16) bits (what
+the quantizers' scales rely on).
 """
 
 import gguf
@@ -15,52 +17,47 @@ from hypothesis import strategies as st
 import clsim
 from clsim import get_global_id, kernel
 from clsim.spec import get_spec
-from kernels_py.gguf_blocks import BLOCK_BYTES, QK, float_to_half, half_to_float
+from kernels_py.gguf_structs import BLOCK_Q8_0, BLOCKS, QK, typedef
 
 GGML = gguf.GGMLQuantizationType
 
 
 @kernel
-def decode_halves(b, out, n):
+def store_scales(x, blocks, n):
     i = get_global_id(0)
     if i < n:
-        out[i] = half_to_float(b[2 * i], b[2 * i + 1])
-
-
-@kernel
-def encode_halves(x, out, n):
-    i = get_global_id(0)
-    if i < n:
-        out[i] = float_to_half(x[i])
+        blocks[i].d = np.float16(x[i])
 
 
 def _same_floats(got, want):
     return (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
 
 
-def test_every_half_decodes_as_numpy():
-    """All 65536 half patterns decode to numpy's float32 (bits equal; NaN as NaN)."""
-    h = np.arange(65536, dtype=np.uint16)
-    out = np.zeros(65536, np.float32)
-    clsim.run(decode_halves, (65536,), (256,), (h.view(np.uint8).copy(), out, np.int32(65536)))
-    assert _same_floats(out, h.view(np.float16).astype(np.float32)).all()
+@pytest.mark.parametrize("qtype", [GGML.Q8_0, GGML.Q4_0])
+def test_dtypes_are_ggml_blocks_and_the_twin_holds_their_typedefs(qtype):
+    dtype, _, per_block = BLOCKS[qtype.name]
+    assert (per_block, dtype.itemsize) == gguf.GGML_QUANT_SIZES[qtype]
+    spec = get_spec(f"quantize_{qtype.name.lower()}")
+    assert typedef(qtype.name) in spec.cl_path.read_text()
 
 
-def test_floats_encode_to_half_as_numpy():
+def test_half_field_stores_round_as_numpy():
     """float32 values on, just below and just above every half rounding tie, plus random bit
-    patterns, encode as numpy's astype(float16): nearest even, overflow to inf, subnormals."""
+    patterns, stored into a block's half scale: numpy's astype(float16) bits (nearest even,
+    overflow to inf, subnormals)."""
     base = np.arange(0, 2**19, dtype=np.uint32) << 13
     rng = np.random.default_rng(0)
     bits = np.concatenate([base, base + 0xFFF, base + 0x1000, base + 0x1001, base + 0x1FFF,
                            rng.integers(0, 2**32, 2**18, dtype=np.uint64).astype(np.uint32)])
     x = bits.view(np.float32)
-    out = np.zeros(x.size, np.uint16)
-    clsim.run(encode_halves, (x.size,), (256,), (x, out, np.int32(x.size)))
+    blocks = np.zeros(x.size, BLOCK_Q8_0)
+    clsim.run(store_scales, (x.size,), (256,), (x, blocks, np.int32(x.size)))
     with np.errstate(over="ignore"):
         want = x.astype(np.float16).view(np.uint16)
+    out = blocks["d"].view(np.uint16)
     nan = np.isnan(x)
     assert (out[~nan] == want[~nan]).all()
-    assert np.isnan(out[nan].view(np.float16)).all()
+    assert np.isnan(blocks["d"][nan]).all()
 
 
 def _run(name, inputs, local=None):
@@ -73,18 +70,17 @@ def _run(name, inputs, local=None):
 @pytest.mark.parametrize("qtype", [GGML.Q8_0, GGML.Q4_0])
 def test_dequantize_every_scale_pattern(qtype):
     """One block per half pattern as its scale, random quant bytes: bit-exact with gguf."""
-    size = BLOCK_BYTES[qtype.name]
+    dtype = BLOCKS[qtype.name][0]
     rng = np.random.default_rng(1)
-    blocks = rng.integers(0, 256, (65536, size), dtype=np.uint8)
-    blocks[:, :2] = np.arange(65536, dtype=np.uint16).view(np.uint8).reshape(-1, 2)
-    blocks = blocks.reshape(-1)
+    blocks = rng.integers(0, 256, 65536 * dtype.itemsize, dtype=np.uint8).view(dtype)
+    blocks["d"] = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
     n = 65536 * QK
     inputs = {"blocks": blocks, "y": np.zeros(n, np.float32), "n": np.int32(n)}
     spec = get_spec(f"dequantize_{qtype.name.lower()}")
     launch = spec.launch(inputs, {}, None)
     clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args)
     with np.errstate(all="ignore"):
-        want = gguf.quants.dequantize(blocks, qtype)
+        want = gguf.quants.dequantize(blocks.view(np.uint8), qtype)
     assert _same_floats(inputs["y"], want).all()
 
 
@@ -115,7 +111,8 @@ def _blocks_of(mode, nblocks, rng):
 def test_quantize_bit_exact_with_gguf(qtype, mode, nblocks, seed):
     """Quantized bytes equal gguf.quants.quantize's for every kind of block."""
     x = _blocks_of(mode, nblocks, np.random.default_rng(seed))
-    inputs = {"x": x, "blocks": np.zeros(nblocks * BLOCK_BYTES[qtype.name], np.uint8),
+    nbytes = nblocks * BLOCKS[qtype.name][0].itemsize
+    inputs = {"x": x, "blocks": np.zeros(nbytes, np.uint8),
               "nblocks": np.int32(nblocks)}
     _run(f"quantize_{qtype.name.lower()}", inputs, (7,))
     with np.errstate(all="ignore"):
