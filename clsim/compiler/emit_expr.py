@@ -174,6 +174,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return self.vec_components(self.expr(node.value), node.value.ctype, node.components)
 
     def e_Subscript(self, node):
+        if getattr(node, "record_ref", False) and isinstance(node.ctype, ct.PtrT):
+            return self.record_offset(node)
         if isinstance(node.value.ctype, ct.VecT):
             return self.vec_index(node)
         if is_field(node) or isinstance(getattr(node.value.ctype, "dtype", None), StructT):

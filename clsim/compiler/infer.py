@@ -19,10 +19,16 @@ from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
+    buffer_of,
+    check_record_copies,
     field_type,
+    is_place_in_bytes,
     pointer_arith,
+    record_pointer,
     refuse_constant_store,
+    refuse_copy_store,
     rewrite_component_store,
+    rewrite_field_update,
 )
 from clsim.compiler.structs import StructT
 
@@ -82,6 +88,9 @@ class Typer:
         self.name = name
         self.returns: list = []
         self.final = False
+        # b = x[ib] record copies by buffer (first variable, line): the kernel must not
+        # write that buffer, so the in-place read is C's copy
+        self.record_copies: dict[str, tuple] = {}
 
     # -- statements -------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
@@ -94,6 +103,8 @@ class Typer:
         self.final = True
         self.returns = []
         self.block(body)
+        if self.record_copies:
+            check_record_copies(body, self.record_copies)
 
     def block(self, stmts):
         for s in stmts:
@@ -105,9 +116,9 @@ class Typer:
         if isinstance(t, ct.PtrT) and isinstance(self.env.get(t.base), ct.PtrT):
             t = self.env[t.base]  # q = p: a pointer into p's buffer
         if isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field"):
-            raise compile_error(loc, f"'{name}' would hold a struct or an array field; read "
-                                     "fields where they are used (x[ib].d, x[ib].qs[j]), a "
-                                     "struct cannot be copied into a variable yet")
+            raise compile_error(loc, f"'{name}' would hold a struct or an array field; copy "
+                                     "a record of a buffer (b = x[ib], then b.d, b.qs[j]) or "
+                                     "read fields where they are used (x[ib].qs[j])")
         old = self.env.get(name)
         if name in self.params and isinstance(old, ct.ArrayT):
             raise compile_error(loc, f"buffer parameter '{name}' cannot be reassigned")
@@ -156,11 +167,9 @@ class Typer:
             elif isinstance(s.target, ast.Subscript | ast.Attribute):
                 refuse_constant_store(s.target, loc)
                 et = self.expr(s.target)
-                if isinstance(s.target, ast.Attribute) or (
-                        isinstance(s.target.value.ctype, ct.ArrayT)
-                        and s.target.value.ctype.space == "field"):
-                    raise compile_error(loc, "'op=' on a struct field: write "
-                                             "x[i].f = x[i].f + v")
+                if is_place_in_bytes(s.target):  # x[i].d += v, p[i] += v through a view
+                    rewrite_field_update(s)
+                    return self.stmt(s)
                 vt = self.expr(s.value)
                 if et is not None and vt is not None:
                     binop_type(_OPS[type(s.op)], et, vt, loc)
@@ -193,6 +202,9 @@ class Typer:
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
             t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
+            if isinstance(t, StructT) and isinstance(value, ast.Subscript):
+                t = record_pointer(value, loc)
+                self.record_copies.setdefault(t.base, (target.id, loc))
             if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
                 raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
                                          "p = x or p = x + k (a pointer into one buffer)")
@@ -200,6 +212,7 @@ class Typer:
         elif isinstance(target, ast.Subscript | ast.Attribute):
             refuse_constant_store(target, loc)
             tt = self.expr(target)
+            refuse_copy_store(target, loc)
             vt = self.expr(value)
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")

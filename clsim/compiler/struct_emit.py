@@ -79,7 +79,10 @@ class StructEmitter:
     def report_bytes(self, site: int, name: str, arrt: ct.ArrayT, off: str, kind: str) -> str:
         """Tell instruments about an access at byte ``off`` of buffer ``name``: as a byte
         index into a struct buffer (which they see as bytes), else as the index of the
-        buffer element holding that byte; the byte offset is what the code then uses."""
+        buffer element holding that byte; the byte offset is what the code then uses.
+        A struct argument (``arrt`` None) is a value, not memory: nothing to report."""
+        if arrt is None:
+            return off
         if _bytewise(arrt):
             return self.module.access(self, site, name, _BYTES, [off], kind)[0]
         size = size_of(arrt.dtype)
@@ -138,8 +141,27 @@ class StructEmitter:
 
         self.statement(build)
 
+    def record_offset(self, node) -> str:
+        """``b = x[ib]``: the value of ``b``, a pointer to record ``ib`` (a record index, or
+        a byte offset through a view), checked against the buffer where C copies it."""
+        ptr: ct.PtrT = node.ctype
+        size = ptr.dtype.itemsize
+        site = self.module.site(node, ptr.base, "load", ptr.array.space, "uint8", width=size)
+        data = self.byte_base(ptr.base, ptr.array)
+        index = self.typed(node.slice, "int64")
+        if isinstance(node.value.ctype, ct.ArrayT):
+            return self._field_index(index, f"({data}.shape[0] // {size})", site, False)
+        at = self.read_var(node.value.id)
+        if ptr.view is None:
+            return self._field_index(f"({at} + {index})", f"({data}.shape[0] // {size})",
+                                     site, False)
+        return self._field_index(f"({at} + {index} * {size})",
+                                 f"({data}.shape[0] - {size - 1})", site, False)
+
     def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
         """(buffer code, byte offset code) of a field chain ending at ``node``."""
+        if isinstance(node, ast.Name) and isinstance(node.ctype, StructT):  # by value
+            return self.read_var(node.id), self.const(0, "int64")
         if isinstance(node, ast.Name) and isinstance(node.ctype, ct.PtrT):  # xb.d: xb->d
             return self._struct_pointer(node, self.const(0, "int64"), site, store)
         if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
@@ -195,6 +217,8 @@ class StructEmitter:
         t = node.ctype
         while not isinstance(node, ast.Name):
             node = node.value
+        if isinstance(node.ctype, StructT):  # an argument by value: no memory access
+            return self.module.site(node, node.id, kind, "private", "uint8"), node.id, None
         if isinstance(node.ctype, ct.PtrT):
             name, arrt = node.ctype.base, node.ctype.array
         else:
