@@ -19,7 +19,6 @@ from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
-    buffer_of,
     check_record_copies,
     field_type,
     is_place_in_bytes,

@@ -152,7 +152,7 @@ def copy_root(target):
     while isinstance(target, ast.Subscript | ast.Attribute):
         target = target.value
     t = getattr(target, "ctype", None)
-    if isinstance(t, ct.PtrT) and t.record_copy or isinstance(t, StructT):
+    if (isinstance(t, ct.PtrT) and t.record_copy) or isinstance(t, StructT):
         return target
     return None
 
@@ -227,7 +227,7 @@ def _address(node) -> bool:
     if isinstance(node, ast.Subscript):
         node = node.value
     t = getattr(node, "ctype", None)
-    return isinstance(t, ct.ArrayT) or isinstance(t, ct.PtrT) and not t.record_copy
+    return isinstance(t, ct.ArrayT) or (isinstance(t, ct.PtrT) and not t.record_copy)
 
 
 def check_record_copies(body, copies: dict) -> None:

@@ -166,3 +166,54 @@ def test_q4_0_struct_and_half_arithmetic_match_the_device(device):
                  (x.view(np.uint8), np.zeros(32 * 32, np.float32), scale))
     result = compare("out", sim_out, dev.buffers[1], EXACT)
     assert result.equal, result.difference
+
+
+BLOCK = np.dtype([("d", np.float32), ("qs", np.uint8, (16,)), ("n", np.int16)])  # 22 bytes
+
+
+@kernel
+def block_ops(x, y, p, out):
+    ib = get_global_id(0)
+    b = x[ib]
+    s = np.float32(0.0)
+    for j in range(16):
+        s += np.float32(b.qs[j]) * b.d
+    out[ib] = s * p.d + np.float32(p.qs[ib % 16]) + np.float32(b.n)
+    y[ib].d += s
+    y[ib].qs[ib % 16] |= p.qs[0]
+    y[ib].n -= 3
+
+
+BLOCK_CL = "#pragma OPENCL FP_CONTRACT OFF\n" + clsim.cstruct(BLOCK, "block") + r"""
+__kernel void block_ops(__global const block *x, __global block *y, block p,
+                        __global float *out)
+{
+    size_t ib = get_global_id(0);
+    block b = x[ib];
+    float s = 0.0f;
+    for (int j = 0; j < 16; j++)
+        s += (float)b.qs[j] * b.d;
+    out[ib] = s * p.d + (float)p.qs[ib % 16] + (float)b.n;
+    y[ib].d += s;
+    y[ib].qs[ib % 16] |= p.qs[0];
+    y[ib].n -= 3;
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_struct_copy_field_updates_and_struct_argument_match_the_device(device):
+    """block b = x[ib]; op= on fields; a packed struct passed by value (the same bytes go to
+    the device as a structured numpy scalar)."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 256, 32 * BLOCK.itemsize, dtype=np.uint8).view(BLOCK).copy()
+    x["d"] = rng.standard_normal(32).astype(np.float32)
+    y = x[::-1].copy()
+    p = x[5].copy()
+    sim_y, sim_out = y.copy(), np.zeros(32, np.float32)
+    clsim.run(block_ops, (32,), (8,), (x, sim_y, p, sim_out))
+    dev = run_cl(device, BLOCK_CL, "block_ops", (32,), (8,),
+                 (x.view(np.uint8), y.view(np.uint8).copy(), p, np.zeros(32, np.float32)))
+    result = compare("out", sim_out, dev.buffers[3], EXACT)
+    assert result.equal, result.difference
+    np.testing.assert_array_equal(dev.buffers[1].view(np.uint8), sim_y.view(np.uint8))
