@@ -213,6 +213,13 @@ class Typer:
             tt = self.expr(target)
             refuse_copy_store(target, loc)
             vt = self.expr(value)
+            if isinstance(tt, ct.VecT) and is_place_in_bytes(target):  # p[i] on a float4 view
+                if vt is not None and ct.join(tt, vt) != tt:
+                    raise compile_error(loc, f"cannot store {ct.short(vt)} into a {tt} element")
+                return
+            if isinstance(target, ast.Attribute) and isinstance(target.value.ctype, ct.VecT):
+                raise compile_error(loc, f"'{ast.unparse(target)}': assign components of a "
+                                         "vector variable (v = p[i]; v.x = ...; p[i] = v)")
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
             if tt is not None and not ct.is_scalar(tt):

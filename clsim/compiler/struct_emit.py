@@ -74,7 +74,32 @@ class StructEmitter:
                f"{size})")
         checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
                                     store=(kind == "store"))
+        if isinstance(ptr.view, ct.VecT):
+            checked = self._aligned(checked, size, site)
         return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def _aligned(self, off: str, size: int, site: int) -> str:
+        """``off`` in a temporary, stopping the group when it is not a multiple of ``size``
+        (a vector access through a cast pointer must be aligned: undefined in OpenCL C)."""
+        tmp = self.fresh("_ao")
+        self.pre(f"{tmp} = {off}")
+        self.pre(f"if {tmp} % {size} != 0:\n"
+                 f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_MISALIGNED, 'int64')}, "
+                 f"{self.const(site, 'int64')}, {tmp}, {size}, {self.lid_code()})\n"
+                 f"    {self.err_return}")
+        return tmp
+
+    def _vector_parts(self, data: str, off: str, vec: ct.VecT, ptr: ct.PtrT):
+        """The component places of a vector at (aligned) byte ``off``: elements of the typed
+        buffer itself when the element types agree, else byte loads/stores."""
+        size = size_of(vec.dtype)
+        if ptr.array.dtype == vec.dtype and ptr.array.space != "constant":
+            base, lead = self.array_base(ptr.base, ptr.array)
+            row = f"{base}[{lead[0]}]" if lead else base
+            first = self.fresh("_ve")
+            self.pre(f"{first} = {off} // {size}")
+            return [("elem", f"{row}[{first} + {k}]") for k in range(vec.width)]
+        return [("bytes", f"{off} + {k * size}") for k in range(vec.width)]
 
     def report_bytes(self, site: int, name: str, arrt: ct.ArrayT, off: str, kind: str) -> str:
         """Tell instruments about an access at byte ``off`` of buffer ``name``: as a byte
@@ -94,6 +119,10 @@ class StructEmitter:
         """(bytes, checked byte offset of element 0, element type) of vloadN/vstoreN(.., p)
         through a typed view: N elements at p + offset * N."""
         ptr: ct.PtrT = buf.ctype
+        if isinstance(ptr.view, ct.VecT):
+            raise compile_error(call.loc, f"vload/vstore take pointers to scalars; '{ptr.view}"
+                                          "*' elements are read as p[i] (or view the buffer "
+                                          "as its scalar type)")
         size = size_of(ptr.view)
         offset_node = call.args[0] if kind == "load" else call.args[1]
         site = self.module.site(call, ptr.base, kind, ptr.array.space, "uint8",
@@ -129,7 +158,13 @@ class StructEmitter:
 
     def view_load(self, node) -> str:
         data, off, t = self.view_element(node, "load")
-        return self.helper(f"_ldb_{t}") + f"({data}, {off})"
+        if not isinstance(t, ct.VecT):
+            return self.helper(f"_ldb_{t}") + f"({data}, {off})"
+        parts = []
+        for how, place in self._vector_parts(data, off, t, node.value.ctype):
+            parts.append(self.decode(place, t.dtype) if how == "elem"
+                         else self.helper(f"_ldb_{t.dtype}") + f"({data}, {place})")
+        return "(" + ", ".join(parts) + ",)"
 
     def view_store(self, target, value) -> None:
         def build():
@@ -137,7 +172,15 @@ class StructEmitter:
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(value, t)}")
             data, off, _ = self.view_element(target, "store")
-            return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
+            if not isinstance(t, ct.VecT):
+                return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
+            parts = self._vector_parts(data, off, t, target.value.ctype)
+            for k, (how, place) in enumerate(parts):
+                if how == "elem":
+                    self.pre(f"{place} = {self.encode(f'{v}[{k}]', t.dtype)}")
+                else:
+                    self.pre(self.helper(f"_stb_{t.dtype}") + f"({data}, {place}, {v}[{k}])")
+            return None
 
         self.statement(build)
 

@@ -217,3 +217,43 @@ def test_struct_copy_field_updates_and_struct_argument_match_the_device(device):
     result = compare("out", sim_out, dev.buffers[3], EXACT)
     assert result.equal, result.difference
     np.testing.assert_array_equal(dev.buffers[1].view(np.uint8), sim_y.view(np.uint8))
+
+
+@kernel
+def float4_views(x, raw, y):
+    i = get_global_id(0)
+    p = clsim.view(x, float4)
+    q = clsim.view(raw, float4, 16)
+    w = p[i] * 3.0 + q[i].wzyx
+    r = clsim.view(y, float4)
+    r[i] = w
+    r[i] += float4(0.5)
+
+
+FLOAT4_VIEWS_CL = r"""
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void float4_views(__global const float *x, __global const uchar *raw,
+                           __global float *y)
+{
+    size_t i = get_global_id(0);
+    __global const float4 *p = (__global const float4 *)x;
+    __global const float4 *q = (__global const float4 *)(raw + 16);
+    float4 w = p[i] * 3.0f + q[i].wzyx;
+    __global float4 *r = (__global float4 *)y;
+    r[i] = w;
+    r[i] += (float4)(0.5f);
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float4_views_of_scalar_buffers_match_the_device(device):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(64).astype(np.float32)
+    raw = rng.standard_normal(4 + 64).astype(np.float32).view(np.uint8)
+    sim = np.zeros(64, np.float32)
+    clsim.run(float4_views, (16,), (8,), (x, raw, sim))
+    dev = run_cl(device, FLOAT4_VIEWS_CL, "float4_views", (16,), (8,),
+                 (x, raw, np.zeros(64, np.float32)))
+    result = compare("y", sim, dev.buffers[2], EXACT)
+    assert result.equal, result.difference
