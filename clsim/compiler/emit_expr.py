@@ -196,6 +196,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             raise compile_error(node.loc, f"internal: {ct.short(t)} is not a pointer")
         if isinstance(node, ast.Name):
             return t.base, t.array, self.read_var(node.id)
+        if isinstance(node, ast.Call | ast.Subscript):  # view(...), a record x[ib]
+            return t.base, t.array, self.expr(node)
         if isinstance(node, ast.BinOp):
             left_ptr = isinstance(node.left.ctype, ct.PtrT | ct.ArrayT)
             ptr, k = (node.left, node.right) if left_ptr else (node.right, node.left)
@@ -314,10 +316,17 @@ class ExprEmitter(VectorEmitter, StructEmitter):
                                for k in range(width)) + ",)"
 
     def call_func(self, node, kfn) -> str:
-        spec = self.module.program.funcs[(kfn.name, tuple(a.ctype for a in node.args))]
+        program = self.module.program
+        spec = program.funcs[program.spec_key(kfn, tuple(a.ctype for a in node.args))]
         args = []
         for a, pt in zip(node.args, spec.param_types, strict=True):
-            if isinstance(pt, ct.ArrayT):
+            if isinstance(pt, ct.PtrT):  # the buffer and the pointer's offset into it
+                name, arrt, offset = self.pointer_offset(a)
+                base, lead = self.array_base(name, arrt)
+                args += [f"{base}[{lead[0]}]" if lead else base, offset]
+            elif isinstance(pt, StructT):  # a struct argument by value: its bytes
+                args.append(self.read_var(a.id))
+            elif isinstance(pt, ct.ArrayT):
                 if not isinstance(a, ast.Name):
                     raise compile_error(node.loc, "pass arrays to helpers by name")
                 base, lead = self.array_base(a.id, pt)

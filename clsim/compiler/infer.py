@@ -90,6 +90,7 @@ class Typer:
         # b = x[ib] record copies by buffer (first variable, line): the kernel must not
         # write that buffer, so the in-place read is C's copy
         self.record_copies: dict[str, tuple] = {}
+        self.first_assigned: dict[str, tuple] = {}  # name -> (loc, type) of its first value
 
     # -- statements -------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
@@ -103,7 +104,7 @@ class Typer:
         self.returns = []
         self.block(body)
         if self.record_copies:
-            check_record_copies(body, self.record_copies)
+            check_record_copies(body, self.record_copies, self.program)
 
     def block(self, stmts):
         for s in stmts:
@@ -123,6 +124,7 @@ class Typer:
             raise compile_error(loc, f"buffer parameter '{name}' cannot be reassigned")
         if old is None:
             self.env[name] = t
+            self.first_assigned.setdefault(name, (loc, t))
             return
         if aug:
             if ct.is_int(old) and ct.is_float(t):
@@ -132,10 +134,13 @@ class Typer:
             return
         joined = ct.join(old, t)
         if joined is None:
+            first, first_t = self.first_assigned.get(name, (None, old))
+            line = f" (line {first.line} assigns it {ct.short(first_t)})" if first else ""
             raise compile_error(
-                loc, f"'{name}' holds {ct.short(old)} elsewhere but {ct.short(t)} here; a "
-                     "variable has one type in OpenCL C. Convert explicitly, e.g. "
-                     "np.float32(x) or convert_int(x), or use 0.0 for a float start value")
+                loc, f"'{name}' holds {ct.short(old)} elsewhere but {ct.short(t)} here{line}; "
+                     "a variable has one type in OpenCL C, and this one is read where either "
+                     "value may reach. Convert explicitly, e.g. np.float32(x) or "
+                     "convert_int(x), use 0.0 for a float start value, or use two names")
         self.env[name] = joined
 
     def stmt(self, s):
@@ -455,13 +460,13 @@ class Typer:
             types = [self.expr(a) for a in node.args]
             if any(t is None for t in types):
                 return None
-            if any(isinstance(t, ct.PtrT) for t in types):
-                raise compile_error(loc, "pass helpers the buffer and an offset, not a pointer "
-                                         "local (helpers index their own buffers)")
-            if any(isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field")
-                   for t in types):
-                raise compile_error(loc, "pass struct fields to helpers one by one (x[i].d), "
-                                         "or the whole buffer x and the index i")
+            for k, (a, t) in enumerate(zip(node.args, types, strict=True)):
+                if isinstance(t, StructT) and isinstance(a, ast.Subscript):  # helper(x[ib])
+                    types[k] = record_pointer(a, loc)
+                    self.record_copies.setdefault(types[k].base, (ast.unparse(a), loc))
+                elif isinstance(t, ct.ArrayT) and t.space == "field":
+                    raise compile_error(loc, "an array field is passed to a helper as the "
+                                             "record (helper(x[i])) or element by element")
             return self.program.specialize(value, tuple(types), loc)
         if kind == "range":
             raise compile_error(loc, "range() only in 'for i in range(...)'")

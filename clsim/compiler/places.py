@@ -199,9 +199,10 @@ def refuse_copy_store(target, loc) -> None:
                              f"the buffer's record instead: x[ib].field = ...")
 
 
-def _written(body):
+def _written(body, program=None):
     """(buffer, node) for every place the body may write a buffer: stores, store and atomic
-    builtins, and buffers passed to helpers (which may write them)."""
+    builtins, and buffers passed to helpers that write them (any helper, without
+    ``program``)."""
     from clsim.compiler import builtins as table
 
     for root in body:
@@ -214,8 +215,12 @@ def _written(body):
             elif isinstance(node, ast.Call):
                 kind, value = getattr(node.func, "resolved", (None, None))
                 entry = table.lookup(value) if kind == "builtin" else None
-                if kind == "func" or getattr(entry, "access", None) in ("store", "atomic"):
+                if getattr(entry, "access", None) in ("store", "atomic"):
                     targets = [a for a in node.args if _address(a)]
+                elif kind == "func":
+                    writes = _helper_writes(program, value, node)
+                    targets = [a for k, a in enumerate(node.args)
+                               if _address(a) and (writes is None or k in writes)]
             for t in targets:
                 buf = buffer_of(t)
                 if buf is not None:
@@ -230,16 +235,30 @@ def _address(node) -> bool:
     return isinstance(t, ct.ArrayT) or (isinstance(t, ct.PtrT) and not t.record_copy)
 
 
-def check_record_copies(body, copies: dict) -> None:
+def _helper_writes(program, kfn, call):
+    """The argument positions helper ``kfn`` writes through at this call, or None."""
+    if program is None:
+        return None
+    spec = program.funcs.get(program.spec_key(kfn, tuple(a.ctype for a in call.args)))
+    return None if spec is None else spec.writes
+
+
+def written_params(body, params, program) -> frozenset:
+    """Positions of the parameters a helper body writes through (buffers and pointers)."""
+    bufs = {buf for buf, _ in _written(body, program)}
+    return frozenset(k for k, p in enumerate(params) if p in bufs or f"{p}__buf" in bufs)
+
+
+def check_record_copies(body, copies: dict, program=None) -> None:
     """``b = x[ib]`` reads the record in place: refused when the kernel also writes ``x``."""
-    for buf, node in _written(body):
+    for buf, node in _written(body, program):
         if buf in copies:
             name, loc = copies[buf]
             raise compile_error(loc, (
-                f"'{name}' copies a record of '{buf}' (C: block {name} = {buf}[ib]), which "
-                f"clsim reads in place; that is C's copy only while the kernel does not write "
-                f"'{buf}', and line {node.loc.line} may write it. Read the fields where they "
-                f"are used ({buf}[ib].d), or write the results to another buffer"))
+                f"'{name}' is a copy of a record of '{buf}' (C copies a struct by value), "
+                f"which clsim reads in place; that is C's copy only while the kernel does not "
+                f"write '{buf}', and line {node.loc.line} may write it. Read the fields where "
+                f"they are used ({buf}[ib].d), or write the results to another buffer"))
 
 
 def vector_view(name: str, loc) -> ct.VecT:

@@ -257,3 +257,78 @@ def test_float4_views_of_scalar_buffers_match_the_device(device):
                  (x, raw, np.zeros(64, np.float32)))
     result = compare("y", sim, dev.buffers[2], EXACT)
     assert result.equal, result.difference
+
+
+@kernel
+def printf_strings_vectors(x):
+    i = get_global_id(0)
+    v = float4(x[0], 1.5, -2.0, 0.25)
+    clsim.printf("%s=%d [%v4hlf] <%5.1v4hlf> %v2hld|%-4s|\n", "item", i, v, v,
+                 clsim.int2(7, -3), "ab")
+
+
+PRINTF_CL = r"""
+__kernel void printf_strings_vectors(__global const float *x)
+{
+    int i = get_global_id(0);
+    float4 v = (float4)(x[0], 1.5f, -2.0f, 0.25f);
+    printf("%s=%d [%v4hlf] <%5.1v4hlf> %v2hld|%-4s|\n", "item", i, v, v, (int2)(7, -3), "ab");
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_printf_strings_and_vectors_match_the_device(device, capfd):
+    """One work-item's line (the device prints to the process's stdout)."""
+    x = np.float32([3.0])
+    sim = clsim.run(printf_strings_vectors, (1,), (1,), (x,)).printf
+    capfd.readouterr()
+    run_cl(device, PRINTF_CL, "printf_strings_vectors", (1,), (1,), (x,))
+    printed = capfd.readouterr().out
+    assert printed == "".join(sim), (printed, sim)
+
+
+@kernel
+def fused_half_ops(a, b, c, o_fma, o_mad, o_mix):
+    i = get_global_id(0)
+    o_fma[i] = clsim.fma(a[i], b[i], c[i])
+    o_mad[i] = clsim.mad(a[i], b[i], c[i])
+    o_mix[i] = clsim.mix(a[i], b[i], c[i])
+
+
+FUSED_HALF_CL = r"""
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void fused_half_ops(__global const half *a, __global const half *b,
+                             __global const half *c, __global half *o_fma,
+                             __global half *o_mad, __global half *o_mix)
+{
+    size_t i = get_global_id(0);
+    o_fma[i] = fma(a[i], b[i], c[i]);
+    o_mad[i] = mad(a[i], b[i], c[i]);
+    o_mix[i] = mix(a[i], b[i], c[i]);
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_fma_mad_mix_match_the_device(device):
+    """fma single-rounded on half (operands that include double-rounding cases), mad and mix
+    as clsim documents them (measured on the Intel CPU runtime)."""
+    reason = missing_feature(get_device(device), "fp16")
+    if reason:
+        pytest.skip(f"{reason}: half arithmetic needs it")
+    rng = np.random.default_rng(11)
+    n = 1 << 16
+    a = rng.integers(0x3C00, 0x4000, n).astype(np.uint16).view(np.float16)
+    b = rng.integers(0x3C00, 0x4000, n).astype(np.uint16).view(np.float16)
+    c = rng.integers(0x0001, 0x1000, n).astype(np.uint16).view(np.float16)
+    a[::2] = (rng.standard_normal(n // 2) * 10).astype(np.float16)
+    c[::2] = rng.random(n // 2).astype(np.float16)
+    sim = [np.zeros(n, np.float16) for _ in range(3)]
+    clsim.run(fused_half_ops, (n,), (256,), (a, b, c, *sim))
+    dev = run_cl(device, FUSED_HALF_CL, "fused_half_ops", (n,), (256,),
+                 (a, b, c, *[np.zeros(n, np.float16) for _ in range(3)]))
+    for k, name in enumerate(("o_fma", "o_mad", "o_mix")):
+        result = compare(name, sim[k], dev.buffers[3 + k], EXACT)
+        assert result.equal, result.difference

@@ -150,8 +150,8 @@ def no_such_field(x, out):
 
 
 @pytest.mark.parametrize("kern, words", [
-    (copy_then_assign_field, "'b' is a copy of a record"),
-    (copy_of_a_written_buffer, "'b' copies a record of 'x'"),
+    (copy_then_assign_field, "assigning its fields would change only the copy"),
+    (copy_of_a_written_buffer, "'b' is a copy of a record of 'x'"),
     (no_such_field, "no field '.scale' (fields: d, qs)")])
 def test_struct_errors(kern, words):
     with pytest.raises(clsim.KernelCompileError, match=None) as info:
