@@ -225,6 +225,10 @@ class Typer:
             if isinstance(target, ast.Attribute) and isinstance(target.value.ctype, ct.VecT):
                 raise compile_error(loc, f"'{ast.unparse(target)}': assign components of a "
                                          "vector variable (v = p[i]; v.x = ...; p[i] = v)")
+            if isinstance(tt, StructT) or isinstance(vt, StructT):
+                raise compile_error(loc, "a whole struct cannot be assigned here; copy it "
+                                         "field by field (y[i].d = x[i].d, and the array "
+                                         "fields in a loop)")
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
             if tt is not None and not ct.is_scalar(tt):
@@ -399,6 +403,10 @@ class Typer:
         loc = node.loc
         base = self.expr(node.value)
         if isinstance(base, ct.PtrT):
+            if base.record_copy:
+                raise compile_error(loc, f"'{ast.unparse(node.value)}' is a struct (a copy of "
+                                         "a record), not a pointer: read its fields (b.d, "
+                                         "b.qs[j])")
             idx = node.slice
             it = self.expr(idx)
             if isinstance(idx, ast.Tuple) or (it is not None and not ct.is_int(ct.promote(it))):

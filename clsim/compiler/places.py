@@ -21,6 +21,9 @@ def pointer_arith(op: str, a, b, loc):
             raise compile_error(loc, f"'-' between pointers into '{a.base}' and '{b.base}'")
         return "int64"
     ptr, other = (a, b) if isinstance(a, ct.PtrT) else (b, a)
+    if ptr.record_copy:
+        raise compile_error(loc, f"'{op}' on a struct (a copy of a record, b = x[ib]): "
+                                 "advance a pointer instead (p = x + ib; p + 1)")
     if op not in ("+", "-") or (op == "-" and ptr is b) or not ct.is_int(ct.promote(other)):
         raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)}: pointers "
                                  "take p + k, p - k and p - q")

@@ -207,6 +207,8 @@ class StructEmitter:
             return self.read_var(node.id), self.const(0, "int64")
         if isinstance(node, ast.Name) and isinstance(node.ctype, ct.PtrT):  # xb.d: xb->d
             return self._struct_pointer(node, self.const(0, "int64"), site, store)
+        if isinstance(node, ast.BinOp | ast.Call) and isinstance(node.ctype, ct.PtrT):
+            return self._struct_pointer(node, self.const(0, "int64"), site, store)  # (x+1)->d
         if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
                 and isinstance(node.value.ctype, ct.PtrT)):
             return self._struct_pointer(node.value, self.typed(node.slice, "int64"), site,
@@ -250,7 +252,7 @@ class StructEmitter:
         ptr: ct.PtrT = name_node.ctype
         size = ptr.dtype.itemsize
         data = self.byte_base(ptr.base, ptr.array)
-        at = self.read_var(name_node.id)
+        at = self.pointer_offset(name_node)[2]
         off = (f"({at} + {index} * {size})" if ptr.view is not None
                else f"(({at} + {index}) * {size})")
         return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
@@ -258,7 +260,7 @@ class StructEmitter:
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
         """The access site of a field chain, the buffer it is in and that buffer's type."""
         t = node.ctype
-        while not isinstance(node, ast.Name):
+        while isinstance(node, ast.Subscript | ast.Attribute):
             node = node.value
         if isinstance(node.ctype, StructT):  # an argument by value: no memory access
             return self.module.site(node, node.id, kind, "private", "uint8"), node.id, None

@@ -149,10 +149,31 @@ def no_such_field(x, out):
     out[0] = x[0].scale
 
 
+@kernel
+def index_a_copy(x, out):
+    b = x[0]
+    out[0] = b[1].d
+
+
+@kernel
+def advance_a_copy(x, out):
+    b = x[0]
+    c = b + 1
+    out[0] = c.d
+
+
+@kernel
+def assign_whole_struct(x, out):
+    x[1] = x[0]
+
+
 @pytest.mark.parametrize("kern, words", [
     (copy_then_assign_field, "assigning its fields would change only the copy"),
     (copy_of_a_written_buffer, "'b' is a copy of a record of 'x'"),
-    (no_such_field, "no field '.scale' (fields: d, qs)")])
+    (no_such_field, "no field '.scale' (fields: d, qs)"),
+    (index_a_copy, "'b' is a struct (a copy of a record), not a pointer"),
+    (advance_a_copy, "'+' on a struct (a copy of a record"),
+    (assign_whole_struct, "a whole struct cannot be assigned here; copy it field by field")])
 def test_struct_errors(kern, words):
     with pytest.raises(clsim.KernelCompileError, match=None) as info:
         clsim.run(kern, (1,), (1,), (_random_blocks(Q4_0, 1), np.zeros(1, np.float32)))
@@ -203,6 +224,7 @@ def through_block_pointer(x, out):
     out[2 * ib] = np.float32(xb.d)
     out[2 * ib + 1] = np.float32(xb[0].qs[5]) + np.float32(xb.qs[6])
     xb.qs[0] = 42
+    (x + ib).qs[1] = (x + ib).qs[2]
 
 
 @JIT
@@ -216,6 +238,7 @@ def test_pointer_to_a_block(jit):
     np.testing.assert_array_equal(out[0::2], x["d"].astype(np.float32))
     np.testing.assert_array_equal(out[1::2], want_qs[:, 5].astype(np.float32) + want_qs[:, 6])
     assert (x["qs"][:, 0] == 42).all()
+    np.testing.assert_array_equal(x["qs"][:, 1], want_qs[:, 2])
 
 
 @kernel
