@@ -347,3 +347,34 @@ def test_struct_argument_fields_are_read_only():
     with pytest.raises(clsim.KernelCompileError, match=r"struct argument \(passed by value\)"):
         clsim.run(struct_argument_assigned, (1,), (1,),
                   (_random_blocks(Q4_0, 1)[0], np.zeros(1, np.float16)))
+
+
+@clsim.func
+def add_block(blk, dst):
+    dst[0] = dst[0] + np.float32(blk.qs[0])
+
+
+@kernel
+def new_forms_under_instruments(x, p, y, out):
+    i = get_global_id(0)
+    b = x[i]
+    v = clsim.view(y, clsim.float4)
+    w = v[i] * np.float32(b.d)
+    v[i] = w + np.float32(p.qs[i])
+    out[i] = np.float32(b.qs[1])
+    add_block(x[i], out + i)
+
+
+@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True}])
+def test_instruments_see_copies_struct_arguments_vector_views_and_helper_pointers(options):
+    """Record copies, a struct argument, a float4 view and a pointer passed to a helper run
+    under the race/uninitialised checks and the traffic model with the plain run's results
+    (neighbouring work-items' float4 elements are not a race)."""
+    x = _random_blocks(Q4_0, 8, seed=2)
+    p = _random_blocks(Q4_0, 1, seed=3)[0]
+    y, out = np.arange(32, dtype=np.float32), np.zeros(8, np.float32)
+    y2, out2 = y.copy(), out.copy()
+    clsim.run(new_forms_under_instruments, (8,), (8,), (x.copy(), p, y, out))
+    clsim.run(new_forms_under_instruments, (8,), (8,), (x.copy(), p, y2, out2), **options)
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(out2, out)
