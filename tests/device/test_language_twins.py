@@ -332,3 +332,93 @@ def test_half_fma_mad_mix_match_the_device(device):
     for k, name in enumerate(("o_fma", "o_mad", "o_mix")):
         result = compare(name, sim[k], dev.buffers[3 + k], EXACT)
         assert result.equal, result.difference
+
+
+@clsim.func
+def dot_n(a, b, n):
+    s = np.float32(0.0)
+    for k in range(n):
+        s += a[k] * b[k]
+    return s
+
+
+@clsim.func
+def bump(p, v):
+    p[0] = p[0] + v
+    p += 1
+    p[0] = p[0] - v
+
+
+@kernel
+def helpers_scopes_and_break(x, y, out, idx, n):
+    i = get_global_id(0)
+    out[i] = dot_n(x + 4 * i, y, 4)
+    if i % 2 == 0:
+        t = out[i] * 2.0
+        out[i] = t
+    else:
+        t = np.int32(i) * 3
+        idx[2 * i + 1] = t
+    bump(out + 16 + 2 * i, np.float32(i))
+    for j in range(n):
+        if x[j] > x[i] + 1.0:
+            break
+    idx[2 * i] = j
+
+
+HELPERS_CL = r"""
+#pragma OPENCL FP_CONTRACT OFF
+float dot_n(__global const float *a, __global const float *b, int n)
+{
+    float s = 0.0f;
+    for (int k = 0; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+void bump(__global float *p, float v)
+{
+    p[0] = p[0] + v;
+    p += 1;
+    p[0] = p[0] - v;
+}
+
+__kernel void helpers_scopes_and_break(__global const float *x, __global const float *y,
+                                       __global float *out, __global int *idx, int n)
+{
+    int i = get_global_id(0);
+    out[i] = dot_n(x + 4 * i, y, 4);
+    if (i % 2 == 0) {
+        float t = out[i] * 2.0f;
+        out[i] = t;
+    } else {
+        int t = i * 3;
+        idx[2 * i + 1] = t;
+    }
+    bump(out + 16 + 2 * i, (float)i);
+    int j;
+    for (j = 0; j < n; j++)
+        if (x[j] > x[i] + 1.0f)
+            break;
+    idx[2 * i] = j;
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pointers_into_helpers_block_scope_and_break_match_the_device(device):
+    """helper(x + k, n) and a helper writing through a pointer; a temporary of two types in
+    two branches; a search loop whose variable is read after it (C's value when no break)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(64).astype(np.float32)
+    x[:8] = np.float32([0.0, 0.5, 3.0, -1.0, 0.2, 0.1, 5.0, 0.3])
+    y = rng.standard_normal(4).astype(np.float32)
+    out = rng.standard_normal(48).astype(np.float32)
+    sim_out, sim_idx = out.copy(), np.zeros(32, np.int32)
+    clsim.run(helpers_scopes_and_break, (16,), (8,), (x, y, sim_out, sim_idx, np.int32(8)))
+    dev = run_cl(device, HELPERS_CL, "helpers_scopes_and_break", (16,), (8,),
+                 (x, y, out.copy(), np.zeros(32, np.int32), np.int32(8)))
+    for k, (name, sim) in enumerate((("out", sim_out), ("idx", sim_idx))):
+        result = compare(name, sim, dev.buffers[2 + k], EXACT)
+        assert result.equal, result.difference
+    assert 8 in sim_idx[0::2], "some search must run to its end (C leaves j == n)"
