@@ -237,7 +237,8 @@ def test_every_error_is_a_simulation_error():
     """One hierarchy: callers can catch clsim.SimulationError."""
     for cls in (clsim.KernelCompileError, clsim.InvalidNDRangeError, clsim.OutOfBoundsError,
                 clsim.BarrierDivergenceError, clsim.DataRaceError,
-                clsim.UninitializedReadError, clsim.InvalidArgumentError):
+                clsim.UninitializedReadError, clsim.InvalidArgumentError,
+                clsim.MisalignedAccessError):
         assert issubclass(cls, clsim.SimulationError)
 
 
