@@ -159,11 +159,11 @@ class StructEmitter:
     def view_load(self, node) -> str:
         data, off, t = self.view_element(node, "load")
         if not isinstance(t, ct.VecT):
-            return self.helper(f"_ldb_{t}") + f"({data}, {off})"
+            return self.load_bytes(t, data, off)
         parts = []
         for how, place in self._vector_parts(data, off, t, node.value.ctype):
             parts.append(self.decode(place, t.dtype) if how == "elem"
-                         else self.helper(f"_ldb_{t.dtype}") + f"({data}, {place})")
+                         else self.load_bytes(t.dtype, data, place))
         return "(" + ", ".join(parts) + ",)"
 
     def view_store(self, target, value) -> None:
@@ -255,6 +255,8 @@ class StructEmitter:
         at = self.pointer_offset(name_node)[2]
         off = (f"({at} + {index} * {size})" if ptr.view is not None
                else f"(({at} + {index}) * {size})")
+        if ptr.record_copy:  # b = x[ib] checked the record where it was copied
+            return data, off
         return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
 
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
@@ -280,7 +282,16 @@ class StructEmitter:
         site, name, arrt = self._field_site(node, "load")
         base, off = self.field_address(node, site, store=False)
         off = self.report_bytes(site, name, arrt, off, "load")
-        return self.helper(f"_ldb_{t}") + f"({base}, {off})"
+        return self.load_bytes(t, base, off)
+
+    def load_bytes(self, t: str, data: str, off: str) -> str:
+        """A value of scalar type ``t`` at byte ``off`` of ``data``: a byte is read as it is
+        (one helper function fewer for Numba to compile), wider types by ``_ldb_T``."""
+        if t == "uint8":
+            return f"{data}[{off}]"
+        if t == "int8":
+            return f"np.int8({data}[{off}])"
+        return self.helper(f"_ldb_{t}") + f"({data}, {off})"
 
     def field_store(self, target, value) -> None:
         t = target.ctype
