@@ -83,7 +83,11 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         """Emit one statement built by ``build()``, with its pre-lines and error check."""
         self.stmt_checked = False
         saved, self.pending = self.pending, []
-        code = build()
+        self.stmt_depth = getattr(self, "stmt_depth", 0) + 1
+        try:
+            code = build()
+        finally:
+            self.stmt_depth -= 1
         for line in self.pending:
             self.emit(line)
         self.pending = saved

@@ -142,7 +142,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
 
     def e_BoolOp(self, node):
         joiner = " and " if isinstance(node.op, ast.And) else " or "
-        return "(" + joiner.join(self.typed(v, "bool") for v in node.values) + ")"
+        first = self.typed(node.values[0], "bool")
+        with self.conditional():  # the later operands run only sometimes
+            rest = [self.typed(v, "bool") for v in node.values[1:]]
+        return "(" + joiner.join([first, *rest]) + ")"
 
     def e_Compare(self, node):
         if isinstance(node.ctype, ct.VecT):
@@ -161,8 +164,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
 
     def e_IfExp(self, node):
         t = node.ctype
-        return (f"({self.typed(node.body, t)} if {self.typed(node.test, 'bool')} "
-                f"else {self.typed(node.orelse, t)})")
+        test = self.typed(node.test, "bool")
+        with self.conditional():
+            body, orelse = self.typed(node.body, t), self.typed(node.orelse, t)
+        return f"({body} if {test} else {orelse})"
 
     def e_Tuple(self, node):
         t = node.ctype.dtype

@@ -165,6 +165,20 @@ def _ck(index, length, err, site, lid):
 """),
     ("_oob",),
 )
+# A vector access through a view at byte ``off``: ``off`` when it is aligned to ``size``,
+# else the MISALIGNED error is recorded and 0 returned (a safe offset, as _ck does).
+_define(
+    "_al",
+    rec.fill("""
+def _al(off, size, err, site, lid):
+    if off % size != 0:
+        _oob(err, np.int64({MISALIGNED}), site, np.int64(off), size, lid)
+        return 0
+    return off
+"""),
+    ("_oob",),
+)
+
 
 def helper_sources(names: set[str], table: dict[str, Helper]) -> list[str]:
     """The sources of the named helpers and everything they call, dependencies first.

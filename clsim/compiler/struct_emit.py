@@ -74,8 +74,12 @@ class StructEmitter:
                f"{size})")
         checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
                                     store=(kind == "store"))
-        if isinstance(ptr.view, ct.VecT):
+        if isinstance(ptr.view, ct.VecT) and kind == "store":
             checked = self._aligned(checked, size, site)
+        elif isinstance(ptr.view, ct.VecT):  # an expression: loads may run conditionally
+            self.checked()
+            checked = (f"{self.helper('_al')}({checked}, {size}, _err, "
+                       f"{self.const(site, 'int64')}, {self.lid_code()})")
         return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
 
     def _aligned(self, off: str, size: int, site: int) -> str:
@@ -90,16 +94,19 @@ class StructEmitter:
         return tmp
 
     def _vector_parts(self, data: str, off: str, vec: ct.VecT, ptr: ct.PtrT):
-        """The component places of a vector at (aligned) byte ``off``: elements of the typed
-        buffer itself when the element types agree, else byte loads/stores."""
+        """The component places of a vector at (aligned) byte ``off`` (a plain name): elements
+        of the typed buffer ``data`` itself when the element types agree, else bytes."""
         size = size_of(vec.dtype)
-        if ptr.array.dtype == vec.dtype and ptr.array.space != "constant":
-            base, lead = self.array_base(ptr.base, ptr.array)
-            row = f"{base}[{lead[0]}]" if lead else base
-            first = self.fresh("_ve")
-            self.pre(f"{first} = {off} // {size}")
-            return [("elem", f"{row}[{first} + {k}]") for k in range(vec.width)]
+        if _direct(vec, ptr):
+            return [("elem", f"{data}[{off} // {size} + {k}]") for k in range(vec.width)]
         return [("bytes", f"{off} + {k * size}") for k in range(vec.width)]
+
+    def _view_data(self, vec: ct.VecT, ptr: ct.PtrT) -> str:
+        """What a vector view's components are read from: the buffer, or its bytes."""
+        if _direct(vec, ptr):
+            base, lead = self.array_base(ptr.base, ptr.array)
+            return f"{base}[{lead[0]}]" if lead else base
+        return self.byte_base(ptr.base, ptr.array)
 
     def report_bytes(self, site: int, name: str, arrt: ct.ArrayT, off: str, kind: str) -> str:
         """Tell instruments about an access at byte ``off`` of buffer ``name``: as a byte
@@ -160,11 +167,16 @@ class StructEmitter:
         data, off, t = self.view_element(node, "load")
         if not isinstance(t, ct.VecT):
             return self.load_bytes(t, data, off)
-        parts = []
-        for how, place in self._vector_parts(data, off, t, node.value.ctype):
-            parts.append(self.decode(place, t.dtype) if how == "elem"
-                         else self.load_bytes(t.dtype, data, place))
-        return "(" + ", ".join(parts) + ",)"
+        ptr = node.value.ctype
+
+        def build(names):
+            src, at = names
+            return "(" + ", ".join(
+                self.decode(place, t.dtype) if how == "elem" else
+                self.load_bytes(t.dtype, src, place)
+                for how, place in self._vector_parts(src, at, t, ptr)) + ",)"
+
+        return self.vec_lift([self._view_data(t, ptr), off], build)
 
     def view_store(self, target, value) -> None:
         def build():
@@ -174,12 +186,13 @@ class StructEmitter:
             data, off, _ = self.view_element(target, "store")
             if not isinstance(t, ct.VecT):
                 return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
-            parts = self._vector_parts(data, off, t, target.value.ctype)
-            for k, (how, place) in enumerate(parts):
+            ptr = target.value.ctype
+            dst = self._view_data(t, ptr)
+            for k, (how, place) in enumerate(self._vector_parts(dst, off, t, ptr)):
                 if how == "elem":
                     self.pre(f"{place} = {self.encode(f'{v}[{k}]', t.dtype)}")
                 else:
-                    self.pre(self.helper(f"_stb_{t.dtype}") + f"({data}, {place}, {v}[{k}])")
+                    self.pre(self.helper(f"_stb_{t.dtype}") + f"({dst}, {place}, {v}[{k}])")
             return None
 
         self.statement(build)
@@ -307,6 +320,11 @@ class StructEmitter:
             return self.helper(f"_stb_{t}") + f"({base}, {o}, {v})"
 
         self.statement(build)
+
+
+def _direct(vec: ct.VecT, ptr: ct.PtrT) -> bool:
+    """A vector view read straight from the buffer's own elements (same element type)."""
+    return ptr.array.dtype == vec.dtype and ptr.array.space != "constant"
 
 
 def _bytewise(arrt: ct.ArrayT) -> bool:

@@ -537,3 +537,22 @@ def float3_view(x, y):
 def test_three_wide_vector_views_are_refused():
     with pytest.raises(clsim.KernelCompileError, match="16 bytes in memory but has 3 comp"):
         clsim.run(float3_view, (1,), (1,), (np.zeros(4, np.float32), np.zeros(1, np.float32)))
+
+
+@kernel
+def guarded_vector_reads(x, out, n):
+    i = get_global_id(0)
+    p = clsim.view(x, float4)
+    ok = i < n and p[i].x * 2.0 > -1.0
+    w = (p[i] * 2.0).y if i < n else 0.0
+    out[i] = np.float32(1.0) if ok else w
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vector_reads_after_and_or_in_if_else_run_only_when_reached(jit):
+    """p[i] after 'i < n and' (or in the branch of an if-else) is read only when C reads it:
+    out of range there is no error (operands are not evaluated ahead of the statement)."""
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    clsim.run(guarded_vector_reads, (8,), (8,), (x, out, np.int32(4)), jit=jit)
+    np.testing.assert_array_equal(out, np.float32([1, 1, 1, 1, 0, 0, 0, 0]))
