@@ -18,6 +18,7 @@ from clsim.errors import (
     KernelCompileError,
     KernelInterrupted,
     KernelTimeoutError,
+    MisalignedAccessError,
     OutOfBoundsError,
     ProfileError,
     SimulationError,
@@ -32,7 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BarrierDivergenceError", "DataRaceError", "DeviceError", "DivisionByZeroError",
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
-    "KernelTimeoutError", "OutOfBoundsError",
+    "KernelTimeoutError", "MisalignedAccessError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
     "VerificationError", "cstruct", "func", "kernel", "run",
     *_api.BUILTIN_NAMES,

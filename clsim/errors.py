@@ -39,6 +39,11 @@ class OutOfBoundsError(SimulationError):
     """A load or store outside a buffer or local/private array."""
 
 
+class MisalignedAccessError(SimulationError):
+    """A vector access through a cast pointer (a view) at a byte offset that is not a multiple
+    of the vector's size (undefined behaviour in OpenCL C)."""
+
+
 class BarrierDivergenceError(SimulationError):
     """Work-items of one group disagree about a barrier or a collective."""
 

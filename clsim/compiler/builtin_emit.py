@@ -26,16 +26,27 @@ class BuiltinStatements:
     def printf(self, call) -> None:
         """Append [site, global linear id, argument bits...] to the launch's printf buffer."""
         site = self.module.site(call, "", "printf", "none", "none")
-        self.module.printf_sites[site] = (call.args[0].value, call.printf_kinds)
+        self.module.printf_sites[site] = (call.printf_format, call.printf_kinds)
         glid = ("((_gz * _E2 + _lz) * _G1 * _G0 + (_gy * _E1 + _ly) * _G0 + "
                 "(_gx * _E0 + _lx))")
-        values = []
-        for arg, (kind, _bits) in zip(call.args[1:], call.printf_kinds, strict=True):
+        values, vectors = [], {}
+        for (arg, comp), (kind, _bits) in zip(call.printf_pieces, call.printf_kinds,
+                                              strict=True):
+            if comp is None:
+                code, t = self.typed(arg, ct.promote(arg.ctype) if kind != "f" else
+                                     "float64"), arg.ctype
+                t = "float64" if kind == "f" else ct.promote(t)
+            else:  # a vector's component: the vector is evaluated once
+                if id(arg) not in vectors:
+                    vectors[id(arg)] = self.fresh("_pv")
+                    self.pre(f"{vectors[id(arg)]} = {self.expr(arg)}")
+                t = arg.ctype.dtype
+                code = f"{vectors[id(arg)]}[{comp}]"
             if kind == "f":
-                values.append(f"_bitcast_int64({self.typed(arg, 'float64')})")
+                values.append(f"_bitcast_int64({self.cast(code, t, 'float64')})")
             else:
-                values.append(self.cast(self.typed(arg, ct.promote(arg.ctype)),
-                                        ct.promote(arg.ctype), "int64"))
+                values.append(self.cast(self.cast(code, t, ct.promote(t)), ct.promote(t),
+                                        "int64"))
         n = self.fresh("_pn")
         lines = [f"{n} = _pf[0, 0] + 1", f"if {n} < _pf.shape[0]:",
                  f"    _pf[{n}, 0] = {site}", f"    _pf[{n}, 1] = {glid}"]

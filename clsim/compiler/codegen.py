@@ -20,6 +20,7 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.builtin_emit import BuiltinStatements
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
+from clsim.compiler.loopvars import has_own_break
 from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
 from clsim.compiler.struct_emit import is_field
@@ -82,7 +83,11 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         """Emit one statement built by ``build()``, with its pre-lines and error check."""
         self.stmt_checked = False
         saved, self.pending = self.pending, []
-        code = build()
+        self.stmt_depth = getattr(self, "stmt_depth", 0) + 1
+        try:
+            code = build()
+        finally:
+            self.stmt_depth -= 1
         for line in self.pending:
             self.emit(line)
         self.pending = saved
@@ -228,7 +233,17 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
             self.emit(f"{self.write_var(s.target.id)} = np.{t}({var})")
             self.stmts_wi(s.body)
         self.loop_depth -= 1
+        if has_own_break(s):  # run to its end, C leaves the first value that failed the test
+            self.emit(f"else:\n    {self.write_var(s.target.id)} = {self.loop_end(var, s, t)}")
         self._after_exit_check(s)
+
+    def loop_end(self, var: str, loop: ast.For, t: str) -> str:
+        """C's value of the variable of ``for`` loop ``loop`` after it ran to its end (the
+        range's arguments are the tuple ``{var}a``)."""
+        n = len(loop.iter.args)
+        end = (f"({var}a[0] + len(range(*{var}a)) * {var}a[2])" if n == 3 else
+               f"max({var}a[0], {var}a[1])" if n == 2 else f"max({var}a[0], 0)")
+        return self.cast(end, "int64", t)
 
     # -- stores -----------------------------------------------------------------------------
     def store(self, target: ast.Subscript, value) -> None:
@@ -415,10 +430,13 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
             args = [self.typed(a, "int64") for a in node.iter.args]
             self.in_wi = True
             var = f"_gr{next(self.counter)}"
-            self.emit(f"for {var} in range({', '.join(args)}):")
+            self.emit(f"{var}a = ({', '.join(args)},)")
+            self.emit(f"for {var} in range(*{var}a):")
             with self.indented():
                 self.emit(f"v_{node.target.id} = np.{t}({var})")
                 self.items(item.body)
+            if has_own_break(node):
+                self.emit(f"else:\n    v_{node.target.id} = {self.loop_end(var, node, t)}")
             return
         self.emit("while True:")
         with self.indented():

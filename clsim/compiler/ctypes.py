@@ -55,6 +55,9 @@ class PtrT:
     # a typed view of the buffer's bytes (view(x, np.float32, byte_offset)): the element
     # type (a scalar name or a structs.StructT); the value is then a byte offset
     view: object = None
+    # ``b = x[ib]``: C's copy of one record, read in place (the kernel never writes the
+    # buffer, so the copy and the buffer cannot differ); its fields cannot be assigned
+    record_copy: bool = False
 
     @property
     def dtype(self):

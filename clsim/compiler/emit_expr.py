@@ -142,7 +142,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
 
     def e_BoolOp(self, node):
         joiner = " and " if isinstance(node.op, ast.And) else " or "
-        return "(" + joiner.join(self.typed(v, "bool") for v in node.values) + ")"
+        first = self.typed(node.values[0], "bool")
+        with self.conditional():  # the later operands run only sometimes
+            rest = [self.typed(v, "bool") for v in node.values[1:]]
+        return "(" + joiner.join([first, *rest]) + ")"
 
     def e_Compare(self, node):
         if isinstance(node.ctype, ct.VecT):
@@ -161,8 +164,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
 
     def e_IfExp(self, node):
         t = node.ctype
-        return (f"({self.typed(node.body, t)} if {self.typed(node.test, 'bool')} "
-                f"else {self.typed(node.orelse, t)})")
+        test = self.typed(node.test, "bool")
+        with self.conditional():
+            body, orelse = self.typed(node.body, t), self.typed(node.orelse, t)
+        return f"({body} if {test} else {orelse})"
 
     def e_Tuple(self, node):
         t = node.ctype.dtype
@@ -174,6 +179,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return self.vec_components(self.expr(node.value), node.value.ctype, node.components)
 
     def e_Subscript(self, node):
+        if getattr(node, "record_ref", False) and isinstance(node.ctype, ct.PtrT):
+            return self.record_offset(node)
         if isinstance(node.value.ctype, ct.VecT):
             return self.vec_index(node)
         if is_field(node) or isinstance(getattr(node.value.ctype, "dtype", None), StructT):
@@ -194,6 +201,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             raise compile_error(node.loc, f"internal: {ct.short(t)} is not a pointer")
         if isinstance(node, ast.Name):
             return t.base, t.array, self.read_var(node.id)
+        if isinstance(node, ast.Call | ast.Subscript):  # view(...), a record x[ib]
+            return t.base, t.array, self.expr(node)
         if isinstance(node, ast.BinOp):
             left_ptr = isinstance(node.left.ctype, ct.PtrT | ct.ArrayT)
             ptr, k = (node.left, node.right) if left_ptr else (node.right, node.left)
@@ -312,10 +321,17 @@ class ExprEmitter(VectorEmitter, StructEmitter):
                                for k in range(width)) + ",)"
 
     def call_func(self, node, kfn) -> str:
-        spec = self.module.program.funcs[(kfn.name, tuple(a.ctype for a in node.args))]
+        program = self.module.program
+        spec = program.funcs[program.spec_key(kfn, tuple(a.ctype for a in node.args))]
         args = []
         for a, pt in zip(node.args, spec.param_types, strict=True):
-            if isinstance(pt, ct.ArrayT):
+            if isinstance(pt, ct.PtrT):  # the buffer and the pointer's offset into it
+                name, arrt, offset = self.pointer_offset(a)
+                base, lead = self.array_base(name, arrt)
+                args += [f"{base}[{lead[0]}]" if lead else base, offset]
+            elif isinstance(pt, StructT):  # a struct argument by value: its bytes
+                args.append(self.read_var(a.id))
+            elif isinstance(pt, ct.ArrayT):
                 if not isinstance(a, ast.Name):
                     raise compile_error(node.loc, "pass arrays to helpers by name")
                 base, lead = self.array_base(a.id, pt)

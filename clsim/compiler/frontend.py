@@ -75,7 +75,6 @@ _REJECTED = {
     ast.AsyncFor: "async code does not exist in OpenCL C",
     ast.NamedExpr: "':=' is not supported; assign on its own line",
     ast.Slice: "slices are not supported; index one element at a time (or use vload4)",
-    ast.MatMult: "'@' is not supported; write the loops",
 }
 
 
@@ -97,6 +96,13 @@ class _Annotator(ast.NodeVisitor):
                 # C gives a hex/octal literal the first of int, uint, long, ulong that holds it
                 # (decimal: int, long), so 0x80000000 is a uint; elsewhere the two agree.
                 node.resolved = ("const", np.uint32(node.value))
+        if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
+            raise compile_error(getattr(node, "loc", None), "'@' is not supported; write the "
+                                                            "loops (or dot(a, b) on vectors)")
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn)
+                                                 for op in node.ops):
+            raise compile_error(getattr(node, "loc", None), "'in' is not supported: compare "
+                                                            "element by element with ==")
         for bad, why in _REJECTED.items():
             top = isinstance(node, ast.FunctionDef) and node is self.top
             if isinstance(node, bad) and not top:

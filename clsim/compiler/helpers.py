@@ -32,6 +32,7 @@ ERR_SG_NONUNIFORM_ARG = rec.SG_NONUNIFORM_ARG
 ERR_SG_RANGE = rec.SG_RANGE
 ERR_WG_PARTIAL = rec.WG_PARTIAL
 ERR_OOB_ATOMIC = rec.OOB_ATOMIC
+ERR_MISALIGNED = rec.MISALIGNED
 ERR_FIELDS = rec.FIELDS
 
 
@@ -164,6 +165,20 @@ def _ck(index, length, err, site, lid):
 """),
     ("_oob",),
 )
+# A vector access through a view at byte ``off``: ``off`` when it is aligned to ``size``,
+# else the MISALIGNED error is recorded and 0 returned (a safe offset, as _ck does).
+_define(
+    "_al",
+    rec.fill("""
+def _al(off, size, err, site, lid):
+    if off % size != 0:
+        _oob(err, np.int64({MISALIGNED}), site, np.int64(off), size, lid)
+        return 0
+    return off
+"""),
+    ("_oob",),
+)
+
 
 def helper_sources(names: set[str], table: dict[str, Helper]) -> list[str]:
     """The sources of the named helpers and everything they call, dependencies first.

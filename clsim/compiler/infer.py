@@ -19,10 +19,15 @@ from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
+    check_record_copies,
     field_type,
+    is_place_in_bytes,
     pointer_arith,
+    record_pointer,
     refuse_constant_store,
+    refuse_copy_store,
     rewrite_component_store,
+    rewrite_field_update,
 )
 from clsim.compiler.structs import StructT
 
@@ -82,6 +87,10 @@ class Typer:
         self.name = name
         self.returns: list = []
         self.final = False
+        # b = x[ib] record copies by buffer (first variable, line): the kernel must not
+        # write that buffer, so the in-place read is C's copy
+        self.record_copies: dict[str, tuple] = {}
+        self.first_assigned: dict[str, tuple] = {}  # name -> (loc, type) of its first value
 
     # -- statements -------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
@@ -94,6 +103,8 @@ class Typer:
         self.final = True
         self.returns = []
         self.block(body)
+        if self.record_copies:
+            check_record_copies(body, self.record_copies, self.program)
 
     def block(self, stmts):
         for s in stmts:
@@ -105,14 +116,15 @@ class Typer:
         if isinstance(t, ct.PtrT) and isinstance(self.env.get(t.base), ct.PtrT):
             t = self.env[t.base]  # q = p: a pointer into p's buffer
         if isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field"):
-            raise compile_error(loc, f"'{name}' would hold a struct or an array field; read "
-                                     "fields where they are used (x[ib].d, x[ib].qs[j]), a "
-                                     "struct cannot be copied into a variable yet")
+            raise compile_error(loc, f"'{name}' would hold a struct or an array field; copy "
+                                     "a record of a buffer (b = x[ib], then b.d, b.qs[j]) or "
+                                     "read fields where they are used (x[ib].qs[j])")
         old = self.env.get(name)
         if name in self.params and isinstance(old, ct.ArrayT):
             raise compile_error(loc, f"buffer parameter '{name}' cannot be reassigned")
         if old is None:
             self.env[name] = t
+            self.first_assigned.setdefault(name, (loc, t))
             return
         if aug:
             if ct.is_int(old) and ct.is_float(t):
@@ -122,10 +134,13 @@ class Typer:
             return
         joined = ct.join(old, t)
         if joined is None:
+            first, first_t = self.first_assigned.get(name, (None, old))
+            line = f" (line {first.line} assigns it {ct.short(first_t)})" if first else ""
             raise compile_error(
-                loc, f"'{name}' holds {ct.short(old)} elsewhere but {ct.short(t)} here; a "
-                     "variable has one type in OpenCL C. Convert explicitly, e.g. "
-                     "np.float32(x) or convert_int(x), or use 0.0 for a float start value")
+                loc, f"'{name}' holds {ct.short(old)} elsewhere but {ct.short(t)} here{line}; "
+                     "a variable has one type in OpenCL C, and this one is read where either "
+                     "value may reach. Convert explicitly, e.g. np.float32(x) or "
+                     "convert_int(x), use 0.0 for a float start value, or use two names")
         self.env[name] = joined
 
     def stmt(self, s):
@@ -156,11 +171,9 @@ class Typer:
             elif isinstance(s.target, ast.Subscript | ast.Attribute):
                 refuse_constant_store(s.target, loc)
                 et = self.expr(s.target)
-                if isinstance(s.target, ast.Attribute) or (
-                        isinstance(s.target.value.ctype, ct.ArrayT)
-                        and s.target.value.ctype.space == "field"):
-                    raise compile_error(loc, "'op=' on a struct field: write "
-                                             "x[i].f = x[i].f + v")
+                if is_place_in_bytes(s.target):  # x[i].d += v, p[i] += v through a view
+                    rewrite_field_update(s)
+                    return self.stmt(s)
                 vt = self.expr(s.value)
                 if et is not None and vt is not None:
                     binop_type(_OPS[type(s.op)], et, vt, loc)
@@ -193,6 +206,9 @@ class Typer:
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
             t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
+            if isinstance(t, StructT) and isinstance(value, ast.Subscript):
+                t = record_pointer(value, loc)
+                self.record_copies.setdefault(t.base, (target.id, loc))
             if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
                 raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
                                          "p = x or p = x + k (a pointer into one buffer)")
@@ -200,7 +216,19 @@ class Typer:
         elif isinstance(target, ast.Subscript | ast.Attribute):
             refuse_constant_store(target, loc)
             tt = self.expr(target)
+            refuse_copy_store(target, loc)
             vt = self.expr(value)
+            if isinstance(tt, ct.VecT) and is_place_in_bytes(target):  # p[i] on a float4 view
+                if vt is not None and ct.join(tt, vt) != tt:
+                    raise compile_error(loc, f"cannot store {ct.short(vt)} into a {tt} element")
+                return
+            if isinstance(target, ast.Attribute) and isinstance(target.value.ctype, ct.VecT):
+                raise compile_error(loc, f"'{ast.unparse(target)}': assign components of a "
+                                         "vector variable (v = p[i]; v.x = ...; p[i] = v)")
+            if isinstance(tt, StructT) or isinstance(vt, StructT):
+                raise compile_error(loc, "a whole struct cannot be assigned here; copy it "
+                                         "field by field (y[i].d = x[i].d, and the array "
+                                         "fields in a loop)")
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
             if tt is not None and not ct.is_scalar(tt):
@@ -375,6 +403,10 @@ class Typer:
         loc = node.loc
         base = self.expr(node.value)
         if isinstance(base, ct.PtrT):
+            if base.record_copy:
+                raise compile_error(loc, f"'{ast.unparse(node.value)}' is a struct (a copy of "
+                                         "a record), not a pointer: read its fields (b.d, "
+                                         "b.qs[j])")
             idx = node.slice
             it = self.expr(idx)
             if isinstance(idx, ast.Tuple) or (it is not None and not ct.is_int(ct.promote(it))):
@@ -436,13 +468,13 @@ class Typer:
             types = [self.expr(a) for a in node.args]
             if any(t is None for t in types):
                 return None
-            if any(isinstance(t, ct.PtrT) for t in types):
-                raise compile_error(loc, "pass helpers the buffer and an offset, not a pointer "
-                                         "local (helpers index their own buffers)")
-            if any(isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field")
-                   for t in types):
-                raise compile_error(loc, "pass struct fields to helpers one by one (x[i].d), "
-                                         "or the whole buffer x and the index i")
+            for k, (a, t) in enumerate(zip(node.args, types, strict=True)):
+                if isinstance(t, StructT) and isinstance(a, ast.Subscript):  # helper(x[ib])
+                    types[k] = record_pointer(a, loc)
+                    self.record_copies.setdefault(types[k].base, (ast.unparse(a), loc))
+                elif isinstance(t, ct.ArrayT) and t.space == "field":
+                    raise compile_error(loc, "an array field is passed to a helper as the "
+                                             "record (helper(x[i])) or element by element")
             return self.program.specialize(value, tuple(types), loc)
         if kind == "range":
             raise compile_error(loc, "range() only in 'for i in range(...)'")

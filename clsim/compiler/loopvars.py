@@ -4,8 +4,9 @@
 ``j == n`` where Python leaves ``n - 1``, and ``j += 2`` in the body shortens C's loop but not
 Python's. Both would be a silent wrong answer, so reading a loop variable after its loop (before
 it is assigned again) and assigning it inside its loop are compile errors that say what to write.
-A loop with a ``break`` may be read after (the value at the break is the same in both); if it
-can also run to its end, that read still differs. This module only checks; it changes nothing.
+A loop with a ``break`` may be read after: the value at the break is the same in both, and
+when it runs to its end the generated code leaves C's value (``codegen.s_For``). This module
+only checks; it changes nothing.
 """
 
 from __future__ import annotations
@@ -63,16 +64,21 @@ def _reject_assignments(loop: ast.For) -> None:
                 "C loop, or use another variable"))
 
 
-def _breaks(loop: ast.For) -> set[str]:
-    """{loop variable} when the loop's own body has a break (not one of an inner loop)."""
+def has_own_break(loop) -> bool:
+    """Whether the loop's own body has a break (not one of an inner loop)."""
     todo = list(loop.body)
     while todo:
         n = todo.pop()
         if isinstance(n, ast.Break):
-            return {loop.target.id}
+            return True
         if isinstance(n, ast.If | ast.With | ast.Try):
             todo += [c for c in ast.iter_child_nodes(n) if isinstance(c, ast.stmt)]
-    return set()
+    return False
+
+
+def _breaks(loop: ast.For) -> set[str]:
+    """{loop variable} when the loop's own body has a break."""
+    return {loop.target.id} if has_own_break(loop) else set()
 
 
 def _walk(stmts, dead: frozenset) -> frozenset:
@@ -81,8 +87,8 @@ def _walk(stmts, dead: frozenset) -> frozenset:
             _check_reads([s.iter], dead)
             _reject_assignments(s)
             inner = _walk(s.body, dead - {s.target.id})
-            # A loop left by break leaves the same value in both languages; one that may also
-            # run to its end is the one gap this check leaves (C: stop, Python: stop - step).
+            # A loop with a break may be read after: code generation gives its variable C's
+            # value when it runs to its end (stop, not stop - step; codegen.s_For).
             dead = _walk(s.orelse, inner) | ({s.target.id} - _breaks(s))
         elif isinstance(s, ast.While | ast.If):
             _check_reads([s.test], dead)

@@ -179,8 +179,10 @@ class MaskedFlow:
             self.emit(f"if (_c > 0 and _i < {fb}[_lid]) or (_c < 0 and _i > {fb}[_lid]):")
             saved, self.in_wi = self.in_wi, True
             self.emit(f"    {flag}[_lid] = 1\n    {self.write_var(node.target.id)} = np.{t}(_i)")
+            # at its end C leaves the first value that failed the test (loopvars.py)
+            self.emit(f"else:\n    {flag}[_lid] = 0\n    "
+                      f"{self.write_var(node.target.id)} = np.{t}(_i)")
             self.in_wi = saved
-            self.emit(f"else:\n    {flag}[_lid] = 0")
 
     def _while_test(self, node: ast.While, flag) -> None:
         self.emit("for _lid in range(_NL):")

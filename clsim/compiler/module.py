@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -25,6 +25,7 @@ from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import inline_cut_helpers
 from clsim.compiler.nulls import fold_null_tests
+from clsim.compiler.places import written_params
 from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.runtime import record as rec
@@ -39,6 +40,8 @@ class FuncSpec:
     ret_type: object
     mangled: str
     env: dict
+    writes: frozenset = frozenset()  # positions of the buffer/pointer parameters it writes
+    body: list | None = None  # the body with C's block scope applied (scopes.py)
 
 
 class Program:
@@ -57,8 +60,19 @@ class Program:
         self._typing: set[tuple] = set()
         self.tables: dict[str, object] = {}  # __constant tables the kernel reads, by name
 
+    def spec_key(self, kfn, arg_types: tuple) -> tuple:
+        """The specialisation key of a call: a pointer argument ``p`` is typed in the helper
+        as a pointer into its own buffer parameter ``p__buf`` (whichever buffer the caller's
+        pointer goes into), so calls with pointers into different buffers share one helper."""
+        params = parse(kfn).params
+        if len(params) != len(arg_types):
+            return (kfn.name, arg_types)
+        return (kfn.name, tuple(replace(t, base=f"{p}__buf") if isinstance(t, ct.PtrT) else t
+                                for p, t in zip(params, arg_types, strict=True)))
+
     def specialize(self, kfn, arg_types: tuple, loc):
-        key = (kfn.name, arg_types)
+        key = self.spec_key(kfn, arg_types)
+        arg_types = key[1]
         if key in self.funcs:
             return self.funcs[key].ret_type
         if key in self._typing:
@@ -71,17 +85,23 @@ class Program:
             raise compile_error(loc, f"{kfn.name}() takes {len(parsed.params)} arguments, got "
                                      f"{len(arg_types)}")
         self._typing.add(key)
-        typer = Typer(self, dict(zip(parsed.params, arg_types, strict=True)), kfn.name)
-        typer.run(parsed.tree.body)
+        body = scope_loop_variables(parsed.tree.body, parsed.params)
+        typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
+        typer.run(body)
         self._typing.discard(key)
         ret = None
         for t in typer.returns:
+            if isinstance(t, ct.PtrT):
+                raise compile_error(loc, f"{kfn.name}() returns a pointer; return an offset "
+                                         "(an integer) and index the buffer with it")
             ret = t if ret is None else ct.join(ret, t)
             if ret is None:
                 raise compile_error(parsed.tree.loc, f"{kfn.name}() returns values of "
                                                      "different kinds (int and float)")
         mangled = f"_f_{kfn.name}_{len(self.funcs)}"
-        self.funcs[key] = FuncSpec(kfn, parsed, arg_types, ret, mangled, typer.env)
+        writes = written_params(body, parsed.params, self)
+        self.funcs[key] = FuncSpec(kfn, parsed, arg_types, ret, mangled, typer.env, writes,
+                                   body)
         return ret
 
     def const_shape(self, node, loc) -> tuple[int, ...]:
@@ -246,18 +266,19 @@ class ModuleEmitter:
         if spec.mangled in self.func_sources:
             return
         self.func_sources[spec.mangled] = ""  # reserve: recursion guard
-        typer = Typer(self.program, dict(zip(spec.parsed.params, spec.param_types,
-                                             strict=True)), spec.kfn.name)
-        typer.run(spec.parsed.tree.body)  # re-annotate nodes for this specialisation
-        storage = {p: "param" for p in spec.parsed.params}
+        env = helper_env(spec.parsed.params, spec.param_types)
+        typer = Typer(self.program, env, spec.kfn.name)
+        typer.run(spec.body)  # re-annotate nodes for this specialisation
+        storage = {p: "param" for p in env}
         gen = FunctionEmitter(self, storage, typer.env, in_group_fn=False,
                               ret_type=spec.ret_type)
         gen.bounds_checks = self.bounds
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
                 gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
-        gen.stmts_wi(spec.parsed.tree.body)
-        params = ", ".join(f"v_{p}" for p in spec.parsed.params)
+        gen.stmts_wi(spec.body)
+        params = ", ".join(f"v_{p}__buf, v_{p}" if isinstance(t, ct.PtrT) else f"v_{p}"
+                           for p, t in zip(spec.parsed.params, spec.param_types, strict=True))
         head = f"def {spec.mangled}({params}{', ' if params else ''}{self.hidden_args}):"
         self.func_sources[spec.mangled] = "\n".join([head, *gen.lines])
 
@@ -331,6 +352,16 @@ def _launcher_source(pnames: str, parallel: bool, jit: bool, state: str) -> str:
     if not parallel:
         lines.append("            return")
     return "\n".join(line for line in lines if line != "")
+
+
+def helper_env(params, types) -> dict:
+    """A helper's parameter types; a pointer parameter ``p`` also brings the buffer it
+    points into, ``p__buf``."""
+    env = dict(zip(params, types, strict=True))
+    for p, t in zip(params, types, strict=True):
+        if isinstance(t, ct.PtrT):
+            env[f"{p}__buf"] = t.array
+    return env
 
 
 def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list[Site], dict]:

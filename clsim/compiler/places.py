@@ -21,6 +21,9 @@ def pointer_arith(op: str, a, b, loc):
             raise compile_error(loc, f"'-' between pointers into '{a.base}' and '{b.base}'")
         return "int64"
     ptr, other = (a, b) if isinstance(a, ct.PtrT) else (b, a)
+    if ptr.record_copy:
+        raise compile_error(loc, f"'{op}' on a struct (a copy of a record, b = x[ib]): "
+                                 "advance a pointer instead (p = x + ib; p + 1)")
     if op not in ("+", "-") or (op == "-" and ptr is b) or not ct.is_int(ct.promote(other)):
         raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)}: pointers "
                                  "take p + k, p - k and p - q")
@@ -37,7 +40,8 @@ def rewrite_component_store(typer, s, target, value) -> bool:
         return False
     vec = typer.env.get(base.id)
     if not isinstance(vec, ct.VecT):
-        if isinstance(target, ast.Attribute) and vec is not None:
+        is_struct = isinstance(vec, StructT) or isinstance(getattr(vec, "dtype", None), StructT)
+        if isinstance(target, ast.Attribute) and vec is not None and not is_struct:
             raise compile_error(s.loc, f"'{base.id}' is a {ct.short(vec)}, not a vector: "
                                        f"'.{target.attr}' cannot be assigned")
         return False
@@ -103,3 +107,174 @@ def copy_load(target):
                              ctx=ast.Load())
     node.loc = target.loc
     return node
+
+
+def record_pointer(node: ast.Subscript, loc):
+    """``b = x[ib]`` (C: ``block_q4_0 b = x[ib];``): the type of ``b``, a pointer to that
+    record marked as a copy. ``node`` is marked so that code generation emits the record's
+    offset (checked against the buffer) instead of loading it."""
+    base = node.value.ctype
+    if isinstance(base, ct.ArrayT) and isinstance(base.dtype, StructT) and \
+            isinstance(node.value, ast.Name) and base.space == "global":
+        t = ct.PtrT(node.value.id, base, None, record_copy=True)
+    elif isinstance(base, ct.PtrT) and isinstance(base.dtype, StructT):
+        t = ct.PtrT(base.base, base.array, base.view, record_copy=True)
+    else:
+        raise compile_error(loc, "a struct is copied into a variable from a buffer of "
+                                 "structs or a pointer into one (b = x[ib]); read fields of "
+                                 "other structs where they are used")
+    node.record_ref = True
+    node.ctype = t
+    return t
+
+
+def buffer_of(node):
+    """The buffer (parameter name) an address expression points into, or None: ``x``,
+    ``x[i]...``, a pointer local, ``p + k``, ``view(p, T, off)``."""
+    while True:
+        if isinstance(node, ast.Subscript | ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.BinOp):
+            left = getattr(node.left, "ctype", None)
+            node = node.left if isinstance(left, ct.PtrT | ct.ArrayT) else node.right
+        elif isinstance(node, ast.Call) and node.args and \
+                getattr(node.func, "resolved", (None, None))[1] == "view":
+            node = node.args[0]
+        else:
+            break
+    if not isinstance(node, ast.Name):
+        return None
+    t = getattr(node, "ctype", None)
+    if isinstance(t, ct.PtrT):
+        return t.base
+    return node.id if isinstance(t, ct.ArrayT) and t.space == "global" else None
+
+
+def copy_root(target):
+    """The record copy (``b`` of ``b = x[ib]``) or struct argument a field store goes into."""
+    while isinstance(target, ast.Subscript | ast.Attribute):
+        target = target.value
+    t = getattr(target, "ctype", None)
+    if (isinstance(t, ct.PtrT) and t.record_copy) or isinstance(t, StructT):
+        return target
+    return None
+
+
+def rewrite_field_update(s: ast.AugAssign) -> None:
+    """``x[i].d += v`` (a struct field or a view element) becomes ``x[i].d = x[i].d + v``;
+    the index expressions have no side effects in kernels, so reading them twice is C's
+    meaning."""
+    from clsim.compiler.inline import clone
+
+    read = clone(s.target)
+    for node in ast.walk(read):
+        if hasattr(node, "ctx"):
+            node.ctx = ast.Load()
+    value = ast.BinOp(left=read, op=s.op, right=s.value)
+    value.loc = s.loc
+    new = ast.Assign(targets=[s.target], value=value, type_comment=None)
+    new.loc = s.loc
+    s.__class__ = ast.Assign
+    s.__dict__.update(new.__dict__)
+
+
+def is_place_in_bytes(target) -> bool:
+    """A struct field (or array-field element) or an element of a typed view."""
+    from clsim.compiler.struct_emit import is_field
+
+    if is_field(target):
+        return True
+    base = getattr(getattr(target, "value", None), "ctype", None)
+    return isinstance(target, ast.Subscript) and isinstance(base, ct.PtrT) and \
+        base.view is not None
+
+
+def refuse_copy_store(target, loc) -> None:
+    root = copy_root(target)
+    if root is None:
+        return
+    if isinstance(root.ctype, StructT):
+        raise compile_error(loc, f"'{root.id}' is a struct argument (passed by value): its "
+                                 "fields are read-only here. Copy the field into a variable "
+                                 f"(d = {root.id}.d) and change that")
+    raise compile_error(loc, f"'{root.id}' is a copy of a record (C: block b = x[ib]); "
+                             "assigning its fields would change only the copy in C. Assign "
+                             f"the buffer's record instead: x[ib].field = ...")
+
+
+def _written(body, program=None):
+    """(buffer, node) for every place the body may write a buffer: stores, store and atomic
+    builtins, and buffers passed to helpers that write them (any helper, without
+    ``program``)."""
+    from clsim.compiler import builtins as table
+
+    for root in body:
+        for node in ast.walk(root):
+            targets = []
+            if isinstance(node, ast.Assign):
+                targets = [t for t in node.targets if not isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AugAssign) and not isinstance(node.target, ast.Name):
+                targets = [node.target]
+            elif isinstance(node, ast.Call):
+                kind, value = getattr(node.func, "resolved", (None, None))
+                entry = table.lookup(value) if kind == "builtin" else None
+                if getattr(entry, "access", None) in ("store", "atomic"):
+                    targets = [a for a in node.args if _address(a)]
+                elif kind == "func":
+                    writes = _helper_writes(program, value, node)
+                    targets = [a for k, a in enumerate(node.args)
+                               if _address(a) and (writes is None or k in writes)]
+            for t in targets:
+                buf = buffer_of(t)
+                if buf is not None:
+                    yield buf, node
+
+
+def _address(node) -> bool:
+    """A buffer, a pointer, or an element p[i] of one (what a call can write through)."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    t = getattr(node, "ctype", None)
+    return isinstance(t, ct.ArrayT) or (isinstance(t, ct.PtrT) and not t.record_copy)
+
+
+def _helper_writes(program, kfn, call):
+    """The argument positions helper ``kfn`` writes through at this call, or None."""
+    if program is None:
+        return None
+    spec = program.funcs.get(program.spec_key(kfn, tuple(a.ctype for a in call.args)))
+    return None if spec is None else spec.writes
+
+
+def written_params(body, params, program) -> frozenset:
+    """Positions of the parameters a helper body writes through (buffers and pointers)."""
+    bufs = {buf for buf, _ in _written(body, program)}
+    return frozenset(k for k, p in enumerate(params) if p in bufs or f"{p}__buf" in bufs)
+
+
+def check_record_copies(body, copies: dict, program=None) -> None:
+    """``b = x[ib]`` reads the record in place: refused when the kernel also writes ``x``."""
+    for buf, node in _written(body, program):
+        if buf in copies:
+            name, loc = copies[buf]
+            raise compile_error(loc, (
+                f"'{name}' is a copy of a record of '{buf}' (C copies a struct by value), "
+                f"which clsim reads in place; that is C's copy only while the kernel does not "
+                f"write '{buf}', and line {node.loc.line} may write it. Read the fields where "
+                f"they are used ({buf}[ib].d), or write the results to another buffer"))
+
+
+def vector_view(name: str, loc) -> ct.VecT:
+    """The element type of ``view(x, float4)``: a vector type other than the 3-wide ones
+    (whose size in memory, 4 elements, differs from their 3 components)."""
+    vec = next((ct.VecT(t, w) for t in ct.VECTOR_ELEMENTS for w in ct.VECTOR_WIDTHS
+                if str(ct.VecT(t, w)) == name), None)
+    if vec is None:
+        raise compile_error(loc, f"view(x, {name}): the second argument must be a numpy dtype, "
+                                 "a vector type such as float4, or a structured dtype")
+    if vec.width == 3:
+        size = 4 * ct.bits(vec.dtype) // 8
+        raise compile_error(loc, f"view(x, {name}): a {name} occupies {size} bytes in memory "
+                                 "but has 3 components; read 3-element groups with "
+                                 "vload3(i, x) / vstore3(v, i, x)")
+    return vec

@@ -74,12 +74,47 @@ class StructEmitter:
                f"{size})")
         checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
                                     store=(kind == "store"))
+        if isinstance(ptr.view, ct.VecT) and kind == "store":
+            checked = self._aligned(checked, size, site)
+        elif isinstance(ptr.view, ct.VecT):  # an expression: loads may run conditionally
+            self.checked()
+            checked = (f"{self.helper('_al')}({checked}, {size}, _err, "
+                       f"{self.const(site, 'int64')}, {self.lid_code()})")
         return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def _aligned(self, off: str, size: int, site: int) -> str:
+        """``off`` in a temporary, stopping the group when it is not a multiple of ``size``
+        (a vector access through a cast pointer must be aligned: undefined in OpenCL C)."""
+        tmp = self.fresh("_ao")
+        self.pre(f"{tmp} = {off}")
+        self.pre(f"if {tmp} % {size} != 0:\n"
+                 f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_MISALIGNED, 'int64')}, "
+                 f"{self.const(site, 'int64')}, {tmp}, {size}, {self.lid_code()})\n"
+                 f"    {self.err_return}")
+        return tmp
+
+    def _vector_parts(self, data: str, off: str, vec: ct.VecT, ptr: ct.PtrT):
+        """The component places of a vector at (aligned) byte ``off`` (a plain name): elements
+        of the typed buffer ``data`` itself when the element types agree, else bytes."""
+        size = size_of(vec.dtype)
+        if _direct(vec, ptr):
+            return [("elem", f"{data}[{off} // {size} + {k}]") for k in range(vec.width)]
+        return [("bytes", f"{off} + {k * size}") for k in range(vec.width)]
+
+    def _view_data(self, vec: ct.VecT, ptr: ct.PtrT) -> str:
+        """What a vector view's components are read from: the buffer, or its bytes."""
+        if _direct(vec, ptr):
+            base, lead = self.array_base(ptr.base, ptr.array)
+            return f"{base}[{lead[0]}]" if lead else base
+        return self.byte_base(ptr.base, ptr.array)
 
     def report_bytes(self, site: int, name: str, arrt: ct.ArrayT, off: str, kind: str) -> str:
         """Tell instruments about an access at byte ``off`` of buffer ``name``: as a byte
         index into a struct buffer (which they see as bytes), else as the index of the
-        buffer element holding that byte; the byte offset is what the code then uses."""
+        buffer element holding that byte; the byte offset is what the code then uses.
+        A struct argument (``arrt`` None) is a value, not memory: nothing to report."""
+        if arrt is None:
+            return off
         if _bytewise(arrt):
             return self.module.access(self, site, name, _BYTES, [off], kind)[0]
         size = size_of(arrt.dtype)
@@ -91,6 +126,10 @@ class StructEmitter:
         """(bytes, checked byte offset of element 0, element type) of vloadN/vstoreN(.., p)
         through a typed view: N elements at p + offset * N."""
         ptr: ct.PtrT = buf.ctype
+        if isinstance(ptr.view, ct.VecT):
+            raise compile_error(call.loc, f"vload/vstore take pointers to scalars; '{ptr.view}"
+                                          "*' elements are read as p[i] (or view the buffer "
+                                          "as its scalar type)")
         size = size_of(ptr.view)
         offset_node = call.args[0] if kind == "load" else call.args[1]
         site = self.module.site(call, ptr.base, kind, ptr.array.space, "uint8",
@@ -126,7 +165,18 @@ class StructEmitter:
 
     def view_load(self, node) -> str:
         data, off, t = self.view_element(node, "load")
-        return self.helper(f"_ldb_{t}") + f"({data}, {off})"
+        if not isinstance(t, ct.VecT):
+            return self.load_bytes(t, data, off)
+        ptr = node.value.ctype
+
+        def build(names):
+            src, at = names
+            return "(" + ", ".join(
+                self.decode(place, t.dtype) if how == "elem" else
+                self.load_bytes(t.dtype, src, place)
+                for how, place in self._vector_parts(src, at, t, ptr)) + ",)"
+
+        return self.vec_lift([self._view_data(t, ptr), off], build)
 
     def view_store(self, target, value) -> None:
         def build():
@@ -134,14 +184,44 @@ class StructEmitter:
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(value, t)}")
             data, off, _ = self.view_element(target, "store")
-            return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
+            if not isinstance(t, ct.VecT):
+                return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
+            ptr = target.value.ctype
+            dst = self._view_data(t, ptr)
+            for k, (how, place) in enumerate(self._vector_parts(dst, off, t, ptr)):
+                if how == "elem":
+                    self.pre(f"{place} = {self.encode(f'{v}[{k}]', t.dtype)}")
+                else:
+                    self.pre(self.helper(f"_stb_{t.dtype}") + f"({dst}, {place}, {v}[{k}])")
+            return None
 
         self.statement(build)
 
+    def record_offset(self, node) -> str:
+        """``b = x[ib]``: the value of ``b``, a pointer to record ``ib`` (a record index, or
+        a byte offset through a view), checked against the buffer where C copies it."""
+        ptr: ct.PtrT = node.ctype
+        size = ptr.dtype.itemsize
+        site = self.module.site(node, ptr.base, "load", ptr.array.space, "uint8", width=size)
+        data = self.byte_base(ptr.base, ptr.array)
+        index = self.typed(node.slice, "int64")
+        if isinstance(node.value.ctype, ct.ArrayT):
+            return self._field_index(index, f"({data}.shape[0] // {size})", site, False)
+        at = self.read_var(node.value.id)
+        if ptr.view is None:
+            return self._field_index(f"({at} + {index})", f"({data}.shape[0] // {size})",
+                                     site, False)
+        return self._field_index(f"({at} + {index} * {size})",
+                                 f"({data}.shape[0] - {size - 1})", site, False)
+
     def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
         """(buffer code, byte offset code) of a field chain ending at ``node``."""
+        if isinstance(node, ast.Name) and isinstance(node.ctype, StructT):  # by value
+            return self.read_var(node.id), self.const(0, "int64")
         if isinstance(node, ast.Name) and isinstance(node.ctype, ct.PtrT):  # xb.d: xb->d
             return self._struct_pointer(node, self.const(0, "int64"), site, store)
+        if isinstance(node, ast.BinOp | ast.Call) and isinstance(node.ctype, ct.PtrT):
+            return self._struct_pointer(node, self.const(0, "int64"), site, store)  # (x+1)->d
         if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
                 and isinstance(node.value.ctype, ct.PtrT)):
             return self._struct_pointer(node.value, self.typed(node.slice, "int64"), site,
@@ -185,16 +265,20 @@ class StructEmitter:
         ptr: ct.PtrT = name_node.ctype
         size = ptr.dtype.itemsize
         data = self.byte_base(ptr.base, ptr.array)
-        at = self.read_var(name_node.id)
+        at = self.pointer_offset(name_node)[2]
         off = (f"({at} + {index} * {size})" if ptr.view is not None
                else f"(({at} + {index}) * {size})")
+        if ptr.record_copy:  # b = x[ib] checked the record where it was copied
+            return data, off
         return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
 
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
         """The access site of a field chain, the buffer it is in and that buffer's type."""
         t = node.ctype
-        while not isinstance(node, ast.Name):
+        while isinstance(node, ast.Subscript | ast.Attribute):
             node = node.value
+        if isinstance(node.ctype, StructT):  # an argument by value: no memory access
+            return self.module.site(node, node.id, kind, "private", "uint8"), node.id, None
         if isinstance(node.ctype, ct.PtrT):
             name, arrt = node.ctype.base, node.ctype.array
         else:
@@ -211,7 +295,16 @@ class StructEmitter:
         site, name, arrt = self._field_site(node, "load")
         base, off = self.field_address(node, site, store=False)
         off = self.report_bytes(site, name, arrt, off, "load")
-        return self.helper(f"_ldb_{t}") + f"({base}, {off})"
+        return self.load_bytes(t, base, off)
+
+    def load_bytes(self, t: str, data: str, off: str) -> str:
+        """A value of scalar type ``t`` at byte ``off`` of ``data``: a byte is read as it is
+        (one helper function fewer for Numba to compile), wider types by ``_ldb_T``."""
+        if t == "uint8":
+            return f"{data}[{off}]"
+        if t == "int8":
+            return f"np.int8({data}[{off}])"
+        return self.helper(f"_ldb_{t}") + f"({data}, {off})"
 
     def field_store(self, target, value) -> None:
         t = target.ctype
@@ -227,6 +320,11 @@ class StructEmitter:
             return self.helper(f"_stb_{t}") + f"({base}, {o}, {v})"
 
         self.statement(build)
+
+
+def _direct(vec: ct.VecT, ptr: ct.PtrT) -> bool:
+    """A vector view read straight from the buffer's own elements (same element type)."""
+    return ptr.array.dtype == vec.dtype and ptr.array.space != "constant"
 
 
 def _bytewise(arrt: ct.ArrayT) -> bool:

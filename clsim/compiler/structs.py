@@ -61,6 +61,8 @@ def struct_of(dtype: np.dtype, where: str = "") -> StructT:
 
 
 def size_of(t) -> int:
+    if isinstance(t, ct.VecT):
+        return t.width * ct.bits(t.dtype) // 8
     return t.itemsize if isinstance(t, StructT) else ct.bits(t) // 8
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from contextlib import contextmanager
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler import vectors as vx
@@ -23,11 +24,32 @@ _SIMPLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class VectorEmitter:
     """Mixin of ``ExprEmitter``: vector operators, components, conversions."""
 
+    @contextmanager
+    def conditional(self):
+        """Emitting an operand that runs only sometimes (after 'and'/'or', in 'a if c else b'):
+        its vector operands are not hoisted into temporaries before the statement."""
+        self.cond_depth = getattr(self, "cond_depth", 0) + 1
+        try:
+            yield
+        finally:
+            self.cond_depth -= 1
+
     def vec_lift(self, codes: list[str], build) -> str:
         """``build(names)`` evaluated with each of ``codes`` read once: inline when every code
         is a plain name, else as a call of a module-level function of those arguments."""
         if all(_SIMPLE.match(c) for c in codes):
             return build(codes)
+        if getattr(self, "stmt_depth", 0) and not getattr(self, "cond_depth", 0):
+            # in a statement that always runs its operands: temporaries, so that Numba has
+            # one function fewer to compile (each costs about as much as a small kernel)
+            names = []
+            for c in codes:
+                if _SIMPLE.match(c):
+                    names.append(c)
+                else:
+                    names.append(self.fresh("_vt"))
+                    self.pre(f"{names[-1]} = {c}")
+            return build(names)
         params = [f"a{k}" for k in range(len(codes))]
         body = build(params)
         name = self.module.lifted_function(params, body)

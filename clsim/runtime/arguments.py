@@ -45,6 +45,10 @@ def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
             types[name] = ct.ArrayT(value.dtype.name, 1, "global")
             # generated code sees a half buffer as its bits (Numba has no float16)
             values.append(value.reshape(-1).view(ct.storage_dtype(value.dtype.name)))
+        elif isinstance(value, np.void | np.ndarray) and value.dtype.names is not None:
+            # a struct by value (a structured scalar or 0-d record): its bytes, read-only
+            types[name] = struct_of(value.dtype, f"{kernel}: argument '{name}': ")
+            values.append(np.frombuffer(value.tobytes(), np.uint8).copy())
         elif isinstance(value, np.generic | np.ndarray):
             scalar = value[()] if isinstance(value, np.ndarray) else value
             if scalar.dtype.name not in SUPPORTED_DTYPES:
@@ -106,6 +110,9 @@ def stored_buffers(tree: ast.FunctionDef, params: list[str]) -> set[str]:
                 arg = node.args[position]
                 targets = [arg.value if isinstance(arg, ast.Subscript) else arg]
         for target in targets:
+            while isinstance(target, ast.Attribute | ast.Subscript) and \
+                    isinstance(target.value, ast.Attribute | ast.Subscript):
+                target = target.value  # x[i].qs[j] = v writes x
             base = target.value if isinstance(target, ast.Subscript) else target
             if isinstance(base, ast.Name) and base.id in names and (
                     isinstance(target, ast.Subscript) or isinstance(node, ast.Call)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from clsim.errors import (
     BarrierDivergenceError,
     DivisionByZeroError,
+    MisalignedAccessError,
     OutOfBoundsError,
     SimulationError,
     SubGroupError,
@@ -60,6 +61,15 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
             buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access={rec.OOB_LOAD: "load", rec.OOB_STORE: "store"}.get(code, "atomic"),
             **fields)
+    if code == rec.MISALIGNED:
+        return MisalignedAccessError(
+            f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
+            f"through a vector view of '{site.buffer}' at byte offset {index} (a vector access "
+            f"must be aligned to its size; undefined in OpenCL C). Make the byte offset a "
+            f"multiple of {length}, or read with vloadN/vstoreN, which need only the element's "
+            f"alignment.{src}",
+            buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            access=site.kind, **fields)
     if code == rec.DIVERGENT_BRANCH:
         first_false = _lid_tuple(lid, record.group_size, work_dim)
         first_true = _lid_tuple(record.other_lid, record.group_size, work_dim)

@@ -48,6 +48,7 @@ SG_NONUNIFORM_ARG = 10  # broadcast lane / work_group_broadcast id differs betwe
 SG_RANGE = 11  # lane, shuffle source or local id out of range
 WG_PARTIAL = 12  # a work-group collective reached by some work-items (others returned)
 OOB_ATOMIC = 13  # atomic update outside a buffer or local array
+MISALIGNED = 14  # a vector access through a view at a byte offset it is not aligned to
 INSTRUMENT_CODES = 20  # codes from here on belong to instruments (their ``decoders``)
 
 

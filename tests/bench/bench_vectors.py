@@ -3,7 +3,12 @@ written with scalars, in one run (interleaved); the first compile of a vector ke
 cache, own process); and the Numba representation behind vectors: the same float4 dot
 product with tuples, with four scalar locals and with a 4-element array.
 
-Run: python tests/bench/bench_vectors.py   (appends a section to docs/performance.md)
+Also: the first compile of a kernel using structs and vectors together, and softmax
+1024x1024 with this tree against a baseline checkout (default /work/main), each in its own
+process, alternated.
+
+Run: python tests/bench/bench_vectors.py [BASELINE]   (appends a section to
+docs/performance.md)
 """
 
 from __future__ import annotations
@@ -111,14 +116,59 @@ def bench_representation() -> dict:
     return best_interleaved({k: (lambda f=f: f(a, x)) for k, f in fns.items()}, rounds=5)
 
 
+BLOCK_Q8 = np.dtype([("d", np.float16), ("qs", np.int8, (32,))])  # GGUF's block_q8_0
+
+
+@clsim.kernel
+def q8_dot_float4(xq, y, out, nb):
+    """A kernel using structs and vectors together: block copies, half scales, a float4 view."""
+    row = get_global_id(0)
+    yv = clsim.view(y, clsim.float4)
+    acc = clsim.float4(0.0)
+    for ib in range(nb):
+        b = xq[row * nb + ib]
+        d = np.float32(b.d)
+        for j in range(8):
+            q = clsim.float4(np.float32(b.qs[4 * j]), np.float32(b.qs[4 * j + 1]),
+                             np.float32(b.qs[4 * j + 2]), np.float32(b.qs[4 * j + 3]))
+            acc += q * yv[ib * 8 + j] * d
+    out[row] = (acc.x + acc.y) + (acc.z + acc.w)
+
+
+def _args(kernel: str) -> tuple:
+    if kernel == "q8_dot_float4":
+        xq = np.zeros(64 * 2, BLOCK_Q8)
+        return (xq, np.ones(64, np.float32), np.zeros(64, np.float32), np.int32(2))
+    return (np.ones(64 * 64, np.float32), np.ones(64, np.float32), np.zeros(64, np.float32),
+            np.int32(64))
+
+
 _COMPILE_CHILD = """
 import sys, time, numpy as np
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
 import bench_vectors as b, clsim
-a = np.ones(64 * 64, np.float32); x = np.ones(64, np.float32); y = np.zeros(64, np.float32)
-r = clsim.run(getattr(b, sys.argv[2]), (64,), (64,), (a, x, y, np.int32(64)))
+r = clsim.run(getattr(b, sys.argv[2]), (64,), (64,), b._args(sys.argv[2]))
 print(r.compile_s, time.perf_counter() - t0)
+"""
+
+# softmax 1024x1024 under another checkout (the baseline) or this one: the generated module's
+# hash (its own paths masked) and the best warm time, in a process of its own
+_SOFTMAX_CHILD = """
+import hashlib, sys, time, numpy as np
+sys.path.insert(0, sys.argv[1])
+import clsim, kernels_py
+from clsim.spec import get_spec
+spec = get_spec("softmax")
+shape = {"rows": 1024, "cols": 1024}
+inputs = spec.make_inputs(np.random.default_rng(0), shape)
+launch = spec.launch(inputs, shape)
+run = lambda: clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args)
+r = run()
+best = min((lambda t0: (run(), time.perf_counter() - t0)[1])(time.perf_counter())
+           for _ in range(5))
+text = open(r.module_path).read().replace(sys.argv[1], "<tree>")  # paths in the site table
+print(hashlib.sha256(text.encode()).hexdigest()[:16], best)
 """
 
 
@@ -132,23 +182,48 @@ def _compile_once(kernel: str) -> tuple[float, float]:
 
 
 def bench_compile() -> dict:
-    """Fresh-cache compile of the float4 and the scalar GEMV, each in its own process,
-    alternated twice (best of two), so machine load hits both alike."""
-    best = {"gemv_float4": (1e9, 1e9), "gemv_scalar": (1e9, 1e9)}
+    """Fresh-cache compile of the float4 GEMV, the scalar GEMV and a kernel using structs and
+    vectors, each in its own process, alternated twice (best of two), so machine load hits
+    them alike."""
+    best = {"gemv_float4": (1e9, 1e9), "gemv_scalar": (1e9, 1e9),
+            "q8_dot_float4": (1e9, 1e9)}
     for _ in range(2):
         for kernel in best:
             best[kernel] = min(best[kernel], _compile_once(kernel))
     return {"first_compile_s": best["gemv_float4"][0],
             "first_process_s": best["gemv_float4"][1],
-            "scalar_compile_s": best["gemv_scalar"][0]}
+            "scalar_compile_s": best["gemv_scalar"][0],
+            "struct_vector_compile_s": best["q8_dot_float4"][0]}
+
+
+def bench_softmax(baseline: str) -> dict:
+    """softmax 1024x1024: this tree against ``baseline`` (another checkout), alternated
+    three times, each run in its own process (best warm time, generated module's hash)."""
+    trees = {"this": str(ROOT), "baseline": baseline}
+    out = {name: (None, 1e9) for name in trees}
+    for _ in range(3):
+        for name, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": tree}
+            text = subprocess.run([sys.executable, "-c", _SOFTMAX_CHILD, tree], env=env,
+                                  check=True, capture_output=True, text=True).stdout.split()
+            out[name] = (text[0], min(out[name][1], float(text[1])))
+    return {"softmax_this_s": out["this"][1], "softmax_baseline_s": out["baseline"][1],
+            "softmax_same_module": out["this"][0] == out["baseline"][0]}
 
 
 def main() -> None:
+    baseline = sys.argv[1] if len(sys.argv) > 1 else "/work/main"
+    load = os.getloadavg()
     gemv = bench_gemv()
     rep = bench_representation()
     comp = bench_compile()
+    soft = bench_softmax(baseline)
     ratio = gemv["float4_s"] / gemv["scalar_s"]
+    soft_ratio = soft["softmax_this_s"] / soft["softmax_baseline_s"]
     lines = [
+        f"Load average at the start: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 "
+        f"min) on {os.cpu_count()} cores.",
+        "",
         "float4 GEMV 4096x4096 (one work-item per row, 64 per group, vload4 + dot) against "
         "the same kernel with scalar loads, warm, default checks, interleaved; the two "
         "results agree bit for bit:",
@@ -163,6 +238,17 @@ def main() -> None:
         f"(whole process {comp['first_process_s']:.2f} s; the scalar kernel: "
         f"{comp['scalar_compile_s']:.2f} s in the same conditions); target under 5 s: "
         f"{'met' if comp['first_compile_s'] < 5 else 'NOT met'}.",
+        f"First compile of a kernel using structs and vectors together (q8_dot_float4: "
+        f"block copies, half scales, a float4 view; fresh cache): "
+        f"{comp['struct_vector_compile_s']:.2f} s; target under 5 s: "
+        f"{'met' if comp['struct_vector_compile_s'] < 5 else 'NOT met'}.",
+        "",
+        f"Scalar kernels: softmax 1024x1024 (kernels_py/softmax.py, warm, best of 5 in each of "
+        f"3 alternated processes) takes {soft['softmax_this_s'] * 1e3:.1f} ms with this tree "
+        f"and {soft['softmax_baseline_s'] * 1e3:.1f} ms with the baseline checkout "
+        f"({baseline}): {soft_ratio:.2f}x; the generated modules are "
+        f"{'identical' if soft['softmax_same_module'] else 'different'}. Target (within 10 %):"
+        f" {'met' if soft_ratio <= 1.10 else 'NOT met'}.",
         "",
         "Numba representation of a float4 (plain njit, 4M-element dot product):",
         "",
@@ -176,7 +262,7 @@ def main() -> None:
     ]
     append_section("Vectors (tests/bench/bench_vectors.py)", lines)
     print("\n".join(lines))
-    print(json.dumps({**gemv, **rep, **comp}, indent=1))
+    print(json.dumps({**gemv, **rep, **comp, **soft}, indent=1))
 
 
 if __name__ == "__main__":

@@ -166,3 +166,259 @@ def test_q4_0_struct_and_half_arithmetic_match_the_device(device):
                  (x.view(np.uint8), np.zeros(32 * 32, np.float32), scale))
     result = compare("out", sim_out, dev.buffers[1], EXACT)
     assert result.equal, result.difference
+
+
+BLOCK = np.dtype([("d", np.float32), ("qs", np.uint8, (16,)), ("n", np.int16)])  # 22 bytes
+
+
+@kernel
+def block_ops(x, y, p, out):
+    ib = get_global_id(0)
+    b = x[ib]
+    s = np.float32(0.0)
+    for j in range(16):
+        s += np.float32(b.qs[j]) * b.d
+    out[ib] = s * p.d + np.float32(p.qs[ib % 16]) + np.float32(b.n)
+    y[ib].d += s
+    y[ib].qs[ib % 16] |= p.qs[0]
+    y[ib].n -= 3
+
+
+BLOCK_CL = "#pragma OPENCL FP_CONTRACT OFF\n" + clsim.cstruct(BLOCK, "block") + r"""
+__kernel void block_ops(__global const block *x, __global block *y, block p,
+                        __global float *out)
+{
+    size_t ib = get_global_id(0);
+    block b = x[ib];
+    float s = 0.0f;
+    for (int j = 0; j < 16; j++)
+        s += (float)b.qs[j] * b.d;
+    out[ib] = s * p.d + (float)p.qs[ib % 16] + (float)b.n;
+    y[ib].d += s;
+    y[ib].qs[ib % 16] |= p.qs[0];
+    y[ib].n -= 3;
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_struct_copy_field_updates_and_struct_argument_match_the_device(device):
+    """block b = x[ib]; op= on fields; a packed struct passed by value (the same bytes go to
+    the device as a structured numpy scalar)."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 256, 32 * BLOCK.itemsize, dtype=np.uint8).view(BLOCK).copy()
+    x["d"] = rng.standard_normal(32).astype(np.float32)
+    y = x[::-1].copy()
+    p = x[5].copy()
+    sim_y, sim_out = y.copy(), np.zeros(32, np.float32)
+    clsim.run(block_ops, (32,), (8,), (x, sim_y, p, sim_out))
+    dev = run_cl(device, BLOCK_CL, "block_ops", (32,), (8,),
+                 (x.view(np.uint8), y.view(np.uint8).copy(), p, np.zeros(32, np.float32)))
+    result = compare("out", sim_out, dev.buffers[3], EXACT)
+    assert result.equal, result.difference
+    np.testing.assert_array_equal(dev.buffers[1].view(np.uint8), sim_y.view(np.uint8))
+
+
+@kernel
+def float4_views(x, raw, y):
+    i = get_global_id(0)
+    p = clsim.view(x, float4)
+    q = clsim.view(raw, float4, 16)
+    w = p[i] * 3.0 + q[i].wzyx
+    r = clsim.view(y, float4)
+    r[i] = w
+    r[i] += float4(0.5)
+
+
+FLOAT4_VIEWS_CL = r"""
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void float4_views(__global const float *x, __global const uchar *raw,
+                           __global float *y)
+{
+    size_t i = get_global_id(0);
+    __global const float4 *p = (__global const float4 *)x;
+    __global const float4 *q = (__global const float4 *)(raw + 16);
+    float4 w = p[i] * 3.0f + q[i].wzyx;
+    __global float4 *r = (__global float4 *)y;
+    r[i] = w;
+    r[i] += (float4)(0.5f);
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float4_views_of_scalar_buffers_match_the_device(device):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(64).astype(np.float32)
+    raw = rng.standard_normal(4 + 64).astype(np.float32).view(np.uint8)
+    sim = np.zeros(64, np.float32)
+    clsim.run(float4_views, (16,), (8,), (x, raw, sim))
+    dev = run_cl(device, FLOAT4_VIEWS_CL, "float4_views", (16,), (8,),
+                 (x, raw, np.zeros(64, np.float32)))
+    result = compare("y", sim, dev.buffers[2], EXACT)
+    assert result.equal, result.difference
+
+
+@kernel
+def printf_strings_vectors(x):
+    i = get_global_id(0)
+    v = float4(x[0], 1.5, -2.0, 0.25)
+    clsim.printf("%s=%d [%v4hlf] <%5.1v4hlf> %v2hld|%-4s|\n", "item", i, v, v,
+                 clsim.int2(7, -3), "ab")
+
+
+PRINTF_CL = r"""
+__kernel void printf_strings_vectors(__global const float *x)
+{
+    int i = get_global_id(0);
+    float4 v = (float4)(x[0], 1.5f, -2.0f, 0.25f);
+    printf("%s=%d [%v4hlf] <%5.1v4hlf> %v2hld|%-4s|\n", "item", i, v, v, (int2)(7, -3), "ab");
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_printf_strings_and_vectors_match_the_device(device, capfd):
+    """One work-item's line (the device prints to the process's stdout)."""
+    x = np.float32([3.0])
+    sim = clsim.run(printf_strings_vectors, (1,), (1,), (x,)).printf
+    capfd.readouterr()
+    run_cl(device, PRINTF_CL, "printf_strings_vectors", (1,), (1,), (x,))
+    printed = capfd.readouterr().out
+    assert printed == "".join(sim), (printed, sim)
+
+
+@kernel
+def fused_half_ops(a, b, c, o_fma, o_mad, o_mix):
+    i = get_global_id(0)
+    o_fma[i] = clsim.fma(a[i], b[i], c[i])
+    o_mad[i] = clsim.mad(a[i], b[i], c[i])
+    o_mix[i] = clsim.mix(a[i], b[i], c[i])
+
+
+FUSED_HALF_CL = r"""
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void fused_half_ops(__global const half *a, __global const half *b,
+                             __global const half *c, __global half *o_fma,
+                             __global half *o_mad, __global half *o_mix)
+{
+    size_t i = get_global_id(0);
+    o_fma[i] = fma(a[i], b[i], c[i]);
+    o_mad[i] = mad(a[i], b[i], c[i]);
+    o_mix[i] = mix(a[i], b[i], c[i]);
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_fma_mad_mix_match_the_device(device):
+    """fma single-rounded on half (operands that include double-rounding cases), mad and mix
+    as clsim documents them (measured on the Intel CPU runtime)."""
+    reason = missing_feature(get_device(device), "fp16")
+    if reason:
+        pytest.skip(f"{reason}: half arithmetic needs it")
+    rng = np.random.default_rng(11)
+    n = 1 << 16
+    a = rng.integers(0x3C00, 0x4000, n).astype(np.uint16).view(np.float16)
+    b = rng.integers(0x3C00, 0x4000, n).astype(np.uint16).view(np.float16)
+    c = rng.integers(0x0001, 0x1000, n).astype(np.uint16).view(np.float16)
+    a[::2] = (rng.standard_normal(n // 2) * 10).astype(np.float16)
+    c[::2] = rng.random(n // 2).astype(np.float16)
+    sim = [np.zeros(n, np.float16) for _ in range(3)]
+    clsim.run(fused_half_ops, (n,), (256,), (a, b, c, *sim))
+    dev = run_cl(device, FUSED_HALF_CL, "fused_half_ops", (n,), (256,),
+                 (a, b, c, *[np.zeros(n, np.float16) for _ in range(3)]))
+    for k, name in enumerate(("o_fma", "o_mad", "o_mix")):
+        result = compare(name, sim[k], dev.buffers[3 + k], EXACT)
+        assert result.equal, result.difference
+
+
+@clsim.func
+def dot_n(a, b, n):
+    s = np.float32(0.0)
+    for k in range(n):
+        s += a[k] * b[k]
+    return s
+
+
+@clsim.func
+def bump(p, v):
+    p[0] = p[0] + v
+    p += 1
+    p[0] = p[0] - v
+
+
+@kernel
+def helpers_scopes_and_break(x, y, out, idx, n):
+    i = get_global_id(0)
+    out[i] = dot_n(x + 4 * i, y, 4)
+    if i % 2 == 0:
+        t = out[i] * 2.0
+        out[i] = t
+    else:
+        t = np.int32(i) * 3
+        idx[2 * i + 1] = t
+    bump(out + 16 + 2 * i, np.float32(i))
+    for j in range(n):
+        if x[j] > x[i] + 1.0:
+            break
+    idx[2 * i] = j
+
+
+HELPERS_CL = r"""
+#pragma OPENCL FP_CONTRACT OFF
+float dot_n(__global const float *a, __global const float *b, int n)
+{
+    float s = 0.0f;
+    for (int k = 0; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+void bump(__global float *p, float v)
+{
+    p[0] = p[0] + v;
+    p += 1;
+    p[0] = p[0] - v;
+}
+
+__kernel void helpers_scopes_and_break(__global const float *x, __global const float *y,
+                                       __global float *out, __global int *idx, int n)
+{
+    int i = get_global_id(0);
+    out[i] = dot_n(x + 4 * i, y, 4);
+    if (i % 2 == 0) {
+        float t = out[i] * 2.0f;
+        out[i] = t;
+    } else {
+        int t = i * 3;
+        idx[2 * i + 1] = t;
+    }
+    bump(out + 16 + 2 * i, (float)i);
+    int j;
+    for (j = 0; j < n; j++)
+        if (x[j] > x[i] + 1.0f)
+            break;
+    idx[2 * i] = j;
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pointers_into_helpers_block_scope_and_break_match_the_device(device):
+    """helper(x + k, n) and a helper writing through a pointer; a temporary of two types in
+    two branches; a search loop whose variable is read after it (C's value when no break)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(64).astype(np.float32)
+    x[:8] = np.float32([0.0, 0.5, 3.0, -1.0, 0.2, 0.1, 5.0, 0.3])
+    y = rng.standard_normal(4).astype(np.float32)
+    out = rng.standard_normal(48).astype(np.float32)
+    sim_out, sim_idx = out.copy(), np.zeros(32, np.int32)
+    clsim.run(helpers_scopes_and_break, (16,), (8,), (x, y, sim_out, sim_idx, np.int32(8)))
+    dev = run_cl(device, HELPERS_CL, "helpers_scopes_and_break", (16,), (8,),
+                 (x, y, out.copy(), np.zeros(32, np.int32), np.int32(8)))
+    for k, (name, sim) in enumerate((("out", sim_out), ("idx", sim_idx))):
+        result = compare(name, sim, dev.buffers[2 + k], EXACT)
+        assert result.equal, result.difference
+    assert 8 in sim_idx[0::2], "some search must run to its end (C leaves j == n)"

@@ -237,7 +237,8 @@ def test_every_error_is_a_simulation_error():
     """One hierarchy: callers can catch clsim.SimulationError."""
     for cls in (clsim.KernelCompileError, clsim.InvalidNDRangeError, clsim.OutOfBoundsError,
                 clsim.BarrierDivergenceError, clsim.DataRaceError,
-                clsim.UninitializedReadError, clsim.InvalidArgumentError):
+                clsim.UninitializedReadError, clsim.InvalidArgumentError,
+                clsim.MisalignedAccessError):
         assert issubclass(cls, clsim.SimulationError)
 
 
@@ -279,3 +280,25 @@ def test_numba_failure_is_a_one_paragraph_compile_error(monkeypatch):
 @kernel
 def numba_refuses(x):
     x[get_global_id(0)] = 1.0
+
+
+@kernel
+def matmul_operator(out):
+    out[0] = out[0] @ out[1]
+
+
+@kernel
+def membership_test(out):
+    if 1.0 in out:
+        out[0] = 1.0
+
+
+@pytest.mark.parametrize("kern, words", [
+    (matmul_operator, "'@' is not supported; write the loops"),
+    (membership_test, "'in' is not supported: compare element by element"),
+])
+def test_operators_without_a_c_counterpart_name_the_line(kern, words):
+    """Operators the front end refuses carry the line (an operator node has none itself)."""
+    msg = _compile_error(kern, np.zeros(4, np.float32))
+    assert words in msg
+    assert f"test_engine_errors.py:{kern.fn.__code__.co_firstlineno + 2}" in msg

@@ -400,3 +400,106 @@ def test_bare_float_literal_is_a_float_even_beside_a_double(jit):
     out = np.zeros(6, np.float64)
     clsim.run(float_literal_beside_double, (2,), None, (x, out), jit=jit)
     assert out.tolist() == [float(np.float32(0.1))] * 2 + [0.1] * 2 + [-0.1] * 2
+
+
+@kernel
+def search_with_break(x, out, n, v):
+    i = get_global_id(0)
+    for j in range(n):
+        if x[j] == v + i:
+            break
+    out[i] = j
+    for k in range(1, n, 3):
+        if x[k] == v + i:
+            break
+    out[4 + i] = k
+
+
+@kernel
+def uniform_barrier_loop_with_break(out, n, stop):
+    i = get_local_id(0)
+    for j in range(n):
+        barrier(CLK_LOCAL_MEM_FENCE)
+        if j == stop:
+            break
+    out[i] = j
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_for_loop_with_break_read_after_has_c_semantics(jit):
+    """for + break, the variable read after: at the break both languages agree; run to its
+    end, the variable is C's first failing value (n, or start + count * step), not Python's
+    last value. The same in a barrier loop run at group level."""
+    x = np.arange(10, dtype=np.int32)
+    out = np.zeros(8, np.int32)
+    clsim.run(search_with_break, (4,), (4,), (x, out, np.int32(10), np.int32(3)), jit=jit)
+    assert out.tolist() == [3, 4, 5, 6, 10, 4, 10, 10]
+    out = np.zeros(4, np.int32)
+    clsim.run(uniform_barrier_loop_with_break, (4,), (4,), (out, np.int32(6), np.int32(2)),
+              jit=jit)
+    assert out.tolist() == [2] * 4
+    clsim.run(uniform_barrier_loop_with_break, (4,), (4,), (out, np.int32(6), np.int32(9)),
+              jit=jit)
+    assert out.tolist() == [6] * 4
+
+
+@kernel
+def temporaries_in_blocks(x, out, n):
+    i = get_global_id(0)
+    if i % 2 == 0:
+        t = x[i] * 2.0
+        out[i] = t
+    else:
+        t = np.int32(i) * 3
+        out[i] = np.float32(t)
+    for k in range(n):
+        t = k + 1
+        out[i] += np.float32(t)
+    while n > 100:
+        t = 1.5
+        out[i] = t
+
+
+@kernel
+def value_flows_between_iterations(x, out):
+    i = get_global_id(0)
+    t = 0.0
+    for k in range(3):
+        if k > 0:
+            out[i] = t
+        t = x[i] + np.float32(k)
+
+
+@kernel
+def clashing_types_read_after(x, out):
+    i = get_global_id(0)
+    if i > 0:
+        t = x[i]
+    else:
+        t = i
+    out[i] = t
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_names_in_separate_blocks_are_separate_variables(jit):
+    """A name assigned in different if/else/loop blocks with different types, and never read
+    outside the block assigning it, is one variable per block (C's block scope); a value
+    that flows from one iteration into the next keeps one variable."""
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    clsim.run(temporaries_in_blocks, (8,), (8,), (x, out, np.int32(3)), jit=jit)
+    np.testing.assert_array_equal(out, np.where(np.arange(8) % 2 == 0, x * 2,
+                                                np.arange(8) * 3) + 6)
+    clsim.run(value_flows_between_iterations, (8,), (8,), (x, out), jit=jit)
+    np.testing.assert_array_equal(out, x + 1)
+
+
+def test_clashing_types_read_after_the_blocks_name_both_lines():
+    with pytest.raises(clsim.KernelCompileError) as info:
+        clsim.run(clashing_types_read_after, (2,), (2,), (np.ones(2, np.float32),
+                                                         np.zeros(2, np.float32)))
+    message = str(info.value)
+    first = clashing_types_read_after.fn.__code__.co_firstlineno
+    assert f"test_engine_semantics.py:{first + 6} " in message
+    assert f"'t' holds float elsewhere but long here (line {first + 4} assigns it float)" \
+        in message

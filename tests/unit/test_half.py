@@ -167,3 +167,43 @@ def test_vstore_half_needs_a_half_buffer():
     with pytest.raises(clsim.KernelCompileError, match="must hold half values"):
         clsim.run(half_into_float_buffer, (1,), (1,), (np.zeros(2, np.float32),
                                                       np.zeros(2, np.float16)))
+
+
+@kernel
+def fused_half(a, b, c, o_fma, o_mad, o_mix, o_vec):
+    i = get_global_id(0)
+    o_fma[i] = clsim.fma(a[i], b[i], c[i])
+    o_mad[i] = clsim.mad(a[i], b[i], c[i])
+    o_mix[i] = clsim.mix(a[i], b[i], c[i])
+    v = clsim.fma(clsim.half2(a[i], b[i]), clsim.half2(b[i]), clsim.half2(c[i]))
+    o_vec[i] = v.x
+
+
+def _triples(n, seed):
+    """Operand triples where a float32 fma rounded again to half rounds twice (products near
+    1..4 and small addends) mixed with ordinary random halves."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0x3C00, 0x4000, n).astype(np.uint16).view(np.float16)
+    b = rng.integers(0x3C00, 0x4000, n).astype(np.uint16).view(np.float16)
+    c = rng.integers(0x0001, 0x1000, n).astype(np.uint16).view(np.float16)
+    return a, b, c
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_fma_mad_mix_on_half_round_once(jit):
+    """fma on half is rounded once (the exact a * b + c to the nearest half), where rounding
+    the float32 fma again would differ; mad on half is the same fused operation and mix is
+    fma(half(y - x), a, x), as the Intel CPU runtime computes them (docs/language.md)."""
+    n = 200_000 if jit else 20_000
+    a, b, c = _triples(n, 1)
+    f = lambda x: x.astype(np.float64)  # noqa: E731
+    once = (f(a) * f(b) + f(c)).astype(np.float16)
+    twice = (f(a) * f(b) + f(c)).astype(np.float32).astype(np.float16)
+    assert (once != twice).sum() > 0, "the operands must include double-rounding cases"
+    outs = [np.zeros(n, np.float16) for _ in range(4)]
+    clsim.run(fused_half, (n,), (256,), (a, b, c, *outs), jit=jit)
+    np.testing.assert_array_equal(outs[0], once)
+    np.testing.assert_array_equal(outs[1], once)
+    diff = (b.astype(np.float32) - a.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(outs[2], (f(diff) * f(c) + f(a)).astype(np.float16))
+    np.testing.assert_array_equal(outs[3], once)

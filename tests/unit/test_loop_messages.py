@@ -89,3 +89,30 @@ def test_subgroup_broadcast_loop_inside_subgroup_uniform_if(jit):
     want = np.tile(np.arange(16, dtype=F32), 4)
     want[16:32] += sum(x[16 + j] * F32(j + 1) for j in range(4))
     np.testing.assert_array_equal(out, want)
+
+
+@kernel
+def broadcast_loop_with_break(x, out, stop):
+    lid = get_local_id(0)
+    s = np.float32(0.0)
+    j = 0
+    if get_sub_group_id() == 1:
+        for j in range(4):
+            s += sub_group_broadcast(x[lid], j)
+            if j == stop:
+                break
+    out[lid] = s + np.float32(j)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_masked_for_loop_with_break_leaves_c_value_of_its_variable(jit):
+    """A masked barrier loop (sub-group collective under a sub-group-uniform if) left by
+    break keeps the value at the break; run to its end, C's value (4, not 3)."""
+    x = np.arange(64, dtype=F32)
+    for stop, last in ((1, 1), (9, 4)):
+        out = np.zeros(64, F32)
+        clsim.run(broadcast_loop_with_break, (64,), (64,), (x, out, np.int32(stop)), jit=jit,
+                  subgroup_size=16)
+        want = np.zeros(64, F32)
+        want[16:32] = sum(x[16 + j] for j in range(min(stop, 3) + 1)) + F32(last)
+        np.testing.assert_array_equal(out, want)

@@ -303,3 +303,75 @@ def test_vload_vstore_through_typed_views(jit):
     np.testing.assert_array_equal(dst[:2], 0)
     with pytest.raises(clsim.OutOfBoundsError):
         clsim.run(vectors_through_views, (3,), (3,), (src, dst, np.int64(3)), jit=jit)
+
+
+Q4_0 = np.dtype([("d", np.float16), ("qs", np.uint8, (16,))])
+
+
+@clsim.func
+def dot_n(a, b, n):
+    s = np.float32(0.0)
+    for k in range(n):
+        s += a[k] * b[k]
+    return s
+
+
+@clsim.func
+def block_sum(blk):
+    s = np.int32(0)
+    for j in range(16):
+        s += np.int32(blk.qs[j])
+    return np.float32(s) * np.float32(blk.d)
+
+
+@clsim.func
+def put_pair(p, v):
+    p[0] = v
+    p += 1
+    p[0] = v + 1.0
+
+
+@kernel
+def pointers_into_helpers(x, y, raw, blocks, out):
+    i = get_global_id(0)
+    xi = x + 4 * i
+    out[i] = dot_n(xi, y + 4 * i, 4)
+    out[8 + i] = (block_sum(clsim.view(raw, Q4_0, 1 + 18 * i)) + block_sum(blocks[i])
+                  + block_sum(blocks + i))
+    put_pair(out + 16 + 2 * i, np.float32(i))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_pointers_and_views_passed_to_helpers(jit):
+    """helper(x + k, n), helper(p) for a pointer local, helper(view(src, BLOCK, off)),
+    helper(x[ib]) (a struct by value) and helper(x + ib): the helper indexes the caller's
+    buffer through the pointer (and writes through it), checked against that buffer."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(32).astype(np.float32)
+    y = rng.standard_normal(32).astype(np.float32)
+    blocks = rng.integers(0, 256, 8 * 18, dtype=np.uint8).view(Q4_0).copy()
+    blocks["d"] = np.float16(0.5) * np.arange(1, 9)
+    raw = np.zeros(1 + 8 * 18, np.uint8)
+    raw[1:] = blocks.view(np.uint8)
+    out = np.zeros(32, np.float32)
+    clsim.run(pointers_into_helpers, (8,), (8,), (x, y, raw, blocks, out), jit=jit)
+    want = np.zeros(8, np.float32)
+    for i in range(8):
+        for k in range(4):
+            want[i] = np.float32(want[i] + x[4 * i + k] * y[4 * i + k])
+    np.testing.assert_array_equal(out[:8], want)
+    sums = blocks["qs"].astype(np.int32).sum(1).astype(np.float32) * blocks["d"].astype(
+        np.float32)
+    np.testing.assert_array_equal(out[8:16], sums * 3)
+    np.testing.assert_array_equal(out[16:], np.repeat(np.arange(8, dtype=np.float32), 2)
+                                  + np.tile(np.float32([0, 1]), 8))
+
+
+@kernel
+def helper_past_end(x, out):
+    put_pair(out + 1, x[0])
+
+
+def test_helpers_check_pointers_against_the_callers_buffer():
+    with pytest.raises(clsim.OutOfBoundsError, match="store to p__buf"):
+        clsim.run(helper_past_end, (1,), (1,), (np.ones(1, np.float32), np.zeros(2, np.float32)))

@@ -127,9 +127,21 @@ def test_struct_indices_are_bounds_checked(kern):
 
 
 @kernel
-def struct_copy(x, out):
+def copy_then_assign_field(x, out):
     b = x[0]
+    b.d = out[0]
+
+
+@kernel
+def copy_of_a_written_buffer(x, out):
+    b = x[get_global_id(0)]
     out[0] = b.d
+    x[1].qs[0] = 3
+
+
+@kernel
+def struct_argument_assigned(p, out):
+    p.d = out[0]
 
 
 @kernel
@@ -137,8 +149,31 @@ def no_such_field(x, out):
     out[0] = x[0].scale
 
 
-@pytest.mark.parametrize("kern, words", [(struct_copy, "cannot be copied into a variable"),
-                                         (no_such_field, "no field '.scale' (fields: d, qs)")])
+@kernel
+def index_a_copy(x, out):
+    b = x[0]
+    out[0] = b[1].d
+
+
+@kernel
+def advance_a_copy(x, out):
+    b = x[0]
+    c = b + 1
+    out[0] = c.d
+
+
+@kernel
+def assign_whole_struct(x, out):
+    x[1] = x[0]
+
+
+@pytest.mark.parametrize("kern, words", [
+    (copy_then_assign_field, "assigning its fields would change only the copy"),
+    (copy_of_a_written_buffer, "'b' is a copy of a record of 'x'"),
+    (no_such_field, "no field '.scale' (fields: d, qs)"),
+    (index_a_copy, "'b' is a struct (a copy of a record), not a pointer"),
+    (advance_a_copy, "'+' on a struct (a copy of a record"),
+    (assign_whole_struct, "a whole struct cannot be assigned here; copy it field by field")])
 def test_struct_errors(kern, words):
     with pytest.raises(clsim.KernelCompileError, match=None) as info:
         clsim.run(kern, (1,), (1,), (_random_blocks(Q4_0, 1), np.zeros(1, np.float32)))
@@ -189,6 +224,7 @@ def through_block_pointer(x, out):
     out[2 * ib] = np.float32(xb.d)
     out[2 * ib + 1] = np.float32(xb[0].qs[5]) + np.float32(xb.qs[6])
     xb.qs[0] = 42
+    (x + ib).qs[1] = (x + ib).qs[2]
 
 
 @JIT
@@ -202,3 +238,143 @@ def test_pointer_to_a_block(jit):
     np.testing.assert_array_equal(out[0::2], x["d"].astype(np.float32))
     np.testing.assert_array_equal(out[1::2], want_qs[:, 5].astype(np.float32) + want_qs[:, 6])
     assert (x["qs"][:, 0] == 42).all()
+    np.testing.assert_array_equal(x["qs"][:, 1], want_qs[:, 2])
+
+
+@kernel
+def dequantize_through_a_copy(x, out):
+    ib = get_global_id(0)
+    b = x[ib]
+    d = np.float32(b.d)
+    for j in range(16):
+        q = b.qs[j]
+        out[ib * 32 + j] = (np.int32(q & 0x0F) - 8) * d
+        out[ib * 32 + j + 16] = (np.int32(q >> 4) - 8) * d
+
+
+@kernel
+def copy_through_pointer_and_view(x, raw, out):
+    ib = get_global_id(0)
+    xb = x + 1
+    b = xb[ib]
+    v = clsim.view(raw, Q4_0, 2)
+    c = v[ib]
+    out[ib] = np.float32(b.qs[ib]) + np.float32(c.qs[15 - ib]) * 1000.0
+
+
+@JIT
+def test_a_record_copied_into_a_local(jit):
+    """block_q4_0 b = x[ib]; b.d, b.qs[j]: the same values as x[ib].d (from a buffer, a
+    pointer into one and a typed view at a byte offset)."""
+    x = _random_blocks(Q4_0, 5, seed=3)
+    out = np.zeros(5 * 32, np.float32)
+    clsim.run(dequantize_through_a_copy, (5,), (5,), (x, out), jit=jit)
+    d = x["d"].astype(np.float32)[:, None]
+    lo = (x["qs"] & 0x0F).astype(np.int32) - 8
+    hi = (x["qs"] >> 4).astype(np.int32) - 8
+    np.testing.assert_array_equal(out.reshape(5, 32), np.concatenate([lo, hi], 1) * d)
+    raw = np.zeros(2 + 4 * 18, np.uint8)
+    raw[2:] = x[:4].view(np.uint8).reshape(-1)
+    out = np.zeros(4, np.float32)
+    clsim.run(copy_through_pointer_and_view, (4,), (4,), (x, raw, out), jit=jit)
+    want = [x[1 + i]["qs"][i] + 1000.0 * x[i]["qs"][15 - i] for i in range(4)]
+    np.testing.assert_array_equal(out, np.float32(want))
+
+
+@kernel
+def copy_past_end(x, out):
+    b = x[get_global_id(0) + 2]
+    out[0] = b.d
+
+
+def test_a_record_copy_is_bounds_checked_where_it_is_copied():
+    with pytest.raises(clsim.OutOfBoundsError):
+        clsim.run(copy_past_end, (1,), (1,), (_random_blocks(Q4_0, 2), np.zeros(1, np.float32)))
+
+
+@kernel
+def update_fields(x, m):
+    i = get_global_id(0)
+    x[i].d += np.float16(1.0)
+    x[i].qs[3] |= m
+    x[i].qs[4] += np.uint8(250)
+    x[i].qs[5] -= 1
+    xb = x + i
+    xb.qs[6] ^= m
+    xb.qs[7] = xb.qs[7] + 1
+
+
+@JIT
+def test_op_assign_on_struct_fields(jit):
+    """x[i].d += v and x[i].qs[j] |= m are C's compound assignments on fields: the half
+    field rounded to half, the uchar fields wrapped at 8 bits."""
+    x = _random_blocks(Q4_0, 4, seed=9)
+    y = x.copy()
+    clsim.run(update_fields, (4,), (4,), (y, np.uint8(0x81)), jit=jit)
+    np.testing.assert_array_equal(y["d"], x["d"] + np.float16(1.0))
+    qs, got = x["qs"].astype(np.int32), y["qs"]
+    np.testing.assert_array_equal(got[:, 3], (qs[:, 3] | 0x81).astype(np.uint8))
+    np.testing.assert_array_equal(got[:, 4], (qs[:, 4] + 250).astype(np.uint8))
+    np.testing.assert_array_equal(got[:, 5], (qs[:, 5] - 1).astype(np.uint8))
+    np.testing.assert_array_equal(got[:, 6], (qs[:, 6] ^ 0x81).astype(np.uint8))
+    np.testing.assert_array_equal(got[:, 7], (qs[:, 7] + 1).astype(np.uint8))
+    np.testing.assert_array_equal(got[:, 8:], x["qs"][:, 8:])
+
+
+@kernel
+def scale_by_struct_argument(p, out):
+    i = get_global_id(0)
+    out[i] = np.float32(p.d) * np.float32(p.qs[i])
+
+
+@JIT
+@pytest.mark.parametrize("as_zero_d", [False, True])
+def test_struct_passed_by_value(jit, as_zero_d):
+    """A structured scalar (or a 0-d record array) is a struct argument by value: p.d and
+    p.qs[j] read its fields; its array fields are bounds-checked."""
+    blocks = _random_blocks(Q4_0, 3, seed=4)
+    arg = np.array(blocks[2]) if as_zero_d else blocks[2]
+    out = np.zeros(16, np.float32)
+    clsim.run(scale_by_struct_argument, (16,), (16,), (arg, out), jit=jit)
+    np.testing.assert_array_equal(out, np.float32(blocks[2]["d"])
+                                  * blocks[2]["qs"].astype(np.float32))
+    with pytest.raises(clsim.OutOfBoundsError):
+        clsim.run(scale_by_struct_argument, (17,), (17,), (arg, np.zeros(17, np.float32)),
+                  jit=jit)
+
+
+def test_struct_argument_fields_are_read_only():
+    with pytest.raises(clsim.KernelCompileError, match=r"struct argument \(passed by value\)"):
+        clsim.run(struct_argument_assigned, (1,), (1,),
+                  (_random_blocks(Q4_0, 1)[0], np.zeros(1, np.float16)))
+
+
+@clsim.func
+def add_block(blk, dst):
+    dst[0] = dst[0] + np.float32(blk.qs[0])
+
+
+@kernel
+def new_forms_under_instruments(x, p, y, out):
+    i = get_global_id(0)
+    b = x[i]
+    v = clsim.view(y, clsim.float4)
+    w = v[i] * np.float32(b.d)
+    v[i] = w + np.float32(p.qs[i])
+    out[i] = np.float32(b.qs[1])
+    add_block(x[i], out + i)
+
+
+@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True}])
+def test_instruments_see_copies_struct_arguments_vector_views_and_helper_pointers(options):
+    """Record copies, a struct argument, a float4 view and a pointer passed to a helper run
+    under the race/uninitialised checks and the traffic model with the plain run's results
+    (neighbouring work-items' float4 elements are not a race)."""
+    x = _random_blocks(Q4_0, 8, seed=2)
+    p = _random_blocks(Q4_0, 1, seed=3)[0]
+    y, out = np.arange(32, dtype=np.float32), np.zeros(8, np.float32)
+    y2, out2 = y.copy(), out.copy()
+    clsim.run(new_forms_under_instruments, (8,), (8,), (x.copy(), p, y, out))
+    clsim.run(new_forms_under_instruments, (8,), (8,), (x.copy(), p, y2, out2), **options)
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(out2, out)

@@ -457,3 +457,102 @@ def test_vectors_through_helpers(jit):
     out = np.zeros(4, np.float32)
     clsim.run(vector_helpers, (4,), (4,), (x, out), jit=jit)
     np.testing.assert_array_equal(out, x.reshape(4, 4).sum(1) * 2)
+
+
+@kernel
+def float4_view_axpy(x, y, s):
+    i = get_global_id(0)
+    p = clsim.view(x, float4)
+    q = clsim.view(y, float4, 16)  # the float4 elements of y from y[4] on
+    q[i] = p[i] * s
+    q[i] += float4(1.0, 2.0, 3.0, 4.0)
+
+
+@kernel
+def uchar4_view_to_float4(x, y):
+    i = get_global_id(0)
+    p = clsim.view(x, clsim.uchar4)
+    q = clsim.view(y, float4)
+    v = p[i]
+    q[i] = convert_float4(v.wzyx)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vector_views_of_scalar_buffers(jit):
+    """(global float4 *)x: element i is x[4i..4i+3], loaded and stored whole (p[i] op= v
+    too), at a byte offset; a uchar4 view of a byte buffer reads 4 bytes per element."""
+    x = np.arange(32, dtype=np.float32)
+    y = np.full(40, -1.0, np.float32)
+    clsim.run(float4_view_axpy, (8,), (8,), (x, y, np.float32(2)), jit=jit)
+    np.testing.assert_array_equal(y[4:36], x * 2 + np.tile(np.float32([1, 2, 3, 4]), 8))
+    np.testing.assert_array_equal(y[:4], -1.0)
+    np.testing.assert_array_equal(y[36:], -1.0)
+    b = np.arange(32, dtype=np.uint8)
+    out = np.zeros(32, np.float32)
+    clsim.run(uchar4_view_to_float4, (8,), (8,), (b, out), jit=jit)
+    np.testing.assert_array_equal(out, b.reshape(8, 4)[:, ::-1].reshape(-1))
+
+
+@kernel
+def float4_view_at(x, y, off):
+    i = get_global_id(0)
+    p = clsim.view(x, float4, off)
+    y[i] = p[i].y
+
+
+@kernel
+def float4_view_store_at(x, off):
+    p = clsim.view(x, float4, off)
+    p[get_global_id(0)] = float4(7.0)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vector_views_are_bounds_and_alignment_checked(jit):
+    """A float4 element past the buffer's end is out of bounds; a byte offset that is not a
+    multiple of 16 is a MisalignedAccessError naming the buffer, the offset and the line
+    (a store is refused before it writes)."""
+    x = np.arange(32, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    clsim.run(float4_view_at, (7,), (7,), (x, y, np.int32(16)), jit=jit)
+    np.testing.assert_array_equal(y[:7], x[5:32:4])
+    with pytest.raises(clsim.OutOfBoundsError):
+        clsim.run(float4_view_at, (8,), (8,), (x, y, np.int32(16)), jit=jit)
+    with pytest.raises(clsim.MisalignedAccessError, match=r"in float4_view_at.* vector view "
+                       r"of 'x' at byte offset 4 .*multiple of 16") as info:
+        clsim.run(float4_view_at, (2,), (2,), (x, y, np.int32(4)), jit=jit)
+    assert info.value.buffer == "x" and info.value.index == 4
+    assert "test_vectors.py:" in str(info.value) and info.value.kernel == "float4_view_at"
+    before = x.copy()
+    with pytest.raises(clsim.MisalignedAccessError, match="misaligned store"):
+        clsim.run(float4_view_store_at, (1,), (1,), (x, np.int32(8)), jit=jit)
+    np.testing.assert_array_equal(x, before)
+
+
+@kernel
+def float3_view(x, y):
+    p = clsim.view(x, float3)
+    y[0] = p[0].x
+
+
+def test_three_wide_vector_views_are_refused():
+    with pytest.raises(clsim.KernelCompileError, match="16 bytes in memory but has 3 comp"):
+        clsim.run(float3_view, (1,), (1,), (np.zeros(4, np.float32), np.zeros(1, np.float32)))
+
+
+@kernel
+def guarded_vector_reads(x, out, n):
+    i = get_global_id(0)
+    p = clsim.view(x, float4)
+    ok = i < n and p[i].x * 2.0 > -1.0
+    w = (p[i] * 2.0).y if i < n else 0.0
+    out[i] = np.float32(1.0) if ok else w
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vector_reads_after_and_or_in_if_else_run_only_when_reached(jit):
+    """p[i] after 'i < n and' (or in the branch of an if-else) is read only when C reads it:
+    out of range there is no error (operands are not evaluated ahead of the statement)."""
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    clsim.run(guarded_vector_reads, (8,), (8,), (x, out, np.int32(4)), jit=jit)
+    np.testing.assert_array_equal(out, np.float32([1, 1, 1, 1, 0, 0, 0, 0]))

@@ -93,7 +93,20 @@ def _f2h_mode(x, mode):
         return np.uint16(0x8001) if h == np.uint16(0) else np.uint16(h - np.uint16(1))
     return h
 """, ("_rh", "_f2h"))
-F2H_DEPS = (RH, H2F, F2H, F2H_MODE)
+# fma on half: the product of two halves is exact in float64, the sum is rounded to odd
+# (math_exact._ro_add) and then once to half: C's single rounding (rounding the float32 fma
+# to half would round twice, wrong for about 1 in 25 000 operand triples)
+FMA16 = helper("_fma_float16", """
+def _fma_float16(a, b, c):
+    return _rh(_ro_add(np.float64(a) * np.float64(b), np.float64(c)))
+""", ("_rh", "_ro_add"))
+# mix on half as the Intel CPU runtime computes it (measured, tests/device): y - x rounded to
+# half, then fma((y - x), a, x) rounded once; mad on half is that fma (rounded once)
+MIX16 = helper("_mix_float16", """
+def _mix_float16(x, y, a):
+    return _fma_float16(_rh(np.float32(y) - np.float32(x)), a, x)
+""", ("_rh", "_fma_float16"))
+F2H_DEPS = (RH, H2F, F2H, F2H_MODE, FMA16, MIX16)
 
 
 def _need_half_buffer(name, call, t):

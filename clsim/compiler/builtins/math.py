@@ -207,8 +207,19 @@ _MIX = helper("_mix", "def _mix(x, y, a):\n    return x + (y - x) * a")
 
 
 def _emit_mad(gen, codes, types, call):
-    a, b, c = cast_all(gen, codes, types, float_result(types))
+    to = float_result(types)
+    if to == "float16":  # fused on half, as devices with fp16 compute it (builtins/half.py)
+        return gen.helper("_fma_float16") + "(" + ", ".join(
+            cast_all(gen, codes, types, "float32")) + ")"
+    a, b, c = cast_all(gen, codes, types, to)
     return f"(({a} * {b}) + {c})"
+
+
+def _emit_mix(gen, codes, types, call):
+    if float_result(types) == "float16":  # y - x rounded to half, then fused (half.py)
+        return gen.helper("_mix_float16") + "(" + ", ".join(
+            cast_all(gen, codes, types, "float32")) + ")"
+    return call_common("_mix")(gen, codes, types, call)
 
 
 def _emit_recip(gen, codes, types, call):
@@ -254,11 +265,13 @@ def _entries() -> list[Builtin]:
         _float_fn("fmax", 2, call_helper("fmax"), _FMAX, "add", note="ignores a NaN"),
         _float_fn("fmin", 2, call_helper("fmin"), _FMIN, "add", note="ignores a NaN"),
         _float_fn("fma", 3, call_helper("fma"), _FMA, "fma", note="rounded once"),
-        _float_fn("mad", 3, _emit_mad, (), "fma", note="multiply and add, rounded apart"),
+        _float_fn("mad", 3, _emit_mad, (), "fma",
+                  note="multiply and add, rounded apart (on half: rounded once, as fma)"),
         _float_fn("native_recip", 1, _emit_recip, (), "div"),
         _float_fn("native_divide", 2, _emit_divide, (), "div"),
         _float_fn("copysign", 2, call_helper("copysign"), _COPYSIGN),
-        _float_fn("mix", 3, call_common("_mix"), (_MIX,), "fma", note="x + (y - x) * a"),
+        _float_fn("mix", 3, _emit_mix, (_MIX,), "fma",
+                  note="x + (y - x) * a (on half: fma(y - x, a, x), y - x rounded to half)"),
         _float_fn("sign", 1, call_helper("sign"), _SIGN),
         Builtin("min", FAMILY, common_type("min", 2), call_common("_min"), helpers=(MIN,),
                 flop="add", c="min(x, y)", types="any number",

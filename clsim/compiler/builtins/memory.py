@@ -125,8 +125,12 @@ def _view_typing(typer, call):
         from clsim.compiler.structs import struct_of
 
         return ct.PtrT(buf.base, buf.array, struct_of(what))
+    if kind == "builtin":  # a vector type: view(x, float4) is (global float4 *)x
+        from clsim.compiler.places import vector_view
+
+        return ct.PtrT(buf.base, buf.array, vector_view(what, call.loc))
     raise node_error(call, "view(): the second argument must be a numpy dtype such as "
-                           "np.float32 or a structured dtype")
+                           "np.float32, a vector type such as float4, or a structured dtype")
 
 
 def _view_lower(gen, call):

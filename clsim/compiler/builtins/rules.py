@@ -57,6 +57,10 @@ def call_helper(stem: str):
         to = float_result(types)
         if to == "float16":  # the float helper, rounded to half (half values are floats)
             args = cast_all(gen, codes, types, "float32")
+            from clsim.compiler.builtins import HELPERS
+
+            if f"_{stem}_float16" in HELPERS:  # a half version where rounding twice differs
+                return gen.helper(f"_{stem}_float16") + "(" + ", ".join(args) + ")"
             inner = gen.helper(f"_{stem}_float32") + "(" + ", ".join(args) + ")"
             return gen.cast(inner, "float32", "float16")
         args = cast_all(gen, codes, types, to)

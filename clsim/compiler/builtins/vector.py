@@ -81,7 +81,9 @@ def _constructors() -> list[Builtin]:
 # -- vloadN / vstoreN ---------------------------------------------------------------------------
 def _not_a_view(t, call, name):
     if isinstance(t, ct.PtrT) and t.view is not None and not ct.is_scalar(t.view):
-        raise node_error(call, f"{name} through a view of structs: load fields one by one")
+        what = "vectors: read p[i] whole" if isinstance(t.view, ct.VecT) else \
+            "structs: load fields one by one"
+        raise node_error(call, f"{name} through a view of {what}")
 
 
 def _vload_rule(width):
