@@ -23,6 +23,7 @@ import importlib.util
 import re
 import shlex
 import sys
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,12 +76,28 @@ def import_file(path: str | Path) -> ModuleType:
     sys.path.insert(0, str(file.parent))
     try:
         spec.loader.exec_module(module)
+    except SimulationError:
+        del sys.modules[name]
+        raise
+    except Exception as exc:  # the user's file is bad input: one line naming it, not a crash
+        del sys.modules[name]
+        raise SimulationError(f"{path}{_user_line(exc, file)}: importing it raised "
+                              f"{type(exc).__name__}: {exc}. Fix the file.") from exc
     except BaseException:
         del sys.modules[name]
         raise
     finally:
         sys.path.remove(str(file.parent))
     return module
+
+
+def _user_line(exc: BaseException, file: Path) -> str:
+    """':N', the last line of ``file`` in the traceback (the user's own line, not ours)."""
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if Path(frame.filename) == file]
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        lines.append(exc.lineno)
+    return f":{lines[-1]}" if lines else ""
 
 
 def _find_spec(module: ModuleType, name: str, path: str) -> KernelSpec:

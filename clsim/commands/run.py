@@ -19,6 +19,7 @@ from clsim.commands.progress import RunProgress
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
 from clsim.commands.traffic_launch import PendingTraffic, TrafficOutcome, TrafficRequest
 from clsim.errors import SimulationError
+from clsim.spec import differing_elements
 
 HELP = "run a kernel on generated input and compare with its numpy reference"
 
@@ -172,10 +173,11 @@ def _print_check(spec, inputs, work) -> bool:
     ok = True
     for name, want in expected.items():
         got = work[name]
-        if np.issubdtype(want.dtype, np.integer):
-            bad = int(np.count_nonzero(got != want))
+        if np.issubdtype(want.dtype, np.integer) or want.dtype.names:
+            bad = differing_elements(got, want)
+            kind = "byte-exact struct" if want.dtype.names else "exact integer"
             status = "OK" if bad == 0 else f"MISMATCH ({bad} elements differ)"
-            print(f"  check {name}: exact integer comparison: {status}")
+            print(f"  check {name}: {kind} comparison: {status}")
             ok &= bad == 0
             continue
         abs_err, rel_err, nan_mismatch = _max_errors(want, got)

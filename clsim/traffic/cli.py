@@ -107,6 +107,7 @@ def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int,
     """Run one variant with traffic counting; returns (result, output ok?)."""
     import clsim
     from clsim.compiler.frontend import parse
+    from clsim.spec import matches_reference
 
     shape = parse_shape(shape_text, dict(spec.default_shape))
     inputs = spec.make_inputs(np.random.default_rng(seed), shape)
@@ -117,8 +118,7 @@ def run_variant(spec, shape_text: str | None, local_text: str | None, seed: int,
         result = clsim.run(spec.kernel, launch.global_size, launch.local_size, args, jit=jit,
                            subgroup_size=spec.subgroup_size, traffic=True, profile=profile,
                            progress=progress)
-    rtol, atol = spec.tolerance
-    ok = all(np.allclose(inputs[name], want, rtol=rtol, atol=atol, equal_nan=True)
+    ok = all(matches_reference(inputs[name], want, spec.tolerance)
              for name, want in spec.reference(pristine).items())
     return result, ok
 

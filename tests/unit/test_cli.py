@@ -156,3 +156,61 @@ def test_run_a_spec_from_the_users_own_file(capsys, tmp_path):
     out = capsys.readouterr().out
     assert out.startswith("saxpy: n=1000") and "check y: tolerance rtol=0 atol=0" in out
     assert ": OK" in out
+
+
+STRUCT_SPEC = '''
+import numpy as np
+from clsim import get_global_id, kernel
+from clsim.spec import EXACT, KernelSpec, Launch
+
+BLOCK = np.dtype([("d", np.float16), ("qs", np.uint8, (4,))])
+
+
+@kernel
+def fill_blocks(y, salt):
+    i = get_global_id(0)
+    y[i].d = np.float16(i) * np.float16(0.5)
+    for j in range(4):
+        y[i].qs[j] = (i + j + salt) & 255
+
+
+def make_inputs(rng, shape):
+    return {"y": np.zeros(shape["n"], BLOCK), "salt": np.int32(3)}
+
+
+def reference(inputs):
+    n = inputs["y"].size
+    y = np.zeros(n, BLOCK)
+    y["d"] = np.arange(n, dtype=np.float16) * np.float16(0.5)
+    y["qs"] = (np.arange(n)[:, None] + np.arange(4) + 3 + OFF) & 255
+    return {"y": y}
+
+
+OFF = 0
+SPEC = KernelSpec(name="fill_blocks", description="struct output", kernel=fill_blocks,
+                  cl_file="none.cl", make_inputs=make_inputs, reference=reference,
+                  outputs={"y": EXACT},
+                  launch=lambda inputs, shape, local=None: Launch(
+                      (shape["n"],), local, (inputs["y"], inputs["salt"])),
+                  default_shape={"n": 40})
+'''
+
+
+@pytest.mark.parametrize("offset, code, status", [(0, 0, "OK"), (1, 1, "MISMATCH")])
+def test_run_compares_struct_outputs_byte_for_byte(capsys, tmp_path, offset, code, status):
+    """A struct-array output is compared byte for byte (np.allclose cannot take records); a
+    reference off by one in a uint8 field is a mismatch, not a crash."""
+    path = tmp_path / f"struct_spec_{offset}.py"
+    path.write_text(STRUCT_SPEC.replace("OFF = 0", f"OFF = {offset}"))
+    assert main(["run", f"{path}::SPEC", "--no-jit"]) == code
+    out = capsys.readouterr().out
+    assert f"check y: byte-exact struct comparison: {status}" in out
+
+
+def test_a_user_file_that_fails_to_import_is_one_line_naming_its_line(capsys, tmp_path):
+    path = tmp_path / "broken_spec.py"
+    path.write_text("import numpy as np\n\nSPEC = np.zeros(3)[7]\n")
+    assert main(["run", f"{path}::SPEC"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "internal error" not in err
+    assert f"{path}:3: importing it raised IndexError" in err
