@@ -144,8 +144,17 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         joiner = " and " if isinstance(node.op, ast.And) else " or "
         first = self.typed(node.values[0], "bool")
         with self.conditional():  # the later operands run only sometimes
-            rest = [self.typed(v, "bool") for v in node.values[1:]]
-        return "(" + joiner.join([first, *rest]) + ")"
+            rest = [self.own_pre_lines(lambda v=v: self.typed(v, "bool")) for v in node.values[1:]]
+        if not any(lines for _, lines in rest):
+            return "(" + joiner.join([first, *(code for code, _ in rest)]) + ")"
+        # An operand with pre-lines (a vload's bounds check, an instrument's record) runs
+        # them only when C would evaluate it: the chain becomes nested ifs on a temporary.
+        result = self.fresh("_sc")
+        self.pre(f"{result} = {first}")
+        for code, lines in rest:
+            test = result if joiner == " and " else f"not {result}"
+            self.pre(f"if {test}:\n" + _indented([*lines, f"{result} = {code}"]))
+        return result
 
     def e_Compare(self, node):
         if isinstance(node.ctype, ct.VecT):
@@ -166,8 +175,25 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         t = node.ctype
         test = self.typed(node.test, "bool")
         with self.conditional():
-            body, orelse = self.typed(node.body, t), self.typed(node.orelse, t)
-        return f"({body} if {test} else {orelse})"
+            body, body_lines = self.own_pre_lines(lambda: self.typed(node.body, t))
+            orelse, else_lines = self.own_pre_lines(lambda: self.typed(node.orelse, t))
+        if not body_lines and not else_lines:
+            return f"({body} if {test} else {orelse})"
+        # C evaluates one branch of ?: only: a branch's pre-lines (a vload's bounds check, an
+        # instrument's record) must not run for the other.
+        result = self.fresh("_sel")
+        self.pre(f"if {test}:\n" + _indented([*body_lines, f"{result} = {body}"])
+                 + "\nelse:\n" + _indented([*else_lines, f"{result} = {orelse}"]))
+        return result
+
+    def own_pre_lines(self, build):
+        """(code, the pre-lines emitting it produced), those lines kept out of the statement's."""
+        saved, self.pending = self.pending, []
+        try:
+            code = build()
+            return code, self.pending
+        finally:
+            self.pending = saved
 
     def e_Tuple(self, node):
         t = node.ctype.dtype
@@ -392,3 +418,8 @@ def literal(value, t: str) -> str:
             return f"np.{t}({'-' if v < 0 else ''}math.inf)"
         return f"np.{t}({float(v)!r})"
     return f"np.{t}({int(v)})"
+
+
+def _indented(lines: list[str]) -> str:
+    """Pre-lines (each possibly several lines) as the body of an emitted ``if``/``else``."""
+    return "\n".join("    " + part for line in lines for part in line.split("\n"))
