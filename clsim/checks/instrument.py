@@ -15,7 +15,7 @@ import math
 import types
 from typing import ClassVar
 
-from clsim.checks import analysis, native, parallel, replay, state
+from clsim.checks import analysis, invariance, native, parallel, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -26,7 +26,7 @@ from clsim.instruments.base import Instrument, LaunchInfo
 from clsim.instruments.events import AccessEvent, Emit, SyncEvent
 from clsim.runtime import record as rec
 
-LAYOUT_VERSION = 4
+LAYOUT_VERSION = 5
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
 _BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
 _SPACE = {"param": "g", "larray": "l", "parray": "p"}
@@ -75,22 +75,25 @@ class ChecksInstrument(Instrument):
         self.warn_uninit = warn_uninit
         self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
         self._data: dict[str, str] = {}  # tracked local/private object -> its array's code
+        self._invariant: set[str] = set()  # group-invariant local arrays (``invariance``)
         self._nodes: list = []  # keeps the declaration stand-ins alive while sites refer to them
         self._jit = True
         self._helper_params: set[tuple[str, str]] = set()  # (helper, param) reaching tracked
         self.aliased: tuple[str, ...] = ()  # read-only parameters sharing a written one's memory
+        self.invariant: frozenset[str] = frozenset()  # group-invariant local arrays, by name
 
     def prepare(self, kernel, params: list[str], values: list) -> None:
         """A parameter the kernel never writes is not tracked, unless its memory overlaps a
         written parameter's (the same array twice, or overlapping views of one array)."""
         self.aliased = state.aliased_read_only(params, values, _written(kernel))
+        self.invariant = invariance.invariant_in(parse(kernel))
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
         return list(ly.STATE_ARGS)
 
     def key(self) -> tuple:
-        return (self.name, LAYOUT_VERSION, self.aliased)
+        return (self.name, LAYOUT_VERSION, self.aliased, tuple(sorted(self.invariant)))
 
     def imports(self) -> list[str]:
         """The shared helpers, compiled once for all kernels (``native``)."""
@@ -114,8 +117,23 @@ class ChecksInstrument(Instrument):
                              f"np.int64({self._data[name]}.ctypes.data)")
             lines.append(f"_cs_md{number} = _cs_o[{number}, {ly.O_MODE}]")
             lines += [f"_cs_{b}{number} = _cs_o[{number}, {col}]" for b, col in _BASES]
+        lines += self._skip_invariant()
         lines.append(f"_cs_gs = {now}")
         out.emit("\n".join(lines) + "\n" + _epoch_locals())
+
+    def _skip_invariant(self) -> list[str]:
+        """Turn the group-invariant local arrays off (mode 0) in a group whose size already
+        ran, recording them, with no finding anywhere so far: this group would record the
+        same accesses with the same outcome (``invariance``)."""
+        numbers = [self._objs[name][0] for name in sorted(self._invariant)]
+        if not numbers:
+            return []
+        size = "(_L0 | (_L1 << 16) | (_L2 << 32)) + 1"
+        clean = " | ".join(f"_cs_m[{slot}]" for slot in (ly.M_NFIND, ly.M_NPEND, ly.M_HELD,
+                                                         ly.M_LOST, ly.M_OVERFLOW))
+        off = "\n".join(f"    _cs_md{number} = 0" for number in numbers)
+        return [f"if _cs_m[{ly.M_INVARIANT}] == {size} and ({clean}) == 0:", off,
+                f"else:\n    _cs_m[{ly.M_INVARIANT}] = {size}"]
 
     def _register_objects(self, out: Emit) -> None:
         """One "shadow" site per object: name, space, dtype, element count, shape as text."""
@@ -137,6 +155,8 @@ class ChecksInstrument(Instrument):
                 self._objs[name] = (number, t, obj.storage)
                 self._data[name] = obj.data
         self._helper_params = analysis.tracked_helper_params(parsed, set(self._objs))
+        self._invariant = {name for name, (_n, _t, storage) in self._objs.items()
+                           if storage == "larray" and name in self.invariant}
 
     def on_sync(self, event: SyncEvent, out: Emit) -> None:
         site = event.site.id
@@ -193,6 +213,8 @@ class ChecksInstrument(Instrument):
                 return tuple(codes)  # never sets _err: what it cannot decide waits for _cs_end
             call = (f"{helper}({_i64(codes[-1])}, {_i64(width)}, "
                     f"{_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
+            if event.buffer in self._invariant:  # the full recorder reads the table's mode
+                call = f"({call} if _cs_md{number} != 0 else {codes[-1]})"
         codes[-1] = call
         out.may_fail()
         return tuple(codes)
