@@ -177,8 +177,8 @@ class _Function:
     def _check_call(self, node: ast.Call, arrays: set[str]) -> set[str]:
         kind, value = getattr(node.func, "resolved", (None, None))
         bare = {a.id for a in node.args if isinstance(a, ast.Name) and a.id in arrays}
-        if kind == "builtin" and value in _NEUTRAL_STATEMENTS:
-            return set()
+        if (kind == "builtin" and value in _NEUTRAL_STATEMENTS) or kind in ("dtype", "range"):
+            return set()  # np.float32(a[i]), range(a[0]): plain loads, seen as subscripts
         if kind != "func":  # vload4(k, a), async copies, atomic_add(a[i], 1): not plain
             return bare | {a.value.id for a in node.args if isinstance(a, ast.Subscript)
                            and isinstance(a.value, ast.Name) and a.value.id in arrays

@@ -19,6 +19,7 @@ from clsim import (
     CLK_LOCAL_MEM_FENCE,
     atomic_add,
     barrier,
+    fmax,
     get_global_id,
     get_group_id,
     get_local_id,
@@ -97,7 +98,7 @@ def strided_share(x, out, n):
         acc += x[i]
     tile[lid] = acc if acc > 0 else -acc  # a varying value, not a varying store
     barrier(CLK_LOCAL_MEM_FENCE)
-    out[get_global_id(0)] = tile[7 - lid] + tile[lid]
+    out[get_global_id(0)] = np.float32(tile[7 - lid]) + fmax(tile[lid], 0.0)
 
 
 @kernel
