@@ -86,7 +86,7 @@ class ChecksInstrument(Instrument):
         """A parameter the kernel never writes is not tracked, unless its memory overlaps a
         written parameter's (the same array twice, or overlapping views of one array)."""
         self.aliased = state.aliased_read_only(params, values, _written(kernel))
-        self.invariant = invariance.invariant_in(parse(kernel))
+        self.invariant = _invariant(kernel)
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
@@ -242,6 +242,19 @@ def _written(kernel) -> set[str]:
     hit = _WRITTEN.get(id(kernel))
     if hit is None or hit[0] is not parsed:
         hit = _WRITTEN[id(kernel)] = (parsed, analysis.written_arrays(parsed))
+    return hit[1]
+
+
+_INVARIANT: dict[int, tuple] = {}
+
+
+def _invariant(kernel) -> frozenset[str]:
+    """``invariance.invariant_in`` of a kernel, once per kernel version (it walks the source,
+    helpers included: milliseconds, too much for every launch)."""
+    parsed = parse(kernel)
+    hit = _INVARIANT.get(id(kernel))
+    if hit is None or hit[0] is not parsed:
+        hit = _INVARIANT[id(kernel)] = (parsed, invariance.invariant_in(parsed))
     return hit[1]
 
 
