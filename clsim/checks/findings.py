@@ -9,6 +9,7 @@ are turned into a ``Finding`` here, using the site table for files, lines and so
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,8 +186,27 @@ def from_record(rec, sites, kernel: str, enqueued, offset, work_dim: int,
     msg = _race_message(where, KIND_NAMES[kind], KIND_NAMES[pkind], target, space, other,
                         there, hint, sg_size, same_site=other == site,
                         across_subgroups=rec[4] // sg_size != (prev & ly.MAX_LID) // sg_size)
+    msg += _lock_note(sites, KIND_NAMES[kind], KIND_NAMES[pkind])
     return Finding(cat, msg, buffer, space, index, (site, other), (here, there),
                    (KIND_NAMES[kind], KIND_NAMES[pkind]), kernel, hint, count)
+
+
+_LOCK_TAKING = re.compile(r"\batomic_(cmpxchg|compare_exchange_(strong|weak)(_explicit)?|"
+                          r"flag_test_and_set(_explicit)?)\s*\(")
+
+
+def _lock_note(sites, kind: str, pkind: str) -> str:
+    """Said when the kernel may take a lock built from atomics: the checks do not model the
+    order a lock's acquire and release give plain accesses (docs/checks.md, "Atomics")."""
+    if "atomic" in (kind, pkind):
+        return ""
+    lock = next((s for s in sites if s[6] == "atomic" and _LOCK_TAKING.search(s[4])), None)
+    if lock is None:
+        return ""
+    return (f" If the lock taken at {_ref(lock)} orders these two accesses, this report is a "
+            "false alarm: the race checks do not model locks built from atomics (see "
+            "docs/checks.md, \"Atomics and locks\"); check such kernels with "
+            "checks='bounds'.")
 
 
 def _uninit_message(where, kind, target, space, here) -> str:

@@ -15,7 +15,7 @@ import math
 import types
 from typing import ClassVar
 
-from clsim.checks import analysis, native, parallel, replay, state
+from clsim.checks import analysis, invariance, native, parallel, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -23,8 +23,10 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler.frontend import Loc, parse
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.instruments.base import Instrument, LaunchInfo
+from clsim.instruments.events import AccessEvent, Emit, SyncEvent
+from clsim.runtime import record as rec
 
-LAYOUT_VERSION = 4
+LAYOUT_VERSION = 5
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
 _BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
 _SPACE = {"param": "g", "larray": "l", "parray": "p"}
@@ -72,30 +74,34 @@ class ChecksInstrument(Instrument):
         self.raise_uninit = raise_uninit
         self.warn_uninit = warn_uninit
         self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
+        self._data: dict[str, str] = {}  # tracked local/private object -> its array's code
+        self._invariant: set[str] = set()  # group-invariant local arrays (``invariance``)
         self._nodes: list = []  # keeps the declaration stand-ins alive while sites refer to them
         self._jit = True
         self._helper_params: set[tuple[str, str]] = set()  # (helper, param) reaching tracked
         self.aliased: tuple[str, ...] = ()  # read-only parameters sharing a written one's memory
+        self.invariant: frozenset[str] = frozenset()  # group-invariant local arrays, by name
 
     def prepare(self, kernel, params: list[str], values: list) -> None:
         """A parameter the kernel never writes is not tracked, unless its memory overlaps a
         written parameter's (the same array twice, or overlapping views of one array)."""
         self.aliased = state.aliased_read_only(params, values, _written(kernel))
+        self.invariant = _invariant(kernel)
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
         return list(ly.STATE_ARGS)
 
     def key(self) -> tuple:
-        return (self.name, LAYOUT_VERSION, self.aliased)
+        return (self.name, LAYOUT_VERSION, self.aliased, tuple(sorted(self.invariant)))
 
     def imports(self) -> list[str]:
         """The shared helpers, compiled once for all kernels (``native``)."""
         return native.imports(self._jit)
 
-    def group_start(self, gen) -> None:
-        self._jit = gen.module.jit
-        self._register_objects(gen)
+    def on_group_start(self, out: Emit) -> None:
+        self._jit = out.jit
+        self._register_objects(out)
         now = f"_cs_m[{ly.M_NOW}]"
         lines = [f"{now} = ((_gx + _NG0 * (_gy + _NG1 * _gz)) << _cs_m[{ly.M_EPOCH_BITS}]) + 1",
                  f"if _cs_m[{ly.M_LOST}] == 0:",
@@ -107,45 +113,61 @@ class ChecksInstrument(Instrument):
             lines.append(f"_cs_m[{slot}] = {code}")
         for name, (number, _t, storage) in self._objs.items():
             if storage != "param":
-                array = f"v_{name}__c" if storage == "parray" else f"v_{name}"
-                lines.append(f"_cs_o[{number}, {ly.O_ADDR}] = np.int64({array}.ctypes.data)")
+                lines.append(f"_cs_o[{number}, {ly.O_ADDR}] = "
+                             f"np.int64({self._data[name]}.ctypes.data)")
             lines.append(f"_cs_md{number} = _cs_o[{number}, {ly.O_MODE}]")
             lines += [f"_cs_{b}{number} = _cs_o[{number}, {col}]" for b, col in _BASES]
+        lines += self._skip_invariant()
         lines.append(f"_cs_gs = {now}")
-        gen.emit("\n".join(lines) + "\n" + _epoch_locals())
+        out.emit("\n".join(lines) + "\n" + _epoch_locals())
 
-    def _register_objects(self, gen) -> None:
+    def _skip_invariant(self) -> list[str]:
+        """Turn the group-invariant local arrays off (mode 0) in a group whose size already
+        ran, recording them, with no finding anywhere so far: this group would record the
+        same accesses with the same outcome (``invariance``)."""
+        numbers = [self._objs[name][0] for name in sorted(self._invariant)]
+        if not numbers:
+            return []
+        size = "(_L0 | (_L1 << 16) | (_L2 << 32)) + 1"
+        clean = " | ".join(f"_cs_m[{slot}]" for slot in (ly.M_NFIND, ly.M_NPEND, ly.M_HELD,
+                                                         ly.M_LOST, ly.M_OVERFLOW))
+        off = "\n".join(f"    _cs_md{number} = 0" for number in numbers)
+        return [f"if _cs_m[{ly.M_INVARIANT}] == {size} and ({clean}) == 0:", off,
+                f"else:\n    _cs_m[{ly.M_INVARIANT}] = {size}"]
+
+    def _register_objects(self, out: Emit) -> None:
         """One "shadow" site per object: name, space, dtype, element count, shape as text."""
-        module = gen.module
-        program = module.program
-        written = analysis.written_arrays(program.parsed)
-        found = [(n, t, "param") for n, t in program.arg_types.items()
-                 if isinstance(t, ct.ArrayT)]
-        found += [(n, gen.env[n], k) for n, k in sorted(gen.storage.items())
-                  if k in ("larray", "parray")]
-        decls = analysis.declarations(program.parsed.tree)
-        for number, (name, t, storage) in enumerate(found):
+        parsed = out.parsed
+        written = analysis.written_arrays(parsed)
+        decls = analysis.declarations(parsed.tree)
+        for number, obj in enumerate(out.arrays()):
+            name, t = obj.name, obj.type
             shape = tuple(t.shape or ())
-            loc = decls.get(name, program.parsed.tree.loc)
+            loc = decls.get(name, parsed.tree.loc)
             node = types.SimpleNamespace(loc=Loc(loc.file, loc.line, loc.func,
                                                  ",".join(map(str, shape))))
             self._nodes.append(node)
-            read_only = storage == "param" and name not in written and name not in self.aliased
-            module.site(node, name, f"{fd.SHADOW}{t.space}", "none", t.dtype,
-                        width=state.READ_ONLY if read_only else math.prod(shape))
+            read_only = obj.storage == "param" and name not in written \
+                and name not in self.aliased
+            out.name_object(node, name, f"{fd.SHADOW}{t.space}", t.dtype,
+                            width=state.READ_ONLY if read_only else math.prod(shape))
             if not read_only:
-                self._objs[name] = (number, t, storage)
-        self._helper_params = analysis.tracked_helper_params(program.parsed, set(self._objs))
+                self._objs[name] = (number, t, obj.storage)
+                self._data[name] = obj.data
+        self._helper_params = analysis.tracked_helper_params(parsed, set(self._objs))
+        self._invariant = {name for name, (_n, _t, storage) in self._objs.items()
+                           if storage == "larray" and name in self.invariant}
 
-    def barrier(self, gen, stmt, site: int, flags: str) -> None:
-        gen.emit(self._tick(site) + f"\n_cs_fl = np.int64({flags})\n"
-                 f"if _cs_fl & 1:\n    _cs_m[{ly.M_LAST_LOCAL}] = _cs_m[{ly.M_NOW}]\n"
-                 f"if _cs_fl & 2:\n    _cs_m[{ly.M_LAST_GLOBAL}] = _cs_m[{ly.M_NOW}]\n"
-                 + _epoch_locals())
-
-    def subgroup_barrier(self, gen, stmt, site: int) -> None:
-        gen.emit(self._tick(site) + f"\n_cs_m[{ly.M_LAST_SUB}] = _cs_m[{ly.M_NOW}]\n"
-                 + _epoch_locals())
+    def on_sync(self, event: SyncEvent, out: Emit) -> None:
+        site = event.site.id
+        if event.kind == "barrier":
+            out.emit(self._tick(site) + f"\n_cs_fl = np.int64({event.flags})\n"
+                     f"if _cs_fl & 1:\n    _cs_m[{ly.M_LAST_LOCAL}] = _cs_m[{ly.M_NOW}]\n"
+                     f"if _cs_fl & 2:\n    _cs_m[{ly.M_LAST_GLOBAL}] = _cs_m[{ly.M_NOW}]\n"
+                     + _epoch_locals())
+        else:
+            out.emit(self._tick(site) + f"\n_cs_m[{ly.M_LAST_SUB}] = _cs_m[{ly.M_NOW}]\n"
+                     + _epoch_locals())
 
     @staticmethod
     def _tick(site: int) -> str:
@@ -153,33 +175,31 @@ class ChecksInstrument(Instrument):
         now, start, bits = (f"_cs_m[{ly.M_NOW}]", f"_cs_m[{ly.M_GSTART}]",
                             f"_cs_m[{ly.M_EPOCH_BITS}]")
         return (f"{now} += 1\nif ({now} >> {bits}) != ({start} >> {bits}):\n"
-                f"    _err[0] = {ly.ERR_EPOCHS}\n    _err[1] = {site}\n    return")
+                f"    _err[{rec.CODE}] = {ly.ERR_EPOCHS}\n    _err[{rec.SITE}] = {site}\n"
+                "    return")
 
-    def region_end(self, gen) -> None:
+    def on_region_end(self, out: Emit) -> None:
         """Replay the accesses deferred in this work-item loop; collect noted findings."""
-        gen.emit(f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
+        out.emit(f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
                  f"_cs_m[{ly.M_HELD}] != 0:\n"
                  f"    _cs_end({_FULL})\n"
-                 "    if _err[0] != 0:\n        return")
+                 f"    if _err[{rec.CODE}] != 0:\n        return")
 
-    def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
-               atomic: bool = False) -> list[str]:
-        if gen.in_group_fn and buffer not in self._objs:
-            return codes  # a buffer parameter the kernel never writes: nothing to check
-        if not gen.in_group_fn and (gen.module.sites[site].func, buffer) not in \
-                self._helper_params:
-            return codes  # a helper parameter no call binds to a tracked array
-        helper = RECORDERS["atomic" if atomic or kind not in ("load", "store") else kind]
-        width = gen.module.sites[site].width
-        base, lead = gen.array_base(buffer, arrt)
-        codes = list(codes)
-        prefix = _flatten(gen, base, len(lead), arrt, codes, site)
-        lid = gen.lid_code()
-        if not gen.in_group_fn:  # a helper function: find the object by address
-            call = (f"{helper}p({_i64(codes[-1])}, {_i64(width)}, {base}, "
+    def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
+        if event.in_kernel and event.buffer not in self._objs:
+            return event.index  # a buffer parameter the kernel never writes: nothing to check
+        if not event.in_kernel and (event.site.func, event.buffer) not in self._helper_params:
+            return event.index  # a helper parameter no call binds to a tracked array
+        helper = RECORDERS[event.kind]
+        width, lid = event.width, event.lid
+        codes = list(event.index)
+        prefix = _flatten(out, event, codes)
+        site = event.site.id
+        if not event.in_kernel:  # a helper function: find the object by address
+            call = (f"{helper}p({_i64(codes[-1])}, {_i64(width)}, {event.array}, "
                     f"{_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
         else:
-            number, t, storage = self._objs[buffer]
+            number, t, storage = self._objs[event.buffer]
             if storage == "parray":
                 prefix = f"{lid} * {math.prod(t.shape)} + {prefix}"
             short = helper.removeprefix("_cs_")
@@ -187,16 +207,17 @@ class ChecksInstrument(Instrument):
                 space = _SPACE[storage]
                 last = "_cs_lg" if space == "g" else "_cs_ll"
                 bases = ", ".join(f"_cs_{b}{number}" for b, _col in _BASES)
-                codes[-1] = (f"{gen.helper(f'{helper}q{space}')}({codes[-1]}, {prefix}, "
+                codes[-1] = (f"{out.helper(f'{helper}q{space}')}({codes[-1]}, {prefix}, "
                              f"{site}, {lid}, {number}, _cs_md{number}, {bases}, _cs_gs, "
                              f"{last}, _cs_now, _cs_s, _cs_m, _cs_l)")
-                return codes  # never sets _err: what it cannot decide waits for _cs_end
-            else:
-                call = (f"{helper}({_i64(codes[-1])}, {_i64(width)}, "
-                        f"{_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
+                return tuple(codes)  # never sets _err: what it cannot decide waits for _cs_end
+            call = (f"{helper}({_i64(codes[-1])}, {_i64(width)}, "
+                    f"{_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
+            if event.buffer in self._invariant:  # the full recorder reads the table's mode
+                call = f"({call} if _cs_md{number} != 0 else {codes[-1]})"
         codes[-1] = call
-        gen.checked()
-        return codes
+        out.may_fail()
+        return tuple(codes)
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
@@ -224,6 +245,19 @@ def _written(kernel) -> set[str]:
     return hit[1]
 
 
+_INVARIANT: dict[int, tuple] = {}
+
+
+def _invariant(kernel) -> frozenset[str]:
+    """``invariance.invariant_in`` of a kernel, once per kernel version (it walks the source,
+    helpers included: milliseconds, too much for every launch)."""
+    parsed = parse(kernel)
+    hit = _INVARIANT.get(id(kernel))
+    if hit is None or hit[0] is not parsed:
+        hit = _INVARIANT[id(kernel)] = (parsed, invariance.invariant_in(parsed))
+    return hit[1]
+
+
 def _i64(code) -> str:
     """Non-literal int64: Numba would compile the full recorders once per literal value."""
     return f"np.int64({code})"
@@ -235,17 +269,18 @@ def _epoch_locals() -> str:
             f"_cs_lg = _cs_m[{ly.M_LAST_GLOBAL}]")
 
 
-def _flatten(gen, base: str, lead: int, arrt, codes: list[str], site: int) -> str:
+def _flatten(out: Emit, event: AccessEvent, codes: list[str]) -> str:
     """Park all but the last index in the site's slots (in place) and return the element
     offset they contribute, so the recorder sees one flat element index."""
     if len(codes) == 1:
         return "0"
-    shape = arrt.shape
-    dims = [str(shape[d]) if shape else f"{base}.shape[{lead + d}]" for d in range(len(codes))]
+    shape, lead = event.shape, len(event.lead)
+    dims = [str(shape[d]) if shape else f"{event.array}.shape[{lead + d}]"
+            for d in range(len(codes))]
     offset = "0"
     for d in range(len(codes) - 1):
-        slot = ly.M_SLOTS + ly.SLOT_WIDTH * site + d
-        codes[d] = f"{gen.helper('_cs_sv')}({codes[d]}, {slot}, _cs_m)"
+        slot = ly.M_SLOTS + ly.SLOT_WIDTH * event.site.id + d
+        codes[d] = f"{out.helper('_cs_sv')}({codes[d]}, {slot}, _cs_m)"
         offset = f"(({offset}) + _cs_m[{slot}]) * {dims[d + 1]}"
     return offset
 

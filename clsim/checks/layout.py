@@ -32,6 +32,9 @@ M_GX, M_GY, M_GZ, M_L0, M_L1, M_L2 = 13, 14, 15, 16, 17, 18
 M_NPEND, M_LAST_KEY = 19, 20
 M_DEFER, M_NLOG, M_LOST = 22, 23, 24  # the deferred-access log (see shadow)
 M_HELD = 25  # an uninitialised read waits in HELD_ROW for the end of the work-item loop
+# the size (L0 | L1 << 16 | L2 << 32, plus 1) of the last group that recorded the
+# group-invariant local arrays (``invariance``); 0: none yet
+M_INVARIANT = 26
 # then, per object k, the range of shadow indices (of its W records) its global accesses
 # touched: M_RANGES + 2k holds RANGE_TOP - lowest, M_RANGES + 2k + 1 highest + 1 (0: none),
 # both kept as maxima so a zeroed meta means "nothing yet". Threaded runs (``parallel``)

@@ -25,7 +25,7 @@ import numpy as np
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks import native
-from clsim.checks.state import READ_ONLY
+from clsim.checks.state import READ_ONLY, lazy_zeros
 from clsim.instruments.base import LaunchInfo
 
 MEMORY_BUDGET = 1 << 30  # bytes of per-thread shadow copies, all threads together
@@ -107,6 +107,6 @@ def _thread_states(state: list, threads: int) -> tuple[list, np.ndarray, bool]:
                 own[0][:] = meta
                 own[1][:] = table
             return states, shadows, True
-    shadows = np.zeros((threads, shadow.size), np.int64)
+    shadows = lazy_zeros(threads * shadow.size).reshape(threads, shadow.size)
     return [[meta.copy(), table.copy(), shadows[t], np.zeros(found.shape, np.int64),
              np.empty_like(log)] for t in range(threads)], shadows, False

@@ -8,6 +8,7 @@ findings table into ``Finding`` records. The in-kernel side is ``shadow``.
 
 from __future__ import annotations
 
+import mmap
 import warnings
 
 import numpy as np
@@ -55,7 +56,19 @@ def allocate(info: LaunchInfo, races: bool, uninit: bool, raise_race: bool,
     meta[ly.M_G0], meta[ly.M_G1] = nd.global_size[0], nd.global_size[1]
     found = np.zeros((ly.HELD_ROW + 1, ly.FIND_COLS), np.int64)
     log = np.empty(2 * ly.LOG_CAPACITY, np.int64)
-    return [meta, table, np.zeros(total, np.int64), found, log]
+    return [meta, table, lazy_zeros(total), found, log]
+
+
+_LAZY_BYTES = 1 << 20
+
+
+def lazy_zeros(count: int) -> np.ndarray:
+    """``count`` int64 zeros whose pages the OS maps (zeroed) on first touch: a threaded clean
+    launch never touches the launch's own shadow, which ``np.zeros`` would clear (about 1 ms
+    per 8 MB once the allocator serves large blocks from its heap)."""
+    if count * 8 < _LAZY_BYTES:
+        return np.zeros(count, np.int64)
+    return np.frombuffer(mmap.mmap(-1, count * 8), np.int64)
 
 
 def _check_limits(info: LaunchInfo) -> None:

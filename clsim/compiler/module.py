@@ -28,6 +28,7 @@ from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
+from clsim.instruments import dispatch
 from clsim.runtime import record as rec
 from clsim.runtime.record import Site
 
@@ -216,25 +217,19 @@ class ModuleEmitter:
                 "_lz = np.int64(_lid // (_L0 * _L1))")
 
     def on_region_start(self, gen) -> None:
-        for inst in self.instruments:
-            inst.region_start(gen)
+        dispatch.region_start(self.instruments, gen)
 
     def on_region_end(self, gen) -> None:
-        for inst in self.instruments:
-            inst.region_end(gen)
+        dispatch.region_end(self.instruments, gen)
 
     def on_barrier(self, gen, stmt, site, flags) -> None:
-        for inst in self.instruments:
-            inst.barrier(gen, stmt, site, flags)
+        dispatch.barrier(self.instruments, gen, stmt, site, flags)
 
     def on_subgroup_barrier(self, gen, stmt, site) -> None:
-        for inst in self.instruments:
-            inst.subgroup_barrier(gen, stmt, site)
+        dispatch.subgroup_barrier(self.instruments, gen, stmt, site)
 
     def access(self, gen, site, buffer, arrt, codes, kind, atomic=False) -> list[str]:
-        for inst in self.instruments:
-            codes = inst.access(gen, site, buffer, arrt, codes, kind, atomic)
-        return codes
+        return dispatch.access(self.instruments, gen, site, buffer, arrt, codes, kind, atomic)
 
     _FLOP_KINDS: ClassVar[dict[str, str]] = {"+": "add", "-": "add", "*": "mul", "/": "div"}
 
@@ -244,13 +239,11 @@ class ModuleEmitter:
         kind = self._FLOP_KINDS.get(op, op)
         if ct.is_int(t):
             kind = "int"
-        for inst in self.instruments:
-            inst.flop(gen, kind, t)
+        dispatch.flop(self.instruments, gen, kind, t)
 
     def flops(self, gen, kind, t, count: str) -> None:
         """``count`` operations of ``kind`` at group level (inside a collective)."""
-        for inst in self.instruments:
-            inst.flops(gen, "int" if ct.is_int(t) else kind, t, count)
+        dispatch.flops(self.instruments, gen, "int" if ct.is_int(t) else kind, t, count)
 
     @property
     def state_args(self) -> list[str]:
@@ -409,8 +402,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     if module.has_exit:
         gen.emit(f"_exited = np.zeros({nl_max}, np.bool_)")
     alloc_at = len(gen.lines)
-    for inst in module.instruments:
-        inst.group_start(gen)
+    dispatch.group_start(module.instruments, gen)
     gen.items(analysis.tree)
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))

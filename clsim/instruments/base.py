@@ -17,11 +17,15 @@ An instrument is a class. What it declares, the runtime reads; nothing else need
 included) enables it, else None. The registry (``clsim.instruments.registry``) lists the
 instrument classes explicitly.
 
-At compile time the generated module calls the hooks below at fixed points; at run time
-``allocate`` makes the state arrays named by ``state_args`` (parameters of every generated
-function) and ``finalize`` turns them into the result. Generated-code conventions a hook can
-rely on: in a work-item loop ``_lid`` is the linear local id, ``_lx/_ly/_lz`` the local ids,
-``_gx/_gy/_gz`` the group ids, ``_L0.._L2`` this group's sizes, ``_NL`` their product.
+At compile time the code generator calls the ``on_*`` hooks below at fixed points
+(``clsim.instruments.dispatch``), each with a typed event and an ``Emit`` interface
+(``clsim.instruments.events``), never the emitter itself; at run time ``allocate`` makes the
+state arrays named by ``state_args`` (parameters of every generated function) and
+``finalize`` turns them into the result. Generated-code names a hook may use: the state
+arrays, ``_err`` (the error record, ``clsim.runtime.record``), and the ids: in a work-item
+loop ``_lid`` is the linear local id, ``_lx/_ly/_lz`` the local ids, ``_gx/_gy/_gz`` the
+group ids, ``_NG0.._NG2`` the number of groups, ``_L0.._L2`` this group's sizes, ``_NL``
+their product. docs/checks.md ("Writing an instrument") shows a whole one.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from clsim.instruments.events import AccessEvent, Emit, SyncEvent
 
 
 @dataclass(frozen=True)
@@ -92,33 +98,57 @@ class Instrument:
         """Everything that changes the generated code (part of the compile cache key)."""
         return (self.name,)
 
-    def group_start(self, gen) -> None:
-        """Emit per-group allocations at the top of the group function."""
+    def on_group_start(self, out: Emit) -> None:
+        """Emit per-group set-up at the top of the group function."""
 
-    def region_start(self, gen) -> None:
+    def on_region_start(self, out: Emit) -> None:
         """Emit code at the top of each work-item loop body (after ids are decoded)."""
 
-    def region_end(self, gen) -> None:
+    def on_region_end(self, out: Emit) -> None:
         """Emit code after each work-item loop (group level)."""
 
+    def on_sync(self, event: SyncEvent, out: Emit) -> None:
+        """Emit code where work-items are ordered: a work-group barrier (group level) or a
+        sub-group barrier or collective (``event.kind``)."""
+
+    def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
+        """The index codes of one access (``event.index``), possibly wrapped: the wrapper runs
+        exactly when the access does and must return the index unchanged."""
+        return event.index
+
+    def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
+        """Count arithmetic of ``kind`` (add, mul, fma, div, sqrt, int...): one operation of
+        the code being emitted (``count`` None), or ``count`` (a group-level code expression)
+        done once for the group, such as the n - 1 adds inside ``sub_group_reduce_add``."""
+
+    # -- compile time, older form ------------------------------------------------------------
+    # These receive the code emitter itself. An instrument overriding one is called through it
+    # instead of its ``on_*`` twin (``dispatch``); new instruments use the events above.
+    def group_start(self, gen) -> None:
+        """Older form of ``on_group_start``."""
+
+    def region_start(self, gen) -> None:
+        """Older form of ``on_region_start``."""
+
+    def region_end(self, gen) -> None:
+        """Older form of ``on_region_end``."""
+
     def barrier(self, gen, stmt, site: int, flags: str) -> None:
-        """Emit code at a work-group barrier (group level). ``flags`` is the fence code."""
+        """Older form of ``on_sync`` for a work-group barrier."""
 
     def subgroup_barrier(self, gen, stmt, site: int) -> None:
-        """Emit code where a sub-group barrier or collective orders the lanes of a sub-group."""
+        """Older form of ``on_sync`` for a sub-group barrier or collective."""
 
     def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
                atomic: bool = False) -> list[str]:
-        """Wrap the index codes of one access; the wrapper runs exactly when the access does."""
+        """Older form of ``on_access``."""
         return codes
 
     def flop(self, gen, kind: str, dtype: str) -> None:
-        """Count one arithmetic operation of ``kind`` (add, mul, fma, div, sqrt, ...)."""
+        """Older form of ``on_flops`` for one operation."""
 
     def flops(self, gen, kind: str, dtype: str, count: str) -> None:
-        """Count ``count`` (a group-level code expression) operations of ``kind`` done once for
-        the group: the arithmetic inside a collective (``sub_group_reduce_add`` of n lanes is
-        n - 1 adds)."""
+        """Older form of ``on_flops`` for a group-level count."""
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:

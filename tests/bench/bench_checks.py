@@ -166,6 +166,7 @@ def main() -> int:
     import kernels_py  # noqa: F401  (registers softmax)
 
     table, notes, all_ok = [], [], True
+    load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for name, setup in (("softmax", _softmax), ("helper matvec", _helper),
                         ("Q4_0 GEMV", _gemv)):
         lines, ok = measure(name, setup)
@@ -179,7 +180,8 @@ def main() -> int:
              "| kernel | what | time | vs default | CPU time vs default |",
              "| --- | --- | --- | --- | --- |", *table, "",
              *[f"- {n}" for n in notes],
-             f"- Load average at the end of the run: {load:.1f} on {os.cpu_count()} cores."]
+             f"- Load average at the start and end of the run: {load_start:.1f}, {load:.1f} on "
+             f"{os.cpu_count()} cores."]
     print("\n".join(lines))
     if os.environ.get("BENCH_NO_APPEND") != "1":
         append_section("Race and uninitialised-read checks (tests/bench/bench_checks.py)",

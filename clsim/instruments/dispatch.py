@@ -1,0 +1,109 @@
+"""Calls the instruments' compile-time hooks from the code generator, with typed events.
+
+The code generator (``clsim.compiler.module.ModuleEmitter``) hands its emitter to these
+functions at each hook point; they build the ``clsim.instruments.events`` records and an
+``Emit`` over it, and call each instrument's ``on_*`` hook in registry order. An instrument
+that still overrides one of the older hooks receiving the emitter itself (``access(gen, ...)``,
+``group_start(gen)``...) is called through that hook instead, so it keeps working until it
+moves to events.
+
+Nothing here knows any particular instrument.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from clsim.instruments import events as ev
+from clsim.instruments.base import Instrument
+
+
+def _legacy(inst, hook: str) -> bool:
+    """Whether ``inst`` overrides the emitter-receiving form of ``hook``."""
+    return getattr(type(inst), hook, None) is not getattr(Instrument, hook)
+
+
+def group_start(instruments, gen) -> None:
+    for inst in instruments:
+        if _legacy(inst, "group_start"):
+            inst.group_start(gen)
+        else:
+            inst.on_group_start(ev.Emit(gen))
+
+
+def region_start(instruments, gen) -> None:
+    for inst in instruments:
+        if _legacy(inst, "region_start"):
+            inst.region_start(gen)
+        else:
+            inst.on_region_start(ev.Emit(gen))
+
+
+def region_end(instruments, gen) -> None:
+    for inst in instruments:
+        if _legacy(inst, "region_end"):
+            inst.region_end(gen)
+        else:
+            inst.on_region_end(ev.Emit(gen))
+
+
+def barrier(instruments, gen, stmt, site: int, flags: str) -> None:
+    event = ev.SyncEvent("barrier", gen.module.sites[site], flags)
+    for inst in instruments:
+        if _legacy(inst, "barrier"):
+            inst.barrier(gen, stmt, site, flags)
+        else:
+            inst.on_sync(event, ev.Emit(gen))
+
+
+def subgroup_barrier(instruments, gen, stmt, site: int) -> None:
+    event = ev.SyncEvent("subgroup", gen.module.sites[site])
+    for inst in instruments:
+        if _legacy(inst, "subgroup_barrier"):
+            inst.subgroup_barrier(gen, stmt, site)
+        else:
+            inst.on_sync(event, ev.Emit(gen))
+
+
+def access(instruments, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
+           atomic: bool = False) -> list[str]:
+    """The index codes after every instrument has wrapped them, in registry order."""
+    event = None
+    for inst in instruments:
+        if _legacy(inst, "access"):
+            codes = inst.access(gen, site, buffer, arrt, codes, kind, atomic)
+            continue
+        if event is None:
+            event = _access_event(gen, site, buffer, arrt, kind, atomic)
+        event = dataclasses.replace(event, index=tuple(codes))
+        codes = list(inst.on_access(event, ev.Emit(gen)))
+    return codes
+
+
+def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic: bool):
+    storage = gen.storage.get(buffer, "param") if gen.in_group_fn else "helper"
+    array, lead = gen.array_base(buffer, arrt)
+    record = gen.module.sites[site]
+    shape = tuple(arrt.shape) if arrt.shape else None
+    return ev.AccessEvent(
+        kind="atomic" if atomic or kind not in ("load", "store") else kind,
+        space=arrt.space, buffer=buffer, storage=storage, dtype=str(arrt.dtype), shape=shape,
+        index=(), width=record.width, site=record,
+        lanes=ev.ONE_ITEM if gen.in_wi else ev.WHOLE_GROUP, lid=gen.lid_code(),
+        array=array, lead=tuple(lead))
+
+
+def flop(instruments, gen, kind: str, dtype) -> None:
+    for inst in instruments:
+        if _legacy(inst, "flop"):
+            inst.flop(gen, kind, dtype)
+        else:
+            inst.on_flops(kind, str(dtype), None, ev.Emit(gen))
+
+
+def flops(instruments, gen, kind: str, dtype, count: str) -> None:
+    for inst in instruments:
+        if _legacy(inst, "flops"):
+            inst.flops(gen, kind, dtype, count)
+        else:
+            inst.on_flops(kind, str(dtype), count, ev.Emit(gen))

@@ -1,0 +1,168 @@
+"""What an instrument's compile-time hooks receive: typed events and a small emit interface.
+
+The code generator calls ``clsim.instruments.dispatch`` at fixed points; it turns its own
+state into the records below, so an instrument never sees the emitter:
+
+- ``AccessEvent``: one memory access (kind, space, buffer, index codes, width, the site with
+  its file:line, which lanes run it);
+- ``SyncEvent``: a work-group barrier, or a sub-group barrier or collective ordering the
+  lanes of one sub-group;
+- ``Emit``: what a hook may do with the generated code (emit lines, use a registered helper, a
+  module constant, name an object in the site table, say that the code may set the error
+  record) and what it may read (the kernel's parameters and arrays, its parsed source, the
+  site table, the local size, JIT or not).
+
+This module defines the records and the interface; it generates nothing itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
+from clsim.runtime.record import Site
+
+# ``AccessEvent.lanes``: who runs the access where it is emitted.
+ONE_ITEM = "item"  # inside a work-item loop (or a helper function): the work-item ``lid``
+WHOLE_GROUP = "group"  # group-level code (uniform, hoisted): once, standing for every item
+
+
+@dataclass(frozen=True)
+class AccessEvent:
+    """One memory access as the generated code will perform it.
+
+    ``index`` holds one code expression per indexed dimension (the last varies fastest); a
+    hook returns them, possibly wrapped, and the wrapped codes run exactly when the access
+    does. ``array`` is the code of the array they index, after ``lead`` (leading index codes
+    the access does not choose: the work-item's row of a private array). ``storage`` is
+    "param" (a kernel argument), "larray" (a ``local_array``), "parray" (a ``private_array``)
+    or "helper" (a parameter of a ``@clsim.func`` helper, whose object is found by address).
+    """
+
+    kind: str  # "load", "store" or "atomic" (read-modify-writes and exchanges)
+    space: str  # "global", "constant", "local", "private"
+    buffer: str
+    storage: str
+    dtype: str
+    shape: tuple[int, ...] | None  # None: a buffer parameter (length known at run time)
+    index: tuple[str, ...]
+    width: int  # elements per access (vload4: 4)
+    site: Site  # the site table's record: file, line, func, source text
+    lanes: str  # ONE_ITEM or WHOLE_GROUP
+    lid: str  # code of the linear local id of the lane running it ("0" at group level)
+    array: str
+    lead: tuple[str, ...] = ()
+
+    @property
+    def atomic(self) -> bool:
+        return self.kind == "atomic"
+
+    @property
+    def in_kernel(self) -> bool:
+        """In the kernel's own body (the work-group function), not in a helper function."""
+        return self.storage != "helper"
+
+
+@dataclass(frozen=True)
+class SyncEvent:
+    """A point that orders work-items: ``kind`` "barrier" (work-group, ``flags`` the code of
+    its fence flags: 1 local, 2 global) or "subgroup" (a sub-group barrier or collective)."""
+
+    kind: str
+    site: Site
+    flags: str = "0"
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """A memory object of the kernel: a buffer parameter or a local/private array.
+
+    ``data`` is the code of the array holding it in the work-group function (a private array
+    holds one row per work-item).
+    """
+
+    name: str
+    type: Any  # clsim.compiler.ctypes.ArrayT: dtype, shape, space, ndim
+    storage: str  # "param", "larray", "parray"
+    data: str
+
+
+class Emit:
+    """The emit interface a hook receives; see the module docstring."""
+
+    def __init__(self, gen):
+        self._gen = gen
+
+    # -- what a hook may read ---------------------------------------------------------------
+    @property
+    def jit(self) -> bool:
+        return self._gen.module.jit
+
+    @property
+    def kernel(self) -> str:
+        return self._gen.module.kernel_name
+
+    @property
+    def parsed(self):
+        """The kernel's parsed source (``clsim.compiler.frontend.Parsed``: ``tree``,
+        ``params``), for static analyses of what it may touch."""
+        return self._gen.module.program.parsed
+
+    @property
+    def local_size(self) -> tuple[int, int, int]:
+        return self._gen.module.program.local_size
+
+    @property
+    def sites(self) -> list[Site]:
+        """The site table so far (an event's ``site.id`` indexes it)."""
+        return self._gen.module.sites
+
+    @property
+    def in_kernel(self) -> bool:
+        """Emitting the work-group function (not a helper function)."""
+        return self._gen.in_group_fn
+
+    @property
+    def in_work_item(self) -> bool:
+        """Emitting work-item code (a work-item loop or a helper), not group-level code."""
+        return self._gen.in_wi
+
+    def arrays(self) -> list[ArrayInfo]:
+        """Every memory object of the kernel: its array parameters (in order), then its local
+        and private arrays (by name)."""
+        gen = self._gen
+        out = [ArrayInfo(n, t, "param", f"v_{n}")
+               for n, t in gen.module.program.arg_types.items() if isinstance(t, ct.ArrayT)]
+        for name, storage in sorted(gen.storage.items()):
+            if storage in ("larray", "parray"):
+                data = f"v_{name}__c" if storage == "parray" else f"v_{name}"
+                out.append(ArrayInfo(name, gen.env[name], storage, data))
+        return out
+
+    # -- what a hook may do -----------------------------------------------------------------
+    def emit(self, code: str) -> None:
+        """Append lines (``\\n``-separated) at the current point and indentation."""
+        self._gen.emit(code)
+
+    def helper(self, name: str, source: str | None = None) -> str:
+        """Use the runtime helper ``name`` and return the name to call. ``source`` (a
+        top-level ``def`` in Numba's subset) defines it first, for helpers of an instrument's
+        own; without it the name must be one the compiler's helper table knows."""
+        if source is not None:
+            hp.register_helper(name, source)
+        return self._gen.helper(name)
+
+    def const(self, value, dtype: str) -> str:
+        """A module-level constant (folded by Numba; one compilation for all values)."""
+        return self._gen.module.const(value, dtype)
+
+    def name_object(self, node, name: str, kind: str, dtype: str, width: int) -> int:
+        """Add a site for an object (kind of the instrument's own, space "none", so access
+        counters skip it) and return its id; ``node.loc`` gives its file, line and text."""
+        return self._gen.module.site(node, name, kind, "none", dtype, width=width)
+
+    def may_fail(self) -> None:
+        """The code just emitted may set the error record: the statement checks it after."""
+        self._gen.checked()
