@@ -78,7 +78,7 @@ def test_vector_kernel_matches_its_twin(device):
                  (x, outs["ints"], outs["bytes_"], outs["out"]))
     for k, name in enumerate(outs):
         result = compare(name, sim[name], dev.buffers[1 + k], EXACT)
-        assert result.equal, result.difference
+        assert result.equal, result.describe()
 
 
 @kernel
@@ -119,7 +119,7 @@ def test_half_loads_and_stores_match_the_device_for_every_pattern(device):
     dev = run_cl(device, HALF_CL, "half_codec", (65536,), (256,), (h, *outs))
     for k, name in enumerate(("f", "rte", "rtz", "rtp", "rtn")):
         result = compare(name, sim[k], dev.buffers[1 + k], EXACT)
-        assert result.equal, result.difference
+        assert result.equal, result.describe()
 
 
 Q4_0 = np.dtype([("d", np.float16), ("qs", np.uint8, (16,))])
@@ -165,7 +165,7 @@ def test_q4_0_struct_and_half_arithmetic_match_the_device(device):
     dev = run_cl(device, DEQUANT_CL, "dequant_q4_0", (32,), (8,),
                  (x.view(np.uint8), np.zeros(32 * 32, np.float32), scale))
     result = compare("out", sim_out, dev.buffers[1], EXACT)
-    assert result.equal, result.difference
+    assert result.equal, result.describe()
 
 
 BLOCK = np.dtype([("d", np.float32), ("qs", np.uint8, (16,)), ("n", np.int16)])  # 22 bytes
@@ -215,7 +215,7 @@ def test_struct_copy_field_updates_and_struct_argument_match_the_device(device):
     dev = run_cl(device, BLOCK_CL, "block_ops", (32,), (8,),
                  (x.view(np.uint8), y.view(np.uint8).copy(), p, np.zeros(32, np.float32)))
     result = compare("out", sim_out, dev.buffers[3], EXACT)
-    assert result.equal, result.difference
+    assert result.equal, result.describe()
     np.testing.assert_array_equal(dev.buffers[1].view(np.uint8), sim_y.view(np.uint8))
 
 
@@ -256,7 +256,7 @@ def test_float4_views_of_scalar_buffers_match_the_device(device):
     dev = run_cl(device, FLOAT4_VIEWS_CL, "float4_views", (16,), (8,),
                  (x, raw, np.zeros(64, np.float32)))
     result = compare("y", sim, dev.buffers[2], EXACT)
-    assert result.equal, result.difference
+    assert result.equal, result.describe()
 
 
 @kernel
@@ -331,7 +331,7 @@ def test_half_fma_mad_mix_match_the_device(device):
                  (a, b, c, *[np.zeros(n, np.float16) for _ in range(3)]))
     for k, name in enumerate(("o_fma", "o_mad", "o_mix")):
         result = compare(name, sim[k], dev.buffers[3 + k], EXACT)
-        assert result.equal, result.difference
+        assert result.equal, result.describe()
 
 
 @clsim.func
@@ -420,5 +420,5 @@ def test_pointers_into_helpers_block_scope_and_break_match_the_device(device):
                  (x, y, out.copy(), np.zeros(32, np.int32), np.int32(8)))
     for k, (name, sim) in enumerate((("out", sim_out), ("idx", sim_idx))):
         result = compare(name, sim, dev.buffers[2 + k], EXACT)
-        assert result.equal, result.difference
+        assert result.equal, result.describe()
     assert 8 in sim_idx[0::2], "some search must run to its end (C leaves j == n)"
