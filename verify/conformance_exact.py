@@ -20,6 +20,7 @@ from clsim.compiler import builtins as table
 from verify.conformance_cases import _C, Call, Group, groups
 
 _PER_KERNEL = 40
+_CL2_STD = ("ctz",)  # OpenCL C 2.0 builtins some devices lack (verify.features)
 _DIR: list[Path] = []
 _KERNELS: dict[str, object] = {}
 
@@ -182,12 +183,12 @@ def exact_suite(devices=(), builtins=None, draws: int = 300, seed: int = 0,
         for calls in _chunks(group):
             results = {}
             for mode in simulator_modes:
-                results[f"sim-{mode}"] = run_simulator(group, calls, jit=mode == "jit")
+                results[f"sim-{mode}"] = (calls, run_simulator(group, calls, jit=mode == "jit"))
             for device in devices:
-                outs = _device_outputs(get_device(device), group, calls, report)
+                ran, outs = _device_outputs(get_device(device), group, calls, report)
                 if outs is not None:
-                    results[device] = outs
-            _record(report, group, calls, results, list(devices))
+                    results[device] = (ran, outs)
+            _record(report, group, results, list(devices))
     return report
 
 
@@ -198,31 +199,44 @@ def _device_outputs(info, group, calls, report):
             t == "float64" for c in calls for t in c.outs):
         if not info.fp64:
             report.skipped.append(f"{info.short_name}: {group.key} (no fp64)")
-            return None
+            return calls, None
+    from verify.features import missing_feature
+
+    lacks = missing_feature(info, "opencl_c_2.0_std")
+    if lacks and any(c.name in _CL2_STD for c in calls):
+        report.skipped.append(f"{info.short_name}: {', '.join(_CL2_STD)}: {lacks}")
+        calls = [c for c in calls if c.name not in _CL2_STD]
     try:
-        return run_device(info, group, calls)
+        return calls, run_device(info, group, calls)
     except (DeviceError, SimulationError) as exc:
         report.skipped.append(f"{info.short_name}: {group.key}: {str(exc).splitlines()[0]}")
-        return None
+        return calls, None
 
 
-def _record(report, group, calls, results, devices) -> None:
-    for backend, outs in results.items():
-        j = 0
-        for call in calls:
-            report.rows.append(judge(call, group, backend, outs[j:j + len(call.outs)]))
-            j += len(call.outs)
+def _by_call(ran, outs) -> dict[str, list[np.ndarray]]:
+    out, j = {}, 0
+    for call in ran:
+        out[call.name] = outs[j:j + len(call.outs)]
+        j += len(call.outs)
+    return out
+
+
+def _record(report, group, results, devices) -> None:
+    split = {backend: _by_call(*r) for backend, r in results.items()}
+    for backend, (ran, _outs) in results.items():
+        for call in ran:
+            report.rows.append(judge(call, group, backend, split[backend][call.name]))
     present = [d for d in devices if d in results]
     for a_i, a in enumerate(present):
         for b in present[a_i + 1:]:
-            j = 0
-            for call in calls:
+            for call in results[a][0]:
+                if call.name not in split[b]:
+                    continue
                 for k, ok in enumerate(call.defined):
-                    x, y = results[a][j + k], results[b][j + k]
+                    x, y = split[a][call.name][k], split[b][call.name][k]
                     differ = ok & ~_same(x, y, "bits" if call.how(k) == "bits" else "exact")
                     for i in np.flatnonzero(differ)[:3]:
                         report.disagreements.append({
                             "builtin": call.name, "dtype": group.cols[call.args[0]].dtype.name,
                             "inputs": [group.cols[q][i].item() for q in call.args],
                             a: x[i].item(), b: y[i].item()})
-                j += len(call.outs)

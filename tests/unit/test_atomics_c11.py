@@ -297,3 +297,18 @@ def test_atomic_init_is_a_plain_store_for_the_race_checker():
     """C11: atomic_init is not atomic, so racing an atomic on the same object is a race."""
     with pytest.raises(clsim.DataRaceError, match="atomic"):
         clsim.run(init_races_atomic, (8,), (8,), (np.zeros(1, I32),), checks="races", jit=False)
+
+
+def test_atomic_flags_and_c11_atomics_ask_for_opencl_c_2():
+    """A twin calling atomic_flag_* (or any C11 atomic) builds with the device's -cl-std=CL2.0
+    and is skipped, with the reason, on a device whose probe saw no OpenCL C 2.0."""
+    from verify.features import cl2_uses, needs_cl2
+
+    for call in ("atomic_flag_test_and_set(&f)", "atomic_flag_clear(&f)",
+                 "atomic_flag_test_and_set_explicit(&f, memory_order_acquire)",
+                 "atomic_flag_clear_explicit(&f, memory_order_release, memory_scope_device)",
+                 "atomic_fetch_add(&a, 1)", "atomic_init(&a, 0)"):
+        assert cl2_uses(f"__kernel void k(__global atomic_int *a) {{ {call}; }}") == [
+            "opencl_c_2.0"], call
+    assert not needs_cl2("// atomic_flag_clear(&f)\n__kernel void k() {}")
+    assert cl2_uses("#if __OPENCL_C_VERSION__ >= 200\natomic_flag_clear(&f);\n#endif") == []
