@@ -37,12 +37,13 @@ CONFORMANCE_HELP = ("every scalar builtin (math, integer, conversions, relationa
 def _shapes() -> dict[tuple[int, str], list[str]]:
     """(arity, 'f' float args / 'fi' float and int) -> builtin names, from the table."""
     from clsim.compiler import builtins as table
+    from clsim.compiler.builtins.math import FLOAT_ONLY
 
     groups: dict[tuple[int, str], list[str]] = {}
     for name, e in table.TABLE.items():
         if name not in BOUNDS or (e.family != "math" and e.family != "relational"):
             continue
-        if e.types == "float, double":
+        if e.types in ("float, double", FLOAT_ONLY):
             arity = e.c.count(",") + 1
             groups.setdefault((arity, "f"), []).append(name)
         elif e.types.startswith("float, double; n int"):

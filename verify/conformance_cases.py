@@ -316,6 +316,9 @@ def float_group(t: str, seed: int, draws: int) -> Group:
         clamp_ok = ~(np.isnan(y) | np.isnan(z)) & (y <= z)
         calls.append(Call("clamp", (0, 1, 2), (t,), (np.fmin(np.fmax(x, y), z),), (clamp_ok,)))
         calls.append(Call("select", (0, 1, 3), (t,), (np.where(cond != 0, y, x),), (ok,)))
+        u = f"u{dt.itemsize}"
+        picked = (x.view(u) & ~z.view(u)) | (y.view(u) & z.view(u))
+        calls.append(Call("bitselect", (0, 1, 2), (t,), (picked.view(dt),), (ok,), ("bits",)))
         m, e = np.frexp(x)
         calls.append(Call("frexp", (0,), (t, "int32"), (m.astype(dt), e.astype(np.int32)),
                           (ok, np.isfinite(x))))
