@@ -130,7 +130,6 @@ def test_integer_builtins_run_on_each_device_as_on_the_simulator(device):
     from verify.conformance_cases import integer_group
     from verify.conformance_exact import _chunks, judge, run_device
     from verify.devices import get_device
-
     from verify.features import missing_feature
 
     group = integer_group("int32", 0, 40)

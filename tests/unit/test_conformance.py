@@ -11,8 +11,7 @@ from hypothesis.extra import numpy as hnp
 from clsim.cli import main
 from verify.conformance import _shapes, conformance, ulp_distance
 from verify.conformance_cases import convert_reference, float_group, round_to_float
-from verify.conformance_exact import NOT_JUDGED, exact_suite, judge, run_simulator, \
-    unjudged_names
+from verify.conformance_exact import NOT_JUDGED, exact_suite, judge, run_simulator, unjudged_names
 from verify.probe_kernels import evaluate_many
 
 
