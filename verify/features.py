@@ -109,6 +109,20 @@ def cl2_uses(source: str) -> list[str]:
             if pattern.search(code)]
 
 
+# half as a value (cl_khr_fp16): the extension's pragma, a conversion or bit cast to half, a
+# cast, an initialised half variable or a half vector that is not a pointer. A `half *`
+# buffer read with vload_half, or a struct member declared half, needs no fp16 (core).
+_FP16_USE = re.compile(
+    r"#pragma\s+OPENCL\s+EXTENSION\s+cl_khr_fp16\s*:\s*enable|\b(?:convert|as)_half\d*(?:_\w+)?"
+    r"\s*\(|\(\s*half\d*\s*\)|\bhalf\d*\s+\w+\s*=|\bhalf(?:2|3|4|8|16)\b(?!\s*\*)")
+
+
+def uses_fp16(source: str) -> bool:
+    """Whether OpenCL C ``source`` computes with half values (then it needs cl_khr_fp16)."""
+    return _FP16_USE.search(re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)) \
+        is not None
+
+
 def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) -> bool:
     """Whether a launch has partial work-groups (a global size not a multiple of the local)."""
     return local_size is not None and any(
@@ -117,8 +131,9 @@ def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) ->
 
 def launch_features(source: str, global_size: Sequence[int],
                     local_size: Sequence[int] | None) -> list[str]:
-    """The OpenCL C 2.0 features a launch needs: its builtins, its partial work-groups."""
-    features = cl2_uses(source)
+    """The features a launch's source and sizes need: OpenCL C 2.0 for its builtins or its
+    partial work-groups, fp16 for half arithmetic."""
+    features = cl2_uses(source) + (["fp16"] if uses_fp16(source) else [])
     if non_uniform(global_size, local_size):
         features.append("non_uniform_work_groups")
     return features
