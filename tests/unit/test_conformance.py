@@ -10,8 +10,15 @@ from hypothesis.extra import numpy as hnp
 
 from clsim.cli import main
 from verify.conformance import _shapes, conformance, ulp_distance
-from verify.conformance_cases import convert_reference, float_group, round_to_float
-from verify.conformance_exact import NOT_JUDGED, exact_suite, judge, run_simulator, unjudged_names
+from verify.conformance_cases import Group, convert_reference, float_group, groups, round_to_float
+from verify.conformance_exact import (
+    NOT_JUDGED,
+    _chunks,
+    exact_suite,
+    judge,
+    run_simulator,
+    unjudged_names,
+)
 from verify.probe_kernels import evaluate_many
 
 
@@ -38,16 +45,59 @@ def test_exact_suite_no_jit_has_no_deviation_and_covers_the_table():
     assert unjudged_names() == set(NOT_JUDGED)
 
 
-def test_exact_suite_jit_on_the_wide_types():
-    """JIT mode on the groups where Numba's typing differs most (long, ulong, double sources),
-    a subset of builtins per group to bound the compile time (the full suite: docs)."""
-    names = {"convert_long_sat_rte", "convert_ulong_rtz", "convert_float_rtp",
-             "convert_int_sat_rtn", "convert_double_rtn", "as_double", "mul_hi", "rotate",
-             "add_sat", "upsample", "abs", "frexp", "remquo", "fract", "isnormal", "clamp"}
-    report = exact_suite((), builtins=names, draws=60, simulator_modes=("jit",),
-                         sources={"int64", "uint64", "float64"})
-    assert {r.builtin for r in report.rows} >= names - {"upsample", "isnormal"}
+def test_exact_suite_jit_has_no_deviation():
+    """The same suite in JIT mode (the kernels the bytes test below compiles too)."""
+    report = exact_suite((), draws=60, simulator_modes=("jit",))
+    assert len(report.rows) > 1000
     assert [(r.builtin, r.dtype, r.examples[:2]) for r in report.rows if r.deviations] == []
+
+
+_TEMPLATES = {g.key: g for g in groups(0, 4)}
+
+
+def _elements(dt):
+    if dt.kind == "f":
+        return st.floats(width=dt.itemsize * 8, allow_nan=True, allow_infinity=True)
+    return None  # hypothesis' full range of the integer type
+
+
+@pytest.mark.parametrize("key", sorted(_TEMPLATES))
+@given(data=st.data())
+def test_jit_and_no_jit_give_identical_bytes_for_every_builtin(key, data):
+    """Every call of the exact suite's group (integer builtins of one type, conversions from
+    one type incl. long/ulong, relational/tuple builtins of one float type) on drawn values:
+    JIT and no-JIT write the same bytes, undefined inputs (NaN to int, out of range) too."""
+    template = _TEMPLATES[key]
+    n = data.draw(st.integers(1, 24))
+    cols = [data.draw(hnp.arrays(c.dtype, n, elements=_elements(c.dtype)))
+            for c in template.cols]
+    group = Group(key, cols, template.calls)
+    for calls in _chunks(group):
+        a = run_simulator(group, calls, jit=False)
+        b = run_simulator(group, calls, jit=True)
+        names = [c.name for c in calls for _ in c.outs]
+        assert [nm for nm, x, y in zip(names, a, b, strict=True)
+                if x.tobytes() != y.tobytes()] == []
+
+
+@pytest.mark.parametrize("shape", sorted(_shapes()), ids=str)
+@given(dt=st.sampled_from([np.float32, np.float64]), data=st.data())
+def test_jit_and_no_jit_give_identical_bytes_for_float_math(shape, dt, data):
+    """Every float math builtin of the ULP suite, one kernel per call shape."""
+    (arity, kind), names = shape, _shapes()[shape]
+    if dt is np.float64:
+        names = [nm for nm in names if not nm.startswith(("half_", "native_"))]
+    n = data.draw(st.integers(1, 24))
+    cols = [data.draw(hnp.arrays(dt, n, elements=_elements(np.dtype(dt))))
+            for _ in range(arity)]
+    if kind == "fi":
+        cols[1] = data.draw(hnp.arrays(np.int32, n, elements=st.integers(-300, 300)))
+    ints = [nm for nm in names if nm == "ilogb"]
+    for group, out in (([nm for nm in names if nm != "ilogb"], dt), (ints, np.int32)):
+        if group:
+            a = evaluate_many(group, cols, out, jit=False)
+            b = evaluate_many(group, cols, out, jit=True)
+            assert [nm for j, nm in enumerate(group) if a[j].tobytes() != b[j].tobytes()] == []
 
 
 def test_exact_judge_catches_a_wrong_value_and_a_wrong_zero_sign():
