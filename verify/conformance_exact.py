@@ -175,7 +175,7 @@ def exact_suite(devices=(), builtins=None, draws: int = 300, seed: int = 0,
     from verify.devices import get_device
 
     report = report if report is not None else ConformanceReport()
-    for group in groups(seed, draws):
+    for group in groups(seed, draws, None if builtins is None else set(builtins)):
         if sources is not None and group.cols[0].dtype.name not in sources:
             continue
         group.calls = [c for c in group.calls if c.name in table.TABLE and (
