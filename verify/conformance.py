@@ -121,7 +121,7 @@ class ConformanceReport:
                           indent=1, default=_jsonable)
 
     def format(self) -> str:
-        lines = [f"{'builtin':<24}{'type':<8}{'backend':<12}{'max ulp':>10}{'bound':>8}"
+        lines = [f"{'builtin':<25}{'type':<8}{'backend':<12}{'max ulp':>10}{'bound':>8}"
                  f"{'deviations':>12}"]
         for r in self.rows:
             bound = "-" if r.bound is None else f"{r.bound:g}"
