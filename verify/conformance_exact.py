@@ -10,7 +10,9 @@ at least 1 KiB: 128 pointers). Rows are ``verify.conformance.Row``s.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 import tempfile
 from pathlib import Path
 
@@ -70,12 +72,30 @@ def cl_source(cols: list[np.ndarray], calls: list[Call]) -> str:
             + "\n".join(body) + "\n}\n")
 
 
+def _folder() -> Path:
+    """Where the probe kernels' sources live: a content-addressed folder beside clsim's kernel
+    cache, so a later run imports the same file and reuses Numba's compiled code (a fresh
+    temporary folder would recompile everything, about 20 s per group)."""
+    if not _DIR:
+        from clsim.runtime.cache import cache_dir
+
+        try:
+            folder = cache_dir().parent / "conformance"
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            folder = Path(tempfile.mkdtemp(prefix="clsim-conformance-"))
+        _DIR.append(folder)
+    return _DIR[0]
+
+
 def _simulator_kernel(source: str):
     if source not in _KERNELS:
-        if not _DIR:
-            _DIR.append(Path(tempfile.mkdtemp(prefix="clsim-conformance-")))
-        path = _DIR[0] / f"exact_{len(_KERNELS)}.py"
-        path.write_text(source)
+        digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+        path = _folder() / f"exact_{digest}.py"
+        if not path.exists() or path.read_text() != source:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(source)
+            tmp.replace(path)
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
