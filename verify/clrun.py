@@ -330,7 +330,8 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
     cl2 += [f for f in features if f in CL2_FEATURES]
     _check_args(args, kernel_name)
 
-    all_options = build_options(info, options, subgroup_size, bool(cl2))
+    all_options = build_options(info, options, subgroup_size,
+                                any(f in CL2_FEATURES for f in cl2))
     cl = import_pyopencl()
     program = build_program(info, source, all_options, kernel_name)
     context, queue = _queue(info)

@@ -1,6 +1,7 @@
-"""``clsim conformance``: every scalar float builtin of the table on edge values and random
-draws, on the simulator (both modes) and each OpenCL device, against a correctly rounded
-reference.
+"""``clsim conformance``: every scalar builtin of the table it can judge, on edge values and
+random draws, on the simulator (both modes) and each OpenCL device, against a correctly
+rounded or exact reference. This module runs the float math builtins (ULP bounds);
+``verify.conformance_exact`` the builtins whose bits the spec fixes.
 
 For each builtin, type (float, double) and backend it reports the largest ULP distance from the
 reference, the OpenCL C spec's bound (full profile, OpenCL C 7.4), and every deviation: a
@@ -11,8 +12,8 @@ Reference: the value in float64 (Python's ``math`` with C's special cases) round
 float32 for float; for double, mpmath at 200 bits where the result is finite and nonzero (math's
 value where mpmath is absent). Builtins are grouped by shape so that one kernel (one
 compilation) evaluates a group. ``conformance(...)`` returns a ``ConformanceReport``;
-``conformance_main`` is the CLI. What this module does not do: vectors, half, integer builtins
-(their exact tests are in tests/unit/test_builtins_integer.py).
+``conformance_main`` is the CLI. Not judged here: vectors (component-wise, the same helpers),
+half, memory, atomics, collectives and work-item functions (their own tests).
 """
 
 from __future__ import annotations
@@ -28,19 +29,21 @@ from verify.conformance_refs import BOUNDS, ZERO_SIGN_FREE, bound, reference
 from verify.probe_kernels import evaluate_many
 
 F, D = np.float32, np.float64
-CONFORMANCE_HELP = ("max ULP of every scalar float builtin vs a correctly rounded reference, "
-                    "on the simulator and each device, with the spec's bound and deviations")
+CONFORMANCE_HELP = ("every scalar builtin (math, integer, conversions, relational) vs a "
+                    "correctly rounded or exact reference, on the simulator and each device: "
+                    "max ULP, the spec's bound and deviations")
 
 
 def _shapes() -> dict[tuple[int, str], list[str]]:
     """(arity, 'f' float args / 'fi' float and int) -> builtin names, from the table."""
     from clsim.compiler import builtins as table
+    from clsim.compiler.builtins.math import FLOAT_ONLY
 
     groups: dict[tuple[int, str], list[str]] = {}
     for name, e in table.TABLE.items():
         if name not in BOUNDS or (e.family != "math" and e.family != "relational"):
             continue
-        if e.types == "float, double":
+        if e.types in ("float, double", FLOAT_ONLY):
             arity = e.c.count(",") + 1
             groups.setdefault((arity, "f"), []).append(name)
         elif e.types.startswith("float, double; n int"):
@@ -118,11 +121,11 @@ class ConformanceReport:
                           indent=1, default=_jsonable)
 
     def format(self) -> str:
-        lines = [f"{'builtin':<16}{'type':<8}{'backend':<12}{'max ulp':>10}{'bound':>8}"
+        lines = [f"{'builtin':<25}{'type':<8}{'backend':<12}{'max ulp':>10}{'bound':>8}"
                  f"{'deviations':>12}"]
         for r in self.rows:
             bound = "-" if r.bound is None else f"{r.bound:g}"
-            lines.append(f"{r.builtin:<16}{r.dtype:<8}{r.backend:<12}{r.max_ulp:>10g}"
+            lines.append(f"{r.builtin:<24} {r.dtype:<8}{r.backend:<12}{r.max_ulp:>10g}"
                          f"{bound:>8}{r.deviations:>12}")
             lines += [f"    {ex}" for ex in r.examples[:3]]
         lines += [f"devices disagree: {d}" for d in self.disagreements[:50]]
@@ -187,10 +190,20 @@ def _run_device(info, name, cols, dt) -> np.ndarray:
 
 
 def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
-                simulator_modes=("jit", "nojit")) -> ConformanceReport:
+                simulator_modes=("jit", "nojit"), exact: bool = True) -> ConformanceReport:
     """Run the suite. ``devices``: short names (() for the simulator only); ``builtins``: names
-    to restrict to (None: all in the reference table)."""
+    to restrict to (None: all). ``exact``: also the integer builtins, conversions, bit casts,
+    relational and tuple builtins (``verify.conformance_exact``)."""
     report = ConformanceReport()
+    _float_suite(report, devices, builtins, draws, seed, simulator_modes)
+    if exact:
+        from verify.conformance_exact import exact_suite
+
+        exact_suite(devices, builtins, draws, seed, simulator_modes, report=report)
+    return report
+
+
+def _float_suite(report, devices, builtins, draws, seed, simulator_modes) -> None:
     for (arity, kind), names in _shapes().items():
         names = [n for n in names if builtins is None or n in builtins]
         for dt in (F, D):
@@ -219,8 +232,7 @@ def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
                     if n == "ilogb":
                         g = g.astype(np.float64).astype(dt)
                     report.rows.append(_judge(n, dt, backend, cols, g, wants[n]))
-            _disagreements(report, results, [d for d in devices], cols, dt)
-    return report
+            _disagreements(report, results, list(devices), cols, dt)
 
 
 def _disagreements(report, results, devices, cols, dt) -> None:

@@ -15,16 +15,23 @@ from clsim.errors import DeviceLacksFeature
 from verify.devices import DeviceInfo
 from verify.probe import health
 
-FEATURES = ("subgroups", "fp16", "fp64", "opencl_c_2.0", "non_uniform_work_groups",
+FEATURES = ("subgroups", "fp16", "fp64", "opencl_c_2.0", "opencl_c_2.0_std",
+            "non_uniform_work_groups",
             "subgroup_size:<n>", "work_group_size:<n>")
-CL2_FEATURES = ("opencl_c_2.0", "non_uniform_work_groups")
-# OpenCL C 2.0 builtins a 1.2 build rejects (work-group collectives, enqueued sizes, C11
-# atomics, generic address space casts); their use makes the build ask for -cl-std=CL2.0+.
+CL2_FEATURES = ("opencl_c_2.0", "opencl_c_2.0_std", "non_uniform_work_groups")
+# OpenCL C 2.0 builtins a 1.2 build rejects and the device's health probe must have seen run
+# (work-group collectives, enqueued sizes, C11 atomics and atomic flags, generic address space
+# casts): feature "opencl_c_2.0".
 _CL2_USE = re.compile(
     r"\b(?:work_group_(?:reduce|scan_inclusive|scan_exclusive)_\w+|work_group_(?:broadcast|"
     r"any|all)|get_enqueued_(?:local_size|num_sub_groups)|atomic_(?:init|load|store|exchange|"
-    r"fetch_\w+|compare_exchange_\w+|work_item_fence)(?:_explicit)?|to_(?:global|local|private))"
-    r"\b")
+    r"fetch_\w+|compare_exchange_\w+|work_item_fence|flag_test_and_set|flag_clear)"
+    r"(?:_explicit)?|to_(?:global|local|private))\b")
+# OpenCL C 2.0 builtins that need only the -cl-std option where a device has one (Intel's
+# runtime builds 1.2 by default and rejects them; PoCL's default accepts them): feature
+# "opencl_c_2.0_std", lacking on a 1.x device whose probe saw no 2.0 builtin run (Oclgrind:
+# "Undefined external function: ctz").
+_CL2_STD_USE = re.compile(r"\b(?:ctz|work_group_barrier|get_(?:global|local)_linear_id)\s*\(")
 
 
 def _subgroup_size_reason(info: DeviceInfo, size: int) -> str | None:
@@ -47,6 +54,13 @@ def missing_feature(info: DeviceInfo, feature: str) -> str | None:
         return None if info.fp16 else f"{name} lacks cl_khr_fp16"
     if feature == "fp64":
         return None if info.fp64 else f"{name} lacks cl_khr_fp64"
+    if feature == "opencl_c_2.0_std":
+        verdict = health(info)
+        if verdict.cl2_builtins or (verdict.cl2_option is None
+                                    and not info.opencl_version.startswith("1.")):
+            return None
+        return (f"{name} lacks OpenCL C 2.0 builtins (OpenCL {info.opencl_version}; its health "
+                f"probe: {verdict.cl2_reason or 'no -cl-std=CL2.0/CL3.0 build ran'})")
     if feature in CL2_FEATURES:
         verdict = health(info)
         if verdict.cl2_option is not None and (
@@ -82,8 +96,31 @@ def needs_cl2(source: str) -> bool:
     not test ``__OPENCL_C_VERSION__`` (a source that does has a 1.2 path of its own, and the
     build keeps the device's default: the 2.0 path is not always the better one, see
     docs/verifying.md on the Intel runtime's work-group scan)."""
+    return bool(cl2_uses(source))
+
+
+def cl2_uses(source: str) -> list[str]:
+    """The OpenCL C 2.0 features ``source``'s builtins need ([] for a source that tests
+    ``__OPENCL_C_VERSION__``: it has a 1.2 path of its own)."""
     code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
-    return _CL2_USE.search(code) is not None and "__OPENCL_C_VERSION__" not in code
+    if "__OPENCL_C_VERSION__" in code:
+        return []
+    return [f for f, pattern in (("opencl_c_2.0", _CL2_USE), ("opencl_c_2.0_std", _CL2_STD_USE))
+            if pattern.search(code)]
+
+
+# half as a value (cl_khr_fp16): the extension's pragma, a conversion or bit cast to half, a
+# cast, an initialised half variable or a half vector that is not a pointer. A `half *`
+# buffer read with vload_half, or a struct member declared half, needs no fp16 (core).
+_FP16_USE = re.compile(
+    r"#pragma\s+OPENCL\s+EXTENSION\s+cl_khr_fp16\s*:\s*enable|\b(?:convert|as)_half\d*(?:_\w+)?"
+    r"\s*\(|\(\s*half\d*\s*\)|\bhalf\d*\s+\w+\s*=|\bhalf(?:2|3|4|8|16)\b(?!\s*\*)")
+
+
+def uses_fp16(source: str) -> bool:
+    """Whether OpenCL C ``source`` computes with half values (then it needs cl_khr_fp16)."""
+    return _FP16_USE.search(re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)) \
+        is not None
 
 
 def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) -> bool:
@@ -94,8 +131,9 @@ def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) ->
 
 def launch_features(source: str, global_size: Sequence[int],
                     local_size: Sequence[int] | None) -> list[str]:
-    """The OpenCL C 2.0 features a launch needs: its builtins, its partial work-groups."""
-    features = ["opencl_c_2.0"] if needs_cl2(source) else []
+    """The features a launch's source and sizes need: OpenCL C 2.0 for its builtins or its
+    partial work-groups, fp16 for half arithmetic."""
+    features = cl2_uses(source) + (["fp16"] if uses_fp16(source) else [])
     if non_uniform(global_size, local_size):
         features.append("non_uniform_work_groups")
     return features

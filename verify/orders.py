@@ -1,20 +1,24 @@
-"""Which order a device adds float sub-group reductions in, measured once per device.
+"""Which order a device adds floats in, per collective, measured once per device.
 
-The OpenCL C spec leaves the order of ``sub_group_reduce_add`` on floats open. A probe kernel
-reduces data whose sums depend on the order (magnitudes from 1e-3 to 1e8, both signs) on the
-device at each sub-group size it offers (8, 16, 32), and the simulator computes the same data in
-each order it knows ("fixed": left fold, "tree": halving tree); the order that matches every
-sub-group bit for bit is the device's at that size. The result is cached (JSON, keyed by the
-device's platform, name and OpenCL version) in clsim's cache folder.
+The OpenCL C spec leaves the order of float ``sub_group_reduce_add``, the scans and the
+work-group reductions open. Probe kernels run each on data whose sums depend on the order
+(magnitudes from 1e-3 to 1e8, both signs) at each sub-group size the device offers (8, 16, 32),
+four sub-groups per work-group, and the simulator computes the same data in each order it knows
+for that collective (``clsim.runtime.config.COLLECTIVE_ORDERS``: sub_reduce left/tree/halfpairs,
+sub_scan left/descending, work_reduce left/columns, work_scan left); the order that matches
+every result bit for bit is the device's for that collective and size. The result is cached
+(JSON, keyed by the device's platform, name, OpenCL version and the probe's version) in
+clsim's cache folder.
 
 ``device_reduction_order(info)`` gives the simulator's ``reduction_order`` for that device:
-"fixed" (left fold everywhere, or no sub-groups), "tree" (halving at every size), a per-size
-string such as "8:halfpairs,16:left,32:left" (what the Intel CPU runtime 2024 measured here on
-an Intel Xeon), or None (an order clsim cannot model: keep the default and compare with a
-tolerance). The verifier passes it to ``clsim.run`` when the user gave no order.
+"fixed" (left fold everywhere, or no sub-groups), "tree", or per collective and size, e.g. what
+the Intel CPU runtime 2024 measured here on an Intel Xeon:
+"8:halfpairs,16:left,32:left;sub_scan=8:descending,16:left,32:left;work_reduce=8:columns,
+16:columns,32:columns" (one line), or None (an order clsim cannot model: keep the default and
+compare with a tolerance). The verifier passes it to ``clsim.run`` when the user gave no order.
 
 The measured order belongs to the device's compiler and may depend on the kernel around the
-collective; the probe is one plain reduction, so a kernel that still disagrees needs a
+collective; the probes are plain collectives, so a kernel that still disagrees needs a
 tolerance (docs/verifying.md).
 """
 
@@ -22,13 +26,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
 import clsim
-from clsim import get_global_id, kernel, sub_group_reduce_add
+from clsim import (
+    get_global_id,
+    get_global_size,
+    kernel,
+    sub_group_reduce_add,
+    sub_group_scan_exclusive_add,
+    sub_group_scan_inclusive_add,
+    work_group_reduce_add,
+    work_group_scan_exclusive_add,
+    work_group_scan_inclusive_add,
+)
+from clsim.errors import DeviceLacksFeature
 from clsim.runtime.cache import cache_dir
+from clsim.runtime.config import COLLECTIVE_ORDERS
 from verify.devices import DeviceInfo, get_device
 
 PROBE_SIZES = (8, 16, 32)
@@ -42,10 +59,41 @@ __kernel void probe_order(__global const float *x, __global float *out) {
 """
 
 
+# The other collectives: outputs k * n + i, per collective the ones its order decides.
+PROBE_COLLECTIVES_CL = """#pragma OPENCL FP_CONTRACT OFF
+__attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
+__kernel void probe_collectives(__global const float *x, __global float *o) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    float v = x[i];
+    o[i] = sub_group_reduce_add(v);
+    o[n + i] = sub_group_scan_inclusive_add(v);
+    o[2 * n + i] = sub_group_scan_exclusive_add(v);
+    o[3 * n + i] = work_group_reduce_add(v);
+    o[4 * n + i] = work_group_scan_inclusive_add(v);
+    o[5 * n + i] = work_group_scan_exclusive_add(v);
+}
+"""
+OUTPUTS = {"sub_reduce": (0,), "sub_scan": (1, 2), "work_reduce": (3,), "work_scan": (4, 5)}
+_NOUT = 6
+
+
 @kernel
 def probe_order(x, out):
     i = get_global_id(0)
     out[i] = sub_group_reduce_add(x[i])
+
+
+@kernel
+def probe_collectives(x, o):
+    i = get_global_id(0)
+    n = get_global_size(0)
+    v = x[i]
+    o[i] = sub_group_reduce_add(v)
+    o[n + i] = sub_group_scan_inclusive_add(v)
+    o[2 * n + i] = sub_group_scan_exclusive_add(v)
+    o[3 * n + i] = work_group_reduce_add(v)
+    o[4 * n + i] = work_group_scan_inclusive_add(v)
+    o[5 * n + i] = work_group_scan_exclusive_add(v)
 
 
 def probe_data(size: int) -> np.ndarray:
@@ -54,54 +102,100 @@ def probe_data(size: int) -> np.ndarray:
     return (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 9, n)).astype(np.float32)
 
 
-def _simulated(x: np.ndarray, size: int, order: str) -> np.ndarray:
-    out = np.zeros_like(x)
-    clsim.run(probe_order, (x.size,), (size * 4,), (x, out), subgroup_size=size,
+def _simulated(x: np.ndarray, size: int, order: str, kern=probe_order, outputs=1) -> np.ndarray:
+    out = np.zeros(x.size * outputs, x.dtype)
+    clsim.run(kern, (x.size,), (size * 4,), (x, out), subgroup_size=size,
               reduction_order=order, checks="none")
-    return out
+    return out.reshape(outputs, x.size)
 
 
 def classify(device_out: np.ndarray, x: np.ndarray, size: int) -> str:
-    """"left", "tree", "halfpairs" or "unknown": the simulator order reproducing
-    ``device_out``."""
+    """"left", "tree", "halfpairs" or "unknown": the simulator order reproducing the device's
+    ``sub_group_reduce_add`` results ``device_out``."""
     for order in ("left", "tree", "halfpairs"):
-        if _simulated(x, size, order).tobytes() == device_out.tobytes():
+        if _simulated(x, size, order)[0].tobytes() == device_out.tobytes():
             return order
     return "unknown"
 
 
-def measure(info: DeviceInfo) -> dict[int, str]:
-    """Sub-group size -> measured order on the device (one launch per size)."""
+def _order_string(collective: str, size: int, order: str) -> str:
+    return f"{size}:{order}" if collective == "sub_reduce" else f"{collective}={size}:{order}"
+
+
+def classify_collectives(device_out: np.ndarray, x: np.ndarray, size: int) -> dict[str, str]:
+    """Collective -> the order reproducing its outputs in ``device_out`` (rows of
+    ``probe_collectives``), or "unknown"."""
+    found = {}
+    for collective, rows in OUTPUTS.items():
+        found[collective] = "unknown"
+        for order in COLLECTIVE_ORDERS[collective]:
+            if order == "fixed":
+                continue
+            sim = _simulated(x, size, _order_string(collective, size, order), probe_collectives,
+                             _NOUT)
+            if all(sim[k].tobytes() == device_out[k].tobytes() for k in rows):
+                found[collective] = order
+                break
+    return found
+
+
+def measure(info: DeviceInfo) -> dict[int, dict[str, str]]:
+    """Sub-group size -> collective -> measured order on the device (one or two launches per
+    size; the work-group collectives only where the device runs OpenCL C 2.0)."""
     from verify.clrun import run_cl
 
-    found: dict[int, str] = {}
+    found: dict[int, dict[str, str]] = {}
     for size in PROBE_SIZES:
         if not info.has_subgroups or size not in info.subgroup_sizes:
             continue
         x = probe_data(size)
-        run = run_cl(info, PROBE_CL, "probe_order", (x.size,), (size * 4,),
-                     [x, np.zeros_like(x)], subgroup_size=size)
-        found[size] = classify(run.buffers[1], x, size)
+        try:
+            run = run_cl(info, PROBE_COLLECTIVES_CL, "probe_collectives", (x.size,),
+                         (size * 4,), [x, np.zeros(x.size * _NOUT, x.dtype)], subgroup_size=size)
+            found[size] = classify_collectives(run.buffers[1].reshape(_NOUT, x.size), x, size)
+        except DeviceLacksFeature:  # no work-group functions: the sub-group reduction alone
+            run = run_cl(info, PROBE_CL, "probe_order", (x.size,), (size * 4,),
+                         [x, np.zeros_like(x)], subgroup_size=size)
+            found[size] = {"sub_reduce": classify(run.buffers[1], x, size)}
     return found
 
 
-def order_for(measured: dict[int, str]) -> str | None:
-    """The simulator's reduction_order reproducing every measured size ("fixed", "tree" or
-    per size, "8:halfpairs,16:left,32:left"), or None when a size matched no known order."""
-    if any(o == "unknown" for o in measured.values()):
+def order_for(measured: dict) -> str | None:
+    """The simulator's reduction_order reproducing every measured size and collective
+    ("fixed", "tree" or per size, "8:halfpairs,16:left;sub_scan=8:descending,16:left"), or
+    None when one matched no known order. A size's value may be one order (the sub-group
+    reduction's, as probe version 2 recorded) or a dict per collective."""
+    per = {s: (v if isinstance(v, dict) else {"sub_reduce": v}) for s, v in measured.items()}
+    if any(o == "unknown" for v in per.values() for o in v.values()):
         return None
-    if all(o == "left" for o in measured.values()):
-        return "fixed"
-    if all(o == "tree" for o in measured.values()):
-        return "tree"
-    return ",".join(f"{s}:{o}" for s, o in sorted(measured.items()))
+    others = {c for v in per.values() for c, o in v.items() if c != "sub_reduce" and o != "left"}
+    sub = {s: v.get("sub_reduce", "left") for s, v in per.items()}
+    if not others:
+        if all(o == "left" for o in sub.values()):
+            return "fixed"
+        if all(o == "tree" for o in sub.values()):
+            return "tree"
+    parts = [",".join(f"{s}:{o}" for s, o in sorted(sub.items()))] if sub else []
+    for c in sorted(others):
+        parts.append(f"{c}=" + ",".join(f"{s}:{v.get(c, 'left')}" for s, v in sorted(per.items())))
+    return ";".join(parts)
+
+
+_WORK_FOLDS = re.compile(r"\bwork_group_(?:reduce|scan_inclusive|scan_exclusive)_add\s*\(")
+
+
+def uses_work_group_sums(source: str) -> bool:
+    """Whether OpenCL C ``source`` calls a work-group sum or scan (whose float order on some
+    devices follows the sub-group size the device picked)."""
+    return _WORK_FOLDS.search(re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)) \
+        is not None
 
 
 def _cache_file() -> Path:
     return Path(os.environ.get("CLSIM_ORDERS_CACHE", cache_dir().parent / "orders.json"))
 
 
-_PROBE_VERSION = 2  # bump when the probe or the classes change: old verdicts are re-measured
+_PROBE_VERSION = 3  # bump when the probe or the classes change: old verdicts are re-measured
 
 
 def _identity(info: DeviceInfo) -> str:
@@ -109,7 +203,7 @@ def _identity(info: DeviceInfo) -> str:
             f"probe {_PROBE_VERSION}")
 
 
-def measured_orders(info: DeviceInfo, refresh: bool = False) -> dict[int, str]:
+def measured_orders(info: DeviceInfo, refresh: bool = False) -> dict[int, dict[str, str]]:
     """``measure(info)``, cached by the device's identity."""
     path = _cache_file()
     try:

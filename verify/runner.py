@@ -38,7 +38,7 @@ from verify.clargs import copy_args, memory_groups
 from verify.clrun import ClRun, LocalMem, run_cl
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device
 from verify.errors import DeviceUnusable
-from verify.orders import device_reduction_order
+from verify.orders import device_reduction_order, uses_work_group_sums
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair
 from verify.policy import Difference, OutputsComparison, compare_outputs
 from verify.probe import health
@@ -207,12 +207,14 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     args = _check_args(pair, case)
     local = resolve_local(pair, case, info)
     run = launch_device(pair, case, info, local, args, isolate, timeout_s)
+    # Float sub-group and work-group sums in the order this device adds them (measured once,
+    # cached), so correct reductions agree bit for bit instead of within an order-dependent
+    # bound; a work-group sum's order follows the sub-group size the device picked.
+    folds = pair.uses_subgroups or uses_work_group_sums(pair.source)
     size = pair.subgroup_size
-    if size is None and pair.uses_subgroups:
+    if size is None and folds:
         size = run.subgroup_size
-    # Float sub-group sums in the order this device adds them (measured once, cached), so
-    # correct reductions agree bit for bit instead of within an order-dependent bound.
-    order = device_reduction_order(info) if pair.uses_subgroups else None
+    order = device_reduction_order(info) if folds else None
     after = simulate(pair.kernel, case.global_size, local, args, size, jit, order)
     policies = pair.policy_map(case.args)
     index = {p: i for i, p in enumerate(pair.params)}

@@ -24,7 +24,7 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
 from clsim.instruments.base import Instrument
 from clsim.runtime import record as rec
-from clsim.runtime.config import sub_reduce_order as config_sub_reduce_order
+from clsim.runtime.config import collective_order
 
 if TYPE_CHECKING:
     from clsim.compiler.builtins.collectives import Collective
@@ -71,9 +71,14 @@ def shuffled(module) -> bool:
     return _order(module) == "shuffled"
 
 
-def sub_reduce_order(module) -> str:
-    """"left", "tree", "halfpairs" or "shuffled": the order of float sub-group reductions."""
-    return config_sub_reduce_order(_order(module), module.subgroup_size)
+def float_add_order(module, c) -> str:
+    """The order float additions of collective ``c`` take ("left", "tree", "halfpairs",
+    "descending", "columns" or "shuffled"), from the launch's ``reduction_order``."""
+    kind = {"reduce": "reduce", "scan": "scan", "xscan": "scan"}.get(c.kind)
+    order = _order(module)
+    if kind is None or order == "shuffled":
+        return "shuffled" if order == "shuffled" else "left"
+    return collective_order(order, f"{c.scope}_{kind}", module.subgroup_size)
 
 
 # -- code at the cut ----------------------------------------------------------------------------
@@ -119,9 +124,15 @@ def _compute(gen, c: Collective, stmt, site: int, start: str, count: str, sg: st
     if mix:
         gen.need_perm()
     h = gen.helper
-    tree = sub_reduce_order(gen.module) if c.scope == SUB else "left"
-    if c.kind == "reduce" and c.op == "add" and ct.is_float(t) and tree in ("tree", "halfpairs"):
+    tree = float_add_order(gen.module, c) if c.op == "add" and ct.is_float(t) else "left"
+    if c.kind == "reduce" and tree in ("tree", "halfpairs"):
         gen.emit(f"{h('_cg_reduce_add_' + tree)}({src}, {dst}, {start}, {count})")
+    elif c.kind == "reduce" and tree == "columns":
+        gen.emit(f"{h('_cg_reduce_add_columns')}({src}, {dst}, {start}, {count}, "
+                 f"{gen.module.subgroup_size})")
+    elif c.kind in ("scan", "xscan") and tree == "descending":
+        gen.emit(f"{h('_cg_scan_add_desc')}({src}, {dst}, {start}, {count}, "
+                 f"{_identity(gen, c.op, t)}, {c.kind == 'xscan'})")
     elif c.kind == "reduce":
         name = f"_cg_reduce_{c.op}" + ("_p" if mix else "")
         gen.emit(f"{h(name)}({src}, {dst}, {start}, {count}{', ' + perm if mix else ''})")

@@ -322,8 +322,36 @@ def _cg_reduce_add_halfpairs(src, dst, s, n):
     for j in range(s, s + n):
         dst[j] = a
 """
+# sub_scan=descending (Intel CPU runtime, 8 lanes): lane k adds x[k] + x[k-1] + ... + x[0]
+# left to right. Lanes are written from the last down, so src may be dst.
+_SCAN_ADD_DESC = """
+def _cg_scan_add_desc(src, dst, s, n, ident, excl):
+    for k in range(n - 1, -1, -1):
+        hi = k - 1 if excl else k
+        a = ident
+        if hi >= 0:
+            a = src[s + hi]
+            for j in range(hi - 1, -1, -1):
+                a = a + src[s + j]
+        dst[s + k] = a
+"""
+# work_reduce=columns (Intel CPU runtime): sub-group lane j folds x[j], x[j + m], x[j + 2m],
+# ... over the sub-groups (m lanes each), then the m lane sums fold left.
+_REDUCE_ADD_COLUMNS = """
+def _cg_reduce_add_columns(src, dst, s, n, m):
+    total = src[s]
+    for j in range(min(m, n)):
+        a = src[s + j]
+        for i in range(s + j + m, s + n, m):
+            a = a + src[i]
+        total = a if j == 0 else total + a
+    for j in range(s, s + n):
+        dst[j] = total
+"""
 
 HELPERS: dict[str, Helper] = {
+    "_cg_scan_add_desc": helper("_cg_scan_add_desc", _SCAN_ADD_DESC),
+    "_cg_reduce_add_columns": helper("_cg_reduce_add_columns", _REDUCE_ADD_COLUMNS),
     "_cg_fail": helper("_cg_fail", _FAIL),
     "_cg_perm": helper("_cg_perm", _PERM),
     "_cg_reduce_add_tree": helper("_cg_reduce_add_tree", _REDUCE_TREE),

@@ -118,20 +118,50 @@ def check_mode(checks) -> str:
 # lane order; "tree" halves (x[i] + x[i + n/2], then n/4, ...); "halfpairs" halves once, then
 # adds adjacent pairs (measured on the Intel CPU runtime at 8 lanes); "tree16" is "tree" up to
 # 16 lanes, else left; "shuffled" a seeded permutation. "8:halfpairs,16:left" picks by the
-# sub-group size (sizes not named fold left). The tree orders apply to sub-group reductions.
+# sub-group size (sizes not named fold left). These apply to sub-group reductions; other
+# collectives are named with ";"-separated "collective=orders" parts (verify.orders measures
+# them): "sub_scan=8:descending" (lane k adds x[k] + x[k-1] + ... + x[0] in that order),
+# "work_reduce=8:columns" (each sub-group lane j folds x[j], x[j + n], ... over the
+# sub-groups, then the n lanes fold left). Work-group scans fold left.
 SUB_ORDERS = ("fixed", "left", "tree", "halfpairs")
+COLLECTIVE_ORDERS = {"sub_reduce": SUB_ORDERS, "sub_scan": ("left", "descending"),
+                     "work_reduce": ("left", "columns"), "work_scan": ("left",)}
 
 
-def parse_order(order: str) -> dict[int, str] | None:
+def parse_order(order: str, allowed=SUB_ORDERS) -> dict[int, str] | None:
     """A per-size order "8:halfpairs,16:left" as {8: "halfpairs", 16: "left"}; None if
-    ``order`` is not of that form or names an unknown order."""
+    ``order`` is not of that form or names an order not in ``allowed``."""
     table: dict[int, str] = {}
     for part in order.split(","):
         size, _, name = part.strip().partition(":")
-        if not size.isdigit() or name not in SUB_ORDERS:
+        if not size.isdigit() or name not in allowed:
             return None
         table[int(size)] = name
     return table
+
+
+def parse_collective_orders(order: str) -> dict[str, dict[int, str]] | None:
+    """"8:halfpairs;sub_scan=8:descending" as {"sub_reduce": {8: "halfpairs"}, "sub_scan":
+    {8: "descending"}}; None if a part is malformed (a part without a name is sub_reduce)."""
+    out: dict[str, dict[int, str]] = {}
+    for part in order.split(";"):
+        name, eq, sizes = part.strip().rpartition("=")
+        name = name if eq else "sub_reduce"
+        table = parse_order(sizes, COLLECTIVE_ORDERS.get(name, ()))
+        if table is None or name in out:
+            return None
+        out[name] = table
+    return out
+
+
+def collective_order(order: str, collective: str, subgroup_size: int) -> str:
+    """The order float additions of ``collective`` ("sub_reduce", "sub_scan", "work_reduce",
+    "work_scan") take at ``subgroup_size``: "left" unless ``order`` names another."""
+    if collective == "sub_reduce":
+        return sub_reduce_order(order, subgroup_size)
+    if ":" not in order:
+        return "left"
+    return (parse_collective_orders(order) or {}).get(collective, {}).get(subgroup_size, "left")
 
 
 def sub_reduce_order(order: str, subgroup_size: int) -> str:
@@ -140,18 +170,20 @@ def sub_reduce_order(order: str, subgroup_size: int) -> str:
     if order == "tree16":
         return "tree" if subgroup_size <= 16 else "left"
     if ":" in order:
-        order = (parse_order(order) or {}).get(subgroup_size, "left")
+        order = (parse_collective_orders(order) or {}).get("sub_reduce", {}).get(
+            subgroup_size, "left")
     return "left" if order == "fixed" else order
 
 
 def check_reduction(order, seed) -> tuple[str, int]:
     if not isinstance(order, str) or (order not in REDUCTION_ORDERS and (
-            ":" not in order or parse_order(order) is None)):
+            ":" not in order or parse_collective_orders(order) is None)):
         raise InvalidArgumentError(
             f"run(): reduction_order={order!r}; use 'fixed' or 'left' (left fold in lane "
             "order, the default), 'tree' (halving: x[i] + x[i + n/2], ...), 'halfpairs' (one "
             "halving, then adjacent pairs), 'tree16' (tree up to 16 lanes, else left), "
-            "'shuffled' (seeded permutation), or per sub-group size: '8:halfpairs,16:left'")
+            "'shuffled' (seeded permutation), or per sub-group size: '8:halfpairs,16:left' "
+            "(+ ';sub_scan=8:descending;work_reduce=8:columns' for the other collectives)")
     try:
         value = None if isinstance(seed, bool) else operator.index(seed)
     except TypeError:

@@ -14,6 +14,7 @@ import pytest
 import clsim
 from clsim import (
     CLK_LOCAL_MEM_FENCE,
+    atomic_compare_exchange_strong,
     atomic_compare_exchange_weak_explicit,
     atomic_exchange,
     atomic_fetch_add,
@@ -146,3 +147,57 @@ def test_float_min_max_match_their_twin(device):
     dev = run_cl(device, FLOAT_CL, "float_min_max", (256,), (64,), (x, init.copy()))
     result = compare("acc", sim, dev.buffers[1], EXACT)
     assert result.equal, result.difference
+
+
+@kernel
+def float_cas(buf, expect, desired, result, current, x, acc):
+    i = get_global_id(0)
+    e = private_array(1, np.float32)
+    if i < 4:
+        e[0] = expect[i]
+        ok = atomic_compare_exchange_strong(buf[i], e[0], desired[i])
+        result[i] = 1 if ok else 0
+        current[i] = e[0]
+    e[0] = atomic_load(acc[0])
+    while not atomic_compare_exchange_strong(acc[0], e[0], e[0] + x[i]):
+        pass
+
+
+FLOAT_CAS_CL = r"""
+__kernel void float_cas(volatile __global atomic_float *buf, __global const float *expect,
+                        __global const float *desired, __global int *result,
+                        __global float *current, __global const float *x,
+                        volatile __global atomic_float *acc)
+{
+    size_t i = get_global_id(0);
+    float e;
+    if (i < 4) {
+        e = expect[i];
+        bool ok = atomic_compare_exchange_strong(&buf[i], &e, desired[i]);
+        result[i] = ok ? 1 : 0;
+        current[i] = e;
+    }
+    e = atomic_load(&acc[0]);
+    while (!atomic_compare_exchange_strong(&acc[0], &e, e + x[i]))
+        ;
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_compare_exchange_matches_its_twin(device):
+    """atomic_compare_exchange_strong on atomic_float compares bits on the device too (-0.0
+    is not +0.0, a NaN matches itself), and a float CAS loop adds every value once."""
+    reason = missing_feature(get_device(device), "opencl_c_2.0")
+    if reason:
+        pytest.skip(f"{reason}: atomic_float compare-exchange is OpenCL C 2.0")
+    args = (np.array([0.0, np.nan, 1.5, -0.0], np.float32),
+            np.array([-0.0, np.nan, 1.5, -0.0], np.float32),
+            np.array([7.0, 8.0, 9.0, 10.0], np.float32), np.zeros(4, np.int32),
+            np.zeros(4, np.float32), np.arange(1, 65, dtype=np.float32),
+            np.zeros(1, np.float32))
+    sim = [a.copy() for a in args]
+    clsim.run(float_cas, (64,), (32,), sim)
+    dev = run_cl(device, FLOAT_CAS_CL, "float_cas", (64,), (32,), [a.copy() for a in args])
+    for k in (0, 3, 4, 6):
+        assert sim[k].tobytes() == dev.buffers[k].tobytes(), k

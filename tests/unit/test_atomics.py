@@ -242,3 +242,14 @@ def test_instruments_see_one_atomic_access(monkeypatch):
     assert ("counts", "atomic", True, "global") in _Accesses.seen
     assert [s for s in _Accesses.seen if s[0] == "counts"] == [("counts", "atomic", True,
                                                                  "global")]
+
+
+@kernel
+def float_cmpxchg(buf):
+    atomic_cmpxchg(buf[0], np.float32(0), np.float32(1))
+
+
+def test_atomic_cmpxchg_on_float_points_to_the_c11_compare_exchange():
+    """OpenCL 1.x atomic_cmpxchg is integer-only; the error names the float alternative."""
+    with pytest.raises(KernelCompileError, match="atomic_compare_exchange_strong"):
+        clsim.run(float_cmpxchg, (4,), (4,), (np.zeros(1, np.float32),))

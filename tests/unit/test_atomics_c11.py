@@ -297,3 +297,56 @@ def test_atomic_init_is_a_plain_store_for_the_race_checker():
     """C11: atomic_init is not atomic, so racing an atomic on the same object is a race."""
     with pytest.raises(clsim.DataRaceError, match="atomic"):
         clsim.run(init_races_atomic, (8,), (8,), (np.zeros(1, I32),), checks="races", jit=False)
+
+
+def test_atomic_flags_and_c11_atomics_ask_for_opencl_c_2():
+    """A twin calling atomic_flag_* (or any C11 atomic) builds with the device's -cl-std=CL2.0
+    and is skipped, with the reason, on a device whose probe saw no OpenCL C 2.0."""
+    from verify.features import cl2_uses, needs_cl2
+
+    for call in ("atomic_flag_test_and_set(&f)", "atomic_flag_clear(&f)",
+                 "atomic_flag_test_and_set_explicit(&f, memory_order_acquire)",
+                 "atomic_flag_clear_explicit(&f, memory_order_release, memory_scope_device)",
+                 "atomic_fetch_add(&a, 1)", "atomic_init(&a, 0)"):
+        assert cl2_uses(f"__kernel void k(__global atomic_int *a) {{ {call}; }}") == [
+            "opencl_c_2.0"], call
+    assert not needs_cl2("// atomic_flag_clear(&f)\n__kernel void k() {}")
+    assert cl2_uses("#if __OPENCL_C_VERSION__ >= 200\natomic_flag_clear(&f);\n#endif") == []
+
+
+@kernel
+def float_cas_add(x, acc):
+    i = get_global_id(0)
+    e = private_array(1, np.float32)
+    e[0] = atomic_load(acc[0])
+    while not atomic_compare_exchange_strong(acc[0], e[0], e[0] + x[i]):
+        pass
+
+
+@kernel
+def float_cas_once(buf, expect, desired, result, current):
+    i = get_global_id(0)
+    e = private_array(1, np.float64)
+    e[0] = expect[i]
+    ok = atomic_compare_exchange_strong(buf[i], e[0], desired[i])
+    result[i] = 1 if ok else 0
+    current[i] = e[0]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_float_compare_exchange_compares_bit_patterns(jit):
+    """atomic_compare_exchange_strong on atomic_float/atomic_double (core OpenCL 2.0):
+    a float CAS loop adds every value once; the comparison is of the bits, as C11's: -0.0
+    does not match +0.0, a NaN matches the same NaN, equal values match."""
+    x = np.arange(1, 65, dtype=np.float32)
+    acc = np.zeros(1, np.float32)
+    clsim.run(float_cas_add, (64,), (32,), (x, acc), jit=jit)
+    assert acc[0] == x.sum()
+    buf = np.array([0.0, np.nan, 1.5, -0.0], np.float64)
+    expect = np.array([-0.0, np.nan, 1.5, -0.0], np.float64)
+    desired = np.array([7.0, 8.0, 9.0, 10.0], np.float64)
+    result, current = np.zeros(4, I32), np.zeros(4, np.float64)
+    clsim.run(float_cas_once, (4,), (4,), (buf, expect, desired, result, current), jit=jit)
+    np.testing.assert_array_equal(result, [0, 1, 1, 1])
+    np.testing.assert_array_equal(buf, [0.0, 8.0, 9.0, 10.0])
+    assert not np.signbit(current[0])  # expected became the object's +0.0

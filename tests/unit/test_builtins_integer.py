@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from verify.probe_kernels import evaluate
+from verify.testing import device_params
 
 ARITY = {"clz": 1, "ctz": 1, "popcount": 1, "rotate": 2, "abs_diff": 2, "hadd": 2,
          "rhadd": 2, "bitselect": 3, "mad_hi": 3, "add_sat": 2, "sub_sat": 2, "mul_hi": 2}
@@ -95,3 +96,52 @@ def test_upsample_mul24_mad24():
     (d,) = evaluate("mad24", [a, b, c], [np.int32], jit=False)
     assert m.tolist() == [(2**23 - 1) * 3, -(2**24), -35]
     assert d.tolist() == [v + 1 for v in m.tolist()]
+
+
+def test_ctz_asks_for_the_opencl_c_2_option_only():
+    """ctz is OpenCL C 2.0: the Intel runtime's default 1.2 build rejects it, so a twin calling
+    it builds with -cl-std=CL2.0 there; PoCL (no 2.0 option, default accepts it) still runs it;
+    only a 1.x device without the option lacks it."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from verify import features
+
+    assert features.cl2_uses("__kernel void k(__global int *x) { x[0] = ctz(x[1]); }") == [
+        "opencl_c_2.0_std"]
+    assert features.cl2_uses("int ctz_count = 0;") == []
+    for option, builtins, version, lacks in ((None, False, "3.0", False),
+                                             ("-cl-std=CL2.0", True, "1.2", False),
+                                             ("-cl-std=CL2.0", False, "1.2", True),
+                                             (None, False, "1.2", True)):
+        info = SimpleNamespace(short_name="dev", opencl_version=version)
+        verdict = SimpleNamespace(cl2_option=option, cl2_builtins=builtins, cl2_reason="")
+        with mock.patch.object(features, "health", return_value=verdict):
+            reason = features.missing_feature(info, "opencl_c_2.0_std")
+        assert (reason is not None) == lacks
+        if lacks:
+            assert "dev lacks OpenCL C 2.0" in reason
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_integer_builtins_run_on_each_device_as_on_the_simulator(device):
+    """The integer group of the conformance suite (ctz included) builds and runs on every
+    device; where the spec defines the result, the device gives the simulator's bits."""
+    from verify.conformance_cases import integer_group
+    from verify.conformance_exact import _chunks, judge, run_device
+    from verify.devices import get_device
+    from verify.features import missing_feature
+
+    group = integer_group("int32", 0, 40)
+    info = get_device(device)
+    lacks = missing_feature(info, "opencl_c_2.0_std")
+    group.calls = [c for c in group.calls if c.name != "ctz" or lacks is None]
+    for calls in _chunks(group):
+        outs = run_device(info, group, calls)
+        j = 0
+        for call in calls:
+            row = judge(call, group, device, outs[j:j + len(call.outs)])
+            assert row.deviations == 0, (call.name, row.examples[:2])
+            j += len(call.outs)
+    if lacks:
+        pytest.skip(f"ctz not run: {lacks}; the other integer builtins agree")

@@ -13,7 +13,9 @@ import pytest
 import clsim
 from clsim import get_global_id, kernel
 from clsim.compiler import builtins as table
+from clsim.compiler.builtins.math import FLOAT_ONLY
 from verify.probe_kernels import evaluate, evaluate_many
+from verify.testing import device_params
 
 F, D = np.float32, np.float64
 EDGE = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.0, -2.5, np.inf, -np.inf, np.nan, 1e-40, 3.0,
@@ -99,7 +101,8 @@ def test_integer_argument_builtins():
 def _float_unary_names():
     rule_shapes = []
     for name, entry in table.TABLE.items():
-        if entry.family != "math" or not entry.c.endswith("(x)") or entry.types != "float, double":
+        if entry.family != "math" or not entry.c.endswith("(x)") or entry.types not in (
+                "float, double", FLOAT_ONLY):
             continue
         rule_shapes.append(name)
     return sorted(rule_shapes)
@@ -172,3 +175,53 @@ def test_builtins_with_out_arguments_unpack_as_tuples(jit):
 def test_an_out_argument_builtin_must_be_unpacked():
     with pytest.raises(clsim.KernelCompileError, match="unpack them"):
         clsim.run(frexp_not_unpacked, (1,), None, (np.ones(1, F), np.ones(1, F)))
+
+
+HALF_NATIVE_CL = """#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+__kernel void probe(__global const double *a0, __global const double *a1, __global double *o) {
+    size_t i = get_global_id(0), n = get_global_size(0);
+    o[i] = half_sqrt(a0[i]);
+    o[n + i] = native_sqrt(a0[i]);
+    o[2 * n + i] = native_divide(a0[i], a1[i]);
+    o[3 * n + i] = half_exp(a0[i]);
+}
+"""
+
+
+def _half_native_on_doubles(x, y, jit):
+    rows = [evaluate("half_sqrt", [x], [np.float64], jit=jit)[0],
+            evaluate("native_sqrt", [x], [np.float64], jit=jit)[0],
+            evaluate("native_divide", [x, y], [np.float64], jit=jit)[0],
+            evaluate("half_exp", [x], [np.float64], jit=jit)[0]]
+    return np.concatenate(rows)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_half_and_native_convert_a_double_argument_to_float(jit):
+    """half_* and native_* exist for float only (gentype float): a double argument converts
+    to float and the result is a float, as overload resolution does on the devices."""
+    x = np.array([2.0, 1e-300, 3.0000000001, 1e300], np.float64)
+    y = np.array([3.0, 3e-300, 7.0, 1.0], np.float64)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    with np.errstate(all="ignore"):
+        want = np.concatenate([np.sqrt(xf), np.sqrt(xf), xf / yf,
+                               np.exp(xf.astype(np.float64)).astype(np.float32)])
+    got = _half_native_on_doubles(x, y, jit)
+    np.testing.assert_array_equal(got, want.astype(np.float64))  # NaN (0/0 in float) = NaN
+    assert np.isnan(got[9]) and got[3] == np.inf
+
+
+@pytest.mark.parametrize("device", device_params(requires=("fp64",)))
+def test_half_and_native_on_doubles_match_the_devices(device):
+    from verify.clrun import run_cl
+
+    x = np.array([2.0, 1e-300, 3.0000000001, 0.5], np.float64)
+    y = np.array([3.0, 3e-300, 7.0, 1.0], np.float64)
+    dev = run_cl(device, HALF_NATIVE_CL, "probe", (4,), None,
+                 [x, y, np.zeros(16, np.float64)]).buffers[2]
+    sim = _half_native_on_doubles(x, y, False)
+    # native_ and half_ precision is the device's own: sqrt is exact on all three, the rest
+    # must at least be the float computation (a float's bits widened to double)
+    assert dev[:8].tolist() == sim[:8].tolist()
+    assert np.all(dev.astype(np.float32).astype(np.float64)[~np.isnan(dev)] ==
+                  dev[~np.isnan(dev)])

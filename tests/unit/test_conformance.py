@@ -2,6 +2,8 @@
 against the spec in both modes (zero deviations), JIT against no-JIT bytes for every builtin of
 the suite and the integer builtins (Hypothesis over types and values), and the CLI."""
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -10,6 +12,15 @@ from hypothesis.extra import numpy as hnp
 
 from clsim.cli import main
 from verify.conformance import _shapes, conformance, ulp_distance
+from verify.conformance_cases import Group, convert_reference, float_group, groups, round_to_float
+from verify.conformance_exact import (
+    NOT_JUDGED,
+    _chunks,
+    exact_suite,
+    judge,
+    run_simulator,
+    unjudged_names,
+)
 from verify.probe_kernels import evaluate_many
 
 
@@ -17,10 +28,129 @@ from verify.probe_kernels import evaluate_many
 def test_simulator_has_no_deviation_from_the_spec(mode):
     """Every scalar float builtin of the table, float and double, on edge values and random
     draws: within the spec's bound, exact where the spec says exact (sign of zero too)."""
-    report = conformance((), draws=120, simulator_modes=(mode,))
+    report = conformance((), draws=120, simulator_modes=(mode,), exact=False)
     assert len(report.rows) > 130
     bad = [(r.builtin, r.dtype, r.examples[:2]) for r in report.rows if r.deviations]
     assert bad == []
+
+
+def test_exact_suite_no_jit_has_no_deviation_and_covers_the_table():
+    """Integer builtins (every type), conversions with _sat and every rounding mode from every
+    type, bit casts, relational and tuple builtins: bit for bit the spec's value wherever the
+    spec defines it; every public scalar builtin of those families is judged or has a reason."""
+    report = exact_suite((), draws=120, simulator_modes=("nojit",))
+    assert len(report.rows) > 1000
+    assert {r.builtin for r in report.rows} >= {"convert_ulong_sat_rtn", "as_uchar", "frexp",
+                                                "remquo", "upsample", "mad24", "isunordered"}
+    bad = [(r.builtin, r.dtype, r.examples[:2]) for r in report.rows if r.deviations]
+    assert bad == []
+    assert unjudged_names() == set(NOT_JUDGED)
+
+
+# JIT compilation costs about 20 s of CPU per group: by default the JIT tests take the groups
+# of the 64-bit types (long, ulong, double: where Numba's typing differs most; the 8-bit ones
+# have their own JIT test in test_builtins_integer.py), CLSIM_CONFORMANCE_FULL=1 takes all.
+_FULL = bool(os.environ.get("CLSIM_CONFORMANCE_FULL"))
+_JIT_SOURCES = None if _FULL else {"int64", "uint64", "float64"}
+_NOT_FULL = "JIT over this type's group runs with CLSIM_CONFORMANCE_FULL=1 (compile time)"
+
+
+def test_exact_suite_jit_has_no_deviation():
+    """The same suite in JIT mode (the kernels the bytes test below compiles too)."""
+    report = exact_suite((), draws=60, simulator_modes=("jit",), sources=_JIT_SOURCES)
+    assert len(report.rows) > (1000 if _FULL else 300)
+    assert [(r.builtin, r.dtype, r.examples[:2]) for r in report.rows if r.deviations] == []
+
+
+_TEMPLATES = {g.key: g for g in groups(0, 4)}
+
+
+def _template_params():
+    out = []
+    for key in sorted(_TEMPLATES):
+        source = _TEMPLATES[key].cols[0].dtype.name
+        skip = _JIT_SOURCES is not None and source not in _JIT_SOURCES
+        out.append(pytest.param(key, id=key, marks=[pytest.mark.skip(reason=_NOT_FULL)]
+                                if skip else []))
+    return out
+
+
+def _elements(dt):
+    if dt.kind == "f":
+        return st.floats(width=dt.itemsize * 8, allow_nan=True, allow_infinity=True)
+    return None  # hypothesis' full range of the integer type
+
+
+@pytest.mark.parametrize("key", _template_params())
+@given(data=st.data())
+def test_jit_and_no_jit_give_identical_bytes_for_every_builtin(key, data):
+    """Every call of the exact suite's group (integer builtins of one type, conversions from
+    one type incl. long/ulong, relational/tuple builtins of one float type) on drawn values:
+    JIT and no-JIT write the same bytes, undefined inputs (NaN to int, out of range) too."""
+    template = _TEMPLATES[key]
+    n = data.draw(st.integers(1, 24))
+    cols = [data.draw(hnp.arrays(c.dtype, n, elements=_elements(c.dtype)))
+            for c in template.cols]
+    group = Group(key, cols, template.calls)
+    for calls in _chunks(group):
+        a = run_simulator(group, calls, jit=False)
+        b = run_simulator(group, calls, jit=True)
+        names = [c.name for c in calls for _ in c.outs]
+        assert [nm for nm, x, y in zip(names, a, b, strict=True)
+                if x.tobytes() != y.tobytes()] == []
+
+
+@pytest.mark.parametrize("shape", sorted(s for s in _shapes() if s != (1, "f")), ids=str)
+@given(dt=st.sampled_from([np.float32, np.float64]), data=st.data())
+def test_jit_and_no_jit_give_identical_bytes_for_float_math(shape, dt, data):
+    """Every float math builtin of the ULP suite with two or three arguments, one kernel per
+    call shape (the one-argument ones: the float builtins test above)."""
+    (arity, kind), names = shape, _shapes()[shape]
+    if dt is np.float64:
+        names = [nm for nm in names if not nm.startswith(("half_", "native_"))]
+    n = data.draw(st.integers(1, 24))
+    cols = [data.draw(hnp.arrays(dt, n, elements=_elements(np.dtype(dt))))
+            for _ in range(arity)]
+    if kind == "fi":
+        cols[1] = data.draw(hnp.arrays(np.int32, n, elements=st.integers(-300, 300)))
+    ints = [nm for nm in names if nm == "ilogb"]
+    for group, out in (([nm for nm in names if nm != "ilogb"], dt), (ints, np.int32)):
+        if group:
+            a = evaluate_many(group, cols, out, jit=False)
+            b = evaluate_many(group, cols, out, jit=True)
+            assert [nm for j, nm in enumerate(group) if a[j].tobytes() != b[j].tobytes()] == []
+
+
+def test_exact_judge_catches_a_wrong_value_and_a_wrong_zero_sign():
+    group = float_group("float32", 0, 8)
+    call = next(c for c in group.calls if c.name == "modf")
+    outs = run_simulator(group, [call], jit=False)
+    assert judge(call, group, "sim", outs).deviations == 0
+    frac = outs[0].copy()
+    k = int(np.flatnonzero(frac == 0)[0])
+    frac[k] = -frac[k]
+    assert judge(call, group, "sim", [frac, outs[1]]).deviations == 1
+    whole = outs[1].copy()
+    whole[np.isfinite(whole)] += 1
+    assert judge(call, group, "sim", [outs[0], whole]).deviations > 10
+
+
+def test_conversion_references_round_once_by_the_mode():
+    from fractions import Fraction
+
+    halfway = 2**24 + 1  # exactly between two floats
+    assert round_to_float(Fraction(halfway), "float32", "_rte") == 2.0**24
+    assert round_to_float(Fraction(halfway), "float32", "_rtp") == 2.0**24 + 2
+    assert round_to_float(Fraction(-(2**129)), "float32", "_rtz") == -float(np.finfo("f4").max)
+    assert round_to_float(Fraction(-(2**129)), "float32", "_rtp") == -float(np.finfo("f4").max)
+    assert round_to_float(Fraction(-(2**129)), "float32", "_rtn") == -np.inf
+    # double -> float near a subnormal: one rounding, not two
+    tiny = Fraction(3, 2) * Fraction(2) ** -149 + Fraction(2) ** -200
+    assert round_to_float(tiny, "float32", "") == 2.0**-148
+    assert convert_reference(np.float64(-2.5), "float64", "int32", False, "_rte") == (-2, True)
+    assert convert_reference(np.float64(3e9), "float64", "int32", False, "") == (0, False)
+    assert convert_reference(np.float64(np.nan), "float64", "uint8", True, "_rtp") == (0, True)
+    assert convert_reference(np.int64(-1), "int64", "uint16", False, "") == (65535, True)
 
 
 def test_ulp_distance_counts_ulps_and_nan_mismatches():

@@ -62,8 +62,11 @@ def _rule(name: str):
                                      f"got {len(rest)}")
         if elem not in _allowed(op):
             kinds = ", ".join(_allowed(op))
+            hint = ("; for a float compare-and-swap use OpenCL 2.0's "
+                    "atomic_compare_exchange_strong(buf[i], e[0], desired) (compares the bits)"
+                    if op == "cmpxchg" and ct.is_float(elem) else "")
             raise node_error(call, f"{name}() on {elem} elements is not an OpenCL atomic; "
-                                     f"supported: {kinds}")
+                                     f"supported: {kinds}{hint}")
         for t in rest:
             if not ct.is_scalar(t):
                 raise node_error(call, f"{name}(): values must be numbers, got {ct.short(t)}")

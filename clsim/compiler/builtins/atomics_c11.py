@@ -47,10 +47,12 @@ _FORBIDDEN = {"load": {3, 4}, "store": {2, 4}, "clear": {2, 4}}
 
 FLOATS = ("float32", "float64")
 # op -> (value operands before the orders, element types). Float add/sub/min/max are
-# cl_ext_float_atomics; float load/store/exchange are core OpenCL 2.0 (atomic_float).
+# cl_ext_float_atomics; float load/store/exchange/compare-exchange are core OpenCL 2.0
+# (atomic_float). A float compare-exchange compares bit patterns, as C11's does (memcmp):
+# -0.0 is not +0.0, and a NaN matches the same NaN.
 _OPS = {"load": (0, INT_OK + FLOATS), "store": (1, INT_OK + FLOATS),
         "init": (1, INT_OK + FLOATS), "tas": (0, INT_OK[:2]), "clear": (0, INT_OK[:2]),
-        "xchg": (1, INT_OK + FLOATS), "cmpxchg": (2, INT_OK),
+        "xchg": (1, INT_OK + FLOATS), "cmpxchg": (2, INT_OK + FLOATS),
         **{op: (1, INT_OK + FLOATS) for op in ("add", "sub", "min", "max")},
         **{op: (1, INT_OK) for op in ("and", "or", "xor")}}
 _BINARY = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^"}
@@ -174,7 +176,11 @@ def _emitter(name: str):
             return old
         expected = gen.array_access(val_nodes[0], "store", gen.store_index(val_nodes[0]))
         ok = gen.fresh("_aok")
-        gen.pre(f"{ok} = {old} == {vals[0]}")
+        if ct.is_float(t):
+            u = "uint32" if t == "float32" else "uint64"
+            gen.pre(f"{ok} = {gen.bitcast(old, t, u)} == {gen.bitcast(vals[0], t, u)}")
+        else:
+            gen.pre(f"{ok} = {old} == {vals[0]}")
         gen.pre(f"if {ok}:\n    {target} = {vals[1]}\nelse:\n    {expected} = {old}")
         return ok
 

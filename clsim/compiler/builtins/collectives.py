@@ -175,7 +175,9 @@ def _helpers(c: Collective) -> tuple:
              "barrier": []}[c.kind]
     names = [n.format(op=c.op) for n in names] + ["_cg_fail", "_cg_perm"]
     if c.kind == "reduce" and c.op == "add":
-        names += ["_cg_reduce_add_tree", "_cg_reduce_add_halfpairs"]
+        names += ["_cg_reduce_add_tree", "_cg_reduce_add_halfpairs", "_cg_reduce_add_columns"]
+    if c.kind in ("scan", "xscan") and c.op == "add":
+        names += ["_cg_scan_add_desc"]
     if c.scope == SUB:  # masked.py: the mask check, or under checks="none" the mask summary
         names += ["_cg_mask_check", "_cg_mask_seen"]
     return tuple(HELPERS[n] for n in names)

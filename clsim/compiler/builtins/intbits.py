@@ -242,10 +242,33 @@ def _emit_upsample(gen, codes, types, call):
     return gen.cast(f"((np.int64({hi}) << np.int64({b})) | np.int64({lo}))", "int64", call.ctype)
 
 
+_FLOAT_BITS = {"float32": "uint32", "float64": "uint64"}
+
+
+def _bitselect_rule(types, call):
+    """Integers, or three floats of one type (gentype includes float and double)."""
+    if len(types) == 3 and types[0] in _FLOAT_BITS and len(set(types)) == 1:
+        return types[0]
+    return _int_rule("bitselect", 3)(types, call)
+
+
+def _emit_bitselect(gen, codes, types, call):
+    t = types[0]
+    if t not in _FLOAT_BITS:
+        return _emit("bitselect")(gen, codes, types, call)
+    u = _FLOAT_BITS[t]  # the same selection on the bit patterns
+    args = ", ".join(gen.bitcast(c, t, u) for c in codes)
+    return gen.bitcast(gen.helper(f"_bitselect_{u}") + f"({args})", u, t)
+
+
 ENTRIES = [
     *(Builtin(name, FAMILY, _int_rule(name, n, name == "abs_diff"), _emit(name),
               helpers=_helpers_for(name), flop=None, c=f"{name}({', '.join('xyz'[:n])})",
-              types="char .. ulong", note=_NOTES[name]) for name, n in _ARITY.items()),
+              types="char .. ulong", note=_NOTES[name]) for name, n in _ARITY.items()
+      if name != "bitselect"),
+    Builtin("bitselect", FAMILY, _bitselect_rule, _emit_bitselect,
+            helpers=_helpers_for("bitselect"), c="bitselect(x, y, z)",
+            types="char .. ulong, float, double", note=_NOTES["bitselect"] + " (on the bits)"),
     Builtin("mul24", FAMILY, _mul24_rule, _emit_mul24, c="mul24(x, y)", types="int, uint",
             note="x * y (24-bit operands)"),
     Builtin("mad24", FAMILY, _mul24_rule, _emit_mul24, c="mad24(x, y, z)", types="int, uint",

@@ -15,6 +15,7 @@ from clsim.compiler.builtins.rules import (
     call_helper,
     cast_all,
     common_type,
+    float_only_result,
     float_result,
     need_float,
 )
@@ -223,12 +224,12 @@ def _emit_mix(gen, codes, types, call):
 
 
 def _emit_recip(gen, codes, types, call):
-    to = float_result(types)
+    to = float_only_result(types)
     return f"({gen.const(1.0, to)} / {gen.cast(codes[0], types[0], to)})"
 
 
 def _emit_divide(gen, codes, types, call):
-    a, b = cast_all(gen, codes, types, float_result(types))
+    a, b = cast_all(gen, codes, types, float_only_result(types))
     return f"({a} / {b})"
 
 
@@ -239,10 +240,16 @@ def _emit_clamp(gen, codes, types, call):
     return gen.helper("_clamp") + f"({args})"
 
 
+FLOAT_ONLY = "float (a double converts to float)"
+
+
 def _float_fn(name, n, emit, helpers=(), flop=None, **doc):
     args = ", ".join("xyz"[:n])
-    return Builtin(name, FAMILY, need_float(name, n), emit, helpers=helpers, flop=flop,
-                   c=doc.pop("c", f"{name}({args})"), types=doc.pop("types", FLOATS), **doc)
+    only = name.startswith(("half_", "native_"))  # gentype is float (OpenCL C 6.15.2)
+    rule = need_float(name, n, float_only_result if only else float_result)
+    return Builtin(name, FAMILY, rule, emit, helpers=helpers, flop=flop,
+                   c=doc.pop("c", f"{name}({args})"),
+                   types=doc.pop("types", FLOAT_ONLY if only else FLOATS), **doc)
 
 
 def _entries() -> list[Builtin]:
@@ -252,7 +259,8 @@ def _entries() -> list[Builtin]:
         "native_rsqrt", "rsqrt"), ("native_sin", "sin"), ("native_cos", "cos"), (
         "half_exp", "exp")
     for alias, target in native:
-        rows.append(_float_fn(alias, 1, call_helper(target), unary_helpers(target),
+        rows.append(_float_fn(alias, 1, call_helper(target, float_only_result),
+                              unary_helpers(target),
                               _UNARY_FLOP.get(target, "transcendental"),
                               note=f"same as {target}()"))
     rows += [

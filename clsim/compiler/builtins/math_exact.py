@@ -31,8 +31,12 @@ def _ro_add(x, y):
     return s
 """)
 
+# A NaN operand gives the positive quiet NaN: which of two NaNs an addition returns differs
+# between Numba's code and numpy's scalars (fma(0, inf, NaN) had a different sign per mode).
 FMA32 = helper("_fma_float32", """
 def _fma_float32(a, b, c):
+    if a != a or b != b or c != c:
+        return np.float32(math.nan)
     return np.float32(_ro_add(np.float64(a) * np.float64(b), np.float64(c)))
 """, ("_ro_add",))
 
@@ -62,7 +66,9 @@ def _fma_float64(a, b, c):
     a = np.float64(a)
     b = np.float64(b)
     c = np.float64(c)
-    if a != a or b != b or abs(a) == math.inf or abs(b) == math.inf:
+    if a != a or b != b or c != c:
+        return math.nan
+    if abs(a) == math.inf or abs(b) == math.inf:
         return a * b + c
     if c != c or abs(c) == math.inf:
         return c

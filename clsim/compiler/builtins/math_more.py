@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
-from clsim.compiler.builtins.math import FLOATS, UNARY, unary_helpers
-from clsim.compiler.builtins.rules import call_helper, float_result, need_float
+from clsim.compiler.builtins.math import FLOAT_ONLY, FLOATS, UNARY, unary_helpers
+from clsim.compiler.builtins.rules import call_helper, float_only_result, float_result, need_float
 from clsim.compiler.diagnostics import node_error
 from clsim.compiler.helpers import helper
 
@@ -314,8 +314,10 @@ def _entries() -> list[Builtin]:
     ]
     for alias, target in _NATIVE.items():
         assert target in UNARY
-        rows.append(_fn(alias, 1, call_helper(target), unary_helpers(target), "transcendental",
-                        note=f"same as {target}()"))
+        rows.append(Builtin(alias, FAMILY, need_float(alias, 1, float_only_result),
+                            call_helper(target, float_only_result), helpers=unary_helpers(target),
+                            flop="transcendental", c=f"{alias}(x)", types=FLOAT_ONLY,
+                            note=f"same as {target}()"))
     return rows
 
 

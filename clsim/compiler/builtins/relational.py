@@ -24,6 +24,10 @@ _COMPARE = {
     "islessgreater": "a < b or a > b", "isordered": "a == a and b == b",
     "isunordered": "a != a or b != b",
 }
+# isnormal: finite and at least the type's smallest normal number (2^-126, 2^-1022).
+_ISNORMAL = tuple(helper(f"_isnormal_{t}", f"def _isnormal_{t}(x):\n    a = abs(np.float64(x))\n"
+                         f"    return a == a and a != math.inf and a >= {tiny!r}")
+                  for t, tiny in (("float32", 2.0**-126), ("float64", 2.0**-1022)))
 _SELECT = helper("_select", "def _select(a, b, c):\n    return b if c != 0 else a")
 
 
@@ -38,6 +42,11 @@ def _test_emit(name):
         return gen.helper(f"_{name}") + f"({codes[0]})"
 
     return emit
+
+
+def _emit_isnormal(gen, codes, types, call):
+    t = "float64" if types[0] == "float64" else "float32"
+    return gen.helper(f"_isnormal_{t}") + f"({gen.cast(codes[0], types[0], t)})"
 
 
 def _compare_rule(types, call):
@@ -71,6 +80,8 @@ ENTRIES = [
     *(Builtin(name, FAMILY, _test_rule, _test_emit(name), helpers=(helper(f"_{name}", src),),
               c=f"{name}(x)", types="float, double", note="bool (OpenCL: int)")
       for name, src in _TESTS.items()),
+    Builtin("isnormal", FAMILY, _test_rule, _emit_isnormal, helpers=_ISNORMAL, c="isnormal(x)",
+            types="float, double", note="bool (OpenCL: int); finite, nonzero, not subnormal"),
     *(Builtin(name, FAMILY, _compare_rule, _compare_emit(name),
               helpers=(helper(f"_{name}", f"def _{name}(a, b):\n    return {expr}"),),
               c=f"{name}(x, y)", types="float, double", note="bool (OpenCL: int); " + expr)

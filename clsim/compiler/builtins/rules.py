@@ -20,14 +20,22 @@ def float_result(types) -> str:
     return "float16" if floats and all(t == "float16" for t in floats) else "float32"
 
 
-def need_float(name: str, n: int = 1):
-    """``n`` scalar numbers, computed as float (or double if one is double)."""
+def float_only_result(types) -> str:
+    """The type a float-only builtin (``half_*``, ``native_*``: gentype is float) computes in:
+    a double argument converts to float, as C's overload resolution does on the devices."""
+    t = float_result(types)
+    return "float32" if t == "float64" else t
+
+
+def need_float(name: str, n: int = 1, result=float_result):
+    """``n`` scalar numbers, computed as float (or double if one is double; ``result``
+    picks)."""
     what = "one number" if n == 1 else f"{n} numbers"
 
     def rule(types, call):
         if len(types) != n or not all(ct.is_scalar(t) for t in types):
             raise node_error(call, f"{name}() takes {what}")
-        return float_result(types)
+        return result(types)
 
     return rule
 
@@ -50,11 +58,12 @@ def cast_all(gen, codes, types, to) -> list[str]:
     return [gen.cast(code, t, to) for code, t in zip(codes, types, strict=True)]
 
 
-def call_helper(stem: str):
-    """Emit ``_STEM_T(args...)`` with every argument cast to the float type T."""
+def call_helper(stem: str, result=float_result):
+    """Emit ``_STEM_T(args...)`` with every argument cast to the float type T
+    (``result(types)``)."""
 
     def emit(gen, codes, types, call):
-        to = float_result(types)
+        to = result(types)
         if to == "float16":  # the float helper, rounded to half (half values are floats)
             args = cast_all(gen, codes, types, "float32")
             from clsim.compiler.builtins import HELPERS
