@@ -5,8 +5,9 @@ then 32 int8 quants (34 bytes), ``block_q4_0`` a half ``d`` then 16 bytes whose 
 elements 0..15 and high nibbles 16..31, each minus 8 (18 bytes). Dequantizers take the blocks
 as a struct array and read ``x[ib].d`` as a half and ``x[ib].qs[j]``; quantizers write into a
 byte buffer viewed as blocks (``y = view(blocks, BLOCK_Q8_0, 0)``, as ggml casts its ``char *``
-destination), ``y[ib].d = np.float16(d)`` (round to nearest even, numpy's ``astype``). The twins read and write the half with ``vload_half``/``vstore_half`` on the
-field's address, so no device needs ``cl_khr_fp16``.
+destination), ``y[ib].d = np.float16(d)`` (round to nearest even, numpy's ``astype``). The twins
+read and write the half with ``vload_half``/``vstore_half`` on the field's address, so no device
+needs ``cl_khr_fp16``.
 
 - dequantize: one work-item per element, ``q * d`` in float32 as gguf's numpy code does.
 - quantize Q8_0: d = amax / 127, q = roundf(x / d) as x * (1 / d) (C's roundf: half away from
