@@ -24,6 +24,7 @@ from clsim.compiler.loopvars import has_own_break
 from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
 from clsim.compiler.struct_emit import is_field
+from clsim.compiler.structs import StructT
 from clsim.runtime import record as rec
 
 
@@ -164,7 +165,12 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
             if isinstance(t, ct.ArrayT):  # allocated per group; initialised here if asked
                 self._fill(target.id, t, getattr(s.value, "fill", None))
                 return
+            if isinstance(t, StructT):  # a private struct: C's copy of the record's bytes
+                self.struct_copy(target, s.value)
+                return
             self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
+        elif isinstance(getattr(target, "ctype", None), StructT):  # x[i] = b: the record's bytes
+            self.struct_copy(target, s.value)
         elif is_field(target):
             self.field_store(target, s.value)
         elif isinstance(target, ast.Subscript) and getattr(target.value.ctype, "view", None):

@@ -356,7 +356,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
                 base, lead = self.array_base(name, arrt)
                 args += [f"{base}[{lead[0]}]" if lead else base, offset]
             elif isinstance(pt, StructT):  # a struct argument by value: its bytes
-                args.append(self.read_var(a.id))
+                args.append(self.struct_bytes(a.id))
             elif isinstance(pt, ct.ArrayT):
                 if not isinstance(a, ast.Name):
                     raise compile_error(node.loc, "pass arrays to helpers by name")

@@ -28,6 +28,8 @@ from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
+from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
 from clsim.runtime import record as rec
 from clsim.runtime.record import Site
@@ -87,6 +89,7 @@ class Program:
                                      f"{len(arg_types)}")
         self._typing.add(key)
         body = scope_loop_variables(parsed.tree.body, parsed.params)
+        body = copy_written_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
         typer.run(body)
         self._typing.discard(key)
@@ -269,6 +272,8 @@ class ModuleEmitter:
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
                 gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
+            elif isinstance(t, StructT) and name not in storage:
+                gen.emit(f"v_{name} = np.empty({t.itemsize}, np.uint8)")
         gen.stmts_wi(spec.body)
         params = ", ".join(f"v_{p}__buf, v_{p}" if isinstance(t, ct.PtrT) else f"v_{p}"
                            for p, t in zip(spec.parsed.params, spec.param_types, strict=True))
@@ -366,6 +371,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     program = Program(parsed, arg_types, local_size)
     body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
     body = scope_loop_variables(body, arg_types)
+    body = copy_written_params(body, arg_types)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
@@ -393,6 +399,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
         elif kind == "parray":
             gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, "
                      f"np.{ct.storage_dtype(t.dtype)})")
+        elif kind == "sarray":
+            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.itemsize}), np.uint8)")
         elif kind == "ctx" and isinstance(t, ct.VecT):
             gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), "
                      f"np.{ct.register_dtype(t.dtype)})")
@@ -431,6 +439,8 @@ def _storage(analysis: Analysis, arg_types: dict, env: dict) -> dict[str, str]:
             storage[name] = "param"
         elif isinstance(t, ct.ArrayT):
             storage[name] = "larray" if t.space == "local" else "parray"
+        elif isinstance(t, StructT):  # a private struct: its bytes, a row per work-item
+            storage[name] = "sarray"
         elif name in analysis.group_scalars:
             storage[name] = "group"
         elif name in analysis.ctx_vars:

@@ -189,17 +189,28 @@ def is_place_in_bytes(target) -> bool:
         base.view is not None
 
 
-def refuse_copy_store(target, loc) -> None:
+def refuse_copy_store(target, loc, params=()) -> str | None:
+    """A store into a field of a struct variable: None when that variable has its own bytes
+    (a private copy), the variable's name when it is a record copy read in place (which must
+    then get its own bytes, struct_locals)."""
     root = copy_root(target)
-    if root is None:
+    if root is None or (isinstance(root.ctype, StructT) and root.id not in params):
+        return None
+    if isinstance(root.ctype, StructT) or root.id in params:
+        raise compile_error(loc, f"internal: the by-value struct '{root.id}' is assigned "
+                                 "but was not copied on entry")
+    return root.id
+
+
+def check_struct_assignment(target_t, value_t, loc) -> None:
+    """C's ``x[i] = b``: both sides the same struct type."""
+    source = value_t.dtype if isinstance(value_t, ct.PtrT) and value_t.record_copy else value_t
+    if target_t is None or source is None:
         return
-    if isinstance(root.ctype, StructT):
-        raise compile_error(loc, f"'{root.id}' is a struct argument (passed by value): its "
-                                 "fields are read-only here. Copy the field into a variable "
-                                 f"(d = {root.id}.d) and change that")
-    raise compile_error(loc, f"'{root.id}' is a copy of a record (C: block b = x[ib]); "
-                             "assigning its fields would change only the copy in C. Assign "
-                             f"the buffer's record instead: x[ib].field = ...")
+    if not isinstance(target_t, StructT) or source != target_t:
+        raise compile_error(loc, f"cannot assign a {ct.short(source)} to a "
+                                 f"{ct.short(target_t)}: a struct is assigned from a struct "
+                                 "of the same dtype (x[i] = b, x[i] = y[j])")
 
 
 def _written(body, program=None):
@@ -252,16 +263,22 @@ def written_params(body, params, program) -> frozenset:
     return frozenset(k for k, p in enumerate(params) if p in bufs or f"{p}__buf" in bufs)
 
 
-def check_record_copies(body, copies: dict, program=None) -> None:
-    """``b = x[ib]`` reads the record in place: refused when the kernel also writes ``x``."""
+def check_record_copies(body, copies: dict, program=None) -> set[str]:
+    """The record copies ``b = x[ib]`` that cannot be read in place because the body also
+    writes ``x`` (they get their own bytes); a record passed to a helper (``f(x[ib])``)
+    while the kernel writes ``x`` is refused."""
+    needed = set()
     for buf, node in _written(body, program):
-        if buf in copies:
-            name, loc = copies[buf]
+        for name, loc, is_variable in copies.get(buf, ()):
+            if is_variable:
+                needed.add(name)
+                continue
             raise compile_error(loc, (
-                f"'{name}' is a copy of a record of '{buf}' (C copies a struct by value), "
-                f"which clsim reads in place; that is C's copy only while the kernel does not "
-                f"write '{buf}', and line {node.loc.line} may write it. Read the fields where "
-                f"they are used ({buf}[ib].d), or write the results to another buffer"))
+                f"'{name}' passes a record of '{buf}' to a helper, which reads it in place; "
+                f"that is C's copy only while the kernel does not write '{buf}', and line "
+                f"{node.loc.line} may write it. Copy the record into a variable first "
+                f"(b = {name}) and pass b"))
+    return needed
 
 
 def vector_view(name: str, loc) -> ct.VecT:

@@ -13,6 +13,7 @@ import ast
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.struct_locals import user_name
 from clsim.compiler.structs import StructT, size_of
 from clsim.runtime import record as rec
 
@@ -217,7 +218,7 @@ class StructEmitter:
     def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
         """(buffer code, byte offset code) of a field chain ending at ``node``."""
         if isinstance(node, ast.Name) and isinstance(node.ctype, StructT):  # by value
-            return self.read_var(node.id), self.const(0, "int64")
+            return self.struct_bytes(node.id), self.const(0, "int64")
         if isinstance(node, ast.Name) and isinstance(node.ctype, ct.PtrT):  # xb.d: xb->d
             return self._struct_pointer(node, self.const(0, "int64"), site, store)
         if isinstance(node, ast.BinOp | ast.Call) and isinstance(node.ctype, ct.PtrT):
@@ -274,11 +275,12 @@ class StructEmitter:
 
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
         """The access site of a field chain, the buffer it is in and that buffer's type."""
-        t = node.ctype
+        t = node.ctype.dtype if isinstance(node.ctype, ct.PtrT) else node.ctype
         while isinstance(node, ast.Subscript | ast.Attribute):
             node = node.value
-        if isinstance(node.ctype, StructT):  # an argument by value: no memory access
-            return self.module.site(node, node.id, kind, "private", "uint8"), node.id, None
+        if isinstance(node.ctype, StructT):  # a struct variable: no memory access
+            name = user_name(node.id)
+            return self.module.site(node, name, kind, "private", "uint8"), name, None
         if isinstance(node.ctype, ct.PtrT):
             name, arrt = node.ctype.base, node.ctype.array
         else:
@@ -305,6 +307,41 @@ class StructEmitter:
         if t == "int8":
             return f"np.int8({data}[{off}])"
         return self.helper(f"_ldb_{t}") + f"({data}, {off})"
+
+    def struct_bytes(self, name: str) -> str:
+        """The bytes of struct variable ``name``: an argument's, a helper's own, or this
+        work-item's row of a kernel's private struct."""
+        if self.storage.get(name) == "sarray":
+            return f"v_{name}__c[{self.lid_code()}]"
+        return f"v_{name}"
+
+    def struct_source(self, node) -> tuple[str, str]:
+        """(bytes, checked byte offset) of the record a struct-valued expression reads:
+        ``b``, ``x[i]``, ``p[k]``, ``x[i].inner``; reported as one load of its bytes."""
+        site, name, arrt = self._field_site(node, "load")
+        data, off = self.field_address(node, site, store=False)
+        return data, self.report_bytes(site, name, arrt, off, "load")
+
+    def struct_copy(self, target, value) -> None:
+        """C's struct assignment ``b = x[ib]``, ``x[i] = b``, ``y[j] = x[i]``: the bytes."""
+        size = size_of(value.ctype.dtype if isinstance(value.ctype, ct.PtrT)
+                       else value.ctype)
+
+        def build():
+            src, soff = self.struct_source(value)
+            s = self.fresh("_so")
+            self.pre(f"{s} = {soff}")
+            if isinstance(target, ast.Name):
+                dst, doff = self.struct_bytes(target.id), self.const(0, "int64")
+            else:
+                site, name, arrt = self._field_site(target, "store")
+                dst, off = self.field_address(target, site, store=True)
+                doff = self.fresh("_fo")
+                self.pre(f"{doff} = {off}")
+                doff = self.report_bytes(site, name, arrt, doff, "store")
+            return self.helper("_cpb") + f"({dst}, {doff}, {src}, {s}, {size})"
+
+        self.statement(build)
 
     def field_store(self, target, value) -> None:
         t = target.ctype
