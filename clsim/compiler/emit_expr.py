@@ -24,6 +24,13 @@ from clsim.compiler.vector_emit import VectorEmitter
 from clsim.runtime import record as rec
 
 
+class PointerOffset(ast.expr):
+    """The element offset (an int64) of a pointer expression that is not a variable:
+    ``(x + k)[i]`` and ``view(src, T, off)[i]`` index their buffer at that offset plus i."""
+
+    _fields = ("pointer",)
+
+
 class ExprEmitter(VectorEmitter, StructEmitter):
     """Mixin of ``codegen.FunctionEmitter``: turns typed expression nodes into source."""
 
@@ -253,19 +260,23 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         """(array name, its type, index nodes) of ``a[i]``; through a pointer local ``p``,
         ``p[i]`` is ``base[p + i]`` (p holds the element offset), checked against base."""
         arr = node.value
-        if not isinstance(arr, ast.Name):
-            raise compile_error(node.loc, "index arrays by name (x[i]), not expressions")
         idx = node.slice
         if isinstance(arr.ctype, ct.PtrT):
             ptr: ct.PtrT = arr.ctype
             if not hasattr(node, "ptr_index"):
-                offset = ast.Name(id=arr.id, ctx=ast.Load())
+                offset = (ast.Name(id=arr.id, ctx=ast.Load()) if isinstance(arr, ast.Name)
+                          else PointerOffset(pointer=arr))  # (x + k)[i], view(...)[i]
                 offset.ctype, offset.loc = "int64", node.loc
                 flat = ast.BinOp(left=offset, op=ast.Add(), right=idx)
                 flat.ctype, flat.loc = "int64", node.loc
                 node.ptr_index = flat
             return ptr.base, ptr.array, [node.ptr_index]
+        if not isinstance(arr, ast.Name):
+            raise compile_error(node.loc, "index arrays by name (x[i]), not expressions")
         return arr.id, arr.ctype, idx.elts if isinstance(idx, ast.Tuple) else [idx]
+
+    def e_PointerOffset(self, node):
+        return self.pointer_offset(node.pointer)[2]
 
     def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
         """``buf[i]`` for a load (or the target of a store when index_codes is given)."""

@@ -71,7 +71,7 @@ class StructEmitter:
         site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8",
                                 width=_report_width(ptr.array, size))
         data = self.byte_base(ptr.base, ptr.array)
-        off = (f"({self.read_var(node.value.id)} + {self.typed(node.slice, 'int64')} * "
+        off = (f"({self.pointer_offset(node.value)[2]} + {self.typed(node.slice, 'int64')} * "
                f"{size})")
         checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
                                     store=(kind == "store"))
@@ -208,7 +208,7 @@ class StructEmitter:
         index = self.typed(node.slice, "int64")
         if isinstance(node.value.ctype, ct.ArrayT):
             return self._field_index(index, f"({data}.shape[0] // {size})", site, False)
-        at = self.read_var(node.value.id)
+        at = self.pointer_offset(node.value)[2]
         if ptr.view is None:
             return self._field_index(f"({at} + {index})", f"({data}.shape[0] // {size})",
                                      site, False)
@@ -223,8 +223,7 @@ class StructEmitter:
             return self._struct_pointer(node, self.const(0, "int64"), site, store)
         if isinstance(node, ast.BinOp | ast.Call) and isinstance(node.ctype, ct.PtrT):
             return self._struct_pointer(node, self.const(0, "int64"), site, store)  # (x+1)->d
-        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
-                and isinstance(node.value.ctype, ct.PtrT)):
+        if isinstance(node, ast.Subscript) and isinstance(node.value.ctype, ct.PtrT):
             return self._struct_pointer(node.value, self.typed(node.slice, "int64"), site,
                                         store)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):

@@ -189,23 +189,36 @@ def test_each_work_item_keeps_its_copy_across_barriers(jit):
     np.testing.assert_array_equal(out, i + (i - 1) % 4)
 
 
+@clsim.func
+def set_block(xb, v):
+    xb.qs[3] = 6
+    xb.qs[4] += xb.qs[3]
+
+
 @kernel
-def store_through_record_pointer(x, v):
+def store_through_record_pointer(x, raw, v):
     i = get_global_id(0)
     xb = x + i
     xb.d = v
     xb.qs[2] = 5
+    set_block(xb, v)
+    rb = clsim.view(raw, Q4_0, 2) + i
+    rb.d = v
 
 
 @JIT
 def test_store_through_a_record_pointer(jit):
-    """xb = x + i; xb.d = v is C's xb->d = v."""
+    """xb = x + i; xb.d = v is C's xb->d = v, also in a helper and through a view."""
     x = _blocks(Q4_0, 3, seed=8)
+    raw = np.zeros(2 + 3 * Q4_0.itemsize, np.uint8)
     want = x.copy()
     want["d"] = np.float16(0.25)
     want["qs"][:, 2] = 5
-    clsim.run(store_through_record_pointer, (3,), (3,), (x, np.float16(0.25)), jit=jit)
+    want["qs"][:, 3] = 6
+    want["qs"][:, 4] += np.uint8(6)
+    clsim.run(store_through_record_pointer, (3,), (3,), (x, raw, np.float16(0.25)), jit=jit)
     assert x.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(raw[2:].view(Q4_0)["d"], np.full(3, 0.25, np.float16))
 
 
 @kernel
