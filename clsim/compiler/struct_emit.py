@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
@@ -75,13 +77,20 @@ class StructEmitter:
                f"{size})")
         checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
                                     store=(kind == "store"))
-        if isinstance(ptr.view, ct.VecT) and kind == "store":
-            checked = self._aligned(checked, size, site)
-        elif isinstance(ptr.view, ct.VecT):  # an expression: loads may run conditionally
-            self.checked()
-            checked = (f"{self.helper('_al')}({checked}, {size}, _err, "
-                       f"{self.const(site, 'int64')}, {self.lid_code()})")
+        checked = self._check_alignment(node.value, checked, size, site, kind)
         return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def _check_alignment(self, pointer, off: str, size: int, site: int, kind: str) -> str:
+        """``off`` checked to be a multiple of ``size``: an access through a cast pointer
+        must be aligned to its type (undefined in OpenCL C); nothing to check for bytes,
+        packed structs, or a view whose alignment is known when the kernel compiles."""
+        if size == 1 or not self.bounds_checks or _aligned_view(pointer, size):
+            return off
+        if kind == "store":
+            return self._aligned(off, size, site)
+        self.checked()  # an expression: loads may run conditionally
+        return (f"{self.helper('_al')}({off}, {size}, _err, {self.const(site, 'int64')}, "
+                f"{self.lid_code()})")
 
     def _aligned(self, off: str, size: int, site: int) -> str:
         """``off`` in a temporary, stopping the group when it is not a multiple of ``size``
@@ -140,6 +149,7 @@ class StructEmitter:
         off = f"({start} + {self.typed(offset_node, 'int64')} * {width * size})"
         checked = self._field_index(off, f"({data}.shape[0] - {width * size - 1})", site,
                                     store=(kind == "store"))
+        checked = self._check_alignment(buf, checked, size, site, kind)
         if kind == "load":
             tmp = self.fresh("_vo")
             self.pre(f"{tmp} = {checked}")
@@ -356,6 +366,27 @@ class StructEmitter:
             return self.helper(f"_stb_{t}") + f"({base}, {o}, {v})"
 
         self.statement(build)
+
+
+def _aligned_view(pointer, size: int) -> bool:
+    """``view(x, T)``, ``view(x, T, k)`` with a constant ``k`` that is a multiple of ``size``,
+    or such a view plus an element count: aligned whatever the run-time values."""
+    while isinstance(pointer, ast.BinOp) and isinstance(pointer.op, ast.Add | ast.Sub):
+        left = isinstance(getattr(pointer.left, "ctype", None), ct.PtrT)
+        pointer = pointer.left if left else pointer.right
+    if not (isinstance(pointer, ast.Call) and isinstance(pointer.args[0], ast.Name)
+            and isinstance(pointer.args[0].ctype, ct.ArrayT | ct.PtrT)):
+        return False
+    if isinstance(pointer.args[0].ctype, ct.PtrT) and \
+            not getattr(pointer.args[0], "as_pointer", False):
+        return False  # a pointer local: its offset is known at run time only
+    if len(pointer.args) == 2:  # the start of a buffer, aligned for every type
+        return True
+    offset = pointer.args[2]
+    value = offset.value if isinstance(offset, ast.Constant) else \
+        getattr(offset, "resolved", (None, None))[1] if \
+        getattr(offset, "resolved", (None,))[0] == "const" else None
+    return isinstance(value, int | np.integer) and int(value) % size == 0
 
 
 def _direct(vec: ct.VecT, ptr: ct.PtrT) -> bool:

@@ -64,10 +64,10 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
-            f"through a vector view of '{site.buffer}' at byte offset {index} (a vector access "
-            f"must be aligned to its size; undefined in OpenCL C). Make the byte offset a "
-            f"multiple of {length}, or read with vloadN/vstoreN, which need only the element's "
-            f"alignment.{src}",
+            f"through a view of '{site.buffer}' at byte offset {index} (an access through a "
+            f"cast pointer must be aligned to its type's size; undefined in OpenCL C). Make "
+            f"the byte offset a multiple of {length} (vectors: or read with vloadN/vstoreN, "
+            f"which need only the element's alignment).{src}",
             buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access=site.kind, **fields)
     if code == rec.DIVERGENT_BRANCH:

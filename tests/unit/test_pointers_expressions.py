@@ -67,3 +67,74 @@ def test_pointer_expressions_under_instruments(options):
         results.append(args)
     for plain, instrumented in zip(*results, strict=True):
         np.testing.assert_array_equal(plain, instrumented)
+
+
+@kernel
+def read_floats_at(src, off, out):
+    i = get_global_id(0)
+    p = view(src, np.float32, off)
+    out[i] = p[i]
+
+
+@kernel
+def write_halves_at(src, off, v):
+    i = get_global_id(0)
+    view(src, np.float16, off)[i] = v
+
+
+@kernel
+def vload_at(src, off, out):
+    i = get_global_id(0)
+    out[i] = clsim.vload2(i, view(src, np.float32, off)).y
+
+
+@JIT
+@pytest.mark.parametrize("kern, size, access", [(read_floats_at, 4, "load"),
+                                                (write_halves_at, 2, "store"),
+                                                (vload_at, 4, "load")])
+def test_misaligned_scalar_access_through_a_view(jit, kern, size, access):
+    """A float view at byte 2 (a half view at byte 1) is misaligned: undefined in OpenCL C,
+    a MisalignedAccessError naming kernel, buffer, byte offset and line; aligned offsets
+    read and write as usual."""
+    src = np.zeros(64, np.uint8)
+    last = np.float16(1.0) if kern is write_halves_at else np.zeros(4, np.float32)
+    off = 1 if size == 2 else 2
+    with pytest.raises(clsim.MisalignedAccessError) as info:
+        clsim.run(kern, (4,), (4,), (src, np.int32(off), last), jit=jit)
+    err = info.value
+    assert (err.buffer, err.index, err.length, err.access) == ("src", off, size, access)
+    assert f"misaligned {access} of {size} bytes through a view of 'src' at byte offset " \
+           f"{off}" in str(err) and "test_pointers_expressions.py:" in str(err)
+    assert f"in {kern.name}," in str(err)
+    clsim.run(kern, (4,), (4,), (src, np.int32(2 * size), last), jit=jit)  # aligned: fine
+
+
+def test_views_aligned_at_compile_time_carry_no_check():
+    """view(x, T) and view(x, T, k) with a constant multiple k of T's size are aligned
+    whatever the run: the generated code has no alignment test for them."""
+    from types import SimpleNamespace
+
+    from clsim.compiler.frontend import parse
+    from clsim.compiler.module import generate
+    from clsim.runtime.arguments import kernel_arg_types
+
+    @kernel
+    def constant_views(src, out):
+        i = get_global_id(0)
+        out[i] = view(src, np.float32, 8)[i] + (view(src, np.float32) + 1)[i]
+
+    @kernel
+    def runtime_view(src, off, out):
+        i = get_global_id(0)
+        out[i] = view(src, np.float32, off)[i]
+
+    config = SimpleNamespace(local_size=(4,), jit=False, parallel=False, bounds=True,
+                             subgroup_size=32)
+    bodies = []
+    for kern, args in ((constant_views, (np.zeros(64, np.uint8), np.zeros(4, np.float32))),
+                       (runtime_view, (np.zeros(64, np.uint8), np.int32(0),
+                                       np.zeros(4, np.float32)))):
+        types = kernel_arg_types(kern.name, parse(kern).params, args, set())[0]
+        bodies.append(generate(kern, types, config)[0].split("def _group", 1)[1])
+    assert "_al(" not in bodies[0]
+    assert "_al(" in bodies[1]
