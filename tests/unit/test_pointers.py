@@ -233,8 +233,9 @@ def typed_views(src, out, off):
 @JIT
 def test_typed_views_of_bytes_at_a_byte_offset(jit):
     """view(src, np.float32, off) is (global float *)((global char *)src + off): byte
-    offsets (aligned to the view's type, test_pointers_expressions.py), struct views (block_q4_0 over a byte buffer), half views, pointer arithmetic in
-    elements of the view's type, and stores through a view of another buffer type."""
+    offsets (aligned to the view's type, test_pointers_expressions.py), struct views
+    (block_q4_0 over a byte buffer), half views, pointer arithmetic in elements of the
+    view's type, and stores through a view of another buffer type."""
     src = np.random.default_rng(0).integers(0, 256, 200, dtype=np.uint8)
     src[:144].view(BLOCK)["d"] = np.arange(8)
     out = np.zeros(40, np.float32)
