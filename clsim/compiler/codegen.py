@@ -20,10 +20,11 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.builtin_emit import BuiltinStatements
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
+from clsim.compiler.infer import _OPS, binop_type
 from clsim.compiler.loopvars import has_own_break
 from clsim.compiler.masked import MaskedFlow
+from clsim.compiler.places import is_field
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
-from clsim.compiler.struct_emit import is_field
 from clsim.compiler.structs import StructT
 from clsim.runtime import record as rec
 
@@ -452,6 +453,4 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
 
 
 def _binop_result(s, left_t, right_t):
-    from clsim.compiler.infer import _OPS, binop_type
-
     return binop_type(_OPS[type(s.op)], left_t, right_t, s.loc)

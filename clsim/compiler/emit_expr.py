@@ -18,7 +18,8 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.infer import _CMPS, _OPS
-from clsim.compiler.struct_emit import StructEmitter, is_field
+from clsim.compiler.places import is_field
+from clsim.compiler.struct_emit import StructEmitter
 from clsim.compiler.structs import StructT, size_of
 from clsim.compiler.vector_emit import VectorEmitter
 from clsim.runtime import record as rec

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ast
 
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import vectors as vx
 from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.inline import clone
 from clsim.compiler.structs import StructT
 
 
@@ -28,6 +30,18 @@ def pointer_arith(op: str, a, b, loc):
         raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)}: pointers "
                                  "take p + k, p - k and p - q")
     return ptr
+
+
+def is_field(node) -> bool:
+    """A struct field access (or an element of an array field): a load or store target."""
+    if isinstance(node, ast.Attribute):
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, StructT) or (isinstance(base, ct.PtrT)
+                                             and isinstance(base.dtype, StructT))
+    if isinstance(node, ast.Subscript):
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, ct.ArrayT) and base.space == "field"
+    return False
 
 
 def rewrite_component_store(typer, s, target, value) -> bool:
@@ -164,8 +178,6 @@ def rewrite_field_update(s: ast.AugAssign) -> None:
     """``x[i].d += v`` (a struct field or a view element) becomes ``x[i].d = x[i].d + v``;
     the index expressions have no side effects in kernels, so reading them twice is C's
     meaning."""
-    from clsim.compiler.inline import clone
-
     read = clone(s.target)
     for node in ast.walk(read):
         if hasattr(node, "ctx"):
@@ -180,8 +192,6 @@ def rewrite_field_update(s: ast.AugAssign) -> None:
 
 def is_place_in_bytes(target) -> bool:
     """A struct field (or array-field element) or an element of a typed view."""
-    from clsim.compiler.struct_emit import is_field
-
     if is_field(target):
         return True
     base = getattr(getattr(target, "value", None), "ctype", None)
@@ -217,8 +227,6 @@ def _written(body, program=None):
     """(buffer, node) for every place the body may write a buffer: stores, store and atomic
     builtins, and buffers passed to helpers that write them (any helper, without
     ``program``)."""
-    from clsim.compiler import builtins as table
-
     for root in body:
         for node in ast.walk(root):
             targets = []

@@ -22,18 +22,6 @@ from clsim.runtime import record as rec
 _BYTES = ct.ArrayT("uint8", 1, "global")
 
 
-def is_field(node) -> bool:
-    """A struct field access (or an element of an array field): a load or store target."""
-    if isinstance(node, ast.Attribute):
-        base = getattr(node.value, "ctype", None)
-        return isinstance(base, StructT) or (isinstance(base, ct.PtrT)
-                                             and isinstance(base.dtype, StructT))
-    if isinstance(node, ast.Subscript):
-        base = getattr(node.value, "ctype", None)
-        return isinstance(base, ct.ArrayT) and base.space == "field"
-    return False
-
-
 class StructEmitter:
     """Mixin of ``ExprEmitter``: loads and stores of struct fields."""
 
