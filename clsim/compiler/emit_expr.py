@@ -58,15 +58,15 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             return self.helper("_rh") + f"({code})"
         if ct.is_float(dst):
             return f"np.{dst}({code})"
-        if src == "bool" or ct.is_int(src):
-            return self.helper(f"_w_{dst}") + f"({code})"
+        if src == "bool" or ct.is_int(src):  # wraps to the width (numpy's cast, as C's)
+            return f"np.{dst}({code})"
         return self.helper(f"_f2i_{dst}") + f"({code})"
 
     def wrap(self, code: str, t: str) -> str:
         if t == "float16":  # computed in float32, rounded to half: correctly rounded
             return self.helper("_rh") + f"({code})"
         if ct.is_int(t) and ct.bits(t) <= 32:
-            return self.helper(f"_w_{t}") + f"({code})"
+            return f"np.{t}({code})"
         return code
 
     def bitcast(self, code: str, src: str, dst: str) -> str:
@@ -362,9 +362,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         program = self.module.program
         spec = program.funcs[program.spec_key(kfn, tuple(a.ctype for a in node.args))]
         args = []
-        for a, pt in zip(node.args, spec.param_types, strict=True):
+        for a, pt, param in zip(node.args, spec.param_types, spec.parsed.params, strict=True):
             if isinstance(pt, ct.PtrT):  # the buffer and the pointer's offset into it
                 name, arrt, offset = self.pointer_offset(a)
+                self.module.passed_buffer(kfn.name, pt.base, node.loc.func, name)
                 base, lead = self.array_base(name, arrt)
                 args += [f"{base}[{lead[0]}]" if lead else base, offset]
             elif isinstance(pt, StructT):  # a struct argument by value: its bytes
@@ -374,6 +375,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
                     raise compile_error(node.loc, "pass arrays to helpers by name")
                 base, lead = self.array_base(a.id, pt)
                 args.append(f"{base}[{lead[0]}]" if lead else base)
+                self.module.passed_buffer(kfn.name, param, node.loc.func, a.id)
             else:
                 args.append(self.typed(a, pt))
         self.module.emit_func(spec)

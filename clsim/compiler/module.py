@@ -157,6 +157,8 @@ class ModuleEmitter:
         self.tables: dict[str, str] = {}  # __constant table name -> module-level array
         self.uses_printf = "printf" in program.parsed.flags  # then _pf collects its lines
         self.printf_sites: dict[int, tuple] = {}  # site -> (format, argument kinds)
+        # (helper, its buffer parameter p__buf) -> {(calling function, buffer passed)}
+        self.helper_buffers: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.has_exit = False
         self.instruments: list = []
         self.bounds = True
@@ -181,6 +183,34 @@ class ModuleEmitter:
             self.sites.append(Site(len(self.sites), loc.file, loc.line, loc.func,
                                    loc.text.strip(), buffer, kind, space, str(dtype), width))
         return self._site_keys[key]
+
+    def passed_buffer(self, helper: str, param_buffer: str, caller: str, buffer: str) -> None:
+        """A call of ``helper`` in ``caller`` passes ``buffer`` (the caller's name for it) or
+        a pointer into it as the helper's buffer ``param_buffer`` (``p``, or ``p__buf``
+        behind a pointer parameter)."""
+        self.helper_buffers.setdefault((helper, param_buffer), set()).add((caller, buffer))
+
+    def user_buffer(self, func: str, buffer: str, seen=()) -> set[str]:
+        """The kernel's buffers behind ``buffer`` as function ``func`` names it (a helper's
+        ``p__buf`` is whatever its callers passed as ``p``)."""
+        callers = self.helper_buffers.get((func, buffer))
+        if not callers or (func, buffer) in seen:
+            return {buffer}
+        return {name for caller, passed in callers
+                for name in self.user_buffer(caller, passed, (*seen, (func, buffer)))}
+
+    def sites_named_for_users(self) -> list[Site]:
+        """The site table with each helper's buffer parameter named by the kernel argument
+        behind it (``x``; ``p (x or y)`` when the calls pass different buffers)."""
+        out = []
+        for site in self.sites:
+            if (site.func, site.buffer) in self.helper_buffers:
+                names = sorted(self.user_buffer(site.func, site.buffer))
+                param = site.buffer.removesuffix("__buf")
+                site = site._replace(buffer=names[0] if len(names) == 1 else
+                                     f"{param} ({' or '.join(names)})")
+            out.append(site)
+        return out
 
     def table(self, name: str, arrt) -> str:
         """The module-level array of the __constant table ``name`` (read from the kernel's
@@ -414,6 +444,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.items(analysis.tree)
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
+    module.sites = module.sites_named_for_users()
     source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
     if module.uses_printf:
         source += f"_PRINTF = {module.printf_sites!r}\n"

@@ -77,8 +77,8 @@ class StructEmitter:
         if kind == "store":
             return self._aligned(off, size, site)
         self.checked()  # an expression: loads may run conditionally
-        return (f"{self.helper('_al')}({off}, {size}, _err, {self.const(site, 'int64')}, "
-                f"{self.lid_code()})")
+        return (f"{self.helper('_al')}({off}, {self.const(size, 'int64')}, _err, "
+                f"{self.const(site, 'int64')}, {self.lid_code()})")
 
     def _aligned(self, off: str, size: int, site: int) -> str:
         """``off`` in a temporary, stopping the group when it is not a multiple of ``size``
@@ -87,7 +87,8 @@ class StructEmitter:
         self.pre(f"{tmp} = {off}")
         self.pre(f"if {tmp} % {size} != 0:\n"
                  f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_MISALIGNED, 'int64')}, "
-                 f"{self.const(site, 'int64')}, {tmp}, {size}, {self.lid_code()})\n"
+                 f"{self.const(site, 'int64')}, {tmp}, {self.const(size, 'int64')}, "
+                 f"{self.lid_code()})\n"
                  f"    {self.err_return}")
         return tmp
 
@@ -247,8 +248,8 @@ class StructEmitter:
             stride = size_of(arrt.dtype)
             flat = []
             for dim, ix in enumerate(indices):
-                code = self._field_index(self.typed(ix, "int64"), str(arrt.shape[dim]), site,
-                                         store)
+                code = self._field_index(self.typed(ix, "int64"),
+                                         self.const(arrt.shape[dim], "int64"), site, store)
                 inner = 1
                 for n in arrt.shape[dim + 1:]:
                     inner *= n

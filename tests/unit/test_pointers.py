@@ -377,5 +377,5 @@ def helper_past_end(x, out):
 
 
 def test_helpers_check_pointers_against_the_callers_buffer():
-    with pytest.raises(clsim.OutOfBoundsError, match="store to p__buf"):
+    with pytest.raises(clsim.OutOfBoundsError, match=r"store to out\[2\] out of bounds \(len 2\)"):
         clsim.run(helper_past_end, (1,), (1,), (np.ones(1, np.float32), np.zeros(2, np.float32)))
