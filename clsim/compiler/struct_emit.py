@@ -58,7 +58,9 @@ class StructEmitter:
         """(bytes code, checked byte offset, element type) of ``p[i]`` on a typed view."""
         ptr: ct.PtrT = node.value.ctype
         size = size_of(ptr.view)
-        site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8",
+        site = self.module.site(node, ptr.base, kind, ptr.array.space,
+                                rec.view_dtype(ct.cname(ptr.view) if not isinstance(
+                                    ptr.view, StructT) else "struct", size),
                                 width=_report_width(ptr.array, size))
         data = self.byte_base(ptr.base, ptr.array)
         off = (f"({self.pointer_offset(node.value)[2]} + {self.typed(node.slice, 'int64')} * "
@@ -131,7 +133,8 @@ class StructEmitter:
                                           "as its scalar type)")
         size = size_of(ptr.view)
         offset_node = call.args[0] if kind == "load" else call.args[1]
-        site = self.module.site(call, ptr.base, kind, ptr.array.space, "uint8",
+        site = self.module.site(call, ptr.base, kind, ptr.array.space,
+                                rec.view_dtype(f"{ct.cname(ptr.view)}{width}", size * width),
                                 width=_report_width(ptr.array, size * width))
         data = self.byte_base(ptr.base, ptr.array)
         _name, _arrt, start = self.pointer_offset(buf)

@@ -69,3 +69,29 @@ def test_view_errors_in_helpers_name_the_kernels_buffer():
     with pytest.raises(clsim.MisalignedAccessError) as info:
         clsim.run(view_in_helper, (2,), (2,), (raw, np.int32(2), np.zeros(2, np.float32)))
     assert info.value.buffer == "raw" and "view of 'raw' at byte offset 2" in str(info.value)
+
+
+@kernel
+def view_past_end(raw, out):
+    i = get_global_id(0)
+    out[i] = view(raw, np.float32, 4)[i]
+
+
+@kernel
+def vload_past_end(raw, out):
+    i = get_global_id(0)
+    out[i] = clsim.vload2(i, view(raw, np.float32, 8)).x
+
+
+def test_view_out_of_bounds_quotes_bytes_of_the_buffer():
+    """Through a view the index is a byte offset: the message says so, with the access's
+    type and size and the buffer's size in bytes (not an element index of the buffer)."""
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(view_past_end, (4,), (4,), (np.zeros(16, np.uint8), np.zeros(4, np.float32)))
+    err = info.value
+    assert (err.buffer, err.index) == ("raw", 16)
+    assert ("load of a float (4 bytes) at byte offset 16 of 'raw' through a view, out of "
+            "bounds ('raw' has 16 bytes)") in str(err)
+    with pytest.raises(clsim.OutOfBoundsError, match=r"load of a float2 \(8 bytes\) at byte "
+                                                     r"offset 16 of 'raw' through a view"):
+        clsim.run(vload_past_end, (2,), (2,), (np.zeros(20, np.uint8), np.zeros(2, np.float32)))
