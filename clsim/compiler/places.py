@@ -244,7 +244,7 @@ def _written(body, program=None):
                     targets = [a for k, a in enumerate(node.args)
                                if _address(a) and (writes is None or k in writes)]
             for t in targets:
-                buf = buffer_of(t)
+                buf = None if copy_root(t) is not None else buffer_of(t)  # b.d: b's bytes
                 if buf is not None:
                     yield buf, node
 
