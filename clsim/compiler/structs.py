@@ -94,7 +94,8 @@ def _store_source(t: str) -> str:
 
 # A whole record copied (b = x[ib], x[i] = b, y[j] = x[i]): C's struct assignment, its bytes.
 _COPY_SOURCE = """def _cpb(dst, doff, src, soff, n):
-    dst[doff:doff + n] = src[soff:soff + n]"""
+    for k in range(n):
+        dst[doff + k] = src[soff + k]"""
 
 
 def _helpers() -> tuple[Helper, ...]:
