@@ -80,17 +80,27 @@ def access(instruments, gen, site: int, buffer: str, arrt, codes: list[str], kin
     return codes
 
 
-def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic: bool):
+def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic):
     storage = gen.storage.get(buffer, "param") if gen.in_group_fn else "helper"
     array, lead = gen.array_base(buffer, arrt)
     record = gen.module.sites[site]
     shape = tuple(arrt.shape) if arrt.shape else None
+    params = list(gen.module.program.arg_types)
+    param = params.index(buffer) if storage == "param" and buffer in params else None
+    kind = "atomic" if atomic or kind not in ("load", "store") else kind
     return ev.AccessEvent(
-        kind="atomic" if atomic or kind not in ("load", "store") else kind,
-        space=arrt.space, buffer=buffer, storage=storage, dtype=str(arrt.dtype), shape=shape,
-        index=(), width=record.width, site=record,
+        kind=kind, space=arrt.space, buffer=buffer, storage=storage, dtype=str(arrt.dtype),
+        shape=shape, index=(), width=record.width, site=record,
         lanes=ev.ONE_ITEM if gen.in_wi else ev.WHOLE_GROUP, lid=gen.lid_code(),
-        array=array, lead=tuple(lead))
+        array=array, lead=tuple(lead), param=param, effect=_effect(kind, atomic))
+
+
+def _effect(kind: str, atomic) -> str:
+    """``AccessEvent.effect``: ``atomic`` is True (a read-modify-write) or, for the C11
+    atomics that move data one way, "load" or "store"."""
+    if kind != "atomic":
+        return kind
+    return atomic if atomic in ("load", "store") else "rmw"
 
 
 def flop(instruments, gen, kind: str, dtype) -> None:

@@ -39,6 +39,10 @@ class AccessEvent:
     the access does not choose: the work-item's row of a private array). ``storage`` is
     "param" (a kernel argument), "larray" (a ``local_array``), "parray" (a ``private_array``)
     or "helper" (a parameter of a ``@clsim.func`` helper, whose object is found by address).
+    ``param`` is the buffer's position among the kernel's parameters (``LaunchInfo.params``,
+    ``values``) when ``storage`` is "param", else None. ``effect`` is what the access does to
+    memory: "load", "store" or "rmw" (read-modify-write); an atomic's may be any of them
+    (``atomic_load`` only reads, ``atomic_store`` only writes).
     """
 
     kind: str  # "load", "store" or "atomic" (read-modify-writes and exchanges)
@@ -54,6 +58,8 @@ class AccessEvent:
     lid: str  # code of the linear local id of the lane running it ("0" at group level)
     array: str
     lead: tuple[str, ...] = ()
+    param: int | None = None
+    effect: str = "load"
 
     @property
     def atomic(self) -> bool:

@@ -49,7 +49,7 @@ def counted_slots(sites) -> dict[int, int]:
 
     A site's slot depends only on the sites registered before it, so the compile-time hooks
     (which see the table growing) and ``build`` (which sees it finished) agree. ``sites`` are
-    ``compiler.module.Site`` records or the tuples of a generated module's ``_SITES``.
+    ``clsim.runtime.record.Site`` records or the tuples of a generated module's ``_SITES``.
     """
     slots: dict[int, int] = {}
     for site in sites:
