@@ -92,7 +92,8 @@ def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic):
         kind=kind, space=arrt.space, buffer=buffer, storage=storage, dtype=str(arrt.dtype),
         shape=shape, index=(), width=record.width, site=record,
         lanes=ev.ONE_ITEM if gen.in_wi else ev.WHOLE_GROUP, lid=gen.lid_code(),
-        array=array, lead=tuple(lead), param=param, effect=_effect(kind, atomic))
+        array=array, lead=tuple(lead), param=param, effect=_effect(kind, atomic),
+        node=gen.module.site_nodes.get(site))
 
 
 def _effect(kind: str, atomic) -> str:
@@ -101,6 +102,16 @@ def _effect(kind: str, atomic) -> str:
     if kind != "atomic":
         return kind
     return atomic if atomic in ("load", "store") else "rmw"
+
+
+def loop(instruments, gen, node, range_tuple: str, var_type: str, start: bool) -> None:
+    """Before or after a work-item ``for`` loop (``range_tuple``: the code of its range
+    arguments); only in the kernel body, where the loop runs per work-item."""
+    if not (gen.in_group_fn and gen.in_wi):
+        return
+    event = ev.LoopEvent(node, f"len(range(*{range_tuple}))", str(var_type), start)
+    for inst in instruments:
+        inst.on_loop(event, ev.Emit(gen))
 
 
 def flop(instruments, gen, kind: str, dtype) -> None:
