@@ -80,6 +80,28 @@ def _tr_g(LANE, vb, idx, isz):
 """))
 
 
+# Every run of an access a loop makes once per iteration at an affine index (``loops``),
+# recorded after the loop: ``count`` runs at indices ``last - (count - 1 - j) * stride``
+# (``stride = last - prev``: the last two iterations' indices), as ``count`` calls of the
+# recorders above would have logged them. ``vb`` is the buffer base (0 for local arrays).
+_define("_tr_ga", """
+def _tr_ga(LANE, vb, last, prev, count, isz):
+    if count <= 0:
+        return
+    step = (last - prev) * isz if count > 1 else 0
+    addr = vb + last * isz - step * (count - 1)
+    c = np.uint64(c0 + s * nl + lid)
+    n = T[c]
+    T[c] = n + count
+    block = (cap >> 3) + 1
+    for j in range(count):
+        k = min(n + j, cap)
+        L[np.uint64((((s * block + (k >> 3)) * nl + lid) << 3) + (k & 7))] = addr
+        addr += step
+    T[np.uint64(p0 + s)] = 1
+""".replace("LANE", _LANE))
+
+
 # A buffer reached through a helper function's parameter: which kernel argument is it? The
 # dummy row after the arguments catches anything else.
 _define("_tr_param", _src("""

@@ -30,16 +30,17 @@ import numpy as np
 
 from clsim.errors import InvalidArgumentError
 from clsim.instruments.base import Instrument, LaunchInfo
-from clsim.instruments.events import AccessEvent, Emit
+from clsim.instruments.events import ONE_ITEM, AccessEvent, Emit, LoopEvent
 from clsim.profiles import DeviceProfile, load_profile
 from clsim.traffic import (
     arena,
     helpers,  # noqa: F401  (registers the helper sources)
 )
 from clsim.traffic import layout as lay
+from clsim.traffic import loops
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 6  # of the generated code; part of the compile cache key
+VERSION = 7  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id and the step counter.
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
@@ -65,12 +66,22 @@ def _repeatable(code: str) -> bool:
 _ONE_WAY = {"load": lay.R_ATOMIC_LOAD, "store": lay.R_STORE}
 
 
+def _linear(out: Emit, event: AccessEvent, codes: list[str]) -> str:
+    """The linear element index of a local access from its per-dimension index codes."""
+    shape = event.shape or (0,) * len(codes)
+    linear = codes[0]
+    for dim, code in zip(shape[1:], codes[1:], strict=True):
+        linear = f"({linear} * {_int(out, dim)} + {code})"
+    return linear
+
+
 class TrafficInstrument(Instrument):
     """Counts traffic for one run; see the module docstring."""
 
     name = "traffic"
     options: ClassVar = {"traffic": False, "simd_width": None, "profile": None}
     result = "traffic"
+    per_loop = True  # record affine accesses of work-item loops once per loop (``loops``)
 
     @classmethod
     def create(cls, config) -> TrafficInstrument | None:
@@ -89,6 +100,8 @@ class TrafficInstrument(Instrument):
             profile = load_profile(str(profile))
         self.profile = profile
         self._dirty: set[int] = set()  # flop counters (_trF<k>) not yet added to the arena
+        self._loops: list[loops.AffineLoop | None] = []  # the work-item loops being emitted
+        self._loop_count = 0
         from clsim.traffic.cache import CacheConfig  # imports Numba: only when counting
 
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
@@ -100,7 +113,7 @@ class TrafficInstrument(Instrument):
         return ["_trTT", "_trM", "_trLL", "_trRR", "_trFN"]
 
     def key(self) -> tuple:
-        return (self.name, VERSION, self.device.simd_width)
+        return (self.name, VERSION, self.device.simd_width, self.per_loop)
 
     def on_group_start(self, out: Emit) -> None:
         group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
@@ -129,12 +142,59 @@ class TrafficInstrument(Instrument):
             at = _int(out, lay.S0 + slot * lay.S_COLS + lay.S_KIND)
             codes = (*codes[:-1], f"{out.helper('_tr_k')}({self._arena(event.in_kernel)}, "
                                   f"{at}, {_int(out, _ONE_WAY[event.effect])}, {codes[-1]})")
+        deferred = self._defer(event, out, slot)
+        if deferred is not None:
+            return deferred
         lane = self._lane(out, event, slot)
         isz = _int(out, np.dtype(event.dtype).itemsize)
         if site.space == "local":
             return self._local(out, event, lane, codes, isz)
         call = f"{out.helper('_tr_g')}({lane}, {self._buffer(out, event)}"
         return (*codes[:-1], f"{call}, {codes[-1]}, {isz})")
+
+    def on_loop(self, event: LoopEvent, out: Emit) -> None:
+        """Before a work-item loop: find its accesses at affine indices (``loops``) and zero
+        the locals that will hold their indices; after it: record all their runs."""
+        if event.start:
+            self._loop_count += 1
+            loop = loops.analyse(event.node, event.var_type, self._loop_count) \
+                if self.per_loop else None
+            self._loops.append(loop)
+            if loop is not None:
+                out.emit(loop.init_lines())
+            return
+        loop = self._loops.pop()
+        for access, slot, last, prev in loop.deferred if loop is not None else ():
+            lane = self._lane(out, access, slot)
+            isz = _int(out, np.dtype(access.dtype).itemsize)
+            if access.site.space == "local":
+                base, last, prev = _int(out, 0), _linear(out, access, last), _linear(
+                    out, access, prev)
+            else:
+                base, last, prev = self._buffer(out, access), last[0], prev[0]
+            out.emit(f"{out.helper('_tr_ga')}({lane}, {base}, {last}, {prev}, {event.count}, "
+                     f"{isz})")
+
+    def _defer(self, event: AccessEvent, out: Emit, slot: int) -> tuple[str, ...] | None:
+        """The index codes of an access recorded once per loop (its indices kept in locals,
+        this iteration's and the previous one's), or None to record it per access."""
+        loop = self._loops[-1] if self._loops else None
+        node = id(event.node) if event.node is not None else None
+        if loop is None or node not in loop.accesses or event.kind not in loop.accesses[node][2]:
+            return None
+        if not event.in_kernel or event.lanes != ONE_ITEM or event.atomic:
+            return None
+        if event.site.space != "local" and len(event.index) != 1:
+            return None
+        if any(a.node is event.node and a.kind == event.kind for a, *_ in loop.deferred):
+            return None  # the same access twice in one iteration: record the second as usual
+        last, prev = loop.captures(node, event.kind)
+        if len(last) != len(event.index):
+            return None
+        for now, before, code in zip(last, prev, event.index, strict=True):
+            out.pre(f"{before} = {now}\n{now} = np.int64({code})")
+        loop.deferred.append((event, slot, last, prev))
+        return tuple(last)
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """One operation per work-item (``count`` None): work-item code of the kernel body
