@@ -102,7 +102,8 @@ def build(info, dev: Device) -> list[np.ndarray]:
     flags += 1
     b0 = lay.S0 + rows.size
     x0 = b0 + args.size
-    cnt0 = x0 + simd * (max_words + 1) + max(dev.banks, 0) + 2
+    # Scratch: gathered lanes, sorted words, per-bank counts, then 2 cursors per lane.
+    cnt0 = x0 + simd * (max_words + 3) + max(dev.banks, 0) + 2
     pend0 = cnt0 + ns * nl
     # Rows padded to whole, separate cache lines: threads write their own rows per access.
     TT = np.zeros((threads, -(-(pend0 + ns) // 8) * 8 + ROW_PAD), np.int64)

@@ -81,25 +81,31 @@ def _tr_g(LANE, vb, idx, isz):
 
 
 # Every run of an access a loop makes once per iteration at an affine index (``loops``),
-# recorded after the loop: ``count`` runs at indices ``last - (count - 1 - j) * stride``
-# (``stride = last - prev``: the last two iterations' indices), as ``count`` calls of the
-# recorders above would have logged them. ``vb`` is the buffer base (0 for local arrays).
-_define("_tr_ga", """
-def _tr_ga(LANE, vb, last, prev, count, isz):
+# recorded after the loop as one descriptor (layout.py): ``count`` runs at indices
+# ``last - (count - 1 - j) * stride`` (``stride = last - prev``: the last two iterations'
+# indices). ``vb`` is the buffer base (0 for local arrays). A full log keeps the runs for
+# ``steps.end`` to count as single-lane steps, as the per-access recorders' dump does.
+_define("_tr_ga", _src("""
+def _tr_ga(T, L, c0, p0, cap, nl, s, lid, vb, last, prev, count, isz):
     if count <= 0:
         return
     step = (last - prev) * isz if count > 1 else 0
-    addr = vb + last * isz - step * (count - 1)
+    row = np.uint64({S0} + s * {S_COLS})
     c = np.uint64(c0 + s * nl + lid)
     n = T[c]
-    T[c] = n + count
-    block = (cap >> 3) + 1
-    for j in range(count):
-        k = min(n + j, cap)
-        L[np.uint64((((s * block + (k >> 3)) * nl + lid) << 3) + (k & 7))] = addr
-        addr += step
+    if n + {D_COLS} > cap:
+        T[row + {S_LOST}] += count
+    else:
+        block = s * ((cap >> 3) + 1)
+        first = vb + last * isz - step * (count - 1)
+        for e in range(3):
+            k = n + e
+            L[np.uint64((((block + (k >> 3)) * nl + lid) << 3) + (k & 7))] = (
+                first if e == 0 else (step if e == 1 else count))
+        T[c] = n + {D_COLS}
     T[np.uint64(p0 + s)] = 1
-""".replace("LANE", _LANE))
+    T[row + {S_AFFINE}] = 1
+"""))
 
 
 # A buffer reached through a helper function's parameter: which kernel argument is it? The
