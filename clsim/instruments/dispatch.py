@@ -109,9 +109,22 @@ def loop(instruments, gen, node, range_tuple: str, var_type: str, start: bool) -
     arguments); only in the kernel body, where the loop runs per work-item."""
     if not (gen.in_group_fn and gen.in_wi):
         return
-    event = ev.LoopEvent(node, f"len(range(*{range_tuple}))", str(var_type), start)
+    event = ev.LoopEvent(node, _trip_count(range_tuple, len(node.iter.args)), str(var_type),
+                         start)
     for inst in instruments:
         inst.on_loop(event, ev.Emit(gen))
+
+
+def _trip_count(t: str, nargs: int) -> str:
+    """Code of the iteration count of ``range(*t)`` (``t`` a tuple of ``nargs`` int64s), in
+    plain arithmetic: Numba's ``len(range(*t))`` costs more than a short loop's body."""
+    if nargs == 1:
+        return f"max({t}[0], 0)"
+    if nargs == 2:
+        return f"max({t}[1] - {t}[0], 0)"
+    up = f"max(({t}[1] - {t}[0] + {t}[2] - 1) // {t}[2], 0)"
+    down = f"max(({t}[0] - {t}[1] - {t}[2] - 1) // -{t}[2], 0)"
+    return f"({up} if {t}[2] > 0 else {down})"
 
 
 def flop(instruments, gen, kind: str, dtype) -> None:
