@@ -234,6 +234,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         it = s.iter
         var = self.fresh("_r")
         self.statement(lambda: f"{var}a = ({', '.join(self.typed(a, 'int64') for a in it.args)},)")
+        self.module.on_loop(self, s, var, t, start=True)  # instruments: before the loop
         self.emit(f"for {var} in range(*{var}a):")
         self.loop_depth += 1
         with self.indented():
@@ -242,6 +243,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         self.loop_depth -= 1
         if has_own_break(s):  # run to its end, C leaves the first value that failed the test
             self.emit(f"else:\n    {self.write_var(s.target.id)} = {self.loop_end(var, s, t)}")
+        self.module.on_loop(self, s, var, t, start=False)  # instruments: after the loop
         self._after_exit_check(s)
 
     def loop_end(self, var: str, loop: ast.For, t: str) -> str:

@@ -152,6 +152,7 @@ class ModuleEmitter:
         self.bitcasts: set[tuple[str, str]] = set()
         self.sites: list[Site] = []
         self._site_keys: dict[tuple, int] = {}
+        self.site_nodes: dict[int, object] = {}
         self.func_sources: dict[str, str] = {}
         self.lifted: dict[str, str] = {}  # body -> name of a vector expression's function
         self.tables: dict[str, str] = {}  # __constant table name -> module-level array
@@ -180,6 +181,7 @@ class ModuleEmitter:
         if key not in self._site_keys:
             loc = node.loc
             self._site_keys[key] = len(self.sites)
+            self.site_nodes[len(self.sites)] = node  # the access's AST node, for instruments
             self.sites.append(Site(len(self.sites), loc.file, loc.line, loc.func,
                                    loc.text.strip(), buffer, kind, space, str(dtype), width))
         return self._site_keys[key]
@@ -260,6 +262,12 @@ class ModuleEmitter:
 
     def on_subgroup_barrier(self, gen, stmt, site) -> None:
         dispatch.subgroup_barrier(self.instruments, gen, stmt, site)
+
+    def on_loop(self, gen, loop, var: str, var_type: str, *, start: bool) -> None:
+        """Before (``start``) and after a work-item ``for`` loop whose range arguments are
+        the tuple ``{var}a``."""
+        if self.instruments:
+            dispatch.loop(self.instruments, gen, loop, f"{var}a", var_type, start)
 
     def access(self, gen, site, buffer, arrt, codes, kind, atomic=False) -> list[str]:
         return dispatch.access(self.instruments, gen, site, buffer, arrt, codes, kind, atomic)
