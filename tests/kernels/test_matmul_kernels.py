@@ -18,7 +18,8 @@ from clsim import float4, get_global_id, kernel, vload4
 from clsim.errors import OutOfBoundsError
 from clsim.spec import get_spec
 
-NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock", "matmul_float4"]
+NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock", "matmul_float4",
+         "matmul_regblock_float4"]
 HALF_NAMES = ["matmul_half", "matmul_vload_half", "matmul_half8", "matmul_vload_half8",
               "matmul_tiled_vload_half"]
 DIMS = st.integers(1, 21)  # past one 16-tile, several 4-blocks and two 8-wide strips
@@ -47,7 +48,7 @@ def test_variants_match_numpy_and_ascending_k_variants_agree_bitwise(m, n, k, se
         np.testing.assert_allclose(inputs["c"], spec.reference(inputs)["c"], rtol=rtol,
                                    atol=atol)
         results[name] = inputs["c"] + np.float32(0.0)  # -0.0 -> +0.0
-    for name in ("matmul_tiled", "matmul_regblock", "matmul_float4"):
+    for name in ("matmul_tiled", "matmul_regblock", "matmul_float4", "matmul_regblock_float4"):
         assert results[name].tobytes() == results["matmul"].tobytes(), name
 
 
