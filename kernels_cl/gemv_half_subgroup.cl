@@ -3,7 +3,8 @@
 // kernels_py/gemv_half.py. gemv_half_subgroup reads W through half types and is compiled only
 // where the device has cl_khr_fp16; gemv_vload_half_subgroup reads it with vload_half.
 // gemv_vload_half_nrows: N_DST rows per sub-group through vload_half, rows past nrows never
-// read (as gemv_nrows in gemv_subgroup.cl).
+// read (as gemv_nrows in gemv_subgroup.cl); gemv_half_nrows the same through half types
+// (cl_khr_fp16 only).
 // Ids are long because the Python kernels' are int64.
 #pragma OPENCL FP_CONTRACT OFF
 #ifdef cl_khr_fp16
@@ -110,3 +111,38 @@ __kernel void gemv_vload_half_nrows(__global const half* w, __global const float
         }
     }
 }
+
+#ifdef cl_khr_fp16
+#ifdef cl_intel_required_subgroup_size
+__attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
+#endif
+__kernel void gemv_half_nrows(__global const half* w, __global const float* x,
+                              __global float* y, int nrows, int ncols)
+{
+    long first = ((long)get_group_id(0) * get_num_sub_groups() + get_sub_group_id()) * N_DST;
+    long lane = get_sub_group_local_id();
+    long width = get_sub_group_size();
+    if (first < nrows) {
+        float acc[N_DST];
+        for (long z = 0; z < N_DST; z++) {
+            acc[z] = 0.0f;
+        }
+        for (long c = lane; c < ncols; c += width) {
+            float xc = x[c];
+            for (long r = 0; r < N_DST; r++) {
+                if (first + r < nrows) {
+                    acc[r] += (float)w[(first + r) * ncols + c] * xc;
+                }
+            }
+        }
+        long k = 0;
+        while (k < N_DST) {
+            float total = subgroup_sum_butterfly(acc[k]);
+            if (lane == 0 && first + k < nrows) {
+                y[first + k] = total;
+            }
+            k += 1;
+        }
+    }
+}
+#endif

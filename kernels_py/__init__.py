@@ -11,6 +11,7 @@ from kernels_py import (  # noqa: F401
     argmax_two_phase,
     gemv,
     gemv_half,
+    gemv_half8,
     gemv_quant,
     gemv_quant_k,
     gguf_dequant,
