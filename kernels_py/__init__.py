@@ -26,6 +26,7 @@ from kernels_py import (  # noqa: F401
     reduce_sum,
     softmax,
     softmax_ggml,
+    softmax_ggml_4,
     softmax_online,
     softmax_subgroup,
     softmax_vec,
