@@ -157,4 +157,5 @@ def test_report_shows_the_half_weight_variants_side_by_side(tmp_path, capsys):
                  "--json", str(tmp_path / "report.json")]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines()
                   if line.startswith("metric"))
-    assert {"gemv", "gemv_subgroup", "gemv_nrows", *HALF_TWINS} <= set(header.split()[1:])
+    assert {"gemv", "gemv_subgroup", "gemv_nrows", *HALF_TWINS, "gemv_half8",
+            "gemv_vload_half8"} <= set(header.split()[1:])

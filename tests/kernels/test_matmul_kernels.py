@@ -150,11 +150,11 @@ def test_report_shows_the_vector_and_half_variants_side_by_side(tmp_path, capsys
                  "--json", str(out)]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines()
                   if line.startswith("metric"))
-    assert set(NAMES + HALF_NAMES) <= set(header.split()[1:])
+    assert {*NAMES, *HALF_NAMES, "matmul_dot_vload_half"} <= set(header.split()[1:])
     unique = {v["label"]: v["traffic"]["totals"]["unique_bytes"]
               for v in json.loads(out.read_text())["variants"]}
     inputs_f32 = 4 * (9 * 11 + 11 * 10)
-    for name in HALF_NAMES:
+    for name in (*HALF_NAMES, "matmul_dot_vload_half"):
         assert unique[name] == unique["matmul"] - inputs_f32 // 2, name
 
 
