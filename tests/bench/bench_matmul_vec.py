@@ -58,7 +58,10 @@ def main(rounds: int = 2) -> int:
         f"start, {load_end:.1f} at the end (2 cores, shared with other sessions: absolute "
         "times are pessimistic, the ratios hold within the run).",
         "",
-        "| kernel | warm | first run (compile incl.) | work-items | global load bytes |",
+        "The first run is this process's first launch: it compiles unless clsim's on-disk "
+        "kernel cache already holds the kernel (then it is a warm run with the cache load).",
+        "",
+        "| kernel | warm | first run | work-items | global load bytes |",
         "| --- | --- | --- | --- | --- |",
     ]
     for name in NAMES:
