@@ -165,7 +165,7 @@ _COMMON = dict(make_inputs=make_inputs, reference=reference, outputs={"y": EXACT
                default_shape={"rows": 1024, "cols": 4096}, tolerance=(1e-4, 1e-3),
                family="gemv")
 _SUBGROUP = dict(launch=subgroup_launch(1), subgroup_size=SUBGROUP_SIZE)
-_VLOAD_SUBGROUP = dict(cl_file="gemv_half_subgroup.cl", requires=frozenset({"subgroups"}),
+_VLOAD_SUBGROUP = dict(cl_file="gemv_half_vload_subgroup.cl", requires=frozenset({"subgroups"}),
                        subgroup_size=SUBGROUP_SIZE)
 
 register(KernelSpec(
@@ -196,4 +196,5 @@ register(KernelSpec(
     name="gemv_half_nrows", kernel=gemv_half_nrows, launch=subgroup_launch(N_DST),
     description=f"y = W x, half W (cl_khr_fp16), {N_DST} rows per sub-group (llama.cpp's "
                 "N_DST), rows past the end never read",
-    **{**_COMMON, **_VLOAD_SUBGROUP, "requires": frozenset({"fp16", "subgroups"})}))
+    cl_file="gemv_half_subgroup.cl", requires=frozenset({"fp16", "subgroups"}),
+    subgroup_size=SUBGROUP_SIZE, **_COMMON))
