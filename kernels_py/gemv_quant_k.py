@@ -16,7 +16,6 @@ Rows are whole super-blocks (``ncols`` a multiple of 256; the launch plans refus
 """
 
 import numpy as np
-from hypothesis import strategies as st
 
 import clsim
 from clsim import (
@@ -44,9 +43,15 @@ from kernels_py.gguf_structs import GGML, QK_K, random_blocks
 
 SUB = 32  # values per sub-block
 SUBS = QK_K // SUB
-# Rows of at most 8 super-blocks: a drawn case stays quick on Oclgrind.
-FUZZ_SHAPES = st.builds(lambda r, b: {"rows": r, "blocks": b}, st.integers(1, 9),
-                        st.integers(1, 8))
+
+
+def fuzz_shapes():
+    """The verifier's shapes: rows of at most 8 super-blocks keep a drawn case quick on
+    Oclgrind. Built on demand: importing the library must not import Hypothesis."""
+    from hypothesis import strategies as st
+
+    return st.builds(lambda r, b: {"rows": r, "blocks": b}, st.integers(1, 9),
+                     st.integers(1, 8))
 
 
 @clsim.func
@@ -110,7 +115,7 @@ def launch_subgroup_rows_k(inputs, shape, local_size=None, subgroup_size=SUBGROU
 
 _GEMV = dict(make_inputs=make_inputs, reference=reference(GGML.Q4_K), outputs={"y": EXACT},
              tolerance=(1e-4, 1e-3), default_shape={"rows": 4096, "blocks": 16},
-             fuzz_shapes=FUZZ_SHAPES, family="gemv_quant")
+             fuzz_shapes=fuzz_shapes, family="gemv_quant")
 
 register(KernelSpec(
     name="gemv_q4_k", kernel=gemv_q4_k, cl_file="gemv_quant_k.cl",
