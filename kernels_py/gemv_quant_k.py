@@ -56,13 +56,15 @@ def fuzz_shapes():
 
 @clsim.func
 def q4_k_sub_dot(w, ib, j, x, x_at):
-    """Sub-block j of Q4_K block w[ib] dotted with x[x_at:x_at+32]."""
+    """Sub-block j of Q4_K block w[ib] dotted with x[x_at:x_at+32]. Each x value is loaded
+    once, into a register, for both sums (as ggml's kernel keeps its lane's x in yl/yh)."""
     sumq = 0.0
     sumx = 0.0
     for k in range(SUB):
         q = nibble(np.int32(w[ib].qs[SUB * (j // 2) + k]), j % 2 == 1)
-        sumq += np.float32(q) * x[x_at + k]
-        sumx += x[x_at + k]
+        xk = x[x_at + k]
+        sumq += np.float32(q) * xk
+        sumx += xk
     scale = np.float32(w[ib].d) * np.float32(scale_k4(w, ib, j))
     offset = np.float32(w[ib].dmin) * np.float32(min_k4(w, ib, j))
     return scale * sumq - offset * sumx

@@ -126,6 +126,27 @@ def test_rows_that_are_not_whole_blocks_are_refused(name):
     assert info.value.argument == "ncols"
 
 
+def _x_load_bytes(name, shape, local=None, size=None):
+    """Global bytes the launch's work-items ask of x, in the traffic model."""
+    spec = get_spec(name)
+    inputs = spec.make_inputs(np.random.default_rng(0), shape)
+    extra = {"subgroup_size": size} if size else {}
+    launch = spec.launch(inputs, shape, local, **extra)
+    result = clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args,
+                       jit=False, traffic=True, subgroup_size=size or spec.subgroup_size)
+    return sum(site.bytes for site in result.traffic.site_records
+               if site.buffer == "x" and site.dtype == "float32" and site.kind == "load"
+               and site.space == "global")  # helpers call a block buffer "x" too
+
+
+@pytest.mark.parametrize("name", ["gemv_q4_k", "gemv_q4_k_subgroup"])
+def test_q4_k_loads_each_x_value_once_per_row(name):
+    """A sub-block's two sums (q * x and x alone) share one load of each x value: x costs
+    4 bytes a weight, not 8 (the kernels loaded it twice before)."""
+    shape = {"rows": 3, "blocks": 2}
+    assert _x_load_bytes(name, shape) == 4 * 3 * 2 * 256
+
+
 N_DST = 4  # rows per sub-group, as llama.cpp's N_DST
 
 
