@@ -13,6 +13,7 @@ from kernels_py import (  # noqa: F401
     gemv_half,
     gemv_quant,
     gemv_quant_k,
+    gemv_quant_k_split,
     gguf_dequant,
     gguf_q4_k,
     gguf_quants,

@@ -32,11 +32,10 @@ from clsim.spec import EXACT, KernelSpec, register
 from kernels_py.common import subgroup_sum_butterfly
 from kernels_py.gemv_quant import (
     SUBGROUP_SIZE,
-    check_whole_blocks,
     group_total,
     launch_rows,
-    launch_subgroup_rows,
     reference,
+    subgroup_rows_launch,
 )
 from kernels_py.gguf_dequant import min_k4, nibble, scale_k4
 from kernels_py.gguf_structs import GGML, QK_K, random_blocks
@@ -110,24 +109,20 @@ def make_inputs(rng, shape):
             "ncols": np.int32(cols)}
 
 
-def launch_subgroup_rows_k(inputs, shape, local_size=None, subgroup_size=SUBGROUP_SIZE):
-    check_whole_blocks(inputs, QK_K)
-    return launch_subgroup_rows(inputs, shape, local_size, subgroup_size)
-
-
+_ROW_ARGS = ("blocks", "x", "y", "nrows", "ncols")
 _GEMV = dict(make_inputs=make_inputs, reference=reference(GGML.Q4_K), outputs={"y": EXACT},
              tolerance=(1e-4, 1e-3), default_shape={"rows": 4096, "blocks": 16},
              fuzz_shapes=fuzz_shapes, family="gemv_quant")
 
 register(KernelSpec(
     name="gemv_q4_k", kernel=gemv_q4_k, cl_file="gemv_quant_k.cl",
-    launch=launch_rows(("blocks", "x", "y", "nrows", "ncols"), QK_K),
+    launch=launch_rows(_ROW_ARGS, QK_K),
     description="y = W x, W in Q4_K blocks (interleaved), a work-group per row, a work-item "
                 "per 32-value sub-block",
     **_GEMV))
 register(KernelSpec(
     name="gemv_q4_k_subgroup", kernel=gemv_q4_k_subgroup, cl_file="gemv_quant_k_subgroup.cl",
-    launch=launch_subgroup_rows_k, subgroup_size=SUBGROUP_SIZE,
+    launch=subgroup_rows_launch(_ROW_ARGS, QK_K), subgroup_size=SUBGROUP_SIZE,
     requires=frozenset({"subgroups"}),
     description="y = W x, W in Q4_K blocks, a sub-group per row, shuffle-xor butterfly",
     **_GEMV))

@@ -39,7 +39,8 @@ from verify.runner import run_pair
 from verify.testing import device_params
 
 GEMV_SPECS = ["gemv_q4_0", "gemv_q8_0", "gemv_q4_0_split", "gemv_q4_0_split_lanes",
-              "gemv_q4_0_subgroup", "gemv_q8_0_subgroup", "gemv_q4_k", "gemv_q4_k_subgroup"]
+              "gemv_q4_0_subgroup", "gemv_q8_0_subgroup", "gemv_q4_k", "gemv_q4_k_subgroup",
+              "gemv_q4_k_split", "gemv_q4_k_split_subgroup"]
 SUBGROUP_SPECS = [n for n in GEMV_SPECS if n.endswith("_subgroup")]
 
 
@@ -139,7 +140,8 @@ def _x_load_bytes(name, shape, local=None, size=None):
                and site.space == "global")  # helpers call a block buffer "x" too
 
 
-@pytest.mark.parametrize("name", ["gemv_q4_k", "gemv_q4_k_subgroup"])
+@pytest.mark.parametrize("name", ["gemv_q4_k", "gemv_q4_k_subgroup", "gemv_q4_k_split",
+                                  "gemv_q4_k_split_subgroup"])
 def test_q4_k_loads_each_x_value_once_per_row(name):
     """A sub-block's two sums (q * x and x alone) share one load of each x value: x costs
     4 bytes a weight, not 8 (the kernels loaded it twice before)."""
