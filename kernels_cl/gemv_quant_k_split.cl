@@ -1,11 +1,13 @@
-// gemv_q4_k_split, convert_block_q4_k, restore_block_q4_k: Q4_K on the split layout (quants,
-// packed scales, d and dmin in four buffers, as llama.cpp's kernel_convert_block_q4_K makes
-// them). Twin of kernels_py/gemv_quant_k_split.py: a sub-block adds
-// (d*sc)*sum(q*x) - (dm*m)*sum(x) in element order, a work-item its sub-blocks in order, a
-// local tree the work-items in a fixed order, so the result is exact against the simulator.
-// Halves are read with vload_half and copied as their 16 bits through ushort pointers (a copy
-// through float would change a NaN's payload), so nothing needs cl_khr_fp16. The sub-group
-// variant is in gemv_quant_k_split_subgroup.cl. Ids are long (int64 in Python).
+// gemv_q4_k_split, gemv_q4_k_split_lanes, convert_block_q4_k, restore_block_q4_k: Q4_K on
+// the split layout (quants, packed scales, d and dmin in four buffers, as llama.cpp's
+// kernel_convert_block_q4_K makes them). Twin of kernels_py/gemv_quant_k_split.py. In
+// gemv_q4_k_split a sub-block adds (d*sc)*sum(q*x) - (dm*m)*sum(x) in element order, a
+// work-item its sub-blocks in order; in gemv_q4_k_split_lanes work-item k takes quant byte k
+// of the row; a local tree adds the work-items in a fixed order, so both are exact against
+// the simulator. Halves are read with vload_half and copied as their 16 bits through ushort
+// pointers (a copy through float would change a NaN's payload), so nothing needs
+// cl_khr_fp16. The sub-group variant is in gemv_quant_k_split_subgroup.cl. Ids are long
+// (int64 in Python).
 #pragma OPENCL FP_CONTRACT OFF
 
 #define QK_K 256
@@ -106,6 +108,48 @@ __kernel void gemv_q4_k_split(__global const uchar* q, __global const uchar* s,
     float acc = 0.0f;
     for (long t = lid; t < nb * SUBS; t += wg) {
         acc += q4_k_split_sub_dot(q, s, d, dm, row * nb + t / SUBS, t % SUBS, x, t * SUB);
+    }
+    float total = group_total(acc, lid, wg, scratch);
+    if (lid == 0) {
+        y[row] = total;
+    }
+}
+
+// Quant byte k (0..127) of split super-block blk dotted with its two x values (the low nibble
+// is value 64c + i of sub-block 2c, the high one value 64c + 32 + i, c = k / 32, i = k % 32).
+inline float q4_k_split_byte_dot(__global const uchar* q, __global const uchar* s,
+                                 __global const half* d, __global const half* dm, long row_at,
+                                 long blk, long k, __global const float* x, long x_at)
+{
+    long c = k / SUB;
+    float x_lo = x[x_at + 2 * SUB * c + k % SUB];
+    float x_hi = x[x_at + 2 * SUB * c + k % SUB + SUB];
+    int byte = (int)q[row_at + k];
+    float scale = vload_half(blk, d);
+    float offset = vload_half(blk, dm);
+    long at = blk * K_SCALE_SIZE;
+    float lo = (scale * (float)scale_k4_split(s, at, 2 * c)) * ((float)(byte & 15) * x_lo)
+               - (offset * (float)min_k4_split(s, at, 2 * c)) * x_lo;
+    float hi = (scale * (float)scale_k4_split(s, at, 2 * c + 1)) * ((float)(byte >> 4) * x_hi)
+               - (offset * (float)min_k4_split(s, at, 2 * c + 1)) * x_hi;
+    return lo + hi;
+}
+
+__kernel void gemv_q4_k_split_lanes(__global const uchar* q, __global const uchar* s,
+                                    __global const half* d, __global const half* dm,
+                                    __global const float* x, __global float* y, int nrows,
+                                    int ncols)
+{
+    __local float scratch[MAX_WG];
+    long row = get_group_id(0);
+    long lid = get_local_id(0);
+    long wg = get_local_size(0);
+    long nb = ncols / QK_K;
+    float acc = 0.0f;
+    for (long k = lid; k < nb * QS; k += wg) {  // neighbouring work-items, neighbouring bytes
+        long b = k / QS;
+        acc += q4_k_split_byte_dot(q, s, d, dm, (row * nb + b) * QS, row * nb + b, k % QS, x,
+                                   b * QK_K);
     }
     float total = group_total(acc, lid, wg, scratch);
     if (lid == 0) {

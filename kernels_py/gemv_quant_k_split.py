@@ -7,6 +7,11 @@ scales and mins ``s`` (12 bytes), and the half super-block scales ``d`` and ``dm
 - ``convert_block_q4_k``: interleaved blocks to the four buffers, one work-item a block;
   ``restore_block_q4_k`` is its inverse (a bit-exact round trip: halves are copied as halves,
   quant and scale bytes as bytes).
+- ``gemv_q4_k_split_lanes``: the split layout with the work-items of a row sharing its
+  super-blocks: work-item k takes quant byte k (a value of sub-block 2c and one of 2c + 1), so
+  neighbouring work-items read neighbouring bytes of ``q`` and of ``x``; each value's term is
+  ``(d * sc) * (q * x) - (dm * m) * x`` (more flops than factoring the sums, another order:
+  exact against its twin, not the other variants' bits).
 - ``gemv_q4_k_split`` / ``gemv_q4_k_split_subgroup``: y = W x on the split layout, a
   work-group (local tree) or a sub-group (shuffle-xor butterfly) per row, a work-item per
   32-value sub-block, each sub-block ``(d * sc) * sum(q * x) - (dm * m) * sum(x)`` with each x
@@ -91,6 +96,41 @@ def gemv_q4_k_split(q, s, d, dm, x, y, nrows, ncols):
     acc = 0.0
     for t in range(lid, nb * SUBS, wg):
         acc += q4_k_split_sub_dot(q, s, d, dm, row * nb + t // SUBS, t % SUBS, x, t * SUB)
+    total = group_total(acc, lid, wg)
+    if lid == 0:
+        y[row] = total
+
+
+@clsim.func
+def q4_k_split_byte_dot(q, s, d, dm, row_at, blk, k, x, x_at):
+    """Quant byte k (0..127) of split super-block blk dotted with its two x values: the low
+    nibble is value 64c + i of the block (sub-block 2c), the high one value 64c + 32 + i
+    (sub-block 2c + 1), c = k // 32, i = k % 32. Each term is (d*sc)*(q*x) - (dm*m)*x."""
+    c = k // SUB
+    x_lo = x[x_at + 2 * SUB * c + k % SUB]
+    x_hi = x[x_at + 2 * SUB * c + k % SUB + SUB]
+    byte = np.int32(q[row_at + k])
+    scale = np.float32(d[blk])
+    offset = np.float32(dm[blk])
+    at = blk * K_SCALE_SIZE
+    lo = ((scale * np.float32(scale_k4_split(s, at, 2 * c))) * (np.float32(byte & 15) * x_lo)
+          - (offset * np.float32(min_k4_split(s, at, 2 * c))) * x_lo)
+    hi = ((scale * np.float32(scale_k4_split(s, at, 2 * c + 1))) * (np.float32(byte >> 4) * x_hi)
+          - (offset * np.float32(min_k4_split(s, at, 2 * c + 1))) * x_hi)
+    return lo + hi
+
+
+@kernel
+def gemv_q4_k_split_lanes(q, s, d, dm, x, y, nrows, ncols):
+    row = get_group_id(0)
+    lid = get_local_id(0)
+    wg = get_local_size(0)
+    nb = ncols // QK_K
+    acc = 0.0
+    for k in range(lid, nb * QS, wg):  # neighbouring work-items, neighbouring quant bytes
+        b = k // QS
+        acc += q4_k_split_byte_dot(q, s, d, dm, (row * nb + b) * QS, row * nb + b, k % QS, x,
+                                   b * QK_K)
     total = group_total(acc, lid, wg)
     if lid == 0:
         y[row] = total
@@ -186,6 +226,12 @@ register(KernelSpec(
     launch=launch_rows(_SPLIT_ROW_ARGS, QK_K),
     description="y = W x, Q4_K split into quant, scale and two half buffers, a work-group "
                 "per row, a work-item per 32-value sub-block",
+    **_GEMV))
+register(KernelSpec(
+    name="gemv_q4_k_split_lanes", kernel=gemv_q4_k_split_lanes, cl_file="gemv_quant_k_split.cl",
+    launch=launch_rows(_SPLIT_ROW_ARGS, QK_K),
+    description="y = W x, split Q4_K, work-item k of a row takes quant byte k (two values of "
+                "two sub-blocks; coalesced)",
     **_GEMV))
 register(KernelSpec(
     name="gemv_q4_k_split_subgroup", kernel=gemv_q4_k_split_subgroup,

@@ -35,7 +35,8 @@ from kernels_py.gguf_structs import QK
 
 GEMV_SPECS = ["gemv_q4_0", "gemv_q8_0", "gemv_q4_0_split", "gemv_q4_0_split_lanes",
               "gemv_q4_0_subgroup", "gemv_q8_0_subgroup", "gemv_q4_k", "gemv_q4_k_subgroup",
-              "gemv_q4_k_split", "gemv_q4_k_split_subgroup", "gemv_q4_0_nrows",
+              "gemv_q4_k_split", "gemv_q4_k_split_subgroup", "gemv_q4_k_split_lanes",
+              "gemv_q4_0_nrows",
               "gemv_q8_0_nrows"]
 
 
@@ -54,14 +55,14 @@ def _assert_matches_numpy(spec, inputs):
 
 
 @pytest.mark.parametrize("name", ["gemv_q4_0", "gemv_q8_0", "gemv_q4_0_split_lanes",
-                                  "gemv_q4_k"])
+                                  "gemv_q4_k", "gemv_q4_k_split_lanes"])
 @given(rows=st.integers(1, 6), blocks=st.integers(1, 12),
        local=st.sampled_from([1, 3, 16, 64]), seed=st.integers(0, 2**16))
 def test_quantized_gemv_matches_dequantized_numpy(name, rows, blocks, local, seed):
     """y matches the float64 product of gguf-dequantized W and x, for any local size (more
     work-items than blocks included)."""
     spec = get_spec(name)
-    shape = {"rows": rows, "blocks": blocks if name != "gemv_q4_k" else 1 + blocks % 3}
+    shape = {"rows": rows, "blocks": blocks if "q4_k" not in name else 1 + blocks % 3}
     inputs = spec.make_inputs(np.random.default_rng(seed), shape)
     _run(name, inputs, shape, (local,))
     _assert_matches_numpy(spec, inputs)
@@ -136,7 +137,7 @@ def _x_load_bytes(name, shape, local=None, size=None):
 
 
 @pytest.mark.parametrize("name", ["gemv_q4_k", "gemv_q4_k_subgroup", "gemv_q4_k_split",
-                                  "gemv_q4_k_split_subgroup"])
+                                  "gemv_q4_k_split_subgroup", "gemv_q4_k_split_lanes"])
 def test_q4_k_loads_each_x_value_once_per_row(name):
     """A sub-block's two sums (q * x and x alone) share one load of each x value: x costs
     4 bytes a weight, not 8 (the kernels loaded it twice before)."""
