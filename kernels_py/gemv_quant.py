@@ -17,6 +17,9 @@ Blocks are read as ``w[ib].d`` (a half) and ``w[ib].qs[j]`` (kernels_py.gguf_str
   converts Q4_0 to (``kernel_convert_block_q4_0``): the quants of all blocks in one buffer
   ``q`` (16 bytes a block), the half scales in another ``d``, so loads of either are
   contiguous; ``convert_block_q4_0`` makes it, ``restore_block_q4_0`` is its inverse.
+
+N_DST rows per sub-group (llama.cpp's layout): kernels_py.gemv_quant_nrows. Q4_K:
+kernels_py.gemv_quant_k (interleaved) and gemv_quant_k_split (split layout).
 """
 
 import gguf

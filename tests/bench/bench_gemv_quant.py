@@ -24,7 +24,7 @@ from benchlib import append_section, best_interleaved  # noqa: E402
 
 TARGET = {"gemv_q4_0": 10.0}
 DEFAULT_VARIANTS = ("gemv_q4_0", "gemv_q4_0_nrows", "gemv_q8_0_nrows", "gemv_q4_k",
-                    "gemv_q4_k_split", "gemv_q4_k_split_subgroup")
+                    "gemv_q4_k_split", "gemv_q4_k_split_lanes", "gemv_q4_k_split_subgroup")
 
 
 def measure(name: str):

@@ -1,6 +1,8 @@
 """Quantized GEMV (Q4_0, Q8_0, Q4_K; interleaved, split and sub-group) against numpy on weights
 dequantized by gguf, over drawn rows (one row included), blocks per row and local sizes; the
-split-layout and sub-group variants give the interleaved one's bits; convert_block_q4_0 and
+split-layout and sub-group variants give the interleaved one's bits, the N_DST-row variants
+the one-row sub-group kernels' bits; in the traffic model the Q4_K kernels load each x value
+once a row and the N_DST-row kernels once per N_DST rows; convert_block_q4_0 and
 restore_block_q4_0 round-trip exactly. Edge cases of llama.cpp's bug reports: one-row matrices
 (m = 1) on every variant, fewer rows than a work-group's sub-groups (the launch has idle
 sub-groups: our kernels guard every read, and the simulator's bounds check catches a variant
