@@ -48,9 +48,10 @@ inline int min_k4(__global const block_q4_K* x, long ib, long j)
     return ((int)x[ib].scales[j + 4] >> 4) | (((int)x[ib].scales[j] >> 6) << 4);
 }
 
-// Sub-block j of Q4_K block w[ib] dotted with x[x_at..+32]. The sums are volatile: the Intel
-// CPU runtime vectorised (reassociated) this loop despite FP_CONTRACT OFF (up to 24576 ulp
-// apart at 4096 x 4096, measured), as it did gguf_q4_k.cl's sub-block sums.
+// Sub-block j of Q4_K block w[ib] dotted with x[x_at..+32], each x value loaded once for
+// both sums. The sums are volatile: the Intel CPU runtime vectorised (reassociated) this loop
+// despite FP_CONTRACT OFF (up to 24576 ulp apart at 4096 x 4096, measured), as it did
+// gguf_q4_k.cl's sub-block sums.
 inline float q4_k_sub_dot(__global const block_q4_K* w, long ib, long j,
                           __global const float* x, long x_at)
 {
@@ -58,8 +59,9 @@ inline float q4_k_sub_dot(__global const block_q4_K* w, long ib, long j,
     volatile float sumx = 0.0f;
     for (long k = 0; k < SUB; k++) {
         int q = nibble((int)w[ib].qs[SUB * (j / 2) + k], j % 2 == 1);
-        sumq += (float)q * x[x_at + k];
-        sumx += x[x_at + k];
+        float xk = x[x_at + k];
+        sumq += (float)q * xk;
+        sumx += xk;
     }
     float scale = vload_half(0, &w[ib].d) * (float)scale_k4(w, ib, j);
     float offset = vload_half(0, &w[ib].dmin) * (float)min_k4(w, ib, j);

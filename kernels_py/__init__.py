@@ -14,6 +14,8 @@ from kernels_py import (  # noqa: F401
     gemv_half8,
     gemv_quant,
     gemv_quant_k,
+    gemv_quant_k_split,
+    gemv_quant_nrows,
     gguf_dequant,
     gguf_q4_k,
     gguf_quants,

@@ -17,6 +17,9 @@ Blocks are read as ``w[ib].d`` (a half) and ``w[ib].qs[j]`` (kernels_py.gguf_str
   converts Q4_0 to (``kernel_convert_block_q4_0``): the quants of all blocks in one buffer
   ``q`` (16 bytes a block), the half scales in another ``d``, so loads of either are
   contiguous; ``convert_block_q4_0`` makes it, ``restore_block_q4_0`` is its inverse.
+
+N_DST rows per sub-group (llama.cpp's layout): kernels_py.gemv_quant_nrows. Q4_K:
+kernels_py.gemv_quant_k (interleaved) and gemv_quant_k_split (split layout).
 """
 
 import gguf
@@ -237,12 +240,16 @@ def launch_rows(names, values_per_block=QK):
     return launch
 
 
-def launch_subgroup_rows(inputs, shape, local_size=None, subgroup_size=SUBGROUP_SIZE):
-    check_whole_blocks(inputs, QK)
-    local = local_size or (subgroup_size * SUBGROUPS_PER_GROUP,)
-    groups = max(1, -(-int(inputs["nrows"]) // -(-local[0] // subgroup_size)))
-    return Launch((groups * local[0],), local,
-                  tuple(inputs[k] for k in ("blocks", "x", "y", "nrows", "ncols")))
+def subgroup_rows_launch(names, values_per_block=QK, rows_per_subgroup=1):
+    """Whole work-groups of SUBGROUPS_PER_GROUP sub-groups (or the given local size), each
+    sub-group taking rows_per_subgroup rows; ``names`` are the kernel's arguments in order."""
+    def launch(inputs, shape, local_size=None, subgroup_size=SUBGROUP_SIZE):
+        check_whole_blocks(inputs, values_per_block)
+        local = local_size or (subgroup_size * SUBGROUPS_PER_GROUP,)
+        rows_per_group = -(-local[0] // subgroup_size) * rows_per_subgroup
+        groups = max(1, -(-int(inputs["nrows"]) // rows_per_group))
+        return Launch((groups * local[0],), local, tuple(inputs[k] for k in names))
+    return launch
 
 
 def launch_blocks(names):
@@ -296,6 +303,7 @@ _GEMV = dict(cl_file="gemv_quant.cl", outputs={"y": EXACT}, tolerance=(1e-4, 1e-
              default_shape={"rows": 4096, "blocks": 128}, family="gemv_quant")
 _Q4, _Q8 = make_inputs(GGML.Q4_0), make_inputs(GGML.Q8_0)
 _ROW_ARGS = ("blocks", "x", "y", "nrows", "ncols")
+launch_subgroup_rows = subgroup_rows_launch(_ROW_ARGS)
 
 register(KernelSpec(
     name="gemv_q4_0", kernel=gemv_q4_0, make_inputs=_Q4, launch=launch_rows(_ROW_ARGS),

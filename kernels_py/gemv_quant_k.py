@@ -16,7 +16,6 @@ Rows are whole super-blocks (``ncols`` a multiple of 256; the launch plans refus
 """
 
 import numpy as np
-from hypothesis import strategies as st
 
 import clsim
 from clsim import (
@@ -33,31 +32,38 @@ from clsim.spec import EXACT, KernelSpec, register
 from kernels_py.common import subgroup_sum_butterfly
 from kernels_py.gemv_quant import (
     SUBGROUP_SIZE,
-    check_whole_blocks,
     group_total,
     launch_rows,
-    launch_subgroup_rows,
     reference,
+    subgroup_rows_launch,
 )
 from kernels_py.gguf_dequant import min_k4, nibble, scale_k4
 from kernels_py.gguf_structs import GGML, QK_K, random_blocks
 
 SUB = 32  # values per sub-block
 SUBS = QK_K // SUB
-# Rows of at most 8 super-blocks: a drawn case stays quick on Oclgrind.
-FUZZ_SHAPES = st.builds(lambda r, b: {"rows": r, "blocks": b}, st.integers(1, 9),
-                        st.integers(1, 8))
+
+
+def fuzz_shapes():
+    """The verifier's shapes: rows of at most 8 super-blocks keep a drawn case quick on
+    Oclgrind. Built on demand: importing the library must not import Hypothesis."""
+    from hypothesis import strategies as st
+
+    return st.builds(lambda r, b: {"rows": r, "blocks": b}, st.integers(1, 9),
+                     st.integers(1, 8))
 
 
 @clsim.func
 def q4_k_sub_dot(w, ib, j, x, x_at):
-    """Sub-block j of Q4_K block w[ib] dotted with x[x_at:x_at+32]."""
+    """Sub-block j of Q4_K block w[ib] dotted with x[x_at:x_at+32]. Each x value is loaded
+    once, into a register, for both sums (as ggml's kernel keeps its lane's x in yl/yh)."""
     sumq = 0.0
     sumx = 0.0
     for k in range(SUB):
         q = nibble(np.int32(w[ib].qs[SUB * (j // 2) + k]), j % 2 == 1)
-        sumq += np.float32(q) * x[x_at + k]
-        sumx += x[x_at + k]
+        xk = x[x_at + k]
+        sumq += np.float32(q) * xk
+        sumx += xk
     scale = np.float32(w[ib].d) * np.float32(scale_k4(w, ib, j))
     offset = np.float32(w[ib].dmin) * np.float32(min_k4(w, ib, j))
     return scale * sumq - offset * sumx
@@ -103,24 +109,20 @@ def make_inputs(rng, shape):
             "ncols": np.int32(cols)}
 
 
-def launch_subgroup_rows_k(inputs, shape, local_size=None, subgroup_size=SUBGROUP_SIZE):
-    check_whole_blocks(inputs, QK_K)
-    return launch_subgroup_rows(inputs, shape, local_size, subgroup_size)
-
-
+_ROW_ARGS = ("blocks", "x", "y", "nrows", "ncols")
 _GEMV = dict(make_inputs=make_inputs, reference=reference(GGML.Q4_K), outputs={"y": EXACT},
              tolerance=(1e-4, 1e-3), default_shape={"rows": 4096, "blocks": 16},
-             fuzz_shapes=FUZZ_SHAPES, family="gemv_quant")
+             fuzz_shapes=fuzz_shapes, family="gemv_quant")
 
 register(KernelSpec(
     name="gemv_q4_k", kernel=gemv_q4_k, cl_file="gemv_quant_k.cl",
-    launch=launch_rows(("blocks", "x", "y", "nrows", "ncols"), QK_K),
+    launch=launch_rows(_ROW_ARGS, QK_K),
     description="y = W x, W in Q4_K blocks (interleaved), a work-group per row, a work-item "
                 "per 32-value sub-block",
     **_GEMV))
 register(KernelSpec(
     name="gemv_q4_k_subgroup", kernel=gemv_q4_k_subgroup, cl_file="gemv_quant_k_subgroup.cl",
-    launch=launch_subgroup_rows_k, subgroup_size=SUBGROUP_SIZE,
+    launch=subgroup_rows_launch(_ROW_ARGS, QK_K), subgroup_size=SUBGROUP_SIZE,
     requires=frozenset({"subgroups"}),
     description="y = W x, W in Q4_K blocks, a sub-group per row, shuffle-xor butterfly",
     **_GEMV))

@@ -23,7 +23,6 @@ exact against a device only where they are correctly rounded. NaN inputs are out
 """
 
 import numpy as np
-from hypothesis import strategies as st
 
 import clsim
 from clsim import as_int, fabs, get_global_id, kernel, private_array, sqrt, view
@@ -32,9 +31,16 @@ from kernels_py.gguf_q4_k_ref import quantize_q4_k_ref
 from kernels_py.gguf_structs import BLOCK_Q4_K, QK_K
 
 SUB = 32  # values per sub-block
-# One work-item runs ~10**5 operations per block: a few blocks per drawn case keep Oclgrind fast.
-FUZZ_SHAPES = st.builds(lambda b: {"blocks": b}, st.integers(1, 6))
 NSTEP = 20
+
+
+def fuzz_shapes():
+    """The verifier's shapes: one work-item runs ~10**5 operations per block, so a few blocks
+    per drawn case keep Oclgrind fast. Built on demand: importing the library must not import
+    Hypothesis (about 1 s on every clsim command)."""
+    from hypothesis import strategies as st
+
+    return st.builds(lambda b: {"blocks": b}, st.integers(1, 6))
 
 
 @clsim.func
@@ -213,7 +219,7 @@ def quant_reference(inputs):
 register(KernelSpec(
     name="quantize_q4_k", kernel=quantize_q4_k, make_inputs=quant_inputs, launch=launch_quant,
     reference=quant_reference, outputs={"out": EXACT}, default_shape={"blocks": 32},
-    fuzz_shapes=FUZZ_SHAPES, cl_file="gguf_q4_k.cl", family="gguf",
+    fuzz_shapes=fuzz_shapes, cl_file="gguf_q4_k.cl", family="gguf",
     fuzz_floats={"allow_nan": False, "allow_inf": False},
     description="float32 to Q4_K blocks (block_q4_K structs) by ggml's reference algorithm, "
                 "one work-item per 256-value super-block"))

@@ -135,8 +135,10 @@ def spec_shapes(draw: st.DrawFn, spec: KernelSpec, max_elements: int = MAX_ELEME
     """A problem shape for ``spec``: each key of its default shape drawn with
     ``problem_sizes`` (1, sizes next to powers of two, anything), the last key (the contiguous
     one, e.g. cols) first, within ``max_elements`` in all. A spec attribute ``fuzz_shapes``
-    (a strategy of shape dicts) replaces this."""
+    (a strategy of shape dicts, or a function returning one) replaces this."""
     custom = getattr(spec, "fuzz_shapes", None)
+    if callable(custom):  # built on demand, so a library of specs need not import Hypothesis
+        custom = custom()
     if custom is not None:
         return dict(draw(custom))
     shape: dict[str, int] = {}

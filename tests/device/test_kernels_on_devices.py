@@ -102,9 +102,11 @@ def test_default_shape_agrees(name, device):
 
 SUBGROUP_SIZES = (8, 16, 32)
 SUBGROUP_SPECS = sorted(n for n, s in SPECS.items() if s.subgroup_size and
-                        s.family in ("argmax", "gemv", "matmul", "softmax") and
+                        s.family in ("argmax", "gemv", "gemv_quant", "matmul", "softmax") and
                         n != "softmax_subgroup")  # that one is in test_subgroup_twins.py
+# gemv_quant: fewer rows than sub-groups (and than N_DST), and a row count with a tail.
 SUBGROUP_SHAPES = {"argmax": [{"n": 3001}, {"n": 1}], "gemv": [{"rows": 7, "cols": 301}],
+                   "gemv_quant": [{"rows": 2, "blocks": 3}, {"rows": 7, "blocks": 5}],
                    "matmul": [{"M": 5, "N": 7, "K": 33}],
                    "softmax": [{"heads": 5, "rows": 3, "cols": 150}]}
 

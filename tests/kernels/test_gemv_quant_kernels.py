@@ -1,18 +1,19 @@
 """Quantized GEMV (Q4_0, Q8_0, Q4_K; interleaved, split and sub-group) against numpy on weights
 dequantized by gguf, over drawn rows (one row included), blocks per row and local sizes; the
-split-layout and sub-group variants give the interleaved one's bits; convert_block_q4_0 and
+split-layout and sub-group variants give the interleaved one's bits, the N_DST-row variants
+the one-row sub-group kernels' bits; in the traffic model the Q4_K kernels load each x value
+once a row and the N_DST-row kernels once per N_DST rows; convert_block_q4_0 and
 restore_block_q4_0 round-trip exactly. Edge cases of llama.cpp's bug reports: one-row matrices
 (m = 1) on every variant, fewer rows than a work-group's sub-groups (the launch has idle
 sub-groups: our kernels guard every read, and the simulator's bounds check catches a variant
 that reads the weights of rows past the tensor, as llama.cpp's mul_mv kernels do), and row
 lengths that are not whole blocks (GGUF has no partial blocks: the launch plans refuse them
-with an error naming ncols). On devices with sub-groups, the quantized sub-group variants at
-sub-group sizes 8, 16 and 32 agree with their twins (a skip with the reason elsewhere).
+with an error naming ncols). The quantized sub-group variants at sub-group sizes 8, 16 and 32
+against their twins: tests/device/test_kernels_on_devices.py (family gemv_quant).
 
 Sweeps run in no-JIT mode (each new local or sub-group size would be a fresh Numba compile).
 """
 
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -33,14 +34,12 @@ from clsim.spec import get_spec
 from kernels_py.common import subgroup_sum_butterfly
 from kernels_py.gemv_quant import q4_0_dot
 from kernels_py.gguf_structs import QK
-from verify.devices import get_device
-from verify.pairs import Case, kernel_params, spec_pair
-from verify.runner import run_pair
-from verify.testing import device_params
 
 GEMV_SPECS = ["gemv_q4_0", "gemv_q8_0", "gemv_q4_0_split", "gemv_q4_0_split_lanes",
-              "gemv_q4_0_subgroup", "gemv_q8_0_subgroup", "gemv_q4_k", "gemv_q4_k_subgroup"]
-SUBGROUP_SPECS = [n for n in GEMV_SPECS if n.endswith("_subgroup")]
+              "gemv_q4_0_subgroup", "gemv_q8_0_subgroup", "gemv_q4_k", "gemv_q4_k_subgroup",
+              "gemv_q4_k_split", "gemv_q4_k_split_subgroup", "gemv_q4_k_split_lanes",
+              "gemv_q4_0_nrows",
+              "gemv_q8_0_nrows"]
 
 
 def _run(name, inputs, shape, local=None, size=None):
@@ -58,14 +57,14 @@ def _assert_matches_numpy(spec, inputs):
 
 
 @pytest.mark.parametrize("name", ["gemv_q4_0", "gemv_q8_0", "gemv_q4_0_split_lanes",
-                                  "gemv_q4_k"])
+                                  "gemv_q4_k", "gemv_q4_k_split_lanes"])
 @given(rows=st.integers(1, 6), blocks=st.integers(1, 12),
        local=st.sampled_from([1, 3, 16, 64]), seed=st.integers(0, 2**16))
 def test_quantized_gemv_matches_dequantized_numpy(name, rows, blocks, local, seed):
     """y matches the float64 product of gguf-dequantized W and x, for any local size (more
     work-items than blocks included)."""
     spec = get_spec(name)
-    shape = {"rows": rows, "blocks": blocks if name != "gemv_q4_k" else 1 + blocks % 3}
+    shape = {"rows": rows, "blocks": blocks if "q4_k" not in name else 1 + blocks % 3}
     inputs = spec.make_inputs(np.random.default_rng(seed), shape)
     _run(name, inputs, shape, (local,))
     _assert_matches_numpy(spec, inputs)
@@ -126,6 +125,55 @@ def test_rows_that_are_not_whole_blocks_are_refused(name):
     assert info.value.argument == "ncols"
 
 
+def _x_load_bytes(name, shape, local=None, size=None):
+    """Global bytes the launch's work-items ask of x, in the traffic model."""
+    spec = get_spec(name)
+    inputs = spec.make_inputs(np.random.default_rng(0), shape)
+    extra = {"subgroup_size": size} if size else {}
+    launch = spec.launch(inputs, shape, local, **extra)
+    result = clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args,
+                       jit=False, traffic=True, subgroup_size=size or spec.subgroup_size)
+    return sum(site.bytes for site in result.traffic.site_records
+               if site.buffer == "x" and site.dtype == "float32" and site.kind == "load"
+               and site.space == "global")  # helpers call a block buffer "x" too
+
+
+@pytest.mark.parametrize("name", ["gemv_q4_k", "gemv_q4_k_subgroup", "gemv_q4_k_split",
+                                  "gemv_q4_k_split_subgroup", "gemv_q4_k_split_lanes"])
+def test_q4_k_loads_each_x_value_once_per_row(name):
+    """A sub-block's two sums (q * x and x alone) share one load of each x value: x costs
+    4 bytes a weight, not 8 (the kernels loaded it twice before)."""
+    shape = {"rows": 3, "blocks": 2}
+    assert _x_load_bytes(name, shape) == 4 * 3 * 2 * 256
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q8_0"])
+@given(rows=st.integers(1, 9), blocks=st.integers(1, 40), size=st.sampled_from([1, 4, 8, 16]),
+       groups_of=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
+def test_n_dst_rows_give_the_one_row_bits(fmt, rows, blocks, size, groups_of, seed):
+    """N_DST rows per sub-group, x loaded once for them: each row's sum is the
+    one-row-per-sub-group kernel's bit for bit, at any sub-group size and sub-groups per
+    work-group (rows < N_DST and a last sub-group with fewer rows included), and numpy's."""
+    shape = {"rows": rows, "blocks": blocks}
+    spec = get_spec(f"gemv_{fmt}_nrows")
+    many, one = (spec.make_inputs(np.random.default_rng(seed), shape) for _ in range(2))
+    _run(f"gemv_{fmt}_nrows", many, shape, (size * groups_of,), size)
+    _run(f"gemv_{fmt}_subgroup", one, shape, (size * groups_of,), size)
+    assert many["y"].tobytes() == one["y"].tobytes()
+    _assert_matches_numpy(spec, many)
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q8_0"])
+def test_n_dst_rows_load_x_once_for_all_their_rows(fmt):
+    """In the traffic model x costs 4 bytes a column per N_DST rows (the last sub-group's
+    partial set of rows loads it once too), against 4 bytes a weight for a row per
+    sub-group."""
+    shape = {"rows": 9, "blocks": 4}
+    cols = 4 * QK
+    assert _x_load_bytes(f"gemv_{fmt}_subgroup", shape) == 4 * 9 * cols
+    assert _x_load_bytes(f"gemv_{fmt}_nrows", shape) == 4 * 3 * cols  # 9 rows: 3 sub-groups
+
+
 N_DST = 4  # rows per sub-group, as llama.cpp's N_DST
 
 
@@ -148,8 +196,8 @@ def gemv_q4_0_ndst_unguarded(blocks, x, y, nrows, ncols):
 def test_reading_rows_past_the_tensor_is_caught(rows):
     """Fewer rows than a sub-group's N_DST (or a last sub-group with fewer): the unguarded
     reads of row nrows are an OutOfBoundsError on the weights at the first block past the
-    end; the library's sub-group kernel on the same input reads nothing
-    past it and matches numpy."""
+    end; the library's one-row and N_DST-row sub-group kernels on the same input read
+    nothing past it (the simulator's bounds check is on) and match numpy."""
     shape = {"rows": rows, "blocks": 2}
     spec = get_spec("gemv_q4_0_subgroup")
     inputs = spec.make_inputs(np.random.default_rng(1), shape)
@@ -161,30 +209,11 @@ def test_reading_rows_past_the_tensor_is_caught(rows):
     # the load is in q4_0_dot, whose parameter names the weights "w"
     assert (info.value.buffer, info.value.access) == ("w", "load")
     assert info.value.index == info.value.length == rows * 2  # the first block of row nrows
-    _run("gemv_q4_0_subgroup", inputs, shape)
-    _assert_matches_numpy(spec, inputs)
-
-
-@pytest.mark.parametrize("device", device_params(requires=("subgroups",)))
-@pytest.mark.parametrize("size", [8, 16, 32])
-@pytest.mark.parametrize("name", SUBGROUP_SPECS)
-def test_subgroup_variants_agree_with_their_twins_at_each_size(name, size, device):
-    """Each quantized sub-group GEMV agrees bit for bit with its twin at sub-group sizes 8,
-    16 and 32 (forced on the device), with one and with three sub-groups per work-group, on
-    fewer rows than sub-groups and on a row count with a tail."""
-    spec = get_spec(name)
-    pair = replace(spec_pair(spec), subgroup_size=size)
-    reason = pair.skip_reason(get_device(device))
-    if reason:
-        pytest.skip(reason)
-    for shape in ({"rows": 2, "blocks": 3}, {"rows": 7, "blocks": 5}):
-        for groups_of in (1, 3):
-            inputs = spec.make_inputs(np.random.default_rng(size), shape)
-            launch = spec.launch(inputs, shape, (size * groups_of,), subgroup_size=size)
-            case = Case(dict(zip(kernel_params(spec.kernel), launch.args, strict=True)),
-                        tuple(launch.global_size), tuple(launch.local_size), shape)
-            result = run_pair(pair, case, device)
-            assert result.equal, f"{shape}, local {launch.local_size}: {result.describe()}"
+    for name in ("gemv_q4_0_subgroup", "gemv_q4_0_nrows"):
+        inputs["y"][:] = np.nan
+        _assert_matches_numpy(_run(name, inputs, shape), inputs)
+    q8 = get_spec("gemv_q8_0_nrows").make_inputs(np.random.default_rng(1), shape)
+    _assert_matches_numpy(_run("gemv_q8_0_nrows", q8, shape), q8)
 
 
 def test_convert_then_restore_round_trips():
