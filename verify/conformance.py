@@ -13,9 +13,10 @@ float32 for float; for double, mpmath at 200 bits where the result is finite and
 value where mpmath is absent). Builtins are grouped by shape so that one kernel (one
 compilation) evaluates a group. ``conformance(...)`` returns a ``ConformanceReport``;
 ``conformance_main`` is the CLI. The other parts of the suite (``PARTS``): the exact builtins
-(``verify.conformance_exact``), vector forms (``verify.conformance_vectors``), half, atomics and
-collectives (``verify.conformance_groups``). Not judged: memory and work-item functions (their
-own tests).
+(``verify.conformance_exact``), vector forms (``verify.conformance_vectors``,
+``verify.conformance_geometric``), half (``verify.conformance_half``), atomics
+(``verify.conformance_atomics``) and collectives (``verify.conformance_collectives``). Not
+judged: memory and work-item functions (their own tests).
 """
 
 from __future__ import annotations
@@ -201,15 +202,17 @@ def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
     to restrict to (None: all). ``parts``: "math" (float math, ULP bounds), "exact" (integer
     builtins, conversions, bit casts, relational and tuple builtins:
     ``verify.conformance_exact``), "vectors" (``verify.conformance_vectors``), "half",
-    "atomics", "collectives" (``verify.conformance_groups``); ``exact=False`` leaves out all
-    but "math"."""
+    "atomics" (``verify.conformance_atomics``), "collectives"
+    (``verify.conformance_collectives``); ``exact=False`` leaves out all but "math"."""
+    from verify.conformance_atomics import atomic_suite
+    from verify.conformance_collectives import collective_suite
     from verify.conformance_exact import exact_suite
     from verify.conformance_half import half_suite
     from verify.conformance_vectors import vector_suite
 
     report = ConformanceReport()
     suites = {"math": float_suite, "exact": exact_suite, "vectors": vector_suite,
-              "half": half_suite}
+              "half": half_suite, "atomics": atomic_suite, "collectives": collective_suite}
     for part in (parts if exact else ("math",)):
         if part in suites:
             suites[part](devices, builtins, draws, seed, simulator_modes, report=report)
