@@ -10,13 +10,16 @@ One change of the language's making: ggml tells "no mask" by passing ``src1 == s
 the kernel tests ``src1 != src0``; clsim refuses that comparison ("pointers compare with
 pointers into the same buffer (p < q)", a KernelCompileError), so both sides take a trailing
 ``has_mask`` argument instead. The mask term sits under an ``if`` (C's ``?:`` is lazy, a
-clsim conditional expression evaluates both arms).
+clsim conditional expression evaluates both arms). The original dereferences ``float4``
+pointers (16-byte alignment, which ne00 % 4 == 0 and ggml's offsets give); the port reads
+them with ``vload4(i00, p)``, the same elements, which needs only float alignment.
 
 Tests: numpy agreement (3-D rows, mask and ALiBi, and without them); the bug class of the
 original: in a work-group of two sub-groups each half-row is normalised alone (rows sum to
-2); the twin agrees under ulp(16) (the device's exp, divide and sub-group sum order) on every
-device with sub-groups at sizes 16 and 32, the buggy launch included, and is skipped with the
-reason elsewhere.
+2); the ``ne00 % 4`` last columns it never writes (the library's softmax_ggml_4 does); the
+twin agrees under ulp(16) (the device's exp, divide and sub-group sum order) on every device
+with sub-groups at sizes 16 and 32, the buggy launch included, and is skipped with the reason
+elsewhere.
 """
 
 from __future__ import annotations
@@ -253,3 +256,23 @@ def test_port_agrees_with_its_twin(device, local, size, with_mask):
     dev = run_cl(device, TWIN, "soft_max_4", global_size, local_size, args, subgroup_size=size)
     result = compare("dst", sim[4], dev.buffers[4], ulp(16))
     assert result.equal, result.describe()
+
+
+def test_port_drops_the_last_ncols_mod_4_columns_and_the_library_form_keeps_them():
+    """The original reads ne00 / 4 float4 (ggml only calls it when ne00 % 4 == 0): at
+    ne00 = 98 the last two columns of every row are never written and the first 96 are
+    normalised alone. The library's softmax_ggml_4 covers the tail: numpy's softmax of the
+    whole row."""
+    from clsim.spec import get_spec
+
+    args, x, _, _ = _inputs(ne00=98, ne02=2, ne03=1, with_mask=False)
+    out = _out(_simulate(args, x, 32, 32), x)
+    assert not out[..., 96:].any()
+    np.testing.assert_allclose(out[..., :96].astype(np.float64).sum(axis=-1), 1.0, rtol=1e-5)
+    spec = get_spec("softmax_ggml_4")
+    shape = {"heads": 2, "rows": 5, "cols": 98}
+    inputs = spec.make_inputs(np.random.default_rng(0), shape, False)
+    launch = spec.launch(inputs, shape, None)
+    clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args,
+              subgroup_size=spec.subgroup_size)
+    np.testing.assert_allclose(inputs["y"], spec.reference(inputs)["y"], rtol=1e-5, atol=1e-7)
