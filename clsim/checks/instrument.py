@@ -26,8 +26,10 @@ from clsim.instruments.base import Instrument, LaunchInfo
 from clsim.instruments.events import AccessEvent, Emit, SyncEvent
 from clsim.runtime import record as rec
 
-LAYOUT_VERSION = 5
+LAYOUT_VERSION = 6
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
+_ADDRESSES = "_cs_sa, _cs_ma, _cs_la"  # the shadow, meta and log arrays' data, per group
+_NO_ARGS = ", ".join(["np.int64(0)"] * 6)  # the scalars _cs_end does not use
 _BASES = (("w", ly.O_W), ("r1", ly.O_R1), ("r2", ly.O_R2), ("rx", ly.O_RX))
 _SPACE = {"param": "g", "larray": "l", "parray": "p"}
 
@@ -119,6 +121,9 @@ class ChecksInstrument(Instrument):
             lines += [f"_cs_{b}{number} = _cs_o[{number}, {col}]" for b, col in _BASES]
         lines += self._skip_invariant()
         lines.append(f"_cs_gs = {now}")
+        lines += [f"{address} = np.int64({array}.ctypes.data)"
+                  for address, array in zip(_ADDRESSES.split(", "), ("_cs_s", "_cs_m", "_cs_l"),
+                                            strict=True)]
         out.emit("\n".join(lines) + "\n" + _epoch_locals())
 
     def _skip_invariant(self) -> list[str]:
@@ -182,7 +187,7 @@ class ChecksInstrument(Instrument):
         """Replay the accesses deferred in this work-item loop; collect noted findings."""
         out.emit(f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
                  f"_cs_m[{ly.M_HELD}] != 0:\n"
-                 f"    _cs_end({_FULL})\n"
+                 f"    _cs_call(_cs_fn, {_i64(native.OPS['_cs_end'])}, {_NO_ARGS}, {_FULL})\n"
                  f"    if _err[{rec.CODE}] != 0:\n        return")
 
     def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
@@ -196,8 +201,9 @@ class ChecksInstrument(Instrument):
         prefix = _flatten(out, event, codes)
         site = event.site.id
         if not event.in_kernel:  # a helper function: find the object by address
-            call = (f"{helper}p({_i64(codes[-1])}, {_i64(width)}, {event.array}, "
-                    f"{_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
+            call = (f"_cs_call(_cs_fn, {_i64(native.OPS[helper + 'p'])}, {_i64(codes[-1])}, "
+                    f"{_i64(width)}, np.int64({event.array}.ctypes.data), {_i64(prefix)}, "
+                    f"{_i64(site)}, {_i64(lid)}, {_FULL})")
         else:
             number, t, storage = self._objs[event.buffer]
             if storage == "parray":
@@ -207,12 +213,14 @@ class ChecksInstrument(Instrument):
                 space = _SPACE[storage]
                 last = "_cs_lg" if space == "g" else "_cs_ll"
                 bases = ", ".join(f"_cs_{b}{number}" for b, _col in _BASES)
-                codes[-1] = (f"{out.helper(f'{helper}q{space}')}({codes[-1]}, {prefix}, "
-                             f"{site}, {lid}, {number}, _cs_md{number}, {bases}, _cs_gs, "
-                             f"{last}, _cs_now, _cs_s, _cs_m, _cs_l)")
+                scalars = ", ".join(_i64(code) for code in (codes[-1], prefix, site, lid,
+                                                             number))
+                codes[-1] = (f"{helper}q{space}({scalars}, _cs_md{number}, {bases}, _cs_gs, "
+                             f"{last}, _cs_now, {_ADDRESSES})")
                 return tuple(codes)  # never sets _err: what it cannot decide waits for _cs_end
-            call = (f"{helper}({_i64(codes[-1])}, {_i64(width)}, "
-                    f"{_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, {_FULL})")
+            call = (f"_cs_call(_cs_fn, {_i64(native.OPS[helper])}, {_i64(codes[-1])}, "
+                    f"{_i64(width)}, {_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, "
+                    f"{_FULL})")
             if event.buffer in self._invariant:  # the full recorder reads the table's mode
                 call = f"({call} if _cs_md{number} != 0 else {codes[-1]})"
         codes[-1] = call
@@ -221,8 +229,10 @@ class ChecksInstrument(Instrument):
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
-        self._launch = (info, state.allocate(info, self.races, self.uninit, self.raise_race,
-                                             self.raise_uninit))
+        arrays = state.allocate(info, self.races, self.uninit, self.raise_race,
+                                self.raise_uninit)
+        arrays[0][ly.M_DEFER_FN] = native.defer_address(info.config.jit)
+        self._launch = (info, [*arrays, native.entry(info.config.jit)])
         return self._launch[1]
 
     def run_groups(self, run, threads: int) -> bool:

@@ -35,6 +35,7 @@ M_HELD = 25  # an uninitialised read waits in HELD_ROW for the end of the work-i
 # the size (L0 | L1 << 16 | L2 << 32, plus 1) of the last group that recorded the
 # group-invariant local arrays (``invariance``); 0: none yet
 M_INVARIANT = 26
+M_DEFER_FN = 27  # the address of the C function that appends to the log (``native``)
 # then, per object k, the range of shadow indices (of its W records) its global accesses
 # touched: M_RANGES + 2k holds RANGE_TOP - lowest, M_RANGES + 2k + 1 highest + 1 (0: none),
 # both kept as maxima so a zeroed meta means "nothing yet". Threaded runs (``parallel``)
@@ -77,4 +78,6 @@ HELD_ROW = MAX_FINDINGS + PENDING  # the last row of _cs_f
 LOG_CAPACITY = 1 << 20
 MAX_OBJECTS = 1 << 10
 
-STATE_ARGS = ("_cs_m", "_cs_o", "_cs_s", "_cs_f", "_cs_l")
+# the state arguments of generated functions: the arrays above and the C entry point of the
+# shared helpers (``native``)
+STATE_ARGS = ("_cs_m", "_cs_o", "_cs_s", "_cs_f", "_cs_l", "_cs_fn")

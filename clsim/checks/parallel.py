@@ -25,7 +25,7 @@ import numpy as np
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks import native
-from clsim.checks.state import READ_ONLY, lazy_zeros
+from clsim.checks.state import READ_ONLY, lazy_zeros, usage_of
 from clsim.instruments.base import LaunchInfo
 
 MEMORY_BUDGET = 1 << 30  # bytes of per-thread shadow copies, all threads together
@@ -42,16 +42,18 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
     threads = min(threads, groups, max(1, MEMORY_BUDGET // max(shadow.nbytes, 1)))
     if threads < 2:
         return False
-    snapshot = _snapshot(info)
+    snapshot = _snapshot(info, state[1])
     bounds = np.linspace(0, groups, threads + 1).astype(np.int64)  # thread t: its groups
-    states, shadows, reused = _thread_states(state, threads)
+    states, shadows, stale = _thread_states(state, threads)
     failed = []
 
     def work(t: int) -> None:
         try:
-            if reused:  # clear this thread's part, in this thread (pages already mapped)
-                shadows[t].fill(0)
-                states[t][3].fill(0)
+            if stale is not None:  # clear this thread's part, in this thread
+                for start, stop in stale[t][0]:
+                    shadows[t, start:stop] = 0
+                if stale[t][1]:
+                    states[t][3].fill(0)
             run_groups(int(bounds[t]), int(bounds[t + 1] - bounds[t]), states[t])
         except Exception as error:
             failed.append(error)
@@ -81,32 +83,62 @@ def _cross(states: list, shadows: np.ndarray) -> bool:
     return bool(native.load(True)._cs_cross(shadows, table, ranges))
 
 
-def _snapshot(info: LaunchInfo) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Copies of the buffers the kernel may write, to undo a threaded run."""
+def _snapshot(info: LaunchInfo, table: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Copies of the buffers the kernel may write, to undo a threaded run; none when the
+    kernel loads none of them (nor accesses one atomically) and none shares memory with
+    another: the kernel then never reads what it stores, so the serial replay runs exactly as
+    a serial launch and stores every element that one would (a store-only output is
+    softmax's ``y``: 4 MB copied per launch for nothing)."""
     values = dict(zip(info.params, info.values, strict=True))
-    out = []
-    for obj in fd.objects(info.sites):
-        value = values.get(obj.name)
-        if obj.count != READ_ONLY and isinstance(value, np.ndarray):
-            out.append((value, value.copy()))
-    return out
+    objs = fd.objects(info.sites)
+    usage = usage_of(info.sites, objs, info.kernel)
+    written = [(k, values.get(obj.name)) for k, obj in enumerate(objs)
+               if obj.count != READ_ONLY and isinstance(values.get(obj.name), np.ndarray)]
+    if all(usage[k] & 5 == 0 and table[k, ly.O_LEN] != 0 for k, _value in written):
+        return []  # (O_LEN 0: a buffer sharing another's shadow, i.e. its memory)
+    return [(value, value.copy()) for _k, value in written]
 
 
-def _thread_states(state: list, threads: int) -> tuple[list, np.ndarray, bool]:
+def _thread_states(state: list, threads: int) -> tuple[list, np.ndarray, list | None]:
     """Each thread's state arrays (their shadows are the rows of one array, for the merge),
-    and whether they are the previous launch's, to be cleared before use. Reusing them saves
-    the page faults of fresh shadows, a large part of a short launch's cost."""
-    meta, table, shadow, found, log = state
+    and, when they are the previous launch's, what each thread must clear before use: the
+    shadow spans that launch wrote (``_written_spans``) and whether its findings table was
+    used. Reusing them saves the page faults of fresh shadows, a large part of a short
+    launch's cost; clearing only what was written saves most of the rest."""
+    meta, table, shadow, found, log, entry = state
     with _SPARE_LOCK:
         spare = _SPARE.pop() if _SPARE else None
     if spare is not None:
         states, shadows = spare
         if shadows.shape == (threads, shadow.size) and states[0][0].shape == meta.shape \
                 and states[0][1].shape == table.shape:
+            stale = [(_written_spans(own[0], own[1]), bool(own[0][list(_DIRTY)].any()))
+                     for own in states]
             for own in states:
                 own[0][:] = meta
                 own[1][:] = table
-            return states, shadows, True
+            return states, shadows, stale
     shadows = lazy_zeros(threads * shadow.size).reshape(threads, shadow.size)
     return [[meta.copy(), table.copy(), shadows[t], np.zeros(found.shape, np.int64),
-             np.empty_like(log)] for t in range(threads)], shadows, False
+             np.empty_like(log), entry] for t in range(threads)], shadows, None
+
+
+def _written_spans(meta: np.ndarray, table: np.ndarray) -> list[tuple[int, int]]:
+    """The shadow index ranges a launch may have written, from its object table and its meta:
+    every record of a local or private object; for a global one, the records of the elements
+    between the lowest and highest it touched (``layout.M_RANGES``, kept by every recorder)."""
+    spans = []
+    for k in range(table.shape[0]):
+        columns = [int(b) for b in table[k, ly.O_W:ly.O_AX + 1] if b != 0]
+        if not columns or table[k, ly.O_MODE] == 0:
+            continue
+        if table[k, ly.O_MODE] & ly.MB_CROSS:
+            high = int(meta[ly.M_RANGES + 2 * k + 1])
+            if high == 0:
+                continue
+            low = ly.RANGE_TOP - int(meta[ly.M_RANGES + 2 * k])
+            bw = int(table[k, ly.O_W])  # the ranges index W records: elements are - bw
+            spans += [(b + low - bw, b + high - bw) for b in columns]
+        else:
+            spans += [(b, b + int(table[k, ly.O_LEN])) for b in columns]
+    return spans

@@ -9,7 +9,9 @@ Two tiers keep that cheap:
   access to a log and switch the group to *deferred* mode, in which every later access of the
   same work-item loop is logged too, preserving the order;
 - ``_cs_ld``/``_cs_st``/``_cs_at`` (and ``...p`` for helper-function parameters, matched to
-  an object by address): the full rules, findings included. ``_cs_end`` replays the log
+  an object by the address they point at): the full rules, findings included. Kernels reach
+  them (and ``_cs_end``) only through ``native``'s C entry point, so their code is compiled
+  once per machine, never into a kernel. ``_cs_end`` replays the log
   through them after each work-item loop, and folds noted findings into the table.
 
 Why not call the full recorder from the fast one? Numba keeps the reference counts of array
@@ -215,9 +217,8 @@ def _recorder(short: str, pointer: bool) -> str:
         update = f"if (mode & {joins[0]}) != 0:\n{_ind(_put(*joins[1]), 4)}"
     body = (_uninit(kind) if uninit else "") + \
         f"if (mode & {ly.MB_RACE}) != 0:\n    prev = 0\n    pk = 0\n{_ind(race, 4)}" + update
-    if pointer:
+    if pointer:  # ``p``: the address the helper's parameter points at
         find = f"""
-p = np.int64(v.ctypes.data)
 obj = -1
 off = 0
 for k in range(o.shape[0]):
@@ -231,8 +232,8 @@ if obj >= 0:
 """
     else:
         find = f"off = 0\nmode = o[obj, {ly.O_MODE}]\n"
-    keep = _keep("m", "o", "s", "f", "err", "lg", *(["v"] if pointer else []))
-    target = "v" if pointer else "obj"
+    keep = _keep("m", "o", "s", "f", "err", "lg")
+    target = "p" if pointer else "obj"
     return f"""
 def _cs_{short}{"p" if pointer else ""}(i, width, {target}, eb, site, lid, {STATE}):
 {_ind(find, 4)}    if mode != 0 and err[0] == 0:
@@ -252,51 +253,75 @@ def _cs_{short}{"p" if pointer else ""}(i, width, {target}, eb, site, lid, {STAT
 
 
 # -- the fast paths ---------------------------------------------------------------------------
-def _fast(short: str, space: str) -> str:
-    """The common case of a load or store on one address space ("l", "g", "p"): decides
-    without any call; logs the access for the full recorder when it cannot. The object's mode
-    and record bases and the group's epochs come in as scalars the kernel keeps in locals
-    (``instrument.ChecksInstrument.group_start``), so nothing is reloaded per access; indices
-    are made unsigned so Numba skips its negative-index wrap-around (~5% of a checked run)."""
-    kind = ly.K_LOAD if short == "ld" else ly.K_STORE
-    rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid"
+# Appends an access to the deferred log through addresses (``_log``'s twin). Fast paths call it
+# through its C address (``native``, meta slot ``M_DEFER_FN``), never inlined.
+_DEFER = f"""
+def _cs_defer(m, lg, e, packed):
+    _n = _peek(m, {ly.M_NLOG})
+    if _n < {ly.LOG_CAPACITY}:
+        _poke(lg, 2 * _n, e)
+        _poke(lg, 2 * _n + 1, packed)
+        _poke(m, {ly.M_NLOG}, _n + 1)
+    else:
+        _poke(m, {ly.M_LOST}, _peek(m, {ly.M_LOST}) + 1)
+    _poke(m, {ly.M_DEFER}, 1)
+"""
+
+
+def _log_at(kind: int) -> str:
+    """Defer this access (``_cs_defer``, called by address)."""
+    return f"_call_defer(_peek(m, {ly.M_DEFER_FN}), m, lg, e, {kind} | {_PACK})\n"
+
+
+def _range_at() -> str:
+    """``_range`` through addresses, for the W record at ``bw + e``."""
+    return f"""
+_x = bw + e
+_q = {ly.M_RANGES} + 2 * obj
+if {ly.RANGE_TOP} - _x > _peek(m, _q):
+    _poke(m, _q, {ly.RANGE_TOP} - _x)
+if _x + 1 > _peek(m, _q + 1):
+    _poke(m, _q + 1, _x + 1)
+"""
+
+
+def _fast_work(short: str, space: str, rec: str) -> str:
+    """The record checks and updates of a fast path (sets ``ok = 0`` to defer)."""
     cross = space == "g"
     if space == "p":  # private: uninitialised reads only
-        work = (f"if (s[np.uint64(bw + e)] >> {ly.STAMP_SHIFT}) < gs:\n    ok = 0\n"
-                if short == "ld" else f"s[np.uint64(bw + e)] = {rec}\n")
+        return (f"if (_peek(s, bw + e) >> {ly.STAMP_SHIFT}) < gs:\n    ok = 0\n"
+                if short == "ld" else f"_poke(s, bw + e, {rec})\n")
+    if cross:  # a write by an earlier group: always a conflict on global memory
+        older = "if w != 0:\n        ok = 0"
+    elif short == "ld":  # nothing written in this group yet: an uninitialised read
+        older = f"if (mode & {ly.MB_UNINIT}) != 0:\n        ok = 0"
     else:
-        if cross:  # a write by an earlier group: always a conflict on global memory
-            older = "if w != 0:\n        ok = 0"
-        elif short == "ld":  # nothing written in this group yet: an uninitialised read
-            older = f"if (mode & {ly.MB_UNINIT}) != 0:\n        ok = 0"
-        else:
-            older = "pass"
-        work = f"""
-w = s[np.uint64(bw + e)]
+        older = "pass"
+    work = f"""
+w = _peek(s, bw + e)
 wst = w >> {ly.STAMP_SHIFT}
 if wst < gs:
     {older}
 elif (w & {ly.MAX_LID}) != lid and wst >= last and (mode & {ly.MB_RACE}) != 0:
     ok = 0
 """
-        if short == "ld":
-            # The read joins R1; the old R1 moves to R2 only if it may still conflict (an
-            # unordered read by another work-item), or to RX if an earlier group made it.
-            to_rx = ("\n    elif _r1 != 0 and _st < gs:\n        s[np.uint64(brx + e)] = _r1"
-                     if cross else "")
-            work += f"""if ok == 1 and (mode & {ly.MB_R}) != 0:
-    _r1 = s[np.uint64(br1 + e)]
+    if short == "ld":
+        # The read joins R1; the old R1 moves to R2 only if it may still conflict (an
+        # unordered read by another work-item), or to RX if an earlier group made it.
+        to_rx = ("\n    elif _r1 != 0 and _st < gs:\n        _poke(s, brx + e, _r1)"
+                 if cross else "")
+        return work + f"""if ok == 1 and (mode & {ly.MB_R}) != 0:
+    _r1 = _peek(s, br1 + e)
     _st = _r1 >> {ly.STAMP_SHIFT}
     if _st >= last and _st >= gs:
         if (_r1 & {ly.MAX_LID}) != lid:
-            s[np.uint64(br2 + e)] = _r1{to_rx}
-    s[np.uint64(br1 + e)] = {rec}
+            _poke(s, br2 + e, _r1){to_rx}
+    _poke(s, br1 + e, {rec})
 """
-        else:
-            work += f"if ok == 1 and (mode & {ly.MB_R}) != 0:\n"
-            for b in ("br1", "br2"):
-                if cross:  # a read by an earlier group, or an unordered one by another item
-                    work += f"""    _r = s[np.uint64({b} + e)]
+    work += f"if ok == 1 and (mode & {ly.MB_R}) != 0:\n"
+    for b in ("br1", "br2"):
+        if cross:  # a read by an earlier group, or an unordered one by another item
+            work += f"""    _r = _peek(s, {b} + e)
     _st = _r >> {ly.STAMP_SHIFT}
     if _st < gs:
         if _r != 0:
@@ -304,34 +329,45 @@ elif (w & {ly.MAX_LID}) != lid and wst >= last and (mode & {ly.MB_RACE}) != 0:
     elif _st >= last and (_r & {ly.MAX_LID}) != lid:
         ok = 0
 """
-                else:  # last >= gs: a record of an earlier group is never unordered
-                    work += f"""    _r = s[np.uint64({b} + e)]
+        else:  # last >= gs: a record of an earlier group is never unordered
+            work += f"""    _r = _peek(s, {b} + e)
     if (_r >> {ly.STAMP_SHIFT}) >= last and (_r & {ly.MAX_LID}) != lid:
         ok = 0
 """
-            if cross:
-                work += "    if s[np.uint64(brx + e)] != 0:\n        ok = 0\n"
-            work += f"if ok == 1:\n    s[np.uint64(bw + e)] = {rec}\n"
+    if cross:
+        work += "    if _peek(s, brx + e) != 0:\n        ok = 0\n"
+    return work + f"if ok == 1:\n    _poke(s, bw + e, {rec})\n"
+
+
+def _fast(short: str, space: str) -> str:
+    """The common case of a load or store on one address space ("l", "g", "p"): decides
+    without any call; logs the access for the full recorder when it cannot. The object's mode
+    and record bases and the group's epochs come in as scalars the kernel keeps in locals
+    (``instrument.ChecksInstrument.group_start``), and the shadow, meta and log arrays as
+    addresses (``pointers``): a call passing only scalars costs no reference counting, so the
+    fast paths are compiled once per machine (``native``) and LLVM inlines them into each
+    kernel, instead of Numba inlining them at every access site (seconds per kernel)."""
+    kind = ly.K_LOAD if short == "ld" else ly.K_STORE
+    rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid"
+    ranged = _ind(_range_at(), 8) if space == "g" else ""
     return f"""
 def _cs_{short}q{space}(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
-{_ind(_range("bw + e"), 8) if cross else ""}        ok = 0
-        if (m[{ly.M_DEFER}] | (mode & {ly.MB_A})) == 0:
+{ranged}        ok = 0
+        if (_peek(m, {ly.M_DEFER}) | (mode & {ly.MB_A})) == 0:
             ok = 1
-{_ind(work, 12)}        if ok == 0:
-{_ind(_log(kind, "e"), 12)}    return i + {_keep("s", "m", "lg")}
-
-
-_cs_{short}q{space} = _cs_inline(_cs_{short}q{space})
+{_ind(_fast_work(short, space, rec), 12)}        if ok == 0:
+{_ind(_log_at(kind), 12)}    return i
 """
 
 
 RECORDERS = {"load": "_cs_ld", "store": "_cs_st", "atomic": "_cs_at"}
 # Helpers the same for every kernel: compiled once into their own module (``native``).
+FAST = ("ld", "st")  # recorders with fast paths ``_cs_<short>q<l|g|p>``
+FAST_PATHS = tuple(f"_cs_{short}q{space}" for short in FAST for space in "lgp")
 SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_flush", "_cs_end",
-          "_cs_cross_at", "_cs_cross")
-FAST = ("ld", "st")  # recorders with inlinable fast paths ``_cs_<short>q<l|g|p>``
+          "_cs_cross_at", "_cs_cross", "_cs_defer", *FAST_PATHS)
 
 
 def sources() -> dict[str, str]:
@@ -343,4 +379,5 @@ def sources() -> dict[str, str]:
     for short in FAST:
         for space in "lgp":
             out[f"_cs_{short}q{space}"] = _fast(short, space)
+    out["_cs_defer"] = _DEFER
     return out

@@ -29,7 +29,7 @@ def allocate(info: LaunchInfo, races: bool, uninit: bool, raise_race: bool,
     _check_limits(info)
     objs = fd.objects(info.sites)
     table = np.zeros((max(len(objs), 1), ly.OBJ_COLS), np.int64)
-    usage = _usage(info.sites, objs, info.kernel)
+    usage = usage_of(info.sites, objs, info.kernel)
     lengths, shared, offsets = _placement(info, objs, table)
     for k in range(len(objs)):  # aliased buffers share one shadow: unite their usage
         usage[shared[k]] |= usage[k]
@@ -194,7 +194,7 @@ def _share(info, objs, members, lengths, shared, offsets) -> None:
         offsets[k] = (_span(value)[0] - base) // item
 
 
-def _usage(sites, objs, kernel: str) -> list[int]:
+def usage_of(sites, objs, kernel: str) -> list[int]:
     """Per object: bit 1 loaded, 2 stored, 4 atomically accessed (from the access sites).
 
     An access in a helper function names the helper's parameter, not the object, so it counts

@@ -181,3 +181,55 @@ def test_cross_thread_race_through_two_views_of_one_array(spy):
                  report_all=True)
     assert [f.describe() for f in found.findings] == [f.describe() for f in ref.findings]
     assert found.findings and "different work-groups" in found.findings[0].message
+
+
+@pytest.fixture
+def snapshots(monkeypatch):
+    """The buffers each threaded launch copied for a possible replay."""
+    taken = []
+    real = parallel._snapshot
+
+    def snapshot(info, table):
+        copies = real(info, table)
+        taken.append(sorted(name for name, value in zip(info.params, info.values, strict=True)
+                            if any(value is copied for copied, _saved in copies)))
+        return copies
+
+    monkeypatch.setattr(parallel, "_snapshot", snapshot)
+    return taken
+
+
+def test_store_only_outputs_are_not_copied_and_the_replay_still_matches(spy, snapshots):
+    """y is only stored (from local memory): nothing is copied for the replay, and the
+    replayed launch still leaves the serial run's findings and y. A kernel that loads what it
+    stores (y[i] = y[i] + 1) is copied, and its replay increments each element once."""
+    x = np.arange(1024, dtype=F32)
+    y, y_ref = np.full(1024, -1, F32), np.full(1024, -1, F32)
+    found = launch(neighbour_in_group, (x, y), report_all=True)
+    ref = launch(neighbour_in_group, (x, y_ref), serial=True, report_all=True)
+    assert spy[0] == {"threaded": True, "replayed": True} and snapshots == [[]]
+    assert [(f.describe(), f.count) for f in found.findings] == [
+        (f.describe(), f.count) for f in ref.findings]
+    np.testing.assert_array_equal(y != -1, y_ref != -1)  # every element stored, as serially
+    y, flag = np.zeros(1024, F32), np.zeros(1, F32)
+    launch(first_and_last_group_store, (y, flag), report_all=True)
+    assert snapshots[1] == ["flag", "y"]
+    np.testing.assert_array_equal(y, np.ones(1024, F32))
+
+
+def test_reused_thread_state_is_cleared_where_the_last_launch_wrote(spy):
+    """The second launch reuses the first one's per-thread shadows, cleared only over the
+    spans the first wrote: records left anywhere would read as stores by earlier groups
+    (false races, and a replay). The spans cover y's records and the local array's."""
+    x, y = np.arange(1024, dtype=F32), np.zeros(1024, F32)
+    for _ in range(3):
+        assert launch(reverse_in_group, (x, y), report_all=True).findings == []
+    assert spy == [{"threaded": True, "replayed": False}] * 3
+    states, shadows = parallel._SPARE[0]
+    for own, row in zip(states, shadows, strict=True):
+        spans = parallel._written_spans(own[0], own[1])
+        assert spans
+        covered = np.zeros(row.size, bool)
+        for start, stop in spans:
+            covered[start:stop] = True
+        assert not row[~covered].any()  # nothing written outside the spans

@@ -1,0 +1,79 @@
+"""The checks' shared helpers are one module compiled once per machine, and kernels only call it.
+
+Contract: ``clsim/checks/native_lib.py`` is exactly what ``python -m clsim.checks.native``
+generates from the templates (a stale file would run old rules); the fast paths are inlined
+into a checked kernel by LLVM (a call left at an access site costs a few ns per access) while
+the full recorders are reached through the C entry point only (never linked into a kernel,
+which made each checked compile seconds longer); the address-based helpers read and write
+what the arrays hold, in both modes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+import clsim
+from clsim import barrier, get_global_id, get_local_id, kernel, local_array
+from clsim.checks import layout as ly
+from clsim.checks import native, pointers
+from clsim.checks.shadow import FAST_PATHS
+
+
+def test_native_lib_is_generated_from_the_templates():
+    """The committed module is the generator's current output (else run
+    ``python -m clsim.checks.native``)."""
+    assert native._PATH.read_text() == native.module_source(True)
+    assert native.main(["--check"]) == 0
+
+
+def test_peek_and_poke_address_int64_elements_in_both_modes():
+    from numba import njit
+
+    @njit
+    def swap(base):
+        a = pointers.peek(base, 1)
+        pointers.poke(base, 1, pointers.peek(base, 2))
+        pointers.poke(base, 2, a)
+        return a
+
+    values = np.array([5, -7, 1 << 40], np.int64)
+    assert swap(np.int64(values.ctypes.data)) == -7
+    assert values.tolist() == [5, 1 << 40, -7]
+    pointers.poke_py(values.ctypes.data, 0, -1)
+    assert pointers.peek_py(values.ctypes.data, 0) == -1
+
+
+@kernel
+def shifted_copy(x, y):
+    lid = get_local_id(0)
+    i = get_global_id(0)
+    tile = local_array(64, np.float32)
+    tile[lid] = x[i]
+    barrier(clsim.CLK_LOCAL_MEM_FENCE)
+    y[i] = tile[(lid + 1) % 64] + tile[lid]
+
+
+def test_fast_paths_are_inlined_and_full_recorders_not_linked(tmp_path, monkeypatch):
+    """A freshly compiled checked kernel calls no fast path and links no full recorder."""
+    monkeypatch.setenv("CLSIM_CACHE_DIR", str(tmp_path))
+    x = np.arange(128, dtype=np.float32)
+    y = np.zeros(128, np.float32)
+    result = clsim.run(shifted_copy, (128,), (64,), (x, y), checks="all", report_all=True)
+    assert result.findings == []
+    module = next(m for name, m in __import__("sys").modules.items()
+                  if name.startswith("clsim_gen_shifted_copy") and hasattr(m, "_cs_call"))
+    llvm = "\n".join(module._launch.inspect_llvm(sig) for sig in module._launch.signatures)
+    called = set(re.findall(r'call [^@\n]*@"?([^"(\s]+)', llvm))
+    assert not [c for c in called if any(f"{name}_body" in c for name in FAST_PATHS)]
+    for recorder in ("_cs_ld", "_cs_st", "_cs_end", "_cs_flush"):
+        assert not [c for c in called if re.search(rf"{recorder}B", c)], recorder
+    assert any("_cs_call" in c for c in called)  # the end of each work-item loop
+
+
+def test_the_deferral_function_address_is_set_per_launch():
+    """The fast paths defer through meta slot M_DEFER_FN: the JIT's C function, 0 without."""
+    assert native.defer_address(True) == native.load(True)._cs_defer_c.address != 0
+    assert native.defer_address(False) == 0
+    assert ly.M_DEFER_FN < ly.M_RANGES
