@@ -3,7 +3,7 @@
 The OpenCL C spec leaves the order of float ``sub_group_reduce_add``, the scans and the
 work-group reductions open. Probe kernels run each on data whose sums depend on the order
 (magnitudes from 1e-3 to 1e8, both signs) at each sub-group size the device offers (8, 16, 32),
-four sub-groups per work-group, and the simulator computes the same data in each order it knows
+four sub-groups per work-group and again 3.5 (a partial last sub-group), and the simulator computes the same data in each order it knows
 for that collective (``clsim.runtime.config.COLLECTIVE_ORDERS``: sub_reduce left/tree/halfpairs,
 sub_scan left/descending, work_reduce left/columns, work_scan left); the order that matches
 every result bit for bit is the device's for that collective and size. The result is cached
@@ -102,9 +102,16 @@ def probe_data(size: int) -> np.ndarray:
     return (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 9, n)).astype(np.float32)
 
 
-def _simulated(x: np.ndarray, size: int, order: str, kern=probe_order, outputs=1) -> np.ndarray:
+def partial_local(size: int) -> int:
+    """A local size whose last sub-group is partial (3.5 sub-groups): 28 at size 8, 56 at 16,
+    112 at 32. The probe runs it too, so a measured order also covers partial sub-groups."""
+    return size * 3 + size // 2
+
+
+def _simulated(x: np.ndarray, size: int, order: str, kern=probe_order, outputs=1,
+               local: int | None = None) -> np.ndarray:
     out = np.zeros(x.size * outputs, x.dtype)
-    clsim.run(kern, (x.size,), (size * 4,), (x, out), subgroup_size=size,
+    clsim.run(kern, (x.size,), (local or size * 4,), (x, out), subgroup_size=size,
               reduction_order=order, checks="none")
     return out.reshape(outputs, x.size)
 
@@ -122,9 +129,10 @@ def _order_string(collective: str, size: int, order: str) -> str:
     return f"{size}:{order}" if collective == "sub_reduce" else f"{collective}={size}:{order}"
 
 
-def classify_collectives(device_out: np.ndarray, x: np.ndarray, size: int) -> dict[str, str]:
+def classify_collectives(device_out: np.ndarray, x: np.ndarray, size: int,
+                         local: int | None = None) -> dict[str, str]:
     """Collective -> the order reproducing its outputs in ``device_out`` (rows of
-    ``probe_collectives``), or "unknown"."""
+    ``probe_collectives`` at local size ``local``, default four sub-groups), or "unknown"."""
     found = {}
     for collective, rows in OUTPUTS.items():
         found[collective] = "unknown"
@@ -132,11 +140,16 @@ def classify_collectives(device_out: np.ndarray, x: np.ndarray, size: int) -> di
             if order == "fixed":
                 continue
             sim = _simulated(x, size, _order_string(collective, size, order), probe_collectives,
-                             _NOUT)
+                             _NOUT, local)
             if all(sim[k].tobytes() == device_out[k].tobytes() for k in rows):
                 found[collective] = order
                 break
     return found
+
+
+def _agreeing(full: dict[str, str], partial: dict[str, str]) -> dict[str, str]:
+    """Per collective the order both launches found ("unknown" where they differ)."""
+    return {c: o if partial.get(c) == o else "unknown" for c, o in full.items()}
 
 
 def measure(info: DeviceInfo) -> dict[int, dict[str, str]]:
@@ -150,9 +163,15 @@ def measure(info: DeviceInfo) -> dict[int, dict[str, str]]:
             continue
         x = probe_data(size)
         try:
-            run = run_cl(info, PROBE_COLLECTIVES_CL, "probe_collectives", (x.size,),
-                         (size * 4,), [x, np.zeros(x.size * _NOUT, x.dtype)], subgroup_size=size)
-            found[size] = classify_collectives(run.buffers[1].reshape(_NOUT, x.size), x, size)
+            verdicts = []
+            for local in (size * 4, partial_local(size)):
+                xs = x[:x.size // local * local]
+                run = run_cl(info, PROBE_COLLECTIVES_CL, "probe_collectives", (xs.size,),
+                             (local,), [xs, np.zeros(xs.size * _NOUT, x.dtype)],
+                             subgroup_size=size)
+                verdicts.append(classify_collectives(
+                    run.buffers[1].reshape(_NOUT, xs.size), xs, size, local))
+            found[size] = _agreeing(*verdicts)
         except DeviceLacksFeature:  # no work-group functions: the sub-group reduction alone
             run = run_cl(info, PROBE_CL, "probe_order", (x.size,), (size * 4,),
                          [x, np.zeros_like(x)], subgroup_size=size)
@@ -195,7 +214,9 @@ def _cache_file() -> Path:
     return Path(os.environ.get("CLSIM_ORDERS_CACHE", cache_dir().parent / "orders.json"))
 
 
-_PROBE_VERSION = 3  # bump when the probe or the classes change: old verdicts are re-measured
+# bump when the probe or the classes change: old verdicts are re-measured (4: the probe also
+# runs a partial last sub-group, and halfpairs halves by the sub-group size there)
+_PROBE_VERSION = 4
 
 
 def _identity(info: DeviceInfo) -> str:
