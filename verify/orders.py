@@ -252,3 +252,96 @@ def device_reduction_order(device: str | DeviceInfo, refresh: bool = False) -> s
     if refresh or key not in _IN_PROCESS:
         _IN_PROCESS[key] = order_for(measured_orders(info, refresh))
     return _IN_PROCESS[key]
+
+
+# ---- per-work-item loops ----------------------------------------------------------------------
+# A compiler may also reassociate a float loop inside one work-item (vectorising it into P
+# partial sums). These probes run the loop shapes of the library kernels on general data:
+# reduce_sum's second stage (a runtime trip count over __local memory), a constant trip count
+# over __local and over __global memory, and a dot product with a converted integer factor
+# (gguf_q4_k's sub-block sums, where the Intel runtime did vectorise on an earlier host).
+LOOP_PROBE_CL = """#pragma OPENCL FP_CONTRACT OFF
+__kernel void loop_local(__global const float *x, __global float *out, int n) {
+    __local float l[4096];
+    int lid = get_local_id(0), L = get_local_size(0), g = get_group_id(0);
+    for (int k = lid; k < n * L; k += L) l[k] = x[g * n * L + k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float v = 0.0f;
+    for (int k = lid; k < n * L; k += L) v += l[k];
+    out[g * L + lid] = v;
+}
+__kernel void loop_local_const(__global const float *x, __global float *out, int n) {
+    __local float l[4096];
+    int lid = get_local_id(0), L = get_local_size(0), g = get_group_id(0);
+    for (int k = lid; k < NC * L; k += L) l[k] = x[g * NC * L + k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float v = 0.0f;
+    for (int k = 0; k < NC; k++) v += l[lid * NC + k];
+    out[g * L + lid] = v;
+}
+__kernel void loop_global_const(__global const float *x, __global float *out, int n) {
+    int i = get_global_id(0);
+    float v = 0.0f;
+    for (int k = 0; k < NC; k++) v += x[i * NC + k];
+    out[i] = v;
+}
+__kernel void loop_dot_const(__global const float *x, __global float *out, int n) {
+    int i = get_global_id(0);
+    float v = 0.0f;
+    for (int k = 0; k < NC; k++) v += (float)(k % 7 - 3) * x[i * NC + k];
+    out[i] = v;
+}
+"""
+LOOP_KERNELS = ("loop_local", "loop_local_const", "loop_global_const", "loop_dot_const")
+_LOOP_LOCAL, _LOOP_GROUPS = 64, 8
+
+
+def _lane_terms(kernel_name: str, x: np.ndarray, n: int) -> np.ndarray:
+    """(work-items, n): the terms each work-item's loop adds, in loop order."""
+    if kernel_name == "loop_local":  # work-item lid adds l[lid], l[lid + L], ...
+        return x.reshape(_LOOP_GROUPS, n, _LOOP_LOCAL).transpose(0, 2, 1).reshape(-1, n)
+    terms = x.reshape(-1, n)
+    if kernel_name == "loop_dot_const":
+        terms = (np.arange(n) % 7 - 3).astype(np.float32) * terms
+    return terms
+
+
+def loop_folds(terms: np.ndarray, partial: int) -> np.ndarray:
+    """Each row summed as ``partial`` running sums (term k into sum k % partial), then those
+    folded left; partial=1 is the plain left fold of the loop as written."""
+    sums = np.zeros((terms.shape[0], partial), np.float32)
+    for k in range(terms.shape[1]):
+        sums[:, k % partial] += terms[:, k]
+    total = sums[:, 0].copy()
+    for j in range(1, partial):
+        total += sums[:, j]
+    return total
+
+
+def classify_loop(device_out: np.ndarray, terms: np.ndarray) -> str:
+    """"left" (the loop as written), "partial:P" (P running sums, P = 2 .. 16), "unknown"."""
+    for partial in (1, 2, 4, 8, 16):
+        if loop_folds(terms, partial).tobytes() == device_out.tobytes():
+            return "left" if partial == 1 else f"partial:{partial}"
+    return "unknown"
+
+
+def measure_loops(info: DeviceInfo, trips=(4, 16, 32, 64)) -> dict[str, str]:
+    """"kernel@trips" -> how ``info`` adds that per-work-item loop (``classify_loop``)."""
+    from verify.clrun import run_cl
+
+    rng = np.random.default_rng(20240601)
+    found = {}
+    for name in LOOP_KERNELS:
+        for n in trips:
+            if name == "loop_local" and n * _LOOP_LOCAL > 4096 or (
+                    name == "loop_local_const" and n * _LOOP_LOCAL > 4096):
+                continue
+            size = _LOOP_GROUPS * _LOOP_LOCAL * n
+            x = (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 4, size)).astype(
+                np.float32)
+            run = run_cl(info, LOOP_PROBE_CL, name, (_LOOP_GROUPS * _LOOP_LOCAL,),
+                         (_LOOP_LOCAL,), [x, np.zeros(_LOOP_GROUPS * _LOOP_LOCAL, np.float32),
+                                          np.int32(n)], options=f"-DNC={n}")
+            found[f"{name}@{n}"] = classify_loop(run.buffers[1], _lane_terms(name, x, n))
+    return found
