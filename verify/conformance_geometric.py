@@ -1,6 +1,7 @@
 """The vector-only builtins of ``clsim conformance``: the geometric functions on float4 (dot,
 cross, length, distance, normalize) and ``any``/``all`` on int4 and char16 (each component's
-top bit; OpenCL C defines them for signed integer types only), as ``verify.conformance_vectors`` groups (width set, vector names already).
+top bit; OpenCL C defines them for signed integer types only), as
+``verify.conformance_vectors`` groups (width set, vector names already).
 
 Bounds (OpenCL C 7.4, full profile): dot within max|input|^2 * (2n - 1) * FLT_EPSILON and each
 cross component within max|input|^2 * 3 * FLT_EPSILON (absolute), length 0.25 + 0.5n ulp,

@@ -3,9 +3,10 @@
 The OpenCL C spec leaves the order of float ``sub_group_reduce_add``, the scans and the
 work-group reductions open. Probe kernels run each on data whose sums depend on the order
 (magnitudes from 1e-3 to 1e8, both signs) at each sub-group size the device offers (8, 16, 32),
-four sub-groups per work-group and again 3.5 (a partial last sub-group), and the simulator computes the same data in each order it knows
-for that collective (``clsim.runtime.config.COLLECTIVE_ORDERS``: sub_reduce left/tree/halfpairs,
-sub_scan left/descending, work_reduce left/columns, work_scan left); the order that matches
+four sub-groups per work-group and again 3.5 (a partial last sub-group), and the simulator
+computes the same data in each order it knows for that collective
+(``clsim.runtime.config.COLLECTIVE_ORDERS``: sub_reduce left/tree/halfpairs, sub_scan
+left/descending, work_reduce left/columns, work_scan left); the order that matches
 every result bit for bit is the device's for that collective and size. The result is cached
 (JSON, keyed by the device's platform, name, OpenCL version and the probe's version) in
 clsim's cache folder.
@@ -334,9 +335,8 @@ def measure_loops(info: DeviceInfo, trips=(4, 16, 32, 64)) -> dict[str, str]:
     found = {}
     for name in LOOP_KERNELS:
         for n in trips:
-            if name == "loop_local" and n * _LOOP_LOCAL > 4096 or (
-                    name == "loop_local_const" and n * _LOOP_LOCAL > 4096):
-                continue
+            if name.startswith("loop_local") and n * _LOOP_LOCAL > 4096:
+                continue  # the probe's __local array holds 4096 floats
             size = _LOOP_GROUPS * _LOOP_LOCAL * n
             x = (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 4, size)).astype(
                 np.float32)

@@ -35,7 +35,7 @@ def test_halfpairs_on_a_partial_sub_group_halves_by_the_sub_group_size():
     """4 lanes of an 8-lane sub-group: (x0 + x1) + (x2 + x3) (lane i pairs with the missing
     lane i + 4), not the 4-lane halving (x0 + x2) + (x1 + x3); 5 lanes:
     ((x0 + x4) + x1) + (x2 + x3)."""
-    x = np.array([1e8, 1.0, -1e8, 1.0, 3.0, 2.5e-3, 7.0, 1e-3] + [1e8, 1.0, -1e8, 1.0], F)
+    x = np.array([1e8, 1.0, -1e8, 1.0, 3.0, 2.5e-3, 7.0, 1e-3, 1e8, 1.0, -1e8, 1.0], F)
     out = _halfpairs_sums(x, 12)
     t = x[8:]
     assert out[8] == (t[0] + t[1]) + (t[2] + t[3]) == F(0.0)
