@@ -32,9 +32,9 @@ from verify.conformance_refs import BOUNDS, ZERO_SIGN_FREE, bound, reference
 from verify.probe_kernels import evaluate_many
 
 F, D = np.float32, np.float64
-CONFORMANCE_HELP = ("every scalar builtin (math, integer, conversions, relational) vs a "
-                    "correctly rounded or exact reference, on the simulator and each device: "
-                    "max ULP, the spec's bound and deviations")
+CONFORMANCE_HELP = ("every builtin (math, integer, conversions, relational; vector forms, half, "
+                    "atomics, collectives) vs a correctly rounded or exact reference, on the "
+                    "simulator and each device: max ULP, the spec's bound and deviations")
 
 
 def _shapes() -> dict[tuple[int, str], list[str]]:

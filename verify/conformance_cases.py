@@ -56,6 +56,10 @@ class Call:
     # "quo7" (remquo's quotient: sign and 7 low bits), a float bound in ULPs, or Absolute
     judge: tuple = ()
     scalar: str = ""  # a vector call's scalar builtin (verify.conformance_vectors)
+    # how an example shows its inputs: "element" (the element at the output's index), "vector"
+    # (output i is vector i's result: dot, any), "component" (output i is a component of
+    # vector i // width: cross, normalize)
+    shows: str = "element"
 
     def how(self, k: int):
         return self.judge[k] if self.judge else "exact"
@@ -69,6 +73,14 @@ class Group:
     cols: list[np.ndarray]
     calls: list[Call]
     width: int = 1  # the calls take vectors of this many components (verify.conformance_vectors)
+
+    def inputs_at(self, call: Call, i: int) -> list:
+        """The inputs behind output element ``i`` of ``call``, for examples and reports."""
+        if call.shows == "element":
+            return [self.cols[k][i].item() for k in call.args]
+        v = i if call.shows == "vector" else i // self.width
+        w = self.width
+        return [self.cols[k][v * w:(v + 1) * w].tolist() for k in call.args]
 
     def type_name(self, col: int) -> str:
         """The rows' type for calls whose first argument is column ``col``: the numpy name

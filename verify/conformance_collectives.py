@@ -29,7 +29,7 @@ _KINDS = ("reduce", "scan_inclusive", "scan_exclusive")
 
 def names() -> list[str]:
     out = [f"{s}_{k}_{op}" for s in _SCOPES for k in _KINDS for op in ("add", "min", "max")]
-    return out + ["sub_group_broadcast", "work_group_broadcast"]
+    return [*out, "sub_group_broadcast", "work_group_broadcast"]
 
 
 def _column(t: str, rng) -> np.ndarray:

@@ -175,7 +175,7 @@ def judge(call: Call, group: Group, backend: str, outs: list[np.ndarray]):
         if got.dtype.kind == "f" and call.how(k) not in ("bits",):
             d = ulp_distance(got[ok], want[ok])
             worst = max(worst, float(d[np.isfinite(d)].max(initial=0.0)))
-    examples = [{"inputs": [group.cols[a][i].item() for a in call.args],
+    examples = [{"inputs": group.inputs_at(call, i),
                  "got": [o[i].item() for o in outs], "want": [w[i].item() for w in call.wants]}
                 for i in np.flatnonzero(bad)[:5]]
     dtype = group.type_name(call.args[0])
@@ -291,5 +291,5 @@ def _record(report, group, results, devices) -> None:
                     for i in np.flatnonzero(differ)[:3]:
                         report.disagreements.append({
                             "builtin": call.name, "dtype": group.type_name(call.args[0]),
-                            "inputs": [group.cols[q][i].item() for q in call.args],
+                            "inputs": group.inputs_at(call, i),
                             a: x[i].item(), b: y[i].item()})

@@ -1,6 +1,7 @@
 """The vector-only builtins of ``clsim conformance``: the geometric functions on float4 (dot,
 cross, length, distance, normalize) and ``any``/``all`` on int4 and char16 (each component's
-top bit; OpenCL C defines them for signed integer types only), as ``verify.conformance_vectors`` groups (width set, vector names already).
+top bit; OpenCL C defines them for signed integer types only), as
+``verify.conformance_vectors`` groups (width set, vector names already).
 
 Bounds (OpenCL C 7.4, full profile): dot within max|input|^2 * (2n - 1) * FLT_EPSILON and each
 cross component within max|input|^2 * 3 * FLT_EPSILON (absolute), length 0.25 + 0.5n ulp,
@@ -75,18 +76,19 @@ def geometric_group(seed: int, draws: int) -> Group:
     dot_ok = finite & (np.abs(dot) <= _HUGE) & (big * big * 7 * _EPS <= _HUGE)
     calls = [
         Call("dot", (0, 1), ("float32",), (_per_vector(dot.astype(np.float32), n, np.float32),),
-             (_mask(dot_ok, n),), (Absolute(_per_vector(big * big * 7 * _EPS, n, float)),)),
+             (_mask(dot_ok, n),), (Absolute(_per_vector(big * big * 7 * _EPS, n, float)),),
+             shows="vector"),
         Call("cross", (0, 1), ("float32",), (cross.astype(np.float32).ravel(),),
              (np.repeat(finite & (big * big * 3 * _EPS <= _HUGE), WIDTH),),
-             (Absolute(np.repeat(big * big * 3 * _EPS, WIDTH)),)),
+             (Absolute(np.repeat(big * big * 3 * _EPS, WIDTH)),), shows="component"),
         Call("length", (0,), ("float32",), (_per_vector(length.astype(np.float32), n,
                                                         np.float32),),
-             (_mask(_sum_sq_ok(x), n),), (2.25,)),
+             (_mask(_sum_sq_ok(x), n),), (2.25,), shows="vector"),
         Call("distance", (0, 1), ("float32",),
              (_per_vector(distance.astype(np.float32), n, np.float32),), (_mask(dist_ok, n),),
-             (10.5,)),
+             (10.5,), shows="vector"),
         Call("normalize", (0,), ("float32",), (norm.astype(np.float32).ravel(),),
-             (np.repeat(_sum_sq_ok(x), WIDTH),), (6.0,)),
+             (np.repeat(_sum_sq_ok(x), WIDTH),), (6.0,), shows="component"),
     ]
     return Group("geometric float4", [a, b], calls, WIDTH)
 
@@ -103,7 +105,8 @@ def any_all_group(dtype: str, width: int, seed: int, draws: int) -> Group:
     col = np.concatenate([col, np.where(np.eye(8, width, dtype=bool), ~signs, signs).ravel()])
     tops = (col.view(f"i{col.dtype.itemsize}") < 0).reshape(-1, width)
     n, ok = col.size, _mask(np.ones(len(tops), bool), col.size)
-    calls = [Call(name, (0,), ("int32",), (_per_vector(fn(tops, axis=1), n, np.int32),), (ok,))
+    calls = [Call(name, (0,), ("int32",), (_per_vector(fn(tops, axis=1), n, np.int32),), (ok,),
+                  shows="vector")
              for name, fn in (("any", np.any), ("all", np.all))]
     return Group(f"any/all {dtype} x{width}", [col], calls, width)
 

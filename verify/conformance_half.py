@@ -89,7 +89,7 @@ def _convert_half(values, mode: str, integral: bool) -> np.ndarray:
 
 
 def _calls(cols) -> list[Call]:
-    x, y, z, f, d, ints, bits = cols
+    x, y, z, _f, _d, _ints, bits = cols
     x64, y64 = x.astype(D), y.astype(D)
     ok = np.ones(x.size, bool)
     with np.errstate(all="ignore"):
@@ -112,7 +112,7 @@ def _calls(cols) -> list[Call]:
             if name == "fabs":
                 ref = np.abs(x)
             calls.append(Call(name, (0,), ("float16",), (ref,), (ok,), (how,)))
-    for src, k, integral in (("float32", 3, False), ("float64", 4, False), ("int32", 5, True)):
+    for k, integral in ((3, False), (4, False), (5, True)):  # from float, double, int
         for mode in _MODES:
             calls.append(Call(f"convert_half{mode}", (k,), ("float16",),
                               (_convert_half(cols[k], mode, integral),), (ok,)))

@@ -17,8 +17,7 @@ import re
 
 import numpy as np
 
-from verify.conformance_cases import _C, Call, Group, conversion_group, float_group, \
-    integer_group
+from verify.conformance_cases import _C, Call, Group, conversion_group, float_group, integer_group
 from verify.conformance_exact import run_group
 
 # element type -> vector width of the family's vector group

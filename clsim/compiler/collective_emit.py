@@ -125,8 +125,11 @@ def _compute(gen, c: Collective, stmt, site: int, start: str, count: str, sg: st
         gen.need_perm()
     h = gen.helper
     tree = float_add_order(gen.module, c) if c.op == "add" and ct.is_float(t) else "left"
-    if c.kind == "reduce" and tree in ("tree", "halfpairs"):
-        gen.emit(f"{h('_cg_reduce_add_' + tree)}({src}, {dst}, {start}, {count})")
+    if c.kind == "reduce" and tree == "tree":
+        gen.emit(f"{h('_cg_reduce_add_tree')}({src}, {dst}, {start}, {count})")
+    elif c.kind == "reduce" and tree == "halfpairs":  # halves by the sub-group size
+        gen.emit(f"{h('_cg_reduce_add_halfpairs')}({src}, {dst}, {start}, {count}, "
+                 f"{gen.module.subgroup_size})")
     elif c.kind == "reduce" and tree == "columns":
         gen.emit(f"{h('_cg_reduce_add_columns')}({src}, {dst}, {start}, {count}, "
                  f"{gen.module.subgroup_size})")

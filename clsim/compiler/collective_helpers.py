@@ -288,7 +288,9 @@ def _cg_mask_seen(m, nl):
 # with the result anyway). "tree": x[i] += x[i + h] for h = n/2, n/4, ... 1 (a non-power-of-two
 # n pairs i with i + h for h = next power of two / 2, where i + h < n). "halfpairs" (the Intel
 # CPU runtime at 8 lanes, measured by verify/orders.py): one halving step, then adjacent pairs,
-# ((x0+x4)+(x1+x5)) + ((x2+x6)+(x3+x7)).
+# ((x0+x4)+(x1+x5)) + ((x2+x6)+(x3+x7)). The halving is by the sub-group size w, not by the
+# n active lanes: a partial last sub-group adds like a full one whose missing lanes are zeros
+# (measured on the Intel runtime at w = 8 and n = 1 .. 7: 4 lanes give (x0+x1)+(x2+x3)).
 _REDUCE_TREE = """
 def _cg_reduce_add_tree(src, dst, s, n):
     for j in range(s, s + n):
@@ -307,11 +309,11 @@ def _cg_reduce_add_tree(src, dst, s, n):
         dst[j] = a
 """
 _REDUCE_HALFPAIRS = """
-def _cg_reduce_add_halfpairs(src, dst, s, n):
-    h = (n + 1) // 2
-    for i in range(h):
+def _cg_reduce_add_halfpairs(src, dst, s, n, w):
+    h = max(w, n) // 2 if max(w, n) > 1 else 1
+    m = min(h, n)
+    for i in range(m):
         dst[s + i] = src[s + i] + src[s + i + h] if i + h < n else src[s + i]
-    m = h
     while m > 1:
         k = 0
         for i in range(0, m, 2):

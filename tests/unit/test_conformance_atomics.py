@@ -48,3 +48,19 @@ def test_device_atomics_agree_with_c(device):
     assert len(legacy) >= 4 * len(LEGACY)
     assert all("OpenCL C 2.0" in s or "fp" in s for s in report.skipped), report.skipped
     assert [(r.builtin, r.dtype, r.examples[:1]) for r in report.rows if r.deviations] == []
+
+
+def test_cli_part_selects_the_atomics_rows(capsys):
+    """`clsim conformance --part atomics --builtin atomic_add --json` prints only those rows
+    (both simulator modes) and exits 0: no simulator deviation."""
+    import json
+
+    from clsim.cli import main
+
+    code = main(["conformance", "--simulator-only", "--part", "atomics", "--builtin",
+                 "atomic_add", "--draws", "20", "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert code == 0
+    assert {(r["builtin"], r["backend"]) for r in rows} == {
+        ("atomic_add", b) for b in ("sim-jit", "sim-nojit")}
+    assert {r["dtype"] for r in rows} == {"int32", "uint32", "int64", "uint64"}

@@ -6,8 +6,9 @@ picks how a float becomes an integer (``_rte`` to nearest even, ``_rtz`` toward 
 up, ``_rtn`` down). Components go through the scalar conversions' code
 (``conversion_modes``), so a vector component converts exactly as the scalar builtin does,
 rounding modes into float and double included (half components keep this module's helpers;
-a directed mode into half is refused). ``as_TN(x)`` reinterprets the bytes of a value of the same size (``as_uint4`` of a
-float4, ``as_uchar4`` of a uint), little-endian as every OpenCL device clsim targets.
+a directed mode into half is refused). ``as_TN(x)`` reinterprets the bytes of a value of the
+same size (``as_uint4`` of a float4, ``as_uchar4`` of a uint), little-endian as every OpenCL
+device clsim targets.
 """
 
 from __future__ import annotations
