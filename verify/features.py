@@ -117,10 +117,37 @@ _FP16_USE = re.compile(
     r"\s*\(|\(\s*half\d*\s*\)|\bhalf\d*\s+\w+\s*=|\bhalf(?:2|3|4|8|16)\b(?!\s*\*)")
 
 
+_FP16_GUARD = re.compile(r"\s*#\s*if(?:def\s+cl_khr_fp16\b|\s+defined\s*\(?\s*cl_khr_fp16\b)")
+_DIRECTIVE = re.compile(r"\s*#\s*(if|ifdef|ifndef|else|elif|endif)\b")
+
+
+def _without_fp16_guarded(source: str) -> str:
+    """``source`` less the lines a compiler without cl_khr_fp16 skips: the branch of an
+    ``#ifdef cl_khr_fp16`` (or ``#if defined(cl_khr_fp16)``) up to its ``#else``/``#endif``."""
+    kept, depth = [], 0  # depth > 0: inside a guarded branch, counting nested #if levels
+    for line in source.splitlines():
+        directive = _DIRECTIVE.match(line)
+        if depth:
+            if directive and directive.group(1).startswith("if"):
+                depth += 1
+            elif directive and directive.group(1) == "endif":
+                depth -= 1
+            elif directive and depth == 1 and directive.group(1) in ("else", "elif"):
+                depth = 0
+            continue
+        if _FP16_GUARD.match(line):
+            depth = 1
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def uses_fp16(source: str) -> bool:
-    """Whether OpenCL C ``source`` computes with half values (then it needs cl_khr_fp16)."""
-    return _FP16_USE.search(re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)) \
-        is not None
+    """Whether OpenCL C ``source`` computes with half values (then it needs cl_khr_fp16).
+    What only an ``#ifdef cl_khr_fp16`` branch holds does not count: such a source builds
+    without the extension."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
+    return _FP16_USE.search(_without_fp16_guarded(code)) is not None
 
 
 def non_uniform(global_size: Sequence[int], local_size: Sequence[int] | None) -> bool:

@@ -42,10 +42,17 @@ def _args():
     ("__kernel void k(__global float *o) { half h = o[0]; o[1] = h; }", True),
     ("__kernel void k(__global float *o) { o[1] = convert_half_rte(o[0]); }", True),
     ("// #pragma OPENCL EXTENSION cl_khr_fp16 : enable\n__kernel void k() {}", False),
+    ("#ifdef cl_khr_fp16\n#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#endif\n"
+     "__kernel void k(__global half *p, __global float *o) { o[0] = vload_half(0, p); }", False),
+    ("#if defined(cl_khr_fp16)\n#if 1\nhalf h = 1;\n#endif\n#else\n#endif\n"
+     "__kernel void k() {}", False),
+    ("#ifdef cl_khr_fp16\n#define T float\n#else\nhalf h = 1;\n#endif\n", True),
+    ("#ifdef cl_khr_fp16\n#endif\n" + HALF_MUL_CL, True),
 ])
 def test_half_arithmetic_is_detected_in_the_source(source, needs):
     """The pragma, a half value, cast or conversion needs fp16; a `half *` buffer read with
-    vload_half or a struct member declared half is core OpenCL C."""
+    vload_half, a struct member declared half, or what only an `#ifdef cl_khr_fp16` branch
+    holds is core OpenCL C."""
     assert uses_fp16(source) is needs
     assert ("fp16" in launch_features(source, (64,), None)) is needs
 
