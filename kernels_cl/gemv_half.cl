@@ -1,13 +1,16 @@
-// gemv_half, gemv_vload_half: y = W x with half W, float32 x and y, a row per work-group.
-// Twin of kernels_py/gemv_half.py. gemv_half reads W through half types and is compiled only
-// where the device has cl_khr_fp16; gemv_vload_half reads it with vload_half (no fp16 needed),
-// so this file builds everywhere. Every weight is converted to float before it is used and the
-// local tree has a fixed order, so both are exact. Ids are long (int64 in Python).
+// gemv_half, gemv_half8: y = W x with half W through half types (cl_khr_fp16), float32 x and
+// y, a row per work-group. Twin of kernels_py/gemv_half.py (gemv_half) and gemv_half8.py
+// (gemv_half8: eight columns per work-item and step, a half8 of W, a float8 accumulator, the
+// components folded in a fixed order). The kernels compile only where the device has
+// cl_khr_fp16; their vload_half twins, which need no fp16, are in gemv_half_vload.cl (a file
+// without the fp16 pragma, so PoCL and Oclgrind build it). Every weight is converted to float
+// before it is used and every sum has a fixed order, so all are exact. Ids are long.
 #pragma OPENCL FP_CONTRACT OFF
 #ifdef cl_khr_fp16
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #endif
 #define MAX_WG 1024
+#define VW 8
 
 // Sum scratch[0:wg] into scratch[0] in a fixed pairwise order (same as the Python twin).
 inline void tree_reduce_sum(__local float* scratch, long lid, long wg)
@@ -21,6 +24,12 @@ inline void tree_reduce_sum(__local float* scratch, long lid, long wg)
         barrier(CLK_LOCAL_MEM_FENCE);
         active = half_;
     }
+}
+
+// The eight components of v added pairwise in a fixed order.
+inline float fold8(float8 v)
+{
+    return ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7));
 }
 
 #ifdef cl_khr_fp16
@@ -45,17 +54,23 @@ __kernel void gemv_half(__global const half* w, __global const float* x, __globa
 }
 #endif
 
-__kernel void gemv_vload_half(__global const half* w, __global const float* x,
-                              __global float* y, int nrows, int ncols)
+#ifdef cl_khr_fp16
+__kernel void gemv_half8(__global const half* w, __global const float* x, __global float* y,
+                         int nrows, int ncols)
 {
     long row = get_group_id(0);
     long lid = get_local_id(0);
     long wg = get_local_size(0);
     __local float scratch[MAX_WG];
     long base = row * ncols;
-    float acc = 0.0f;
-    for (long c = lid; c < ncols; c += wg) {
-        acc += vload_half(base + c, w) * x[c];
+    long c_vec = ncols - ncols % VW;
+    float8 acc8 = (float8)(0.0f);
+    for (long c = lid * VW; c < c_vec; c += wg * VW) {
+        acc8 += convert_float8(vload8(0, w + base + c)) * vload8(0, x + c);
+    }
+    float acc = fold8(acc8);
+    for (long c = c_vec + lid; c < ncols; c += wg) {
+        acc += (float)w[base + c] * x[c];
     }
     scratch[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -64,3 +79,5 @@ __kernel void gemv_vload_half(__global const half* w, __global const float* x,
         y[row] = scratch[0];
     }
 }
+#endif
+

@@ -1,10 +1,9 @@
-// gemv_half_subgroup, gemv_vload_half_subgroup: y = W x with half W, float32 x and y, a row
-// per sub-group, lanes added by a shuffle-xor butterfly (fixed order, so exact). Twin of
-// kernels_py/gemv_half.py. gemv_half_subgroup reads W through half types and is compiled only
-// where the device has cl_khr_fp16; gemv_vload_half_subgroup reads it with vload_half.
-// gemv_vload_half_nrows: N_DST rows per sub-group through vload_half, rows past nrows never
-// read (as gemv_nrows in gemv_subgroup.cl).
-// Ids are long because the Python kernels' are int64.
+// gemv_half_subgroup, gemv_half_nrows: y = W x with half W read through half types
+// (cl_khr_fp16; compiled only where the device has it), float32 x and y. Twin of
+// kernels_py/gemv_half.py. gemv_half_subgroup: a row per sub-group; gemv_half_nrows: N_DST
+// rows per sub-group, rows past nrows never read (as gemv_nrows in gemv_subgroup.cl). Lanes
+// are added by a shuffle-xor butterfly (fixed order, so exact). Their vload_half twins, which
+// need no fp16, are in gemv_half_vload_subgroup.cl. Ids are long (int64 in Python).
 #pragma OPENCL FP_CONTRACT OFF
 #ifdef cl_khr_fp16
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
@@ -56,33 +55,12 @@ __kernel void gemv_half_subgroup(__global const half* w, __global const float* x
 }
 #endif
 
+#ifdef cl_khr_fp16
 #ifdef cl_intel_required_subgroup_size
 __attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
 #endif
-__kernel void gemv_vload_half_subgroup(__global const half* w, __global const float* x,
-                                       __global float* y, int nrows, int ncols)
-{
-    long row = (long)get_group_id(0) * get_num_sub_groups() + get_sub_group_id();
-    long lane = get_sub_group_local_id();
-    long width = get_sub_group_size();
-    if (row < nrows) {
-        long base = row * ncols;
-        float acc = 0.0f;
-        for (long c = lane; c < ncols; c += width) {
-            acc += vload_half(base + c, w) * x[c];
-        }
-        float total = subgroup_sum_butterfly(acc);
-        if (lane == 0) {
-            y[row] = total;
-        }
-    }
-}
-
-#ifdef cl_intel_required_subgroup_size
-__attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
-#endif
-__kernel void gemv_vload_half_nrows(__global const half* w, __global const float* x,
-                                    __global float* y, int nrows, int ncols)
+__kernel void gemv_half_nrows(__global const half* w, __global const float* x,
+                              __global float* y, int nrows, int ncols)
 {
     long first = ((long)get_group_id(0) * get_num_sub_groups() + get_sub_group_id()) * N_DST;
     long lane = get_sub_group_local_id();
@@ -96,7 +74,7 @@ __kernel void gemv_vload_half_nrows(__global const half* w, __global const float
             float xc = x[c];
             for (long r = 0; r < N_DST; r++) {
                 if (first + r < nrows) {
-                    acc[r] += vload_half((first + r) * ncols + c, w) * xc;
+                    acc[r] += (float)w[(first + r) * ncols + c] * xc;
                 }
             }
         }
@@ -110,3 +88,4 @@ __kernel void gemv_vload_half_nrows(__global const half* w, __global const float
         }
     }
 }
+#endif

@@ -9,10 +9,12 @@
 - ``gemv_vload_half_nrows``: ``N_DST`` rows per sub-group through ``vload_half``, as
   ``gemv_nrows``: half weights and each ``x`` element loaded once for ``N_DST`` rows; rows
   past ``nrows`` are neither read nor written.
+- ``gemv_half_nrows``: the same with ``half`` types (``(float)w[i]``, ``cl_khr_fp16``), as
+  llama.cpp's f16 GEMV takes its weights.
 
 Every weight is converted to float before it is used, each work-item adds its products in
 column order and the lanes are combined in a fixed order (the local tree, or the shuffle-xor
-butterfly), so all five are exact against a device and give the float32 kernels' bits on the
+butterfly), so all six are exact against a device and give the float32 kernels' bits on the
 weights converted to float32. Half weights halve the bytes of W, the bulk of the traffic.
 """
 
@@ -124,6 +126,28 @@ def gemv_vload_half_nrows(w, x, y, nrows, ncols):
             k += 1
 
 
+@kernel
+def gemv_half_nrows(w, x, y, nrows, ncols):
+    first = (get_group_id(0) * get_num_sub_groups() + get_sub_group_id()) * N_DST
+    lane = get_sub_group_local_id()
+    width = get_sub_group_size()
+    if first < nrows:
+        acc = private_array(N_DST, np.float32)
+        for z in range(N_DST):
+            acc[z] = 0.0
+        for c in range(lane, ncols, width):
+            xc = x[c]
+            for r in range(N_DST):
+                if first + r < nrows:
+                    acc[r] += np.float32(w[(first + r) * ncols + c]) * xc
+        k = 0
+        while k < N_DST:  # a while loop: sub-group collectives inside a per-sub-group branch
+            total = subgroup_sum_butterfly(acc[k])
+            if lane == 0 and first + k < nrows:
+                y[first + k] = total
+            k += 1
+
+
 def make_inputs(rng, shape):
     rows, cols = shape["rows"], shape["cols"]
     return {"w": rng.standard_normal((rows, cols), dtype=np.float32).astype(np.float16),
@@ -141,7 +165,7 @@ _COMMON = dict(make_inputs=make_inputs, reference=reference, outputs={"y": EXACT
                default_shape={"rows": 1024, "cols": 4096}, tolerance=(1e-4, 1e-3),
                family="gemv")
 _SUBGROUP = dict(launch=subgroup_launch(1), subgroup_size=SUBGROUP_SIZE)
-_VLOAD_SUBGROUP = dict(cl_file="gemv_half_subgroup.cl", requires=frozenset({"subgroups"}),
+_VLOAD_SUBGROUP = dict(cl_file="gemv_half_vload_subgroup.cl", requires=frozenset({"subgroups"}),
                        subgroup_size=SUBGROUP_SIZE)
 
 register(KernelSpec(
@@ -150,7 +174,7 @@ register(KernelSpec(
     description="y = W x, half W (cl_khr_fp16), a row per work-group, local tree", **_COMMON))
 register(KernelSpec(
     name="gemv_vload_half", kernel=gemv_vload_half, launch=launch_per_group,
-    cl_file="gemv_half.cl",
+    cl_file="gemv_half_vload.cl",
     description="y = W x, half W read with vload_half (no fp16 needed), a row per work-group",
     **_COMMON))
 register(KernelSpec(
@@ -168,3 +192,9 @@ register(KernelSpec(
     description=f"y = W x, half W read with vload_half, {N_DST} rows per sub-group "
                 "(llama.cpp's N_DST), rows past the end never read",
     **_COMMON, **_VLOAD_SUBGROUP))
+register(KernelSpec(
+    name="gemv_half_nrows", kernel=gemv_half_nrows, launch=subgroup_launch(N_DST),
+    description=f"y = W x, half W (cl_khr_fp16), {N_DST} rows per sub-group (llama.cpp's "
+                "N_DST), rows past the end never read",
+    cl_file="gemv_half_subgroup.cl", requires=frozenset({"fp16", "subgroups"}),
+    subgroup_size=SUBGROUP_SIZE, **_COMMON))

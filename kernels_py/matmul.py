@@ -15,7 +15,8 @@
 The tiled and register-blocked variants add the products in ascending k as the naive one, and
 the sub-group one in its fixed butterfly order, so every output is exact against a device.
 The float4 variant is in ``kernels_py/matmul_vec.py``, the half-input ones (half8 included) in
-``kernels_py/matmul_half.py``.
+``kernels_py/matmul_half.py``, the tiled and register-blocked float4 one in
+``kernels_py/matmul_tiled_vec.py`` and the ``dot`` one in ``kernels_py/matmul_dot.py``.
 """
 
 import numpy as np

@@ -12,8 +12,11 @@ Reference: the value in float64 (Python's ``math`` with C's special cases) round
 float32 for float; for double, mpmath at 200 bits where the result is finite and nonzero (math's
 value where mpmath is absent). Builtins are grouped by shape so that one kernel (one
 compilation) evaluates a group. ``conformance(...)`` returns a ``ConformanceReport``;
-``conformance_main`` is the CLI. Not judged here: vectors (component-wise, the same helpers),
-half, memory, atomics, collectives and work-item functions (their own tests).
+``conformance_main`` is the CLI. The other parts of the suite (``PARTS``): the exact builtins
+(``verify.conformance_exact``), vector forms (``verify.conformance_vectors``,
+``verify.conformance_geometric``), half (``verify.conformance_half``), atomics
+(``verify.conformance_atomics``) and collectives (``verify.conformance_collectives``). Not
+judged: memory and work-item functions (their own tests).
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def inputs(dt, arity: int, kind: str, seed: int = 0, draws: int = 300) -> list[n
 
 def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """|got - want| in ULPs of their type (NaN vs NaN is 0, NaN vs a number is inf)."""
-    ints = {4: np.int32, 8: np.int64}[got.dtype.itemsize]
+    ints = {2: np.int16, 4: np.int32, 8: np.int64}[got.dtype.itemsize]
     # Python integers: int64 keys do not fit float64 exactly, nor their difference int64.
     a = got.view(ints).astype(object)
     b = want.view(ints).astype(object)
@@ -189,21 +192,35 @@ def _run_device(info, name, cols, dt) -> np.ndarray:
     return run.buffers[-1]
 
 
-def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
-                simulator_modes=("jit", "nojit"), exact: bool = True) -> ConformanceReport:
-    """Run the suite. ``devices``: short names (() for the simulator only); ``builtins``: names
-    to restrict to (None: all). ``exact``: also the integer builtins, conversions, bit casts,
-    relational and tuple builtins (``verify.conformance_exact``)."""
-    report = ConformanceReport()
-    _float_suite(report, devices, builtins, draws, seed, simulator_modes)
-    if exact:
-        from verify.conformance_exact import exact_suite
+PARTS = ("math", "exact", "vectors", "half", "atomics", "collectives")
 
-        exact_suite(devices, builtins, draws, seed, simulator_modes, report=report)
+
+def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
+                simulator_modes=("jit", "nojit"), exact: bool = True,
+                parts=PARTS) -> ConformanceReport:
+    """Run the suite. ``devices``: short names (() for the simulator only); ``builtins``: names
+    to restrict to (None: all). ``parts``: "math" (float math, ULP bounds), "exact" (integer
+    builtins, conversions, bit casts, relational and tuple builtins:
+    ``verify.conformance_exact``), "vectors" (``verify.conformance_vectors``), "half",
+    "atomics" (``verify.conformance_atomics``), "collectives"
+    (``verify.conformance_collectives``); ``exact=False`` leaves out all but "math"."""
+    from verify.conformance_atomics import atomic_suite
+    from verify.conformance_collectives import collective_suite
+    from verify.conformance_exact import exact_suite
+    from verify.conformance_half import half_suite
+    from verify.conformance_vectors import vector_suite
+
+    report = ConformanceReport()
+    suites = {"math": float_suite, "exact": exact_suite, "vectors": vector_suite,
+              "half": half_suite, "atomics": atomic_suite, "collectives": collective_suite}
+    for part in (parts if exact else ("math",)):
+        if part in suites:
+            suites[part](devices, builtins, draws, seed, simulator_modes, report=report)
     return report
 
 
-def _float_suite(report, devices, builtins, draws, seed, simulator_modes) -> None:
+def float_suite(devices, builtins, draws, seed, simulator_modes, report) -> None:
+    """The float math part: every math builtin with a ULP bound, float and double."""
     for (arity, kind), names in _shapes().items():
         names = [n for n in names if builtins is None or n in builtins]
         for dt in (F, D):
@@ -281,6 +298,8 @@ def add_conformance_arguments(parser) -> None:
     parser.add_argument("--builtin", action="append", default=None, metavar="NAME",
                         help="restrict to these builtins")
     parser.add_argument("--draws", type=int, default=300, help="random draws per group")
+    parser.add_argument("--part", action="append", default=None, choices=PARTS,
+                        help="run only these parts of the suite (repeat; default: all)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -289,6 +308,7 @@ def conformance_main(args) -> int:
 
     devices = () if args.simulator_only else (
         tuple(args.device) if args.device else tuple(d.short_name for d in list_devices()))
-    report = conformance(devices, args.builtin, draws=args.draws)
+    report = conformance(devices, args.builtin, draws=args.draws,
+                         parts=tuple(args.part) if args.part else PARTS)
     print(report.to_json() if args.json else report.format())
     return 1 if report.simulator_deviations else 0

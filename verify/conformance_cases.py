@@ -27,7 +27,20 @@ _C = {"int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort", "i
       "float64": "double"}
 MODES = ("", "_rte", "_rtz", "_rtp", "_rtn")
 # (mantissa bits with the hidden one, smallest normal exponent, largest exponent)
-_FORMATS = {"float32": (24, -126, 127), "float64": (53, -1022, 1023)}
+_FORMATS = {"float16": (11, -14, 15), "float32": (24, -126, 127), "float64": (53, -1022, 1023)}
+
+
+@dataclass(frozen=True)
+class Absolute:
+    """A judge by absolute error: |got - want| <= tolerance, per element (the geometric
+    functions' bounds, OpenCL C 7.4: dot and cross in units of max|input|^2 * FLT_EPSILON)."""
+
+    tolerance: np.ndarray
+
+    def __eq__(self, other):  # compared with the judge names ("bits", ...): never equal
+        return self is other
+
+    __hash__ = object.__hash__
 
 
 @dataclass
@@ -40,8 +53,9 @@ class Call:
     wants: tuple[np.ndarray, ...]
     defined: tuple[np.ndarray, ...]
     # per component: "exact" (the value, sign of zero included; NaN = NaN), "bits" (bytes),
-    # "quo7" (remquo's quotient: sign and 7 low bits), or a float bound in ULPs
+    # "quo7" (remquo's quotient: sign and 7 low bits), a float bound in ULPs, or Absolute
     judge: tuple = ()
+    scalar: str = ""  # a vector call's scalar builtin (verify.conformance_vectors)
 
     def how(self, k: int):
         return self.judge[k] if self.judge else "exact"
@@ -54,6 +68,13 @@ class Group:
     key: str
     cols: list[np.ndarray]
     calls: list[Call]
+    width: int = 1  # the calls take vectors of this many components (verify.conformance_vectors)
+
+    def type_name(self, col: int) -> str:
+        """The rows' type for calls whose first argument is column ``col``: the numpy name
+        of a scalar ("int32"), the OpenCL C name of a vector ("int4")."""
+        name = self.cols[col].dtype.name
+        return name if self.width == 1 else f"{_C[name]}{self.width}"
 
 
 # ---- exact rounding -------------------------------------------------------------------------

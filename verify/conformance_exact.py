@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from clsim.compiler import builtins as table
-from verify.conformance_cases import _C, Call, Group, groups
+from verify.conformance_cases import _C, Absolute, Call, Group, groups
 
 _PER_KERNEL = 40
 _CL2_STD = ("ctz",)  # OpenCL C 2.0 builtins some devices lack (verify.features)
@@ -107,25 +107,48 @@ def _outputs(calls, n) -> list[np.ndarray]:
     return [np.zeros(n, t) for c in calls for t in c.outs]
 
 
-def run_simulator(group: Group, calls: list[Call], *, jit: bool) -> list[np.ndarray]:
+class ScalarForms:
+    """How a group's calls become kernels: one work-item per element, scalar calls. Other
+    forms (``verify.conformance_vectors``: the same calls on vectors) override the three."""
+
+    @staticmethod
+    def python(group: Group, calls: list[Call]) -> str:
+        return python_source(len(group.cols), calls)
+
+    @staticmethod
+    def cl(group: Group, calls: list[Call]) -> str:
+        return cl_source(group.cols, calls)
+
+    @staticmethod
+    def global_size(group: Group) -> int:
+        return group.cols[0].size
+
+
+def run_simulator(group: Group, calls: list[Call], *, jit: bool,
+                  forms=ScalarForms) -> list[np.ndarray]:
     import clsim
 
-    kern = _simulator_kernel(python_source(len(group.cols), calls))
+    kern = _simulator_kernel(forms.python(group, calls))
     outs = _outputs(calls, group.cols[0].size)
-    clsim.run(kern, (group.cols[0].size,), None, (*group.cols, *outs), jit=jit, checks="none")
+    clsim.run(kern, (forms.global_size(group),), None, (*group.cols, *outs), jit=jit,
+              checks="none")
     return outs
 
 
-def run_device(info, group: Group, calls: list[Call]) -> list[np.ndarray]:
+def run_device(info, group: Group, calls: list[Call], forms=ScalarForms) -> list[np.ndarray]:
     from verify.clrun import run_cl
 
     outs = _outputs(calls, group.cols[0].size)
-    run = run_cl(info, cl_source(group.cols, calls), "probe", (group.cols[0].size,), None,
+    run = run_cl(info, forms.cl(group, calls), "probe", (forms.global_size(group),), None,
                  [*group.cols, *outs])
     return run.buffers[len(group.cols):]
 
 
 def _same(got: np.ndarray, want: np.ndarray, how) -> np.ndarray:
+    if isinstance(how, Absolute):
+        with np.errstate(invalid="ignore"):
+            close = np.abs(got.astype(np.float64) - want.astype(np.float64)) <= how.tolerance
+        return close | (np.isnan(got) & np.isnan(want))
     if how == "bits":
         return got.view(f"u{got.dtype.itemsize}") == want.view(f"u{want.dtype.itemsize}")
     if how == "quo7":
@@ -155,9 +178,9 @@ def judge(call: Call, group: Group, backend: str, outs: list[np.ndarray]):
     examples = [{"inputs": [group.cols[a][i].item() for a in call.args],
                  "got": [o[i].item() for o in outs], "want": [w[i].item() for w in call.wants]}
                 for i in np.flatnonzero(bad)[:5]]
-    dtype = group.cols[call.args[0]].dtype.name
+    dtype = group.type_name(call.args[0])
     bounds = [call.how(k) for k in range(len(call.outs))]
-    limit = max((b for b in bounds if not isinstance(b, str)), default=0.0)
+    limit = max((b for b in bounds if isinstance(b, (int, float))), default=0.0)
     return Row(call.name, dtype, backend, worst, limit, int(bad.sum()), examples)
 
 
@@ -192,7 +215,6 @@ def exact_suite(devices=(), builtins=None, draws: int = 300, seed: int = 0,
     ``report.disagreements`` where two devices differ on a defined input. ``sources``:
     restrict to groups whose first column has one of these dtypes ("int64", ...)."""
     from verify.conformance import ConformanceReport
-    from verify.devices import get_device
 
     report = report if report is not None else ConformanceReport()
     for group in groups(seed, draws, None if builtins is None else set(builtins)):
@@ -200,19 +222,28 @@ def exact_suite(devices=(), builtins=None, draws: int = 300, seed: int = 0,
             continue
         group.calls = [c for c in group.calls if c.name in table.TABLE and (
             builtins is None or c.name in builtins)]
-        for calls in _chunks(group):
-            results = {}
-            for mode in simulator_modes:
-                results[f"sim-{mode}"] = (calls, run_simulator(group, calls, jit=mode == "jit"))
-            for device in devices:
-                ran, outs = _device_outputs(get_device(device), group, calls, report)
-                if outs is not None:
-                    results[device] = (ran, outs)
-            _record(report, group, results, list(devices))
+        run_group(group, devices, simulator_modes, report)
     return report
 
 
-def _device_outputs(info, group, calls, report):
+def run_group(group: Group, devices, simulator_modes, report, forms=ScalarForms) -> None:
+    """Every call of ``group`` on the simulator and ``devices``: rows and disagreements into
+    ``report``."""
+    from verify.devices import get_device
+
+    for calls in _chunks(group):
+        results = {}
+        for mode in simulator_modes:
+            results[f"sim-{mode}"] = (calls, run_simulator(group, calls, jit=mode == "jit",
+                                                           forms=forms))
+        for device in devices:
+            ran, outs = _device_outputs(get_device(device), group, calls, report, forms)
+            if outs is not None:
+                results[device] = (ran, outs)
+        _record(report, group, results, list(devices))
+
+
+def _device_outputs(info, group, calls, report, forms=ScalarForms):
     from clsim.errors import DeviceError, SimulationError
 
     if any(c.dtype == np.float64 for c in group.cols) or any(
@@ -227,16 +258,18 @@ def _device_outputs(info, group, calls, report):
         report.skipped.append(f"{info.short_name}: {', '.join(_CL2_STD)}: {lacks}")
         calls = [c for c in calls if c.name not in _CL2_STD]
     try:
-        return calls, run_device(info, group, calls)
+        return calls, run_device(info, group, calls, forms)
     except (DeviceError, SimulationError) as exc:
         report.skipped.append(f"{info.short_name}: {group.key}: {str(exc).splitlines()[0]}")
         return calls, None
 
 
-def _by_call(ran, outs) -> dict[str, list[np.ndarray]]:
+def _by_call(ran, outs) -> dict[int, list[np.ndarray]]:
+    """Outputs per call (keyed by the call object: one builtin may be called on several
+    source types in a group)."""
     out, j = {}, 0
     for call in ran:
-        out[call.name] = outs[j:j + len(call.outs)]
+        out[id(call)] = outs[j:j + len(call.outs)]
         j += len(call.outs)
     return out
 
@@ -245,18 +278,18 @@ def _record(report, group, results, devices) -> None:
     split = {backend: _by_call(*r) for backend, r in results.items()}
     for backend, (ran, _outs) in results.items():
         for call in ran:
-            report.rows.append(judge(call, group, backend, split[backend][call.name]))
+            report.rows.append(judge(call, group, backend, split[backend][id(call)]))
     present = [d for d in devices if d in results]
     for a_i, a in enumerate(present):
         for b in present[a_i + 1:]:
             for call in results[a][0]:
-                if call.name not in split[b]:
+                if id(call) not in split[b]:
                     continue
                 for k, ok in enumerate(call.defined):
-                    x, y = split[a][call.name][k], split[b][call.name][k]
+                    x, y = split[a][id(call)][k], split[b][id(call)][k]
                     differ = ok & ~_same(x, y, "bits" if call.how(k) == "bits" else "exact")
                     for i in np.flatnonzero(differ)[:3]:
                         report.disagreements.append({
-                            "builtin": call.name, "dtype": group.cols[call.args[0]].dtype.name,
+                            "builtin": call.name, "dtype": group.type_name(call.args[0]),
                             "inputs": [group.cols[q][i].item() for q in call.args],
                             a: x[i].item(), b: y[i].item()})

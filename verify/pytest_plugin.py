@@ -12,12 +12,21 @@ marker::
 
 ``CLSIM_TEST_DEVICES=pocl,intel-cpu`` narrows the set. The value is the device's short name
 (pass it to ``verify.compare(..., device=device)`` or ``verify.clrun.run_cl``).
+
+A test that fuzzes (``verify.fuzz``, ``verify.fuzz_spec``) and otherwise passes is reported as
+*skipped*, with the reports' reasons, when every ``FuzzReport`` it made was skipped (the device
+lacks fp16, sub-groups, ...): asserting ``report.equal`` alone would otherwise pass without
+anything having been compared. A test that made at least one report that ran passes as usual.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
+import pytest
+
+from verify.fuzz import REPORT_LISTENERS
 from verify.testing import device_params
 
 MARKER = "device_requires"
@@ -47,3 +56,25 @@ def pytest_generate_tests(metafunc: Any) -> None:
     for marker in metafunc.definition.iter_markers(name=MARKER):
         features.extend(marker.args)
     metafunc.parametrize("device", device_params(requires=tuple(features)))
+
+
+def _skip_reason(reports: list[Any]) -> str | None:
+    """The reason to report a passed test as skipped: every fuzz report it made was skipped."""
+    if not reports or any(r.skipped is None for r in reports):
+        return None
+    reasons = dict.fromkeys(f"{r.name} on {r.device}: {r.skipped}" for r in reports)
+    return "nothing was compared: " + "; ".join(reasons)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: Any) -> Generator[None, Any, Any]:
+    reports: list[Any] = []
+    REPORT_LISTENERS.append(reports.append)
+    try:
+        result = yield  # a failing test raises here and stays failed
+    finally:
+        REPORT_LISTENERS.remove(reports.append)
+    reason = _skip_reason(reports)
+    if reason is not None:
+        pytest.skip(reason)
+    return result

@@ -20,10 +20,12 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.builtin_emit import BuiltinStatements
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
+from clsim.compiler.infer import _OPS, binop_type
 from clsim.compiler.loopvars import has_own_break
 from clsim.compiler.masked import MaskedFlow
+from clsim.compiler.places import is_field
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
-from clsim.compiler.struct_emit import is_field
+from clsim.compiler.structs import StructT
 from clsim.runtime import record as rec
 
 
@@ -164,7 +166,12 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
             if isinstance(t, ct.ArrayT):  # allocated per group; initialised here if asked
                 self._fill(target.id, t, getattr(s.value, "fill", None))
                 return
+            if isinstance(t, StructT):  # a private struct: C's copy of the record's bytes
+                self.struct_copy(target, s.value)
+                return
             self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
+        elif isinstance(getattr(target, "ctype", None), StructT):  # x[i] = b: the record's bytes
+            self.struct_copy(target, s.value)
         elif is_field(target):
             self.field_store(target, s.value)
         elif isinstance(target, ast.Subscript) and getattr(target.value.ctype, "view", None):
@@ -227,6 +234,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         it = s.iter
         var = self.fresh("_r")
         self.statement(lambda: f"{var}a = ({', '.join(self.typed(a, 'int64') for a in it.args)},)")
+        self.module.on_loop(self, s, var, t, start=True)  # instruments: before the loop
         self.emit(f"for {var} in range(*{var}a):")
         self.loop_depth += 1
         with self.indented():
@@ -235,6 +243,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         self.loop_depth -= 1
         if has_own_break(s):  # run to its end, C leaves the first value that failed the test
             self.emit(f"else:\n    {self.write_var(s.target.id)} = {self.loop_end(var, s, t)}")
+        self.module.on_loop(self, s, var, t, start=False)  # instruments: after the loop
         self._after_exit_check(s)
 
     def loop_end(self, var: str, loop: ast.For, t: str) -> str:
@@ -446,6 +455,4 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
 
 
 def _binop_result(s, left_t, right_t):
-    from clsim.compiler.infer import _OPS, binop_type
-
     return binop_type(_OPS[type(s.op)], left_t, right_t, s.loc)

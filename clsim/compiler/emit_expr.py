@@ -18,10 +18,18 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.infer import _CMPS, _OPS
-from clsim.compiler.struct_emit import StructEmitter, is_field
+from clsim.compiler.places import is_field
+from clsim.compiler.struct_emit import StructEmitter
 from clsim.compiler.structs import StructT, size_of
 from clsim.compiler.vector_emit import VectorEmitter
 from clsim.runtime import record as rec
+
+
+class PointerOffset(ast.expr):
+    """The element offset (an int64) of a pointer expression that is not a variable:
+    ``(x + k)[i]`` and ``view(src, T, off)[i]`` index their buffer at that offset plus i."""
+
+    _fields = ("pointer",)
 
 
 class ExprEmitter(VectorEmitter, StructEmitter):
@@ -50,15 +58,15 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             return self.helper("_rh") + f"({code})"
         if ct.is_float(dst):
             return f"np.{dst}({code})"
-        if src == "bool" or ct.is_int(src):
-            return self.helper(f"_w_{dst}") + f"({code})"
+        if src == "bool" or ct.is_int(src):  # wraps to the width (numpy's cast, as C's)
+            return f"np.{dst}({code})"
         return self.helper(f"_f2i_{dst}") + f"({code})"
 
     def wrap(self, code: str, t: str) -> str:
         if t == "float16":  # computed in float32, rounded to half: correctly rounded
             return self.helper("_rh") + f"({code})"
         if ct.is_int(t) and ct.bits(t) <= 32:
-            return self.helper(f"_w_{t}") + f"({code})"
+            return f"np.{t}({code})"
         return code
 
     def bitcast(self, code: str, src: str, dst: str) -> str:
@@ -253,19 +261,23 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         """(array name, its type, index nodes) of ``a[i]``; through a pointer local ``p``,
         ``p[i]`` is ``base[p + i]`` (p holds the element offset), checked against base."""
         arr = node.value
-        if not isinstance(arr, ast.Name):
-            raise compile_error(node.loc, "index arrays by name (x[i]), not expressions")
         idx = node.slice
         if isinstance(arr.ctype, ct.PtrT):
             ptr: ct.PtrT = arr.ctype
             if not hasattr(node, "ptr_index"):
-                offset = ast.Name(id=arr.id, ctx=ast.Load())
+                offset = (ast.Name(id=arr.id, ctx=ast.Load()) if isinstance(arr, ast.Name)
+                          else PointerOffset(pointer=arr))  # (x + k)[i], view(...)[i]
                 offset.ctype, offset.loc = "int64", node.loc
                 flat = ast.BinOp(left=offset, op=ast.Add(), right=idx)
                 flat.ctype, flat.loc = "int64", node.loc
                 node.ptr_index = flat
             return ptr.base, ptr.array, [node.ptr_index]
+        if not isinstance(arr, ast.Name):
+            raise compile_error(node.loc, "index arrays by name (x[i]), not expressions")
         return arr.id, arr.ctype, idx.elts if isinstance(idx, ast.Tuple) else [idx]
+
+    def e_PointerOffset(self, node):
+        return self.pointer_offset(node.pointer)[2]
 
     def array_access(self, node: ast.Subscript, kind: str, index_codes=None) -> str:
         """``buf[i]`` for a load (or the target of a store when index_codes is given)."""
@@ -350,18 +362,20 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         program = self.module.program
         spec = program.funcs[program.spec_key(kfn, tuple(a.ctype for a in node.args))]
         args = []
-        for a, pt in zip(node.args, spec.param_types, strict=True):
+        for a, pt, param in zip(node.args, spec.param_types, spec.parsed.params, strict=True):
             if isinstance(pt, ct.PtrT):  # the buffer and the pointer's offset into it
                 name, arrt, offset = self.pointer_offset(a)
+                self.module.passed_buffer(kfn.name, pt.base, node.loc.func, name)
                 base, lead = self.array_base(name, arrt)
                 args += [f"{base}[{lead[0]}]" if lead else base, offset]
             elif isinstance(pt, StructT):  # a struct argument by value: its bytes
-                args.append(self.read_var(a.id))
+                args.append(self.struct_bytes(a.id))
             elif isinstance(pt, ct.ArrayT):
                 if not isinstance(a, ast.Name):
                     raise compile_error(node.loc, "pass arrays to helpers by name")
                 base, lead = self.array_base(a.id, pt)
                 args.append(f"{base}[{lead[0]}]" if lead else base)
+                self.module.passed_buffer(kfn.name, param, node.loc.func, a.id)
             else:
                 args.append(self.typed(a, pt))
         self.module.emit_func(spec)

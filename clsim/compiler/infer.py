@@ -20,6 +20,7 @@ from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
     check_record_copies,
+    check_struct_assignment,
     field_type,
     is_place_in_bytes,
     pointer_arith,
@@ -29,6 +30,7 @@ from clsim.compiler.places import (
     rewrite_component_store,
     rewrite_field_update,
 )
+from clsim.compiler.struct_locals import by_value
 from clsim.compiler.structs import StructT
 
 _OPS = {
@@ -87,13 +89,29 @@ class Typer:
         self.name = name
         self.returns: list = []
         self.final = False
-        # b = x[ib] record copies by buffer (first variable, line): the kernel must not
-        # write that buffer, so the in-place read is C's copy
-        self.record_copies: dict[str, tuple] = {}
+        self.start_env = dict(params)
+        # b = x[ib] record copies read in place, by buffer: [(variable, line, is a variable)];
+        # in place is C's copy while the kernel does not write that buffer (struct_locals)
+        self.record_copies: dict[str, list] = {}
+        self.struct_copies: set[str] = set()  # record copies that need their own bytes
+        self.needs_copy: set[str] = set()  # found while typing: they must be struct_copies
         self.first_assigned: dict[str, tuple] = {}  # name -> (loc, type) of its first value
 
     # -- statements -------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
+        """Type ``body``; again with their own bytes for the record copies that turn out to
+        be modified, or whose buffer the body writes (they cannot be read in place)."""
+        while True:
+            self._run_once(body)
+            if self.record_copies:
+                self.needs_copy |= check_record_copies(body, self.record_copies, self.program)
+            if self.needs_copy <= self.struct_copies:
+                return
+            self.struct_copies |= self.needs_copy
+            self.env, self.final = dict(self.start_env), False
+            self.record_copies, self.first_assigned = {}, {}
+
+    def _run_once(self, body: list[ast.stmt]) -> None:
         for _ in range(12):
             before = dict(self.env)
             self.returns = []
@@ -103,8 +121,6 @@ class Typer:
         self.final = True
         self.returns = []
         self.block(body)
-        if self.record_copies:
-            check_record_copies(body, self.record_copies, self.program)
 
     def block(self, stmts):
         for s in stmts:
@@ -115,10 +131,10 @@ class Typer:
             return
         if isinstance(t, ct.PtrT) and isinstance(self.env.get(t.base), ct.PtrT):
             t = self.env[t.base]  # q = p: a pointer into p's buffer
-        if isinstance(t, StructT) or (isinstance(t, ct.ArrayT) and t.space == "field"):
-            raise compile_error(loc, f"'{name}' would hold a struct or an array field; copy "
-                                     "a record of a buffer (b = x[ib], then b.d, b.qs[j]) or "
-                                     "read fields where they are used (x[ib].qs[j])")
+        if isinstance(t, ct.ArrayT) and t.space == "field":
+            raise compile_error(loc, f"'{name}' would hold an array field; copy the record "
+                                     "(b = x[ib], then b.qs[j]) or read its elements where "
+                                     "they are used (x[ib].qs[j])")
         old = self.env.get(name)
         if name in self.params and isinstance(old, ct.ArrayT):
             raise compile_error(loc, f"buffer parameter '{name}' cannot be reassigned")
@@ -206,9 +222,15 @@ class Typer:
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
             t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
-            if isinstance(t, StructT) and isinstance(value, ast.Subscript):
+            if target.id in self.struct_copies and by_value(t):
+                value.__dict__.pop("record_ref", None)  # copied into the variable's bytes
+                t = t.dtype if isinstance(t, ct.PtrT) else t
+            elif isinstance(t, StructT) and isinstance(value, ast.Subscript):
                 t = record_pointer(value, loc)
-                self.record_copies.setdefault(t.base, (target.id, loc))
+                self.record_copies.setdefault(t.base, []).append((target.id, loc, True))
+            elif isinstance(t, StructT) and by_value(self.env.get(target.id)):
+                self.needs_copy.add(target.id)  # also copied in place elsewhere: bytes
+                return
             if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
                 raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
                                          "p = x or p = x + k (a pointer into one buffer)")
@@ -216,8 +238,13 @@ class Typer:
         elif isinstance(target, ast.Subscript | ast.Attribute):
             refuse_constant_store(target, loc)
             tt = self.expr(target)
-            refuse_copy_store(target, loc)
+            copied = refuse_copy_store(target, loc, self.params)
+            if copied is not None:
+                self.needs_copy.add(copied)
             vt = self.expr(value)
+            if isinstance(tt, StructT) or by_value(vt):  # C's struct assignment: its bytes
+                check_struct_assignment(tt, vt, loc)
+                return
             if isinstance(tt, ct.VecT) and is_place_in_bytes(target):  # p[i] on a float4 view
                 if vt is not None and ct.join(tt, vt) != tt:
                     raise compile_error(loc, f"cannot store {ct.short(vt)} into a {tt} element")
@@ -225,10 +252,6 @@ class Typer:
             if isinstance(target, ast.Attribute) and isinstance(target.value.ctype, ct.VecT):
                 raise compile_error(loc, f"'{ast.unparse(target)}': assign components of a "
                                          "vector variable (v = p[i]; v.x = ...; p[i] = v)")
-            if isinstance(tt, StructT) or isinstance(vt, StructT):
-                raise compile_error(loc, "a whole struct cannot be assigned here; copy it "
-                                         "field by field (y[i].d = x[i].d, and the array "
-                                         "fields in a loop)")
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
             if tt is not None and not ct.is_scalar(tt):
@@ -471,7 +494,8 @@ class Typer:
             for k, (a, t) in enumerate(zip(node.args, types, strict=True)):
                 if isinstance(t, StructT) and isinstance(a, ast.Subscript):  # helper(x[ib])
                     types[k] = record_pointer(a, loc)
-                    self.record_copies.setdefault(types[k].base, (ast.unparse(a), loc))
+                    self.record_copies.setdefault(types[k].base, []).append(
+                        (ast.unparse(a), loc, False))
                 elif isinstance(t, ct.ArrayT) and t.space == "field":
                     raise compile_error(loc, "an array field is passed to a helper as the "
                                              "record (helper(x[i])) or element by element")

@@ -28,6 +28,8 @@ from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
+from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
 from clsim.runtime import record as rec
 from clsim.runtime.record import Site
@@ -87,6 +89,7 @@ class Program:
                                      f"{len(arg_types)}")
         self._typing.add(key)
         body = scope_loop_variables(parsed.tree.body, parsed.params)
+        body = copy_written_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
         typer.run(body)
         self._typing.discard(key)
@@ -149,11 +152,14 @@ class ModuleEmitter:
         self.bitcasts: set[tuple[str, str]] = set()
         self.sites: list[Site] = []
         self._site_keys: dict[tuple, int] = {}
+        self.site_nodes: dict[int, object] = {}
         self.func_sources: dict[str, str] = {}
         self.lifted: dict[str, str] = {}  # body -> name of a vector expression's function
         self.tables: dict[str, str] = {}  # __constant table name -> module-level array
         self.uses_printf = "printf" in program.parsed.flags  # then _pf collects its lines
         self.printf_sites: dict[int, tuple] = {}  # site -> (format, argument kinds)
+        # (helper, its buffer parameter p__buf) -> {(calling function, buffer passed)}
+        self.helper_buffers: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.has_exit = False
         self.instruments: list = []
         self.bounds = True
@@ -175,9 +181,38 @@ class ModuleEmitter:
         if key not in self._site_keys:
             loc = node.loc
             self._site_keys[key] = len(self.sites)
+            self.site_nodes[len(self.sites)] = node  # the access's AST node, for instruments
             self.sites.append(Site(len(self.sites), loc.file, loc.line, loc.func,
                                    loc.text.strip(), buffer, kind, space, str(dtype), width))
         return self._site_keys[key]
+
+    def passed_buffer(self, helper: str, param_buffer: str, caller: str, buffer: str) -> None:
+        """A call of ``helper`` in ``caller`` passes ``buffer`` (the caller's name for it) or
+        a pointer into it as the helper's buffer ``param_buffer`` (``p``, or ``p__buf``
+        behind a pointer parameter)."""
+        self.helper_buffers.setdefault((helper, param_buffer), set()).add((caller, buffer))
+
+    def user_buffer(self, func: str, buffer: str, seen=()) -> set[str]:
+        """The kernel's buffers behind ``buffer`` as function ``func`` names it (a helper's
+        ``p__buf`` is whatever its callers passed as ``p``)."""
+        callers = self.helper_buffers.get((func, buffer))
+        if not callers or (func, buffer) in seen:
+            return {buffer}
+        return {name for caller, passed in callers
+                for name in self.user_buffer(caller, passed, (*seen, (func, buffer)))}
+
+    def sites_named_for_users(self) -> list[Site]:
+        """The site table with each helper's buffer parameter named by the kernel argument
+        behind it (``x``; ``p (x or y)`` when the calls pass different buffers)."""
+        out = []
+        for site in self.sites:
+            if (site.func, site.buffer) in self.helper_buffers:
+                names = sorted(self.user_buffer(site.func, site.buffer))
+                param = site.buffer.removesuffix("__buf")
+                site = site._replace(buffer=names[0] if len(names) == 1 else
+                                     f"{param} ({' or '.join(names)})")
+            out.append(site)
+        return out
 
     def table(self, name: str, arrt) -> str:
         """The module-level array of the __constant table ``name`` (read from the kernel's
@@ -228,6 +263,12 @@ class ModuleEmitter:
     def on_subgroup_barrier(self, gen, stmt, site) -> None:
         dispatch.subgroup_barrier(self.instruments, gen, stmt, site)
 
+    def on_loop(self, gen, loop, var: str, var_type: str, *, start: bool) -> None:
+        """Before (``start``) and after a work-item ``for`` loop whose range arguments are
+        the tuple ``{var}a``."""
+        if self.instruments:
+            dispatch.loop(self.instruments, gen, loop, f"{var}a", var_type, start)
+
     def access(self, gen, site, buffer, arrt, codes, kind, atomic=False) -> list[str]:
         return dispatch.access(self.instruments, gen, site, buffer, arrt, codes, kind, atomic)
 
@@ -269,6 +310,8 @@ class ModuleEmitter:
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
                 gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
+            elif isinstance(t, StructT) and name not in storage:
+                gen.emit(f"v_{name} = np.empty({t.itemsize}, np.uint8)")
         gen.stmts_wi(spec.body)
         params = ", ".join(f"v_{p}__buf, v_{p}" if isinstance(t, ct.PtrT) else f"v_{p}"
                            for p, t in zip(spec.parsed.params, spec.param_types, strict=True))
@@ -366,6 +409,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     program = Program(parsed, arg_types, local_size)
     body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
     body = scope_loop_variables(body, arg_types)
+    body = copy_written_params(body, arg_types)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
@@ -393,6 +437,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
         elif kind == "parray":
             gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, "
                      f"np.{ct.storage_dtype(t.dtype)})")
+        elif kind == "sarray":
+            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.itemsize}), np.uint8)")
         elif kind == "ctx" and isinstance(t, ct.VecT):
             gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), "
                      f"np.{ct.register_dtype(t.dtype)})")
@@ -406,6 +452,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.items(analysis.tree)
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
+    module.sites = module.sites_named_for_users()
     source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
     if module.uses_printf:
         source += f"_PRINTF = {module.printf_sites!r}\n"
@@ -431,6 +478,8 @@ def _storage(analysis: Analysis, arg_types: dict, env: dict) -> dict[str, str]:
             storage[name] = "param"
         elif isinstance(t, ct.ArrayT):
             storage[name] = "larray" if t.space == "local" else "parray"
+        elif isinstance(t, StructT):  # a private struct: its bytes, a row per work-item
+            storage[name] = "sarray"
         elif name in analysis.group_scalars:
             storage[name] = "group"
         elif name in analysis.ctx_vars:

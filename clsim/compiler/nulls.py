@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from clsim.compiler.inline import clone
+
 NULL = "null"  # the argument type of a None buffer
 
 
@@ -58,8 +60,6 @@ class _Folder(ast.NodeTransformer):
 def fold_null_tests(body: list[ast.stmt], arg_types: dict) -> list[ast.stmt]:
     """``body`` with null tests on parameters decided. The parsed tree is cached and shared
     between launches, so a body with a null test is folded on a copy."""
-    from clsim.compiler.inline import clone
-
     if not any(isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot)
                                                    for op in n.ops)
                for stmt in body for n in ast.walk(stmt)):

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ast
 
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import vectors as vx
 from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.inline import clone
 from clsim.compiler.structs import StructT
 
 
@@ -28,6 +30,18 @@ def pointer_arith(op: str, a, b, loc):
         raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)}: pointers "
                                  "take p + k, p - k and p - q")
     return ptr
+
+
+def is_field(node) -> bool:
+    """A struct field access (or an element of an array field): a load or store target."""
+    if isinstance(node, ast.Attribute):
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, StructT) or (isinstance(base, ct.PtrT)
+                                             and isinstance(base.dtype, StructT))
+    if isinstance(node, ast.Subscript):
+        base = getattr(node.value, "ctype", None)
+        return isinstance(base, ct.ArrayT) and base.space == "field"
+    return False
 
 
 def rewrite_component_store(typer, s, target, value) -> bool:
@@ -164,8 +178,6 @@ def rewrite_field_update(s: ast.AugAssign) -> None:
     """``x[i].d += v`` (a struct field or a view element) becomes ``x[i].d = x[i].d + v``;
     the index expressions have no side effects in kernels, so reading them twice is C's
     meaning."""
-    from clsim.compiler.inline import clone
-
     read = clone(s.target)
     for node in ast.walk(read):
         if hasattr(node, "ctx"):
@@ -180,8 +192,6 @@ def rewrite_field_update(s: ast.AugAssign) -> None:
 
 def is_place_in_bytes(target) -> bool:
     """A struct field (or array-field element) or an element of a typed view."""
-    from clsim.compiler.struct_emit import is_field
-
     if is_field(target):
         return True
     base = getattr(getattr(target, "value", None), "ctype", None)
@@ -189,25 +199,34 @@ def is_place_in_bytes(target) -> bool:
         base.view is not None
 
 
-def refuse_copy_store(target, loc) -> None:
+def refuse_copy_store(target, loc, params=()) -> str | None:
+    """A store into a field of a struct variable: None when that variable has its own bytes
+    (a private copy), the variable's name when it is a record copy read in place (which must
+    then get its own bytes, struct_locals)."""
     root = copy_root(target)
-    if root is None:
+    if root is None or (isinstance(root.ctype, StructT) and root.id not in params):
+        return None
+    if isinstance(root.ctype, StructT) or root.id in params:
+        raise compile_error(loc, f"internal: the by-value struct '{root.id}' is assigned "
+                                 "but was not copied on entry")
+    return root.id
+
+
+def check_struct_assignment(target_t, value_t, loc) -> None:
+    """C's ``x[i] = b``: both sides the same struct type."""
+    source = value_t.dtype if isinstance(value_t, ct.PtrT) and value_t.record_copy else value_t
+    if target_t is None or source is None:
         return
-    if isinstance(root.ctype, StructT):
-        raise compile_error(loc, f"'{root.id}' is a struct argument (passed by value): its "
-                                 "fields are read-only here. Copy the field into a variable "
-                                 f"(d = {root.id}.d) and change that")
-    raise compile_error(loc, f"'{root.id}' is a copy of a record (C: block b = x[ib]); "
-                             "assigning its fields would change only the copy in C. Assign "
-                             f"the buffer's record instead: x[ib].field = ...")
+    if not isinstance(target_t, StructT) or source != target_t:
+        raise compile_error(loc, f"cannot assign a {ct.short(source)} to a "
+                                 f"{ct.short(target_t)}: a struct is assigned from a struct "
+                                 "of the same dtype (x[i] = b, x[i] = y[j])")
 
 
 def _written(body, program=None):
     """(buffer, node) for every place the body may write a buffer: stores, store and atomic
     builtins, and buffers passed to helpers that write them (any helper, without
     ``program``)."""
-    from clsim.compiler import builtins as table
-
     for root in body:
         for node in ast.walk(root):
             targets = []
@@ -225,7 +244,7 @@ def _written(body, program=None):
                     targets = [a for k, a in enumerate(node.args)
                                if _address(a) and (writes is None or k in writes)]
             for t in targets:
-                buf = buffer_of(t)
+                buf = None if copy_root(t) is not None else buffer_of(t)  # b.d: b's bytes
                 if buf is not None:
                     yield buf, node
 
@@ -252,16 +271,22 @@ def written_params(body, params, program) -> frozenset:
     return frozenset(k for k, p in enumerate(params) if p in bufs or f"{p}__buf" in bufs)
 
 
-def check_record_copies(body, copies: dict, program=None) -> None:
-    """``b = x[ib]`` reads the record in place: refused when the kernel also writes ``x``."""
+def check_record_copies(body, copies: dict, program=None) -> set[str]:
+    """The record copies ``b = x[ib]`` that cannot be read in place because the body also
+    writes ``x`` (they get their own bytes); a record passed to a helper (``f(x[ib])``)
+    while the kernel writes ``x`` is refused."""
+    needed = set()
     for buf, node in _written(body, program):
-        if buf in copies:
-            name, loc = copies[buf]
+        for name, loc, is_variable in copies.get(buf, ()):
+            if is_variable:
+                needed.add(name)
+                continue
             raise compile_error(loc, (
-                f"'{name}' is a copy of a record of '{buf}' (C copies a struct by value), "
-                f"which clsim reads in place; that is C's copy only while the kernel does not "
-                f"write '{buf}', and line {node.loc.line} may write it. Read the fields where "
-                f"they are used ({buf}[ib].d), or write the results to another buffer"))
+                f"'{name}' passes a record of '{buf}' to a helper, which reads it in place; "
+                f"that is C's copy only while the kernel does not write '{buf}', and line "
+                f"{node.loc.line} may write it. Copy the record into a variable first "
+                f"(b = {name}) and pass b"))
+    return needed
 
 
 def vector_view(name: str, loc) -> ct.VecT:

@@ -18,9 +18,11 @@ import ast
 from dataclasses import dataclass, field
 
 from clsim.compiler import builtins as table
+from clsim.compiler.ctypes import ArrayT, VecT
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.infer import is_cut_call
+from clsim.compiler.structs import StructT
 
 
 @dataclass
@@ -112,6 +114,8 @@ class Analysis:
         # Collective temporaries and the counters of masked loops with jumps live per work-item.
         self.forced: set[str] = set(forced_varying or ())
         self.varying: set[str] = set(self.forced)
+        # a private struct's bytes are one row per work-item (fields stored one by one)
+        self.varying |= {n for n, t in env.items() if isinstance(t, StructT) and n not in params}
         self.group_scalars: set[str] = set()
         self.has_exit = False
         self._loops: list[CutLoop] = []
@@ -170,8 +174,6 @@ class Analysis:
         return False
 
     def _is_vector(self, node) -> bool:
-        from clsim.compiler.ctypes import VecT
-
         return isinstance(getattr(node, "ctype", None), VecT)
 
     def _uniformity(self):
@@ -293,9 +295,7 @@ class Analysis:
         for name, stmts in assigns.items():
             if name in self.varying or name in self.params:
                 continue
-            from clsim.compiler.ctypes import ArrayT
-
-            if isinstance(self.env.get(name), ArrayT):
+            if isinstance(self.env.get(name), ArrayT | StructT):
                 continue
             if all(self._hoistable_shape(s, top_ids) for s in stmts):
                 candidates.add(name)

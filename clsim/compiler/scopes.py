@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 import itertools
 
+from clsim.compiler.inline import clone
+
 _BODIES = ("body", "orelse")
 
 
@@ -121,8 +123,6 @@ def scope_loop_variables(body: list[ast.stmt], params) -> list[ast.stmt]:
     cached tree when anything is renamed)."""
     if not _candidates(body, params):
         return body
-    from clsim.compiler.inline import clone
-
     body = clone(body)
     counter = itertools.count(1)
     for name, blocks in _candidates(body, params).items():

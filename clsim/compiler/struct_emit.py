@@ -10,25 +10,16 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.struct_locals import user_name
 from clsim.compiler.structs import StructT, size_of
 from clsim.runtime import record as rec
 
 _BYTES = ct.ArrayT("uint8", 1, "global")
-
-
-def is_field(node) -> bool:
-    """A struct field access (or an element of an array field): a load or store target."""
-    if isinstance(node, ast.Attribute):
-        base = getattr(node.value, "ctype", None)
-        return isinstance(base, StructT) or (isinstance(base, ct.PtrT)
-                                             and isinstance(base.dtype, StructT))
-    if isinstance(node, ast.Subscript):
-        base = getattr(node.value, "ctype", None)
-        return isinstance(base, ct.ArrayT) and base.space == "field"
-    return False
 
 
 class StructEmitter:
@@ -67,20 +58,29 @@ class StructEmitter:
         """(bytes code, checked byte offset, element type) of ``p[i]`` on a typed view."""
         ptr: ct.PtrT = node.value.ctype
         size = size_of(ptr.view)
-        site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8",
+        site = self.module.site(node, ptr.base, kind, ptr.array.space,
+                                rec.view_dtype(ct.cname(ptr.view) if not isinstance(
+                                    ptr.view, StructT) else "struct", size),
                                 width=_report_width(ptr.array, size))
         data = self.byte_base(ptr.base, ptr.array)
-        off = (f"({self.read_var(node.value.id)} + {self.typed(node.slice, 'int64')} * "
+        off = (f"({self.pointer_offset(node.value)[2]} + {self.typed(node.slice, 'int64')} * "
                f"{size})")
         checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
                                     store=(kind == "store"))
-        if isinstance(ptr.view, ct.VecT) and kind == "store":
-            checked = self._aligned(checked, size, site)
-        elif isinstance(ptr.view, ct.VecT):  # an expression: loads may run conditionally
-            self.checked()
-            checked = (f"{self.helper('_al')}({checked}, {size}, _err, "
-                       f"{self.const(site, 'int64')}, {self.lid_code()})")
+        checked = self._check_alignment(node.value, checked, size, site, kind)
         return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
+
+    def _check_alignment(self, pointer, off: str, size: int, site: int, kind: str) -> str:
+        """``off`` checked to be a multiple of ``size``: an access through a cast pointer
+        must be aligned to its type (undefined in OpenCL C); nothing to check for bytes,
+        packed structs, or a view whose alignment is known when the kernel compiles."""
+        if size == 1 or not self.bounds_checks or _aligned_view(pointer, size):
+            return off
+        if kind == "store":
+            return self._aligned(off, size, site)
+        self.checked()  # an expression: loads may run conditionally
+        return (f"{self.helper('_al')}({off}, {self.const(size, 'int64')}, _err, "
+                f"{self.const(site, 'int64')}, {self.lid_code()})")
 
     def _aligned(self, off: str, size: int, site: int) -> str:
         """``off`` in a temporary, stopping the group when it is not a multiple of ``size``
@@ -89,7 +89,8 @@ class StructEmitter:
         self.pre(f"{tmp} = {off}")
         self.pre(f"if {tmp} % {size} != 0:\n"
                  f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_MISALIGNED, 'int64')}, "
-                 f"{self.const(site, 'int64')}, {tmp}, {size}, {self.lid_code()})\n"
+                 f"{self.const(site, 'int64')}, {tmp}, {self.const(size, 'int64')}, "
+                 f"{self.lid_code()})\n"
                  f"    {self.err_return}")
         return tmp
 
@@ -132,13 +133,15 @@ class StructEmitter:
                                           "as its scalar type)")
         size = size_of(ptr.view)
         offset_node = call.args[0] if kind == "load" else call.args[1]
-        site = self.module.site(call, ptr.base, kind, ptr.array.space, "uint8",
+        site = self.module.site(call, ptr.base, kind, ptr.array.space,
+                                rec.view_dtype(f"{ct.cname(ptr.view)}{width}", size * width),
                                 width=_report_width(ptr.array, size * width))
         data = self.byte_base(ptr.base, ptr.array)
         _name, _arrt, start = self.pointer_offset(buf)
         off = f"({start} + {self.typed(offset_node, 'int64')} * {width * size})"
         checked = self._field_index(off, f"({data}.shape[0] - {width * size - 1})", site,
                                     store=(kind == "store"))
+        checked = self._check_alignment(buf, checked, size, site, kind)
         if kind == "load":
             tmp = self.fresh("_vo")
             self.pre(f"{tmp} = {checked}")
@@ -207,7 +210,7 @@ class StructEmitter:
         index = self.typed(node.slice, "int64")
         if isinstance(node.value.ctype, ct.ArrayT):
             return self._field_index(index, f"({data}.shape[0] // {size})", site, False)
-        at = self.read_var(node.value.id)
+        at = self.pointer_offset(node.value)[2]
         if ptr.view is None:
             return self._field_index(f"({at} + {index})", f"({data}.shape[0] // {size})",
                                      site, False)
@@ -217,13 +220,12 @@ class StructEmitter:
     def field_address(self, node, site: int, store: bool) -> tuple[str, str]:
         """(buffer code, byte offset code) of a field chain ending at ``node``."""
         if isinstance(node, ast.Name) and isinstance(node.ctype, StructT):  # by value
-            return self.read_var(node.id), self.const(0, "int64")
+            return self.struct_bytes(node.id), self.const(0, "int64")
         if isinstance(node, ast.Name) and isinstance(node.ctype, ct.PtrT):  # xb.d: xb->d
             return self._struct_pointer(node, self.const(0, "int64"), site, store)
         if isinstance(node, ast.BinOp | ast.Call) and isinstance(node.ctype, ct.PtrT):
             return self._struct_pointer(node, self.const(0, "int64"), site, store)  # (x+1)->d
-        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
-                and isinstance(node.value.ctype, ct.PtrT)):
+        if isinstance(node, ast.Subscript) and isinstance(node.value.ctype, ct.PtrT):
             return self._struct_pointer(node.value, self.typed(node.slice, "int64"), site,
                                         store)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
@@ -249,8 +251,8 @@ class StructEmitter:
             stride = size_of(arrt.dtype)
             flat = []
             for dim, ix in enumerate(indices):
-                code = self._field_index(self.typed(ix, "int64"), str(arrt.shape[dim]), site,
-                                         store)
+                code = self._field_index(self.typed(ix, "int64"),
+                                         self.const(arrt.shape[dim], "int64"), site, store)
                 inner = 1
                 for n in arrt.shape[dim + 1:]:
                     inner *= n
@@ -274,11 +276,12 @@ class StructEmitter:
 
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
         """The access site of a field chain, the buffer it is in and that buffer's type."""
-        t = node.ctype
+        t = node.ctype.dtype if isinstance(node.ctype, ct.PtrT) else node.ctype
         while isinstance(node, ast.Subscript | ast.Attribute):
             node = node.value
-        if isinstance(node.ctype, StructT):  # an argument by value: no memory access
-            return self.module.site(node, node.id, kind, "private", "uint8"), node.id, None
+        if isinstance(node.ctype, StructT):  # a struct variable: no memory access
+            name = user_name(node.id)
+            return self.module.site(node, name, kind, "private", "uint8"), name, None
         if isinstance(node.ctype, ct.PtrT):
             name, arrt = node.ctype.base, node.ctype.array
         else:
@@ -306,6 +309,41 @@ class StructEmitter:
             return f"np.int8({data}[{off}])"
         return self.helper(f"_ldb_{t}") + f"({data}, {off})"
 
+    def struct_bytes(self, name: str) -> str:
+        """The bytes of struct variable ``name``: an argument's, a helper's own, or this
+        work-item's row of a kernel's private struct."""
+        if self.storage.get(name) == "sarray":
+            return f"v_{name}__c[{self.lid_code()}]"
+        return f"v_{name}"
+
+    def struct_source(self, node) -> tuple[str, str]:
+        """(bytes, checked byte offset) of the record a struct-valued expression reads:
+        ``b``, ``x[i]``, ``p[k]``, ``x[i].inner``; reported as one load of its bytes."""
+        site, name, arrt = self._field_site(node, "load")
+        data, off = self.field_address(node, site, store=False)
+        return data, self.report_bytes(site, name, arrt, off, "load")
+
+    def struct_copy(self, target, value) -> None:
+        """C's struct assignment ``b = x[ib]``, ``x[i] = b``, ``y[j] = x[i]``: the bytes."""
+        size = size_of(value.ctype.dtype if isinstance(value.ctype, ct.PtrT)
+                       else value.ctype)
+
+        def build():
+            src, soff = self.struct_source(value)
+            s = self.fresh("_so")
+            self.pre(f"{s} = {soff}")
+            if isinstance(target, ast.Name):
+                dst, doff = self.struct_bytes(target.id), self.const(0, "int64")
+            else:
+                site, name, arrt = self._field_site(target, "store")
+                dst, off = self.field_address(target, site, store=True)
+                doff = self.fresh("_fo")
+                self.pre(f"{doff} = {off}")
+                doff = self.report_bytes(site, name, arrt, doff, "store")
+            return self.helper("_cpb") + f"({dst}, {doff}, {src}, {s}, {size})"
+
+        self.statement(build)
+
     def field_store(self, target, value) -> None:
         t = target.ctype
 
@@ -320,6 +358,27 @@ class StructEmitter:
             return self.helper(f"_stb_{t}") + f"({base}, {o}, {v})"
 
         self.statement(build)
+
+
+def _aligned_view(pointer, size: int) -> bool:
+    """``view(x, T)``, ``view(x, T, k)`` with a constant ``k`` that is a multiple of ``size``,
+    or such a view plus an element count: aligned whatever the run-time values."""
+    while isinstance(pointer, ast.BinOp) and isinstance(pointer.op, ast.Add | ast.Sub):
+        left = isinstance(getattr(pointer.left, "ctype", None), ct.PtrT)
+        pointer = pointer.left if left else pointer.right
+    if not (isinstance(pointer, ast.Call) and isinstance(pointer.args[0], ast.Name)
+            and isinstance(pointer.args[0].ctype, ct.ArrayT | ct.PtrT)):
+        return False
+    if isinstance(pointer.args[0].ctype, ct.PtrT) and \
+            not getattr(pointer.args[0], "as_pointer", False):
+        return False  # a pointer local: its offset is known at run time only
+    if len(pointer.args) == 2:  # the start of a buffer, aligned for every type
+        return True
+    offset = pointer.args[2]
+    value = offset.value if isinstance(offset, ast.Constant) else \
+        getattr(offset, "resolved", (None, None))[1] if \
+        getattr(offset, "resolved", (None,))[0] == "const" else None
+    return isinstance(value, int | np.integer) and int(value) % size == 0
 
 
 def _direct(vec: ct.VecT, ptr: ct.PtrT) -> bool:

@@ -92,8 +92,14 @@ def _store_source(t: str) -> str:
     return f"def _stb_{t}(b, o, v):\n    w = {bits}{body}"
 
 
+# A whole record copied (b = x[ib], x[i] = b, y[j] = x[i]): C's struct assignment, its bytes.
+_COPY_SOURCE = """def _cpb(dst, doff, src, soff, n):
+    for k in range(n):
+        dst[doff + k] = src[soff + k]"""
+
+
 def _helpers() -> tuple[Helper, ...]:
-    out = []
+    out = [helper("_cpb", _COPY_SOURCE)]
     for t in ct.SCALAR_TYPES:
         if t == "bool":
             continue

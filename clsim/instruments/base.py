@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from clsim.instruments.events import AccessEvent, Emit, SyncEvent
+from clsim.instruments.events import AccessEvent, Emit, LoopEvent, SyncEvent
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,10 @@ class Instrument:
         """The index codes of one access (``event.index``), possibly wrapped: the wrapper runs
         exactly when the access does and must return the index unchanged."""
         return event.index
+
+    def on_loop(self, event: LoopEvent, out: Emit) -> None:
+        """Emit code before (``event.start``) or after a work-item ``for`` loop of the kernel
+        body; the loop's accesses reach ``on_access`` in between."""
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """Count arithmetic of ``kind`` (add, mul, fma, div, sqrt, int...): one operation of

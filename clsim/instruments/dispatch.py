@@ -80,17 +80,51 @@ def access(instruments, gen, site: int, buffer: str, arrt, codes: list[str], kin
     return codes
 
 
-def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic: bool):
+def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic):
     storage = gen.storage.get(buffer, "param") if gen.in_group_fn else "helper"
     array, lead = gen.array_base(buffer, arrt)
     record = gen.module.sites[site]
     shape = tuple(arrt.shape) if arrt.shape else None
+    params = list(gen.module.program.arg_types)
+    param = params.index(buffer) if storage == "param" and buffer in params else None
+    kind = "atomic" if atomic or kind not in ("load", "store") else kind
     return ev.AccessEvent(
-        kind="atomic" if atomic or kind not in ("load", "store") else kind,
-        space=arrt.space, buffer=buffer, storage=storage, dtype=str(arrt.dtype), shape=shape,
-        index=(), width=record.width, site=record,
+        kind=kind, space=arrt.space, buffer=buffer, storage=storage, dtype=str(arrt.dtype),
+        shape=shape, index=(), width=record.width, site=record,
         lanes=ev.ONE_ITEM if gen.in_wi else ev.WHOLE_GROUP, lid=gen.lid_code(),
-        array=array, lead=tuple(lead))
+        array=array, lead=tuple(lead), param=param, effect=_effect(kind, atomic),
+        node=gen.module.site_nodes.get(site))
+
+
+def _effect(kind: str, atomic) -> str:
+    """``AccessEvent.effect``: ``atomic`` is True (a read-modify-write) or, for the C11
+    atomics that move data one way, "load" or "store"."""
+    if kind != "atomic":
+        return kind
+    return atomic if atomic in ("load", "store") else "rmw"
+
+
+def loop(instruments, gen, node, range_tuple: str, var_type: str, start: bool) -> None:
+    """Before or after a work-item ``for`` loop (``range_tuple``: the code of its range
+    arguments); only in the kernel body, where the loop runs per work-item."""
+    if not (gen.in_group_fn and gen.in_wi):
+        return
+    event = ev.LoopEvent(node, _trip_count(range_tuple, len(node.iter.args)), str(var_type),
+                         start)
+    for inst in instruments:
+        inst.on_loop(event, ev.Emit(gen))
+
+
+def _trip_count(t: str, nargs: int) -> str:
+    """Code of the iteration count of ``range(*t)`` (``t`` a tuple of ``nargs`` int64s), in
+    plain arithmetic: Numba's ``len(range(*t))`` costs more than a short loop's body."""
+    if nargs == 1:
+        return f"max({t}[0], 0)"
+    if nargs == 2:
+        return f"max({t}[1] - {t}[0], 0)"
+    up = f"max(({t}[1] - {t}[0] + {t}[2] - 1) // {t}[2], 0)"
+    down = f"max(({t}[0] - {t}[1] - {t}[2] - 1) // -{t}[2], 0)"
+    return f"({up} if {t}[2] > 0 else {down})"
 
 
 def flop(instruments, gen, kind: str, dtype) -> None:

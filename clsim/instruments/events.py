@@ -7,6 +7,8 @@ state into the records below, so an instrument never sees the emitter:
   its file:line, which lanes run it);
 - ``SyncEvent``: a work-group barrier, or a sub-group barrier or collective ordering the
   lanes of one sub-group;
+- ``LoopEvent``: before and after a work-item ``for`` loop (an instrument may record once
+  per loop what the accesses inside do per iteration);
 - ``Emit``: what a hook may do with the generated code (emit lines, use a registered helper, a
   module constant, name an object in the site table, say that the code may set the error
   record) and what it may read (the kernel's parameters and arrays, its parsed source, the
@@ -39,6 +41,10 @@ class AccessEvent:
     the access does not choose: the work-item's row of a private array). ``storage`` is
     "param" (a kernel argument), "larray" (a ``local_array``), "parray" (a ``private_array``)
     or "helper" (a parameter of a ``@clsim.func`` helper, whose object is found by address).
+    ``param`` is the buffer's position among the kernel's parameters (``LaunchInfo.params``,
+    ``values``) when ``storage`` is "param", else None. ``effect`` is what the access does to
+    memory: "load", "store" or "rmw" (read-modify-write); an atomic's may be any of them
+    (``atomic_load`` only reads, ``atomic_store`` only writes).
     """
 
     kind: str  # "load", "store" or "atomic" (read-modify-writes and exchanges)
@@ -54,6 +60,9 @@ class AccessEvent:
     lid: str  # code of the linear local id of the lane running it ("0" at group level)
     array: str
     lead: tuple[str, ...] = ()
+    param: int | None = None
+    effect: str = "load"
+    node: Any = None  # the access's node in the parsed source (``Emit.parsed``), if known
 
     @property
     def atomic(self) -> bool:
@@ -73,6 +82,24 @@ class SyncEvent:
     kind: str
     site: Site
     flags: str = "0"
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """A ``for`` loop of work-item code in the kernel body, before or after it runs.
+
+    ``node`` is its ``ast.For`` in the parsed source (target, range arguments, body: the
+    accesses inside arrive later as ``AccessEvent``s with their ``node``); ``count`` is the
+    code of its iteration count, valid at both hook points; ``var_type`` the type of its
+    variable ("int64"...). Hooks run with the emit point just before the loop's ``for`` line
+    (``start``) or just after the loop (its code then runs once per execution of the loop,
+    after its last iteration).
+    """
+
+    node: Any
+    count: str
+    var_type: str
+    start: bool
 
 
 @dataclass(frozen=True)
@@ -162,6 +189,12 @@ class Emit:
         """Add a site for an object (kind of the instrument's own, space "none", so access
         counters skip it) and return its id; ``node.loc`` gives its file, line and text."""
         return self._gen.module.site(node, name, kind, "none", dtype, width=width)
+
+    def pre(self, code: str) -> None:
+        """A line that runs before the statement being emitted (after its own earlier
+        preparations), e.g. evaluating an access's index once into a local the hook
+        returns as the index."""
+        self._gen.pre(code)
 
     def may_fail(self) -> None:
         """The code just emitted may set the error record: the statement checks it after."""

@@ -55,19 +55,24 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
         why = "negative index" if index < 0 else f"len {length}"
         hint = ("Guard the access with a bounds test such as 'if i < n'" if index >= 0 else
                 "Negative indices do not wrap around in OpenCL; check the index arithmetic")
+        what = f"{kind} {site.buffer}[{index}] out of bounds ({why})"
+        view = rec.parse_view_dtype(site.dtype)
+        if view is not None:  # index: the byte offset; length: the last start that fits
+            what = (f"{kind.split()[0]} of a {view[0]} ({view[1]} bytes) at byte offset {index} of "
+                    f"'{site.buffer}' through a view, out of bounds ('{site.buffer}' has "
+                    f"{length + view[1] - 1} bytes)")
         return OutOfBoundsError(
-            f"{where}, gid={gid_t}, lid={lid_t}: {kind} {site.buffer}[{index}] out of bounds "
-            f"({why}). {hint}.{src}",
+            f"{where}, gid={gid_t}, lid={lid_t}: {what}. {hint}.{src}",
             buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access={rec.OOB_LOAD: "load", rec.OOB_STORE: "store"}.get(code, "atomic"),
             **fields)
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
-            f"through a vector view of '{site.buffer}' at byte offset {index} (a vector access "
-            f"must be aligned to its size; undefined in OpenCL C). Make the byte offset a "
-            f"multiple of {length}, or read with vloadN/vstoreN, which need only the element's "
-            f"alignment.{src}",
+            f"through a view of '{site.buffer}' at byte offset {index} (an access through a "
+            f"cast pointer must be aligned to its type's size; undefined in OpenCL C). Make "
+            f"the byte offset a multiple of {length} (vectors: or read with vloadN/vstoreN, "
+            f"which need only the element's alignment).{src}",
             buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access=site.kind, **fields)
     if code == rec.DIVERGENT_BRANCH:

@@ -115,6 +115,20 @@ class Site(NamedTuple):
         return f"{self.file.rsplit('/', 1)[-1]}:{self.line} in {self.func}"
 
 
+def view_dtype(type_name: str, nbytes: int) -> str:
+    """``Site.dtype`` of an access through a typed view (``view(src, T, off)[i]``): the
+    type and its size, so that messages quote the access in bytes of the buffer."""
+    return f"view:{type_name}:{nbytes}"
+
+
+def parse_view_dtype(dtype: str) -> tuple[str, int] | None:
+    """(type name, bytes) of a view access's ``Site.dtype``, None for other accesses."""
+    if not dtype.startswith("view:"):
+        return None
+    _, name, nbytes = dtype.split(":")
+    return name, int(nbytes)
+
+
 def site_table(rows) -> tuple[Site, ...]:
     """The site table of a generated module (``module._SITES``) as ``Site`` records."""
     return tuple(row if isinstance(row, Site) else Site(*row) for row in rows)

@@ -49,7 +49,7 @@ def counted_slots(sites) -> dict[int, int]:
 
     A site's slot depends only on the sites registered before it, so the compile-time hooks
     (which see the table growing) and ``build`` (which sees it finished) agree. ``sites`` are
-    ``compiler.module.Site`` records or the tuples of a generated module's ``_SITES``.
+    ``clsim.runtime.record.Site`` records or the tuples of a generated module's ``_SITES``.
     """
     slots: dict[int, int] = {}
     for site in sites:
@@ -102,7 +102,8 @@ def build(info, dev: Device) -> list[np.ndarray]:
     flags += 1
     b0 = lay.S0 + rows.size
     x0 = b0 + args.size
-    cnt0 = x0 + simd * (max_words + 1) + max(dev.banks, 0) + 2
+    # Scratch: gathered lanes, sorted words, per-bank counts, then 2 cursors per lane.
+    cnt0 = x0 + simd * (max_words + 3) + max(dev.banks, 0) + 2
     pend0 = cnt0 + ns * nl
     # Rows padded to whole, separate cache lines: threads write their own rows per access.
     TT = np.zeros((threads, -(-(pend0 + ns) // 8) * 8 + ROW_PAD), np.int64)

@@ -30,21 +30,26 @@ import numpy as np
 
 from clsim.errors import InvalidArgumentError
 from clsim.instruments.base import Instrument, LaunchInfo
+from clsim.instruments.events import ONE_ITEM, AccessEvent, Emit, LoopEvent
 from clsim.profiles import DeviceProfile, load_profile
 from clsim.traffic import (
     arena,
     helpers,  # noqa: F401  (registers the helper sources)
 )
 from clsim.traffic import layout as lay
+from clsim.traffic import loops
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 5  # of the generated code; part of the compile cache key
+VERSION = 9  # of the generated code; part of the compile cache key
+
+# Names the generated module imports (see ``imports``): the thread id and the step counter.
+_THREAD, _STEPS = "_tr_thread", "_tr_steps"
 
 
-def _int(gen, value: int) -> str:
+def _int(out: Emit, value: int) -> str:
     """An int64 module constant. Literal arguments would make Numba compile a helper once per
     distinct value (per site); constants share one compilation and still fold."""
-    return gen.const(int(value), "int64")
+    return out.const(int(value), "int64")
 
 
 # Calls an index expression may contain and still be evaluated twice: bounds checks and integer
@@ -57,13 +62,17 @@ def _repeatable(code: str) -> bool:
     return all(_PURE_CALL.match(name) for name in re.findall(r"([A-Za-z_][\w.]*)\(", code))
 
 
-# ``access(atomic=...)`` of the C11 atomics that move data one way (True: read-modify-write).
+# ``AccessEvent.effect`` of the C11 atomics that move data one way (the rest read and write).
 _ONE_WAY = {"load": lay.R_ATOMIC_LOAD, "store": lay.R_STORE}
 
 
-def _imported(gen, name: str) -> str:
-    """A name the generated module imports (thread id, step counter); see imports()."""
-    return name
+def _linear(out: Emit, event: AccessEvent, codes: list[str]) -> str:
+    """The linear element index of a local access from its per-dimension index codes."""
+    shape = event.shape or (0,) * len(codes)
+    linear = codes[0]
+    for dim, code in zip(shape[1:], codes[1:], strict=True):
+        linear = f"({linear} * {_int(out, dim)} + {code})"
+    return linear
 
 
 class TrafficInstrument(Instrument):
@@ -72,14 +81,15 @@ class TrafficInstrument(Instrument):
     name = "traffic"
     options: ClassVar = {"traffic": False, "simd_width": None, "profile": None}
     result = "traffic"
+    per_loop = True  # record affine accesses of work-item loops once per loop (``loops``)
 
     @classmethod
     def create(cls, config) -> TrafficInstrument | None:
         return cls(config) if config.option("traffic") else None
 
     def imports(self) -> list[str]:
-        return ["from numba import get_thread_id as _tr_thread",
-                "from clsim.traffic.steps import call as _tr_steps"]
+        return [f"from numba import get_thread_id as {_THREAD}",
+                f"from clsim.traffic.steps import call as {_STEPS}"]
 
     def __init__(self, config):
         simd = config.option("simd_width") or config.subgroup_size
@@ -90,7 +100,9 @@ class TrafficInstrument(Instrument):
             profile = load_profile(str(profile))
         self.profile = profile
         self._dirty: set[int] = set()  # flop counters (_trF<k>) not yet added to the arena
-        from clsim.traffic.cache import CacheConfig
+        self._loops: list[loops.AffineLoop | None] = []  # the work-item loops being emitted
+        self._loop_count = 0
+        from clsim.traffic.cache import CacheConfig  # imports Numba: only when counting
 
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
                                    profile.local_banks, profile.local_bank_width_bytes,
@@ -101,117 +113,159 @@ class TrafficInstrument(Instrument):
         return ["_trTT", "_trM", "_trLL", "_trRR", "_trFN"]
 
     def key(self) -> tuple:
-        return (self.name, VERSION, self.device.simd_width)
+        return (self.name, VERSION, self.device.simd_width, self.per_loop)
 
-    def group_start(self, gen) -> None:
-        thread = _imported(gen, "_tr_thread")
+    def on_group_start(self, out: Emit) -> None:
         group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
-        gen.emit(f"_trT = _trTT[{thread}()]\n_trL = _trLL[{thread}()]\n"
-                 f"_trR = _trRR[{thread}()]\n"
-                 f"{_imported(gen, '_tr_steps')}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
+        out.emit(f"_trT = _trTT[{_THREAD}()]\n_trL = _trLL[{_THREAD}()]\n"
+                 f"_trR = _trRR[{_THREAD}()]\n"
+                 f"{_STEPS}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
                  f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
                  f"_trK = _trT[{lay.C_CAP}]")
         # Operation counters of work-item code, in registers until the end of each loop.
-        gen.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
+        out.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
 
-    def region_end(self, gen) -> None:
+    def on_region_end(self, out: Emit) -> None:
         # Only the counters work-item code has used since the last flush (code is generated
         # in program order): flushing all seven after every loop was most of the added code.
         for k in sorted(self._dirty):
-            gen.emit(f"_trT[{lay.C_FLOPS + k}] += _trF{k}\n_trF{k} = 0")
+            out.emit(f"_trT[{lay.C_FLOPS + k}] += _trF{k}\n_trF{k} = 0")
         self._dirty.clear()
-        gen.emit(f"{_imported(gen, '_tr_steps')}(_trFN, _trT, _trL, _trR, _trM, -1)")
+        out.emit(f"{_STEPS}(_trFN, _trT, _trL, _trR, _trM, -1)")
 
-    def access(self, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
-               atomic: bool = False) -> list[str]:
-        info = gen.module.sites[site]
-        if info.space not in arena.COUNTED_SPACES or not codes:
+    def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
+        site, codes = event.site, event.index
+        if site.space not in arena.COUNTED_SPACES or not codes:
             return codes
-        slot = arena.counted_slots(gen.module.sites)[site]
-        if atomic in _ONE_WAY:  # atomic_load / atomic_store: a load or a store, not both
-            at = _int(gen, lay.S0 + slot * lay.S_COLS + lay.S_KIND)
-            codes = [*codes[:-1], f"{gen.helper('_tr_k')}({self._arena(gen)}, {at}, "
-                                  f"{_int(gen, _ONE_WAY[atomic])}, {codes[-1]})"]
-        lane = self._lane(gen, slot)
-        isz = _int(gen, np.dtype(arrt.dtype).itemsize)
-        if info.space == "local":
-            return self._local(gen, lane, arrt, codes, isz)
-        call = f"{gen.helper('_tr_g')}({lane}, {self._buffer(gen, buffer, arrt)}"
-        return [*codes[:-1], f"{call}, {codes[-1]}, {isz})"]
+        slot = arena.counted_slots(out.sites)[site.id]
+        if event.atomic and event.effect in _ONE_WAY:  # atomic_load / atomic_store: one way
+            at = _int(out, lay.S0 + slot * lay.S_COLS + lay.S_KIND)
+            codes = (*codes[:-1], f"{out.helper('_tr_k')}({self._arena(event.in_kernel)}, "
+                                  f"{at}, {_int(out, _ONE_WAY[event.effect])}, {codes[-1]})")
+        deferred = self._defer(event, out, slot)
+        if deferred is not None:
+            return deferred
+        lane = self._lane(out, event, slot)
+        isz = _int(out, np.dtype(event.dtype).itemsize)
+        if site.space == "local":
+            return self._local(out, event, lane, codes, isz)
+        call = f"{out.helper('_tr_g')}({lane}, {self._buffer(out, event)}"
+        return (*codes[:-1], f"{call}, {codes[-1]}, {isz})")
 
-    def flop(self, gen, kind: str, dtype: str) -> None:
-        """One operation per work-item: work-item code of the kernel body counts in a local
-        (added to the arena after each work-item loop), helper functions in the arena.
-        Group-level (hoisted, uniform) code runs once for the group but stands for every
-        work-item's copy, so it adds ``_NL``."""
+    def on_loop(self, event: LoopEvent, out: Emit) -> None:
+        """Before a work-item loop: find its accesses at affine indices (``loops``) and zero
+        the locals that will hold their indices; after it: record all their runs."""
+        if event.start:
+            self._loop_count += 1
+            loop = loops.analyse(event.node, event.var_type, self._loop_count) \
+                if self.per_loop else None
+            self._loops.append(loop)
+            if loop is not None:
+                out.emit(loop.init_lines())
+            return
+        loop = self._loops.pop()
+        for access, slot, last, prev in loop.deferred if loop is not None else ():
+            lane = self._lane(out, access, slot)
+            isz = _int(out, np.dtype(access.dtype).itemsize)
+            if access.site.space == "local":
+                base, last, prev = _int(out, 0), _linear(out, access, last), _linear(
+                    out, access, prev)
+            else:
+                base, last, prev = self._buffer(out, access), last[0], prev[0]
+            out.emit(f"{out.helper('_tr_ga')}({lane}, {base}, {last}, {prev}, {event.count}, "
+                     f"{isz})")
+
+    def _defer(self, event: AccessEvent, out: Emit, slot: int) -> tuple[str, ...] | None:
+        """The index codes of an access recorded once per loop (its indices kept in locals,
+        this iteration's and the previous one's), or None to record it per access."""
+        loop = self._loops[-1] if self._loops else None
+        node = id(event.node) if event.node is not None else None
+        if loop is None or node not in loop.accesses or event.kind not in loop.accesses[node][2]:
+            return None
+        if not event.in_kernel or event.lanes != ONE_ITEM or event.atomic:
+            return None
+        if event.site.space != "local" and len(event.index) != 1:
+            return None
+        if any(a.node is event.node and a.kind == event.kind for a, *_ in loop.deferred):
+            return None  # the same access twice in one iteration: record the second as usual
+        last, prev = loop.captures(node, event.kind)
+        if len(last) != len(event.index):
+            return None
+        for now, before, code in zip(last, prev, event.index, strict=True):
+            out.pre(f"{before} = {now}\n{now} = np.int64({code})")
+        loop.deferred.append((event, slot, last, prev))
+        return tuple(last)
+
+    def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
+        """One operation per work-item (``count`` None): work-item code of the kernel body
+        counts in a local (added to the arena after each work-item loop), helper functions
+        in the arena. Group-level (hoisted, uniform) code runs once for the group but stands
+        for every work-item's copy, so it adds ``_NL``. A collective's ``count`` operations
+        are counted once for the group (group-level code)."""
         if kind not in FLOP_KINDS:
             return
         k = FLOP_KINDS.index(kind)
-        if gen.in_group_fn and gen.in_wi:
-            gen.emit(f"_trF{k} += 1")
+        if count is not None:
+            out.emit(f"_trT[{lay.C_FLOPS + k}] += {count}")
+        elif out.in_kernel and out.in_work_item:
+            out.emit(f"_trF{k} += 1")
             self._dirty.add(k)
-        elif gen.in_group_fn:
-            gen.emit(f"_trT[{lay.C_FLOPS + k}] += _NL")
+        elif out.in_kernel:
+            out.emit(f"_trT[{lay.C_FLOPS + k}] += _NL")
         else:
-            gen.emit(f"_trTT[{_imported(gen, '_tr_thread')}(), {lay.C_FLOPS + k}] += 1")
-
-    def flops(self, gen, kind: str, dtype: str, count: str) -> None:
-        """A collective's operations, counted once for the group (group-level code)."""
-        if kind in FLOP_KINDS:
-            gen.emit(f"_trT[{lay.C_FLOPS + FLOP_KINDS.index(kind)}] += {count}")
+            out.emit(f"_trTT[{_THREAD}(), {lay.C_FLOPS + k}] += 1")
 
     @staticmethod
-    def _arena(gen) -> str:
+    def _arena(in_kernel: bool) -> str:
         """This thread's arena row: bound once per group in the group function, looked up in
         helper functions (which only receive the launch-level state)."""
-        if gen.in_group_fn:
-            return "_trT"
-        return f"_trTT[{_imported(gen, '_tr_thread')}()]"
+        return "_trT" if in_kernel else f"_trTT[{_THREAD}()]"
 
-    def _lane(self, gen, slot: int) -> str:
+    @staticmethod
+    def _lane(out: Emit, event: AccessEvent, slot: int) -> str:
         """The recorder's lane arguments (helpers.py ``LANE``): arena, log, counter and
         pending bases, capacity, lanes per group (compiled in), slot, lane. The group function
         holds the bases in locals; helper functions read them from the arena."""
-        local = gen.module.program.local_size
-        nl = _int(gen, local[0] * local[1] * local[2])
-        if gen.in_group_fn:
+        local = out.local_size
+        nl = _int(out, local[0] * local[1] * local[2])
+        if event.in_kernel:
             bases = "_trT, _trL, _trC0, _trP0, _trK"
         else:
-            thread = f"{_imported(gen, '_tr_thread')}()"
+            thread = f"{_THREAD}()"
             row = f"_trTT[{thread}]"
             bases = (f"{row}, _trLL[{thread}], {row}[{lay.C_CNT0}], {row}[{lay.C_PEND0}], "
                      f"{row}[{lay.C_CAP}]")
-        return f"{bases}, {nl}, {_int(gen, slot)}, {gen.lid_code()}"
+        return f"{bases}, {nl}, {_int(out, slot)}, {event.lid}"
 
-    def _buffer(self, gen, buffer: str, arrt) -> str:
+    def _buffer(self, out: Emit, event: AccessEvent) -> str:
         """The buffer's address base: its argument index above ``BUFFER_SHIFT``. In the kernel
-        body the buffer is an argument known by name; inside helper functions, whose
-        parameters are renamed, it is found by data pointer."""
-        params = list(gen.module.program.arg_types)
-        if gen.in_group_fn and gen.storage.get(buffer) == "param" and buffer in params:
-            return _int(gen, params.index(buffer) << lay.BUFFER_SHIFT)
-        base, _ = gen.array_base(buffer, arrt)
-        return f"({gen.helper('_tr_param')}({self._arena(gen)}, {base}) << {lay.BUFFER_SHIFT})"
+        body a buffer parameter's index is known (``event.param``); inside helper functions,
+        whose parameters are renamed, the buffer is found by data pointer."""
+        if event.param is not None:
+            return _int(out, event.param << lay.BUFFER_SHIFT)
+        find = f"{out.helper('_tr_param')}({self._arena(event.in_kernel)}, {event.array})"
+        return f"({find} << {lay.BUFFER_SHIFT})"
 
-    def _local(self, gen, lane: str, arrt, codes: list[str], isz: str) -> list[str]:
+    def _local(self, out: Emit, event: AccessEvent, lane: str, codes: tuple[str, ...],
+               isz: str) -> tuple[str, ...]:
         if len(codes) == 1:
-            return [f"{gen.helper('_tr_l')}({lane}, {codes[0]}, {isz})"]
-        shape = arrt.shape or (0,) * len(codes)
+            return (f"{out.helper('_tr_l')}({lane}, {codes[0]}, {isz})",)
+        shape = event.shape or (0,) * len(codes)
         if all(_repeatable(c) for c in codes[:-1]):
             # Plain index arithmetic: evaluate the leading indices again for the address.
             lead = f"({codes[0]})"
             for dim, code in zip(shape[1:-1], codes[1:-1], strict=True):
-                lead = f"({lead} * {_int(gen, dim)} + ({code}))"
-            return [*codes[:-1], f"{gen.helper('_tr_l2')}({lane}, {lead}, {codes[-1]}, "
-                                 f"{_int(gen, shape[-1])}, {isz})"]
+                lead = f"({lead} * {_int(out, dim)} + ({code}))"
+            return (*codes[:-1], f"{out.helper('_tr_l2')}({lane}, {lead}, {codes[-1]}, "
+                                 f"{_int(out, shape[-1])}, {isz})")
         # Leading indices with accesses or calls inside: fold them on a stack (helpers.py).
-        row = self._arena(gen)
-        out = [f"{gen.helper('_tr_i0')}({row}, {codes[0]})"]
+        row = self._arena(event.in_kernel)
+        out_codes = [f"{out.helper('_tr_i0')}({row}, {codes[0]})"]
         for dim, code in zip(shape[1:-1], codes[1:-1], strict=True):
-            out.append(f"{gen.helper('_tr_i1')}({row}, {code}, {_int(gen, dim)})")
-        out.append(f"{gen.helper('_tr_lm')}({lane}, {codes[-1]}, {_int(gen, shape[-1])}, "
-                   f"{isz})")
-        return out
+            out_codes.append(f"{out.helper('_tr_i1')}({row}, {code}, {_int(out, dim)})")
+        out_codes.append(f"{out.helper('_tr_lm')}({lane}, {codes[-1]}, "
+                         f"{_int(out, shape[-1])}, {isz})")
+        return tuple(out_codes)
 
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:

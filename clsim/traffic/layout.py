@@ -18,7 +18,10 @@ of the slot in the current pass (cap is a multiple of 8; ``k = cap`` is a dump f
 past the capacity, in a block of its own). A lane's runs fill one cache line at a time (a
 lane-major layout
 ``[slot, k, lane]`` makes every store of a long loop miss the cache), and step k of a
-sub-group reads one line per lane, the same lines for the next 7 steps.
+sub-group reads one line per lane, the same lines for the next 7 steps. A slot whose
+accesses a loop records once per loop (``S_AFFINE``) logs, instead of addresses, one
+descriptor per execution of the loop: ``D_COLS`` entries (first byte address, step in bytes,
+number of runs), the lane's counter counting entries.
 
 ``R`` (int64) is the thread's sector stream, what the cache model replays after the launch:
 ``-(group + 1)`` starts a group, then one entry per run of consecutive sectors of one step:
@@ -43,10 +46,12 @@ C_STACK_DEPTH = 32
 S0 = C_STACK + C_STACK_DEPTH  # first site row
 
 # Site columns: bytes per access, element size, space, kind (R_*), then
-# launch totals.
+# launch totals; S_AFFINE is set (by the loop recorder) when the slot logs descriptors,
+# S_LOST holds runs of descriptors that found the lane's log full, until ``end`` counts them.
 (S_NBYTES, S_ISZ, S_SPACE, S_KIND, S_EXECS, S_STEPS, S_SECTORS, S_LINES, S_REPLAYS,
- S_OVERFLOW) = range(10)
-S_COLS = 10
+ S_OVERFLOW, S_AFFINE, S_LOST) = range(12)
+S_COLS = 12
+D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3
 

@@ -42,16 +42,19 @@ from clsim.traffic.layout import (
     C_SIMD,
     C_SP,
     C_X0,
+    D_COLS,
     R_ATOMIC,
     R_MAX_RUN,
     R_SHIFT,
     R_STORE,
     S0,
+    S_AFFINE,
     S_COLS,
     S_EXECS,
     S_ISZ,
     S_KIND,
     S_LINES,
+    S_LOST,
     S_NBYTES,
     S_OVERFLOW,
     S_REPLAYS,
@@ -265,12 +268,31 @@ def _span(L, first, n):
     return lo, hi
 
 
+@_inline
+def _gathered(T, M, R, row, x0, n, nb, kind, is_global):
+    """One step of ``n`` lanes whose addresses are gathered at ``T[x0:x0 + n]`` (lane
+    order): its bank replays (local) or sectors, lines, stream entry and footprint."""
+    T[row + S_EXECS] += n
+    T[row + S_STEPS] += 1
+    if not is_global:
+        _local_step(T, row, T, x0, n, nb)
+        return
+    gaps = 0
+    for i in range(x0 + 1, x0 + n):  # no early exit: the loop vectorises
+        gaps += T[i] != T[i - 1] + nb
+    if gaps == 0:
+        _coalesced(T, M, R, row, T[x0], T[x0 + n - 1] + nb - 1, kind)
+    else:
+        _global_step(T, M, R, row, T, x0, n, nb, kind)
+
+
 @_jit
 def end(T, L, R, M):
     """After a pass of a work-item loop: count and clear every pending step.
 
     Step k of a sub-group is its lanes' k-th runs: read in place from ``L`` when every lane
     ran it and the addresses are consecutive (the common case), else gathered into the scratch.
+    Slots logged as loop descriptors are counted by ``_loop_slot``.
     """
     simd, cap, nl, x0 = T[C_SIMD], T[C_CAP], T[C_NL], T[C_X0]
     c0, p0 = T[C_CNT0], T[C_PEND0]
@@ -281,6 +303,9 @@ def end(T, L, R, M):
         row = S0 + s * S_COLS
         nb, kind = T[row + S_NBYTES], T[row + S_KIND]
         is_global = T[row + S_SPACE] == SPACE_GLOBAL
+        if T[row + S_AFFINE] != 0:
+            _loop_slot(T, L, M, R, s, row, nb, kind, is_global)
+            continue
         cs, kb = c0 + s * nl, (cap >> 3) + 1
         for q in range(T[C_NSG]):
             lo, hi = q * simd, min(q * simd + simd, nl)
@@ -311,24 +336,112 @@ def end(T, L, R, M):
                     if T[cs + lane] > k:
                         T[x0 + n] = L[at + (lane << 3)]
                         n += 1
-                if n == 0:
-                    continue
-                T[row + S_EXECS] += n
-                T[row + S_STEPS] += 1
-                if not is_global:
-                    _local_step(T, row, T, x0, n, nb)
-                    continue
-                gaps = 0
-                for i in range(x0 + 1, x0 + n):  # no early exit: the loop vectorises
-                    gaps += T[i] != T[i - 1] + nb
-                if gaps == 0:
-                    _coalesced(T, M, R, row, T[x0], T[x0 + n - 1] + nb - 1, kind)
-                else:
-                    _global_step(T, M, R, row, T, x0, n, nb, kind)
+                if n > 0:
+                    _gathered(T, M, R, row, x0, n, nb, kind, is_global)
             for lane in range(cs + lo, cs + hi):
                 T[lane] = 0
             if lost > 0:
                 _lost(T, row, lost, nb)
+
+
+@_inline
+def _entry(s, kb, nl, lane, e):
+    """The ``L`` index of entry ``e`` of ``lane``'s log of slot ``s`` (layout.py)."""
+    return (((s * kb + (e >> 3)) * nl + lane) << 3) + (e & 7)
+
+
+@_jit
+def _loop_slot(T, L, M, R, s, row, nb, kind, is_global):
+    """Count a slot logged as loop descriptors (first address, step, runs; layout.py), with
+    the same steps the per-run log gives: per sub-group, when every lane logged descriptors
+    of equal steps and runs (the usual case) each descriptor is counted in closed form or run
+    by run, else lanes are walked run by run (``_walk``)."""
+    simd, cap, nl = T[C_SIMD], T[C_CAP], T[C_NL]
+    cs, kb = T[C_CNT0] + s * nl, (cap >> 3) + 1
+    for q in range(T[C_NSG]):
+        lo, hi = q * simd, min(q * simd + simd, nl)
+        entries = T[cs + lo]
+        same = True
+        for lane in range(lo, hi):
+            same = same and T[cs + lane] == entries
+        for e in range(0, entries if same else 0, D_COLS):
+            step, runs = L[_entry(s, kb, nl, lo, e + 1)], L[_entry(s, kb, nl, lo, e + 2)]
+            for lane in range(lo + 1, hi):
+                same = same and L[_entry(s, kb, nl, lane, e + 1)] == step and L[
+                    _entry(s, kb, nl, lane, e + 2)] == runs
+        if same:
+            for e in range(0, entries, D_COLS):
+                _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global)
+        else:
+            _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global)
+        for lane in range(cs + lo, cs + hi):
+            T[lane] = 0
+    lost = T[row + S_LOST]
+    if lost > 0:
+        T[row + S_LOST] = 0
+        _lost(T, row, lost, nb)
+
+
+@_inline
+def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
+    """Descriptor ``e`` of lanes ``lo..hi - 1``, equal in step and runs across them: run j
+    is one step of every lane at ``first + step * j``. Consecutive global lanes make one
+    run of sectors per step; local lanes conflict-free at run 0 stay so when the step is a
+    whole number of bank words; anything else is gathered run by run."""
+    nl, x0, n = T[C_NL], T[C_X0], hi - lo
+    first = L[_entry(s, kb, nl, lo, e)]
+    step, runs = L[_entry(s, kb, nl, lo, e + 1)], L[_entry(s, kb, nl, lo, e + 2)]
+    lo_a, hi_a, gaps = first, first, 0
+    for lane in range(lo, hi):
+        a = L[_entry(s, kb, nl, lane, e)]
+        lo_a, hi_a = min(lo_a, a), max(hi_a, a)
+        gaps += a != first + (lane - lo) * nb
+    if is_global and gaps == 0:
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        for j in range(runs):
+            _coalesced(T, M, R, row, first + step * j, first + step * j + n * nb - 1, kind)
+        return
+    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
+    if not is_global and (banks <= 0 or (step % w == 0 and _unit(hi_a + nb - 1, w, shift)
+                                         - _unit(lo_a, w, shift) < banks)):
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        return
+    for j in range(runs):
+        for lane in range(lo, hi):
+            T[x0 + lane - lo] = L[_entry(s, kb, nl, lane, e)] + step * j
+        _gathered(T, M, R, row, x0, n, nb, kind, is_global)
+
+
+@_inline
+def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
+    """Lanes ``lo..hi - 1`` whose descriptors differ: step k gathers every lane's k-th run,
+    following a cursor (entry, run) per lane kept in the scratch after the step buffers."""
+    nl, x0 = T[C_NL], T[C_X0]
+    cs, xc = T[C_CNT0] + s * nl, T[C_CNT0] - 2 * T[C_SIMD]
+    most = 0
+    for lane in range(lo, hi):
+        T[xc + 2 * (lane - lo)], T[xc + 2 * (lane - lo) + 1] = 0, 0
+        runs = 0
+        for e in range(0, T[cs + lane], D_COLS):
+            runs += L[_entry(s, kb, nl, lane, e + 2)]
+        most = max(most, runs)
+    for _k in range(most):
+        n = 0
+        for lane in range(lo, hi):
+            cur = xc + 2 * (lane - lo)
+            e, j = T[cur], T[cur + 1]
+            if e >= T[cs + lane]:
+                continue
+            T[x0 + n] = L[_entry(s, kb, nl, lane, e)] + L[_entry(s, kb, nl, lane, e + 1)] * j
+            n += 1
+            if j + 1 == L[_entry(s, kb, nl, lane, e + 2)]:
+                T[cur], T[cur + 1] = e + D_COLS, 0
+            else:
+                T[cur + 1] = j + 1
+        if n > 0:
+            _gathered(T, M, R, row, x0, n, nb, kind, is_global)
 
 
 @_jit

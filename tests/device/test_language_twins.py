@@ -422,3 +422,77 @@ def test_pointers_into_helpers_block_scope_and_break_match_the_device(device):
         result = compare(name, sim, dev.buffers[2 + k], EXACT)
         assert result.equal, result.describe()
     assert 8 in sim_idx[0::2], "some search must run to its end (C leaves j == n)"
+
+
+@clsim.func
+def scaled_block_sum(blk, k):
+    blk.d = blk.d * 2.0
+    s = np.float32(0.0)
+    for j in range(k):
+        s += np.float32(blk.qs[j])
+    return s * blk.d
+
+
+@kernel
+def struct_copies(x, y, p, raw, out):
+    ib = get_global_id(0)
+    b = x[ib]
+    b.d = b.d + 1.0
+    b.qs[0] = np.uint8(ib)
+    y[ib] = b
+    y[ib + 32] = x[31 - ib]
+    yb = y + 64 + ib
+    yb.n = b.n + x[ib].n
+    yb.d = scaled_block_sum(x[ib], 4) + scaled_block_sum(b, 2)
+    p.qs[1] = np.uint8(ib)
+    out[ib] = np.float32(p.qs[1]) + p.d + clsim.view(raw, np.float32, 4)[ib] \
+        + (clsim.view(raw, np.float32, 8) + 1)[ib] + np.float32(b.qs[0]) + x[ib].d
+
+
+STRUCT_COPIES_CL = "#pragma OPENCL FP_CONTRACT OFF\n" + clsim.cstruct(BLOCK, "block") + r"""
+float scaled_block_sum(block blk, int k)
+{
+    blk.d = blk.d * 2.0f;
+    float s = 0.0f;
+    for (int j = 0; j < k; j++)
+        s += (float)blk.qs[j];
+    return s * blk.d;
+}
+
+__kernel void struct_copies(__global const block *x, __global block *y, block p,
+                            __global const uchar *raw, __global float *out)
+{
+    int ib = get_global_id(0);
+    block b = x[ib];
+    b.d = b.d + 1.0f;
+    b.qs[0] = (uchar)ib;
+    y[ib] = b;
+    y[ib + 32] = x[31 - ib];
+    __global block *yb = y + 64 + ib;
+    yb->n = b.n + x[ib].n;
+    yb->d = scaled_block_sum(x[ib], 4) + scaled_block_sum(b, 2);
+    p.qs[1] = (uchar)ib;
+    out[ib] = (float)p.qs[1] + p.d + ((__global const float *)(raw + 4))[ib]
+        + (((__global const float *)(raw + 8)) + 1)[ib] + (float)b.qs[0] + x[ib].d;
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_struct_copies_and_views_in_place_match_the_device(device):
+    """C's struct copies: a modified copy (b.d = ...), whole-record assignment (y[i] = b,
+    y[j] = x[k]), stores through a record pointer (yb->n), a by-value struct modified in
+    a helper and as a kernel argument; views indexed in one expression."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 256, 32 * BLOCK.itemsize, dtype=np.uint8).view(BLOCK).copy()
+    x["d"] = rng.standard_normal(32).astype(np.float32)
+    p = x[7].copy()
+    raw = rng.standard_normal(48).astype(np.float32).view(np.uint8)
+    y = np.zeros(96, BLOCK)
+    sim_y, sim_out = y.copy(), np.zeros(32, np.float32)
+    clsim.run(struct_copies, (32,), (8,), (x, sim_y, p, raw, sim_out))
+    dev = run_cl(device, STRUCT_COPIES_CL, "struct_copies", (32,), (8,),
+                 (x.view(np.uint8), y.view(np.uint8).copy(), p, raw, np.zeros(32, np.float32)))
+    result = compare("out", sim_out, dev.buffers[4], EXACT)
+    assert result.equal, result.describe()
+    np.testing.assert_array_equal(dev.buffers[1].view(np.uint8), sim_y.view(np.uint8))

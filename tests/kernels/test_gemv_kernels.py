@@ -49,7 +49,7 @@ def _close(spec, inputs):
 
 HALF_TWINS = {"gemv_half": "gemv", "gemv_vload_half": "gemv",
               "gemv_half_subgroup": "gemv_subgroup", "gemv_vload_half_subgroup": "gemv_subgroup",
-              "gemv_vload_half_nrows": "gemv_nrows"}
+              "gemv_vload_half_nrows": "gemv_nrows", "gemv_half_nrows": "gemv_nrows"}
 
 
 @pytest.mark.parametrize("name", ["gemv", "gemv_half", "gemv_vload_half"])
@@ -62,7 +62,8 @@ def test_gemv_row_per_group(name, rows, cols, local, seed):
 
 
 @pytest.mark.parametrize("name", ["gemv_subgroup", "gemv_nrows", "gemv_half_subgroup",
-                                  "gemv_vload_half_subgroup", "gemv_vload_half_nrows"])
+                                  "gemv_vload_half_subgroup", "gemv_vload_half_nrows",
+                                  "gemv_half_nrows"])
 @given(rows=st.integers(1, 13), cols=st.integers(1, 400), size=SUBGROUP_SIZES,
        subgroups=st.integers(1, 3), seed=st.integers(0, 2**16))
 def test_gemv_subgroup_variants(name, rows, cols, size, subgroups, seed):
@@ -156,4 +157,5 @@ def test_report_shows_the_half_weight_variants_side_by_side(tmp_path, capsys):
                  "--json", str(tmp_path / "report.json")]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines()
                   if line.startswith("metric"))
-    assert {"gemv", "gemv_subgroup", "gemv_nrows", *HALF_TWINS} <= set(header.split()[1:])
+    assert {"gemv", "gemv_subgroup", "gemv_nrows", *HALF_TWINS, "gemv_half8",
+            "gemv_vload_half8"} <= set(header.split()[1:])

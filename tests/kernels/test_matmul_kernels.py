@@ -18,7 +18,8 @@ from clsim import float4, get_global_id, kernel, vload4
 from clsim.errors import OutOfBoundsError
 from clsim.spec import get_spec
 
-NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock", "matmul_float4"]
+NAMES = ["matmul", "matmul_tiled", "matmul_subgroup", "matmul_regblock", "matmul_float4",
+         "matmul_regblock_float4"]
 HALF_NAMES = ["matmul_half", "matmul_vload_half", "matmul_half8", "matmul_vload_half8",
               "matmul_tiled_vload_half"]
 DIMS = st.integers(1, 21)  # past one 16-tile, several 4-blocks and two 8-wide strips
@@ -47,7 +48,7 @@ def test_variants_match_numpy_and_ascending_k_variants_agree_bitwise(m, n, k, se
         np.testing.assert_allclose(inputs["c"], spec.reference(inputs)["c"], rtol=rtol,
                                    atol=atol)
         results[name] = inputs["c"] + np.float32(0.0)  # -0.0 -> +0.0
-    for name in ("matmul_tiled", "matmul_regblock", "matmul_float4"):
+    for name in ("matmul_tiled", "matmul_regblock", "matmul_float4", "matmul_regblock_float4"):
         assert results[name].tobytes() == results["matmul"].tobytes(), name
 
 
@@ -149,11 +150,11 @@ def test_report_shows_the_vector_and_half_variants_side_by_side(tmp_path, capsys
                  "--json", str(out)]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines()
                   if line.startswith("metric"))
-    assert set(NAMES + HALF_NAMES) <= set(header.split()[1:])
+    assert {*NAMES, *HALF_NAMES, "matmul_dot_vload_half"} <= set(header.split()[1:])
     unique = {v["label"]: v["traffic"]["totals"]["unique_bytes"]
               for v in json.loads(out.read_text())["variants"]}
     inputs_f32 = 4 * (9 * 11 + 11 * 10)
-    for name in HALF_NAMES:
+    for name in (*HALF_NAMES, "matmul_dot_vload_half"):
         assert unique[name] == unique["matmul"] - inputs_f32 // 2, name
 
 

@@ -1,6 +1,7 @@
 """The softmax family's newer variants against the float64 reference: the online (running max,
 rescaled sum) form over drawn rows and local sizes and rows of 1 to 32768 columns; ggml's
-options (scale, optional mask, ALiBi slopes, max_bias 0) at several sub-group sizes. And the
+options (scale, optional mask, ALiBi slopes, max_bias 0) at several sub-group sizes, scalar
+and float4 (softmax_ggml_4, with column tails). And the
 llama.cpp bug class: a kernel that strides by the work-group but reduces over the sub-group
 normalises each part of a row separately when the sub-group is smaller than the work-group;
 simulating at the device's sub-group size shows it.
@@ -78,13 +79,15 @@ def test_softmax_online_special_rows():
     np.testing.assert_allclose(inputs["y"][2], [0.25, 0, 0.25, 0.25, 0.25])
 
 
+@pytest.mark.parametrize("name", ["softmax_ggml", "softmax_ggml_4"])
 @given(heads=st.integers(1, 9), rows=st.integers(1, 4), cols=st.integers(1, 300),
        size=st.sampled_from([4, 8, 16, 32]), with_mask=st.booleans(),
        max_bias=st.sampled_from([0.0, 8.0]), seed=st.integers(0, 2**16))
-def test_softmax_ggml_options(heads, rows, cols, size, with_mask, max_bias, seed):
+def test_softmax_ggml_options(name, heads, rows, cols, size, with_mask, max_bias, seed):
     """scale, mask (or none: the flag and a dummy buffer) and ALiBi slopes (heads past
-    n_head_log2 use m1) match the float64 reference at every sub-group size."""
-    spec = get_spec("softmax_ggml")
+    n_head_log2 use m1) match the float64 reference at every sub-group size; for the float4
+    form also rows shorter than a float4 and rows with a tail of 1 to 3 columns."""
+    spec = get_spec(name)
     shape = {"heads": heads, "rows": rows, "cols": cols}
     inputs = ggml_inputs(np.random.default_rng(seed), shape, with_mask, max_bias)
     _run(spec, inputs, spec.launch(inputs, shape, None, subgroup_size=size), size)

@@ -232,15 +232,16 @@ def typed_views(src, out, off):
 
 @JIT
 def test_typed_views_of_bytes_at_a_byte_offset(jit):
-    """view(src, np.float32, off) is (global float *)((global char *)src + off): unaligned
-    offsets, struct views (block_q4_0 over a byte buffer), half views, pointer arithmetic in
-    elements of the view's type, and stores through a view of another buffer type."""
+    """view(src, np.float32, off) is (global float *)((global char *)src + off): byte
+    offsets (aligned to the view's type, test_pointers_expressions.py), struct views
+    (block_q4_0 over a byte buffer), half views, pointer arithmetic in elements of the
+    view's type, and stores through a view of another buffer type."""
     src = np.random.default_rng(0).integers(0, 256, 200, dtype=np.uint8)
     src[:144].view(BLOCK)["d"] = np.arange(8)
     out = np.zeros(40, np.float32)
-    clsim.run(typed_views, (8,), (8,), (src, out, np.int64(6)), jit=jit)
+    clsim.run(typed_views, (8,), (8,), (src, out, np.int64(8)), jit=jit)
     blocks = src[:144].view(BLOCK)
-    np.testing.assert_array_equal(out[:8], src[6:38].view(np.float32))
+    np.testing.assert_array_equal(out[:8], src[8:40].view(np.float32))
     np.testing.assert_array_equal(out[8:16], blocks["d"].astype(np.float32) + blocks["qs"][:, 3])
     np.testing.assert_array_equal(out[16:24], src[2:18].view(np.float16).astype(np.float32))
     np.testing.assert_array_equal(out[24:32], 1)
@@ -249,12 +250,12 @@ def test_typed_views_of_bytes_at_a_byte_offset(jit):
 
 @kernel
 def view_past_end(src, out):
-    f = clsim.view(src, np.float32, 1)
+    f = clsim.view(src, np.float32, 4)
     out[0] = f[get_global_id(0) + 1]
 
 
 def test_view_accesses_are_checked_against_the_bytes():
-    """Reading bytes 5..8 of an 8-byte buffer is out of bounds."""
+    """Reading bytes 8..11 of an 8-byte buffer is out of bounds."""
     with pytest.raises(clsim.OutOfBoundsError):
         clsim.run(view_past_end, (1,), (1,), (np.zeros(8, np.uint8), np.zeros(1, np.float32)))
 
@@ -287,22 +288,25 @@ def test_a_loop_variable_reused_in_two_loops_is_two_variables(jit):
 def vectors_through_views(src, dst, off):
     i = get_global_id(0)
     f = clsim.view(src, np.float32, off)
-    g = clsim.view(dst, np.float32, 2)
+    g = clsim.view(dst, np.float32, 4)
     vstore4(vload4(i, f) * 2.0, i, g)
 
 
 @JIT
 def test_vload_vstore_through_typed_views(jit):
-    """vload4(i, (global float *)(src + off)) at an unaligned byte offset, and vstore4 into
-    a float view of a byte buffer."""
+    """vload4(i, (global float *)(src + off)) at a byte offset that is a multiple of the
+    element's size only (not of the vector's), and vstore4 into a float view of a byte
+    buffer; a byte offset that is not a multiple of 4 is misaligned."""
     src = np.random.default_rng(4).integers(0, 256, 64, dtype=np.uint8)
-    src[3:35] = np.arange(8, dtype=np.float32).view(np.uint8)
+    src[4:36] = np.arange(8, dtype=np.float32).view(np.uint8)
     dst = np.zeros(40, np.uint8)
-    clsim.run(vectors_through_views, (2,), (2,), (src, dst, np.int64(3)), jit=jit)
-    np.testing.assert_array_equal(dst[2:34].view(np.float32), np.arange(8) * 2.0)
-    np.testing.assert_array_equal(dst[:2], 0)
+    clsim.run(vectors_through_views, (2,), (2,), (src, dst, np.int64(4)), jit=jit)
+    np.testing.assert_array_equal(dst[4:36].view(np.float32), np.arange(8) * 2.0)
+    np.testing.assert_array_equal(dst[:4], 0)
     with pytest.raises(clsim.OutOfBoundsError):
-        clsim.run(vectors_through_views, (3,), (3,), (src, dst, np.int64(3)), jit=jit)
+        clsim.run(vectors_through_views, (3,), (3,), (src, dst, np.int64(4)), jit=jit)
+    with pytest.raises(clsim.MisalignedAccessError):
+        clsim.run(vectors_through_views, (2,), (2,), (src, dst, np.int64(3)), jit=jit)
 
 
 Q4_0 = np.dtype([("d", np.float16), ("qs", np.uint8, (16,))])
@@ -373,5 +377,5 @@ def helper_past_end(x, out):
 
 
 def test_helpers_check_pointers_against_the_callers_buffer():
-    with pytest.raises(clsim.OutOfBoundsError, match="store to p__buf"):
+    with pytest.raises(clsim.OutOfBoundsError, match=r"store to out\[2\] out of bounds \(len 2\)"):
         clsim.run(helper_past_end, (1,), (1,), (np.ones(1, np.float32), np.zeros(2, np.float32)))

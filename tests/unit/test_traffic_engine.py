@@ -416,7 +416,16 @@ def long_loop(a, out, reps):
     i = get_global_id(0)
     acc = 0.0
     for _r in range(reps):
-        acc += a[i]
+        acc += a[i + _r % 1]  # not affine in _r: one record per access
+    out[i] = acc
+
+
+@kernel
+def long_affine_loop(a, out, reps):
+    i = get_global_id(0)
+    acc = 0.0
+    for _r in range(reps):
+        acc += a[i]  # affine (stride 0): one record per loop
     out[i] = acc
 
 
@@ -438,6 +447,22 @@ def test_step_buffer_overflow_warns_and_keeps_executions(monkeypatch):
     assert load["steps"] == 256 + 44 * 32
     assert load["sectors"] == 256 * 4 + 44 * 32
     np.testing.assert_array_equal(out, np.full(32, 300, F32))
+
+
+def test_loop_recorded_once_does_not_overflow(monkeypatch):
+    """The same 300 runs recorded once per loop (one descriptor per lane) fit the smallest
+    step buffer: no warning, and every step is a whole sub-group (300 steps of 4 sectors)."""
+    from clsim.traffic import arena
+
+    monkeypatch.setattr(arena, "STEP_BUFFER_BYTES", 0)
+    a = np.ones(32, F32)
+    out = np.zeros(32, F32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = clsim.run(long_affine_loop, (32,), (32,), (a, out, np.int32(300)), traffic=True)
+    assert not any("step buffer" in str(w.message) for w in caught)
+    load = site(r.traffic, "a", "load")
+    assert (load["executions"], load["steps"], load["sectors"]) == (32 * 300, 300, 300 * 4)
 
 
 def test_report_round_trips_and_prints():

@@ -517,7 +517,7 @@ def test_vector_views_are_bounds_and_alignment_checked(jit):
     np.testing.assert_array_equal(y[:7], x[5:32:4])
     with pytest.raises(clsim.OutOfBoundsError):
         clsim.run(float4_view_at, (8,), (8,), (x, y, np.int32(16)), jit=jit)
-    with pytest.raises(clsim.MisalignedAccessError, match=r"in float4_view_at.* vector view "
+    with pytest.raises(clsim.MisalignedAccessError, match=r"in float4_view_at.* view "
                        r"of 'x' at byte offset 4 .*multiple of 16") as info:
         clsim.run(float4_view_at, (2,), (2,), (x, y, np.int32(4)), jit=jit)
     assert info.value.buffer == "x" and info.value.index == 4

@@ -22,7 +22,7 @@ from clsim.compiler.helpers import helper
 FAMILY = "conversion"
 MODES = ("rte", "rtz", "rtp", "rtn")
 _ROUND = {"rte": "np.rint", "rtz": "np.trunc", "rtp": "np.ceil", "rtn": "np.floor"}
-_MODE_CODE = {"rte": 0, "rtz": 1, "rtp": 2, "rtn": 3}
+MODE_CODE = {"rte": 0, "rtz": 1, "rtp": 2, "rtn": 3}
 _ISAT = helper("_isat", """
 def _isat(x, lo, hi):
     if x < lo:
@@ -88,6 +88,7 @@ _SOURCES = (*ct.INT_TYPES, "float32", "float64")
 _CVTF = tuple(helper(f"_cvtf_{s}_{d}", _cmp_source(s, d)) for d in ("float32", "float64")
               for s in _SOURCES)
 _FSAT = tuple(_fsat_helper(t) for t in ct.INT_TYPES)
+HELPERS = (*_CVTF, _ISAT, *_FSAT)  # every helper of these conversions (vector_convert too)
 
 
 def _rule(name: str, to: str):
@@ -99,7 +100,7 @@ def _rule(name: str, to: str):
     return rule
 
 
-def _emit_int(to: str, sat: bool, mode: str | None):
+def emit_int(to: str, sat: bool, mode: str | None):
     def emit(gen, codes, types, call):
         src, x = types[0], codes[0]
         if ct.is_float(src):
@@ -118,7 +119,7 @@ def _emit_int(to: str, sat: bool, mode: str | None):
 def _emit_float(to: str, mode: str):
     def emit(gen, codes, types, call):
         src = types[0]
-        return gen.helper(f"_cvtf_{src}_{to}") + f"({codes[0]}, {_MODE_CODE[mode]})"
+        return gen.helper(f"_cvtf_{src}_{to}") + f"({codes[0]}, {MODE_CODE[mode]})"
 
     return emit
 
@@ -140,7 +141,7 @@ def _entries() -> list[Builtin]:
                 name = f"convert_{c}{suffix}"
                 note = ("clamped to the range, NaN gives 0; " if sat else "") + (
                     f"floats rounded {mode}" if mode else "floats truncated")
-                rows.append(Builtin(name, FAMILY, _rule(name, t), _emit_int(t, sat, mode),
+                rows.append(Builtin(name, FAMILY, _rule(name, t), emit_int(t, sat, mode),
                                     helpers=(_ISAT, *_FSAT), c=f"{name}(x)",
                                     types="any number", note=note))
     return rows

@@ -3,14 +3,17 @@
 ``convert_int4(v)`` is C's cast per component (float to int truncates toward zero, as the
 scalar ``convert_int``). ``_sat`` clamps to the target's range (NaN gives 0); a rounding mode
 picks how a float becomes an integer (``_rte`` to nearest even, ``_rtz`` toward zero, ``_rtp``
-up, ``_rtn`` down). Conversions to float take the default mode only (a directed mode there is
-refused). ``as_TN(x)`` reinterprets the bytes of a value of the same size (``as_uint4`` of a
+up, ``_rtn`` down). Components go through the scalar conversions' code
+(``conversion_modes``), so a vector component converts exactly as the scalar builtin does,
+rounding modes into float and double included (half components keep this module's helpers;
+a directed mode into half is refused). ``as_TN(x)`` reinterprets the bytes of a value of the same size (``as_uint4`` of a
 float4, ``as_uchar4`` of a uint), little-endian as every OpenCL device clsim targets.
 """
 
 from __future__ import annotations
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import conversion_modes as modes
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.builtins.vector import ELEMENTS, WIDTHS
 from clsim.compiler.diagnostics import node_error
@@ -92,15 +95,24 @@ def _convert_rule(vec: ct.VecT, sat: bool, mode: str):
         if len(types) != 1 or not isinstance(types[0], ct.VecT) or types[0].width != vec.width:
             got = ct.short(types[0]) if types else "nothing"
             raise node_error(call, f"{name}() converts a {vec.width}-vector; got {got}")
-        if ct.is_float(vec.dtype) and mode not in ("", "_rte"):
-            raise node_error(call, f"{name}: rounding modes other than _rte into float "
-                                   "types are not supported; use convert_" + str(vec))
+        if vec.dtype == "float16" and mode not in ("", "_rte"):
+            raise node_error(call, f"{name}: rounding modes other than _rte into half "
+                                   "vectors are not supported; use convert_" + str(vec))
         return vec
 
     return rule
 
 
 def _component(gen, code, src, to, sat, mode) -> str:
+    """One component converted as the scalar builtin converts it (half: this module's)."""
+    if "float16" not in (src, to):
+        m = mode.lstrip("_") or None
+        if ct.is_float(to):
+            return gen.cast(code, src, to) if m is None else (
+                gen.helper(f"_cvtf_{src}_{to}") + f"({code}, {modes.MODE_CODE[m]})")
+        if not sat and m is None:
+            return gen.cast(code, src, to)
+        return modes.emit_int(to, sat, m)(gen, [code], [src], None)
     if ct.is_float(to) or (ct.is_int(src) and not sat):
         return gen.cast(code, src, to)
     if ct.is_int(src):  # integer to integer, saturating
@@ -123,10 +135,10 @@ def _convert_emit(vec: ct.VecT, sat: bool, mode: str):
 def _convert_entries() -> list[Builtin]:
     rows = []
     for dtype in ELEMENTS.values():
-        helpers = ()
+        helpers = modes.HELPERS
         if ct.is_int(dtype):
-            helpers = (*_int_sat_helpers(dtype), *(_sat_helper(dtype, m) for m in MODES),
-                       *(_round_helper(dtype, m) for m in MODES))
+            helpers += (*_int_sat_helpers(dtype), *(_sat_helper(dtype, m) for m in MODES),
+                        *(_round_helper(dtype, m) for m in MODES))
         for w in WIDTHS:
             vec = ct.VecT(dtype, w)
             for sat in (False, True):

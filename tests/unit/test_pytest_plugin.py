@@ -1,0 +1,108 @@
+"""verify.pytest_plugin reports a test as skipped, with the reason, when every FuzzReport it
+made was skipped (the device lacks a feature); a test with one report that ran, a test with
+no report and a failing test keep their outcome. Run as a separate pytest process over a
+user's test file, as a user's suite would load the plugin."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from verify.devices import list_devices
+
+REPO = Path(__file__).resolve().parents[2]
+
+USER_TESTS = '''
+from verify.fuzz import FuzzReport
+
+
+def test_all_skipped():
+    report = FuzzReport("half_add", "pocl", 1, skipped="pocl lacks cl_khr_fp16")
+    assert report.equal
+
+
+def test_one_report_ran():
+    FuzzReport("half_add", "pocl", 1, skipped="pocl lacks cl_khr_fp16")
+    assert FuzzReport("half_add", "intel-cpu", 1, examples=3).equal
+
+
+def test_no_report():
+    assert True
+
+
+def test_failure_stays_failed():
+    FuzzReport("half_add", "pocl", 1, skipped="pocl lacks cl_khr_fp16")
+    assert False
+'''
+
+FP16_ON_POCL = '''
+import numpy as np
+from hypothesis import strategies as st
+
+import verify
+from clsim import get_global_id, kernel
+from clsim.spec import Launch
+
+CL = """#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+__kernel void half_add(__global const half *a, __global half *b) {
+    size_t i = get_global_id(0);
+    b[i] = a[i] + a[i];
+}
+"""
+
+
+@kernel
+def half_add(a, b):
+    i = get_global_id(0)
+    b[i] = a[i] + a[i]
+
+
+def test_half_kernel_on_pocl():
+    launches = st.just(Launch((8,), None, (np.ones(8, np.float16), np.zeros(8, np.float16))))
+    report = verify.fuzz(half_add, CL, launches=launches, device="pocl", outputs=["b"],
+                         examples=2, seed=1)
+    assert report.equal
+'''
+
+
+def _run(tmp_path: Path, source: str) -> str:
+    (tmp_path / "test_user.py").write_text(textwrap.dedent(source))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "verify.pytest_plugin", "-p",
+         "no:cacheprovider", "-rs", "-q", "test_user.py"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=300, check=False)
+    return done.stdout + done.stderr
+
+
+def test_all_skipped_reports_make_a_skipped_test(tmp_path):
+    """Four user tests: all reports skipped -> skipped with each reason; one report ran ->
+    passed; no report -> passed; an assertion failure -> failed."""
+    out = _run(tmp_path, USER_TESTS)
+    assert re.search(r"1 failed, 2 passed, 1 skipped", out), out
+    assert re.search(r"SKIPPED \[1\] .*nothing was compared: half_add on pocl: pocl lacks "
+                     r"cl_khr_fp16", out), out
+
+
+def _pocl_without_fp16() -> str | None:
+    pocl = [d for d in list_devices() if d.short_name == "pocl"]
+    if not pocl:
+        return "no pocl device here (the plugin part is covered without devices above)"
+    if pocl[0].fp16:
+        return "this pocl has cl_khr_fp16: its fuzz report is not skipped"
+    return None
+
+
+@pytest.mark.skipif(_pocl_without_fp16() is not None, reason=str(_pocl_without_fp16()))
+def test_fp16_kernel_fuzzed_on_pocl_is_skipped(tmp_path):
+    """The reported case: a user test asserting only ``report.equal`` for an fp16 kernel on
+    pocl (no cl_khr_fp16) shows as skipped with the reason, not as passed."""
+    out = _run(tmp_path, FP16_ON_POCL)
+    assert re.search(r"\b1 skipped\b", out) and "passed" not in out, out
+    assert "pocl lacks cl_khr_fp16" in out, out
