@@ -206,8 +206,8 @@ def test_reading_rows_past_the_tensor_is_caught(rows):
     with pytest.raises(OutOfBoundsError) as info:
         clsim.run(gemv_q4_0_ndst_unguarded, (16 * groups,), (16,), args, jit=False,
                   subgroup_size=16)
-    # the load is in q4_0_dot, whose parameter names the weights "w"
-    assert (info.value.buffer, info.value.access) == ("w", "load")
+    # the load is in q4_0_dot (parameter "w"); the error names the kernel's buffer
+    assert (info.value.buffer, info.value.access) == ("blocks", "load")
     assert info.value.index == info.value.length == rows * 2  # the first block of row nrows
     for name in ("gemv_q4_0_subgroup", "gemv_q4_0_nrows"):
         inputs["y"][:] = np.nan
