@@ -26,7 +26,7 @@ KERNELS_CL_DIR = Path(__file__).resolve().parent.parent / "kernels_cl"
 class Policy:
     """How one output must agree with the simulator: bitwise, or within ``ulps`` ULPs."""
 
-    kind: str  # "exact" or "ulp"
+    kind: str  # "exact", "ulp" or "magnitude"
     ulps: float = 0.0
 
     def __str__(self) -> str:
@@ -38,6 +38,25 @@ EXACT = Policy("exact")
 
 def ulp(n: float) -> Policy:
     return Policy("ulp", float(n))
+
+
+@dataclass(frozen=True)
+class MagnitudePolicy(Policy):
+    """``|expected - actual| <= k * eps * scale(inputs)`` per element (``k`` is kept in
+    ``ulps``). ``scale`` maps the launch's inputs by parameter name (values before the launch)
+    to an array broadcastable to the output: the sum of |terms| of each output element. The
+    condition-number form ``k * eps * cond * |result|`` with ``cond = sum|terms| / |sum|`` is
+    the same bound. None (a policy parsed from text) cannot compare: pass the function."""
+
+    scale: Callable[[Mapping[str, Any]], Any] | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        return f"magnitude({self.ulps:g})"
+
+
+def magnitude(k: float, scale: Callable[[Mapping[str, Any]], Any]) -> MagnitudePolicy:
+    """Agreement within ``k`` machine epsilons of the sum of the magnitudes of the terms."""
+    return MagnitudePolicy("magnitude", float(k), scale)
 
 
 @dataclass(frozen=True)
@@ -68,8 +87,8 @@ class KernelSpec:
     verified without running them.
 
     ``fuzz_floats`` (keyword arguments of ``verify.strategies.float_arrays``, e.g.
-    ``{"allow_nan": False}``) and ``fuzz_shapes`` (a Hypothesis strategy of shape dicts) narrow
-    what the verifier draws for this kernel (docs/verifying.md).
+    ``{"allow_nan": False}``) and ``fuzz_shapes`` (a Hypothesis strategy of shape dicts, or a
+    function returning one) narrow what the verifier draws for this kernel (docs/verifying.md).
     """
 
     name: str

@@ -22,9 +22,8 @@ number of additions to ``acc`` (``K // 4 + K % 4``) and eps = 2 u. That is the p
 import numpy as np
 
 from clsim import dot, get_global_id, kernel, vload_half, vload_half4
-from clsim.spec import KernelSpec, Launch, register
+from clsim.spec import KernelSpec, Launch, magnitude, register
 from kernels_py.matmul import TILE
-from verify.policy import magnitude
 
 VW = 4
 
