@@ -27,7 +27,7 @@ OPERATORS = {"x+y": "+", "x-y": "-", "x*y": "*", "x/y": "/"}
 _MATH = ("exp", "log", "sin", "cos", "fabs", "floor", "rint", "fmin", "fmax", "sqrt")
 _MODES = ("", "_rte", "_rtz", "_rtp", "_rtn")
 _C = {"float16": "half", "float32": "float", "float64": "double", "int32": "int",
-      "uint16": "ushort"}
+      "uint16": "ushort", "int16": "short", "uint8": "uchar"}
 H, F, D = np.float16, np.float32, np.float64
 
 
@@ -121,8 +121,38 @@ def _calls(cols) -> list[Call]:
     calls.append(Call("convert_int", (0,), ("int32",),
                       (np.where(in_range, np.trunc(np.nan_to_num(x.astype(D))), 0)
                        .astype(np.int32),), (in_range,)))
+    calls += _from_half_with_modes(x)
     calls.append(Call("as_half", (6,), ("float16",), (x,), (ok,), ("bits",)))
     calls.append(Call("as_ushort", (0,), ("uint16",), (bits,), (ok,), ("bits",)))
+    return calls
+
+
+_ROUNDERS = {"": np.trunc, "_rte": np.rint, "_rtz": np.trunc, "_rtp": np.ceil, "_rtn": np.floor}
+
+
+def _from_half_with_modes(x: np.ndarray) -> list[Call]:
+    """convert_T_sat[_mode] and convert_T_mode of a half: the half rounded to an integer by
+    the mode (every half is exact in double), clamped to T with NaN giving 0; without _sat
+    only where the result is in T's range (C leaves the rest undefined)."""
+    x64 = x.astype(D)
+    calls = []
+    for t, name in ((np.int32, "int"), (np.int16, "short"), (np.uint8, "uchar")):
+        info = np.iinfo(t)
+        for mode, rounder in _ROUNDERS.items():
+            with np.errstate(invalid="ignore"):
+                whole = rounder(x64)
+            clamped = np.where(np.isnan(whole), 0, np.clip(np.nan_to_num(whole), info.min,
+                                                            info.max)).astype(t)
+            calls.append(Call(f"convert_{name}_sat{mode}", (0,), (np.dtype(t).name,),
+                              (clamped,), (np.ones(x.size, bool),)))
+            if mode:
+                fits = np.isfinite(whole) & (np.nan_to_num(whole) >= info.min) & (
+                    np.nan_to_num(whole) <= info.max)
+                calls.append(Call(f"convert_{name}{mode}", (0,), (np.dtype(t).name,),
+                                  (np.where(fits, clamped, 0).astype(t),), (fits,)))
+    for mode in ("_rte", "_rtz", "_rtp", "_rtn"):
+        calls.append(Call(f"convert_float{mode}", (0,), ("float32",), (x.astype(F),),
+                          (np.ones(x.size, bool),)))
     return calls
 
 

@@ -1,7 +1,8 @@
 """The half part of ``clsim conformance``: half arithmetic, fma, sqrt, math builtins on half,
 every convert_half rounding mode from float, double and int, convert_float/convert_int of a
-half and the bit casts are correctly rounded (or exact) on the simulator in both modes; a
-device with cl_khr_fp16 runs them, one without is skipped with the reason."""
+half (with _sat and every rounding mode) and the bit casts are correctly rounded (or exact)
+on the simulator in both modes; a device with cl_khr_fp16 runs them, one without is skipped
+with the reason."""
 
 import numpy as np
 import pytest
@@ -12,7 +13,8 @@ from verify.testing import device_params
 
 NAMES = {"x+y", "x-y", "x*y", "x/y", "fma", "sqrt", "exp", "sin", "convert_half_rtz",
          "convert_half_rtp", "convert_half_rtn", "convert_half", "convert_float",
-         "convert_int", "as_half", "as_ushort"}
+         "convert_int", "as_half", "as_ushort", "convert_int_sat_rte", "convert_uchar_sat",
+         "convert_short_rtn", "convert_float_rtp"}
 
 
 @pytest.mark.parametrize("mode", ["nojit", "jit"])
@@ -51,4 +53,4 @@ def test_device_half_rows_or_a_skip_with_the_reason(device):
         return
     exact = [r for r in report.rows if r.builtin in ("x+y", "x-y", "x*y", "x/y", "fma", "sqrt")
              or r.builtin.startswith("convert_")]
-    assert len(exact) == 23 and [r.examples for r in exact if r.deviations] == []
+    assert len(exact) == 23 + 3 * 9 + 4 and [r.examples for r in exact if r.deviations] == []

@@ -93,8 +93,8 @@ HELPERS = (*_CVTF, _ISAT, *_FSAT)  # every helper of these conversions (vector_c
 
 def _rule(name: str, to: str):
     def rule(types, call):
-        if len(types) != 1 or not ct.is_scalar(types[0]) or types[0] in ("bool", "float16"):
-            raise node_error(call, f"{name}() converts one number (not bool or half)")
+        if len(types) != 1 or not ct.is_scalar(types[0]) or types[0] == "bool":
+            raise node_error(call, f"{name}() converts one number (not bool)")
         return to
 
     return rule
@@ -119,6 +119,8 @@ def emit_int(to: str, sat: bool, mode: str | None):
 def _emit_float(to: str, mode: str):
     def emit(gen, codes, types, call):
         src = types[0]
+        if src == "float16":  # every half is exact in float and double: no mode changes it
+            return gen.cast(codes[0], src, to)
         return gen.helper(f"_cvtf_{src}_{to}") + f"({codes[0]}, {MODE_CODE[mode]})"
 
     return emit
