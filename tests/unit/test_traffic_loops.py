@@ -22,7 +22,7 @@ from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_global_id, get_local_id, ker
 from clsim.traffic import instrument as tr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import traffic_kernels as tk  # noqa: E402
+import traffic_kernels as tk
 
 
 @kernel
