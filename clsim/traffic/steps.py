@@ -87,6 +87,8 @@ def end(T, L, R, M):
                 runs = T[lane]
                 kmin, kmax = min(kmin, runs), max(kmax, runs)
                 lost += max(runs - cap, 0)
+            if kmax == 0:
+                continue  # no lane ran it (a tree reduction's idle sub-groups): nothing to clear
             for k in range(min(kmax, cap)):
                 at = ((s * kb + (k >> 3)) * nl << 3) + (k & 7)  # L index of lane 0's run k
                 n = hi - lo
