@@ -25,17 +25,6 @@ from clsim.traffic import layout
 _define = hp.register_helper
 
 
-def inline_always(fn):
-    """Numba-level inlining of a helper the generated module defines (``_tr_ga``: LLVM left it
-    a call, about 10 ns per loop execution); the plain function in no-JIT mode."""
-    py = getattr(fn, "py_func", None)
-    if py is None:
-        return fn
-    from numba import njit
-
-    return njit(inline="always", cache=True, error_model="numpy", fastmath=False, nogil=True)(py)
-
-
 def _src(text: str) -> str:
     """Substitute the layout constants into helper source written with ``{NAME}`` fields."""
     names = {k: v for k, v in vars(layout).items() if k.isupper()}
@@ -116,9 +105,6 @@ def _tr_ga(T, L, c0, p0, cap, nl, s, lid, vb, last, prev, count, isz):
         T[c] = n + {D_COLS}
     T[np.uint64(p0 + s)] = 1
     T[row + {S_AFFINE}] = 1
-
-
-_tr_ga = _tr_inline(_tr_ga)
 """))
 
 

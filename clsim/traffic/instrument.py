@@ -40,7 +40,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 10  # of the generated code; part of the compile cache key
+VERSION = 11  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id and the step counter.
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
@@ -89,8 +89,7 @@ class TrafficInstrument(Instrument):
 
     def imports(self) -> list[str]:
         return [f"from numba import get_thread_id as {_THREAD}",
-                f"from clsim.traffic.steps import call as {_STEPS}",
-                "from clsim.traffic.helpers import inline_always as _tr_inline"]
+                f"from clsim.traffic.steps import call as {_STEPS}"]
 
     def __init__(self, config):
         simd = config.option("simd_width") or config.subgroup_size
