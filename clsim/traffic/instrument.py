@@ -35,12 +35,12 @@ from clsim.profiles import DeviceProfile, load_profile
 from clsim.traffic import (
     arena,
     helpers,  # noqa: F401  (registers the helper sources)
+    loops,
 )
 from clsim.traffic import layout as lay
-from clsim.traffic import loops
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 9  # of the generated code; part of the compile cache key
+VERSION = 11  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id and the step counter.
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"

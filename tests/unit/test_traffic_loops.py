@@ -22,7 +22,7 @@ from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_global_id, get_local_id, ker
 from clsim.traffic import instrument as tr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import traffic_kernels as tk  # noqa: E402
+import traffic_kernels as tk
 
 
 @kernel
@@ -141,3 +141,14 @@ def test_per_loop_recording_without_jit(fresh, monkeypatch):
     per_loop, _ = _report("strided", True, False, monkeypatch)
     assert len(fresh) == DEFERRED["strided"]
     assert per_loop == per_access
+
+
+def test_per_loop_recording_beside_the_checks(fresh):
+    """With the race checks wrapping the same indices first, the loop's accesses are still
+    recorded once per loop and the report is the one traffic alone gives; no finding."""
+    kern, global_size, local_size, args = tk.gemv_case(16, 512)[:4]
+    alone = clsim.run(kern, global_size, local_size, args, traffic=True).traffic
+    fresh.clear()
+    checked = clsim.run(kern, global_size, local_size, args, traffic=True, checks="all")
+    assert len(fresh) == DEFERRED["gemv"]
+    assert checked.traffic == alone and checked.findings == []

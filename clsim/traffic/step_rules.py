@@ -1,0 +1,268 @@
+"""The per-step rules of the step counter: sectors, lines, bank replays, stream, footprint.
+
+``clsim.traffic.steps`` walks the lane logs after each pass of a work-item loop and hands
+each sub-group step to these functions: one coalesced run of sectors (``coalesced``), a
+scattered global step (sorted and merged as ``counting.count_sectors`` does), a local step's
+bank replays (as ``counting.bank_replays``), the runs past the log's capacity
+(``lost_runs``); each global step's sectors go on the thread's sector stream for the cache
+model and its elements are flagged in the footprint. They are inlined at Numba's level into
+the step counter, compiled once per machine with it.
+
+Importing this module imports Numba.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from clsim.traffic.layout import (
+    B_COLS,
+    BUFFER_SHIFT,
+    C_B0,
+    C_BANK_WIDTH,
+    C_BANKS,
+    C_LINE,
+    C_M_WRITE,
+    C_R_CAP,
+    C_R_LEN,
+    C_R_LOST,
+    C_SECTOR,
+    C_SHIFTS,
+    C_SIMD,
+    C_X0,
+    R_ATOMIC,
+    R_MAX_RUN,
+    R_SHIFT,
+    R_STORE,
+    S_EXECS,
+    S_ISZ,
+    S_LINES,
+    S_OVERFLOW,
+    S_REPLAYS,
+    S_SECTORS,
+    S_SPACE,
+    S_STEPS,
+    SPACE_GLOBAL,
+)
+
+jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+# Inlined at Numba's level: a call passing arrays costs reference counting (atomic), more than
+# the little these helpers do once per step.
+inline = numba.njit(cache=True, error_model="numpy", nogil=True, inline="always")
+_SMALL_SORT = 64  # insertion sort up to this many entries, np.sort beyond
+
+
+@inline
+def unit(addr, size, shift):
+    """The unit of ``size`` bytes (a power of two when ``shift >= 0``) holding byte ``addr``."""
+    if shift >= 0:
+        return addr >> shift
+    return addr // size
+
+
+@inline
+def _emit(T, R, sector, count, kind):
+    """Append ``count`` consecutive sectors from ``sector`` to the stream (split into runs the
+    entry format holds); a full stream counts them as lost (uncached)."""
+    while count > 0:
+        run = min(count, R_MAX_RUN)
+        n = T[C_R_LEN]
+        if n < T[C_R_CAP]:
+            R[n] = (sector << R_SHIFT) | (run << 2) | kind
+            T[C_R_LEN] = n + 1
+        else:
+            T[C_R_LOST] += run
+        sector += run
+        count -= run
+
+
+@inline
+def _mark(M, first, count):
+    """Set the flags ``M[first:first + count]``; lines whose flags are all set already are only
+    read (M is shared: rewriting flags every group would bounce its lines between cores)."""
+    clear = 0
+    u = np.uint64(first)
+    for i in range(np.uint64(count)):  # unsigned: see _gaps
+        clear += M[u + i] == 0
+    if clear:
+        for i in range(np.uint64(count)):
+            M[u + i] = 1
+
+
+@inline
+def _footprint(T, M, lo, hi, isz, kind):
+    """Flag the elements holding bytes [lo, hi] of one buffer (``lo`` carries its index) as
+    read (loads), written (stores) or both (atomics); indices outside the buffer are clamped,
+    as a bad index (checks off) must not flag another buffer's elements."""
+    p = (lo + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
+    base = p << BUFFER_SHIFT
+    b = T[C_B0] + p * B_COLS
+    if p < 0 or b >= T[C_X0]:
+        return
+    size = T[b + 2]
+    e0 = min(max((lo - base) // isz, 0), size - 1)
+    e1 = min(max((hi - base) // isz, 0), size - 1)
+    if kind != R_STORE:  # loads and atomics read
+        _mark(M, T[b] + e0, e1 - e0 + 1)
+    if kind == R_STORE or kind == R_ATOMIC:
+        _mark(M, T[C_M_WRITE] + T[b] + e0, e1 - e0 + 1)
+
+
+@jit
+def _sort(A, first, n):
+    """Sort ``A[first:first + n]`` in place (steps are a sub-group: usually 32 entries)."""
+    if n > _SMALL_SORT:
+        A[first:first + n] = np.sort(A[first:first + n])
+        return
+    for i in range(first + 1, first + n):
+        v = A[i]
+        j = i - 1
+        while j >= first and A[j] > v:
+            A[j + 1] = A[j]
+            j -= 1
+        A[j + 1] = v
+
+
+@inline
+def coalesced(T, M, R, row, first, last, kind):
+    """A global step covering bytes [first, last] without a gap: one run of sectors."""
+    ss, sb = T[C_SHIFTS], T[C_SECTOR]
+    s0 = unit(first, sb, ss)
+    count = unit(last, sb, ss) - s0 + 1
+    T[row + S_SECTORS] += count
+    T[row + S_LINES] += (unit(last, T[C_LINE], T[C_SHIFTS + 1])
+                         - unit(first, T[C_LINE], T[C_SHIFTS + 1]) + 1)
+    r = T[C_R_LEN]
+    if count <= R_MAX_RUN and r < T[C_R_CAP]:
+        R[r] = (s0 << R_SHIFT) | (count << 2) | kind
+        T[C_R_LEN] = r + 1
+    else:
+        _emit(T, R, s0, count, kind)
+    _footprint(T, M, first, last, T[row + S_ISZ], kind)
+
+
+@inline
+def _global_step(T, M, R, row, A, first, n, nb, kind):
+    """Sectors and lines of one global step whose lanes are not consecutive
+    (``A[first:first + n]``, the lanes' addresses), its sectors on the stream and its
+    footprint: sorted (in the scratch area) and merged as ``counting.count_sectors`` does."""
+    ss, ls = T[C_SHIFTS], T[C_SHIFTS + 1]
+    sb, lb = T[C_SECTOR], T[C_LINE]
+    isz = T[row + S_ISZ]
+    x0 = T[C_X0] + T[C_SIMD]  # after the gathered lanes
+    for i in range(n):
+        T[x0 + i] = A[first + i]
+    _sort(T, x0, n)
+    run0, run_end, prev_line = np.int64(-1), np.int64(-2), np.int64(-1)
+    sectors, lines = 0, 0
+    for i in range(x0, x0 + n):
+        a = T[i]
+        if i == x0 or a != T[i - 1]:
+            _footprint(T, M, a, a + nb - 1, isz, kind)
+        fs, es = unit(a, sb, ss), unit(a + nb - 1, sb, ss)
+        fl, el = unit(a, lb, ls), unit(a + nb - 1, lb, ls)
+        if el > prev_line:
+            lines += el - max(fl, prev_line + 1) + 1
+            prev_line = el
+        if es <= run_end:
+            continue
+        if fs > run_end + 1:  # a gap: the run so far is complete
+            if run0 >= 0:
+                _emit(T, R, run0, run_end - run0 + 1, kind)
+            run0 = fs
+        sectors += es - max(fs, run_end + 1) + 1
+        run_end = es
+    if run0 >= 0:
+        _emit(T, R, run0, run_end - run0 + 1, kind)
+    T[row + S_SECTORS] += sectors
+    T[row + S_LINES] += lines
+
+
+@inline
+def _local_step(T, row, A, first, n, nb):
+    """Bank replays of one local step: words spanning fewer than ``banks`` words cannot share
+    a bank; otherwise the words (a wide access covers several) are sorted and counted per bank
+    as ``counting.bank_replays`` does."""
+    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
+    if banks <= 0:
+        return
+    lo, hi = A[first], A[first]
+    for i in range(first + 1, first + n):
+        lo, hi = min(lo, A[i]), max(hi, A[i])
+    if unit(hi + nb - 1, w, shift) - unit(lo, w, shift) < banks:
+        return
+    x0 = T[C_X0] + T[C_SIMD]  # after the gathered lanes
+    m = 0
+    for i in range(first, first + n):
+        for word in range(unit(A[i], w, shift), unit(A[i] + nb - 1, w, shift) + 1):
+            T[x0 + m] = word
+            m += 1
+    _sort(T, x0, m)
+    per_bank = x0 + m
+    for b in range(banks):
+        T[per_bank + b] = 0
+    worst = 0
+    for i in range(x0, x0 + m):
+        if i > x0 and T[i] == T[i - 1]:
+            continue  # the same word: one broadcast
+        b = per_bank + T[i] % banks
+        T[b] += 1
+        worst = max(worst, T[b])
+    T[row + S_REPLAYS] += worst - 1
+
+
+@inline
+def lost_runs(T, row, lost, nb):
+    """Runs past the capacity: counted as single-lane steps (their addresses were not kept),
+    flagged; their sectors are uncached for the cache model."""
+    T[row + S_OVERFLOW] += lost
+    T[row + S_EXECS] += lost
+    T[row + S_STEPS] += lost
+    if T[row + S_SPACE] == SPACE_GLOBAL:
+        sectors = lost * ((nb + T[C_SECTOR] - 1) // T[C_SECTOR])
+        T[row + S_SECTORS] += sectors
+        T[row + S_LINES] += lost * ((nb + T[C_LINE] - 1) // T[C_LINE])
+        T[C_R_LOST] += sectors
+
+
+@inline
+def lane_gaps(L, first, n, nb):
+    """How many of the n lanes whose addresses are ``L[first]``, ``L[first + 8]``, ... are not
+    where consecutive lanes would be (0: consecutive). Unsigned indices: Numba adds a negative-index
+    fix-up to every signed one, which doubled the cost of this, the hottest loop here."""
+    gaps = 0
+    u = np.uint64(first)
+    a0 = L[u]
+    for i in range(n):  # against lane 0's address: one load per lane, whole vectors
+        gaps += L[u + (np.uint64(i) << np.uint64(3))] != a0 + i * nb
+    return gaps
+
+
+@inline
+def lane_span(L, first, n):
+    """The lowest and highest of ``L[first]``, ``L[first + 8]``, ... (n lanes)."""
+    u = np.uint64(first)
+    lo, hi = L[u], L[u]
+    for i in range(np.uint64(1), np.uint64(n)):
+        v = L[u + (i << np.uint64(3))]
+        lo, hi = min(lo, v), max(hi, v)
+    return lo, hi
+
+
+@inline
+def gathered(T, M, R, row, x0, n, nb, kind, is_global):
+    """One step of ``n`` lanes whose addresses are gathered at ``T[x0:x0 + n]`` (lane
+    order): its bank replays (local) or sectors, lines, stream entry and footprint."""
+    T[row + S_EXECS] += n
+    T[row + S_STEPS] += 1
+    if not is_global:
+        _local_step(T, row, T, x0, n, nb)
+        return
+    gaps = 0
+    for i in range(x0 + 1, x0 + n):  # no early exit: the loop vectorises
+        gaps += T[i] != T[i - 1] + nb
+    if gaps == 0:
+        coalesced(T, M, R, row, T[x0], T[x0 + n - 1] + nb - 1, kind)
+    else:
+        _global_step(T, M, R, row, T, x0, n, nb, kind)
