@@ -26,9 +26,9 @@ from pathlib import Path
 from clsim.checks import layout as ly
 from clsim.checks import replay, shadow
 from clsim.checks.shadow import FAST_PATHS, SHARED
-from clsim.runtime.cache import load_source
+from clsim.runtime.cache import guard_numba_cache, load_source
 
-# opcode of each helper the entry point runs, in the order of its arguments' use
+# the opcode ``_cs_call`` passes to run each helper
 OPS = {"_cs_end": 0, "_cs_ld": 1, "_cs_st": 2, "_cs_at": 3, "_cs_ldp": 4, "_cs_stp": 5,
        "_cs_atp": 6}
 ARRAYS = ("m", "o", "s", "f", "err", "lg")
@@ -128,6 +128,10 @@ def load(jit: bool):
             import importlib
 
             _LOADED[jit] = importlib.import_module(_LIB)
+            # damaged cache files of the helpers compiled lazily (fast paths, _cs_call,
+            # _cs_cross) are then dropped and recompiled, as for kernels; the C entry points
+            # load theirs while the module is imported, unguarded
+            guard_numba_cache(_LOADED[jit])
         else:
             _LOADED[jit], _path = load_source("checks_py", module_source(False))
     return _LOADED[jit]

@@ -23,6 +23,8 @@ def _cs_end(m, o, s, f, err, lg):
     else:
         m[{ly.M_DEFER}] = 0
         m[{ly.M_NLOG}] = 0
+        zero = np.int64(0)
+        one = np.int64(1)
         for k in range(n):
             e = lg[2 * k]
             p = lg[2 * k + 1]
@@ -30,12 +32,13 @@ def _cs_end(m, o, s, f, err, lg):
             obj = (p >> 2) & {ly.MAX_OBJECTS - 1}
             site = (p >> 12) & {ly.MAX_SITE}
             lid = p >> 26
+            # (int64, not literals: the entry point's signature, compiled once, not twice)
             if kind == {ly.K_LOAD}:
-                _cs_ld(0, 1, obj, e, site, lid, m, o, s, f, err, lg)
+                _cs_ld(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
             elif kind == {ly.K_STORE}:
-                _cs_st(0, 1, obj, e, site, lid, m, o, s, f, err, lg)
+                _cs_st(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
             else:
-                _cs_at(0, 1, obj, e, site, lid, m, o, s, f, err, lg)
+                _cs_at(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
     if m[{ly.M_NPEND}] != 0:
         _cs_flush(m, f)
     if m[{ly.M_HELD}] != 0:

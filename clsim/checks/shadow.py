@@ -217,25 +217,12 @@ def _recorder(short: str, pointer: bool) -> str:
         update = f"if (mode & {joins[0]}) != 0:\n{_ind(_put(*joins[1]), 4)}"
     body = (_uninit(kind) if uninit else "") + \
         f"if (mode & {ly.MB_RACE}) != 0:\n    prev = 0\n    pk = 0\n{_ind(race, 4)}" + update
-    if pointer:  # ``p``: the address the helper's parameter points at
-        find = f"""
-obj = -1
-off = 0
-for k in range(o.shape[0]):
-    if obj < 0:
-        if o[k, {ly.O_ADDR}] <= p and p < o[k, {ly.O_ADDR}] + o[k, {ly.O_NBYTES}]:
-            obj = k
-            off = (p - o[k, {ly.O_ADDR}]) // o[k, {ly.O_ITEM}]
-mode = 0
-if obj >= 0:
-    mode = o[obj, {ly.O_MODE}]
-"""
-    else:
-        find = f"off = 0\nmode = o[obj, {ly.O_MODE}]\n"
+    if pointer:
+        return _by_address(short)
+    find = f"off = 0\nmode = o[obj, {ly.O_MODE}]\n"
     keep = _keep("m", "o", "s", "f", "err", "lg")
-    target = "p" if pointer else "obj"
     return f"""
-def _cs_{short}{"p" if pointer else ""}(i, width, {target}, eb, site, lid, {STATE}):
+def _cs_{short}(i, width, obj, eb, site, lid, {STATE}):
 {_ind(find, 4)}    if mode != 0 and err[0] == 0:
         if m[{ly.M_DEFER}] != 0:
             for k in range(width):
@@ -249,6 +236,24 @@ def _cs_{short}{"p" if pointer else ""}(i, width, {target}, eb, site, lid, {STAT
                 e = off + eb + i + k
                 if cross:
 {_ind(_range(f"o[obj, {ly.O_W}] + e"), 20)}{_ind(body, 16)}    return i + {keep}
+"""
+
+
+def _by_address(short: str) -> str:
+    """``_cs_<short>p``: an access through a helper's parameter ``p`` (an address): the
+    object holding that address and the element offset of ``p`` in it, then the recorder."""
+    return f"""
+def _cs_{short}p(i, width, p, eb, site, lid, {STATE}):
+    obj = -1
+    off = 0
+    for k in range(o.shape[0]):
+        if obj < 0:
+            if o[k, {ly.O_ADDR}] <= p and p < o[k, {ly.O_ADDR}] + o[k, {ly.O_NBYTES}]:
+                obj = k
+                off = (p - o[k, {ly.O_ADDR}]) // o[k, {ly.O_ITEM}]
+    if obj < 0:
+        return i + {_keep("m", "o", "s", "f", "err", "lg")}
+    return _cs_{short}(i, width, np.int64(obj), np.int64(eb + off), site, lid, {STATE})
 """
 
 

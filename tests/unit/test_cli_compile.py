@@ -118,6 +118,21 @@ def test_the_child_is_forked_only_from_a_single_threaded_process():
         assert traffic_launch._start_method() == "fork"
 
 
+def test_warming_numba_before_the_fork_starts_no_thread():
+    """The parent sets up Numba's CPU target before forking, so the child inherits it; that
+    must leave the process single-threaded and Numba's pool unstarted (else no fork)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, threading; from clsim.commands import traffic_launch as t; "
+            "before = 'numba.np.arraymath' in sys.modules; t._warm_numba(); "
+            "print(before, 'numba.np.arraymath' in sys.modules, threading.active_count(), "
+            "t._numba_threads_started(), t._start_method())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True", "1", "False", "fork"]  # (the registries: numba.np.*)
+
+
 def test_no_fork_once_numba_threads_run():
     """After a parallel launch Numba's native pool runs: the child is spawned."""
     import numpy as np
