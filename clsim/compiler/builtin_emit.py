@@ -5,12 +5,14 @@ rounded stores, vload_half's loads, private_array's initialiser. A mixin of
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 
 
 class BuiltinStatements:
-    def _fill(self, name: str, t: ct.ArrayT, fill) -> None:
+    def _fill(self, name: str, t: ct.ArrayT, fill, node) -> None:
         if fill is None:
             return
         base, lead = self.array_base(name, t)
@@ -18,10 +20,30 @@ class BuiltinStatements:
         kind, values = fill
         if kind == "all":
             self.emit(f"{row}.fill({self.encode(self.const(values, t.dtype), t.dtype)})")
-            return
-        self.emit(f"{row}.fill({self.encode(self.const(0, t.dtype), t.dtype)})")
-        for k, v in enumerate(values):
-            self.emit(f"{row}[{k}] = {self.encode(self.const(v, t.dtype), t.dtype)}")
+        else:
+            self.emit(f"{row}.fill({self.encode(self.const(0, t.dtype), t.dtype)})")
+            for k, v in enumerate(values):
+                self.emit(f"{row}[{k}] = {self.encode(self.const(v, t.dtype), t.dtype)}")
+        if self.module.instruments:
+            self._fill_seen(name, t, node)
+
+    def _fill_seen(self, name: str, t: ct.ArrayT, node) -> None:
+        """The initialiser as instruments see it: a store of every element (else the
+        uninitialised-read check reports the first read of a filled private array)."""
+        base, lead = self.array_base(name, t)
+        site = self.module.site(node, name, "store", t.space, t.dtype)
+        ks = [self.fresh("_f") for _ in t.shape]
+        with ExitStack() as loops:
+            for k, n in zip(ks, t.shape, strict=True):
+                self.emit(f"for {k} in range({int(n)}):")
+                loops.enter_context(self.indented())
+
+            def build():
+                codes = self.module.access(self, site, name, t, list(ks), "store")
+                return (f"{base}[{', '.join(lead + list(codes))}] = "
+                        f"{base}[{', '.join(lead + ks)}]")
+
+            self.statement(build)
 
     def printf(self, call) -> None:
         """Append [site, global linear id, argument bits...] to the launch's printf buffer."""

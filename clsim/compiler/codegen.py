@@ -164,7 +164,7 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         if isinstance(target, ast.Name):
             t = self.env[target.id]
             if isinstance(t, ct.ArrayT):  # allocated per group; initialised here if asked
-                self._fill(target.id, t, getattr(s.value, "fill", None))
+                self._fill(target.id, t, getattr(s.value, "fill", None), s.value)
                 return
             if isinstance(t, StructT):  # a private struct: C's copy of the record's bytes
                 self.struct_copy(target, s.value)
