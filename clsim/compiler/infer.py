@@ -96,6 +96,7 @@ class Typer:
         self.struct_copies: set[str] = set()  # record copies that need their own bytes
         self.needs_copy: set[str] = set()  # found while typing: they must be struct_copies
         self.first_assigned: dict[str, tuple] = {}  # name -> (loc, type) of its first value
+        self.view_values: dict[str, dict] = {}  # view pointer locals: the values assigned
 
     # -- statements -------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
@@ -109,7 +110,7 @@ class Typer:
                 return
             self.struct_copies |= self.needs_copy
             self.env, self.final = dict(self.start_env), False
-            self.record_copies, self.first_assigned = {}, {}
+            self.record_copies, self.first_assigned, self.view_values = {}, {}, {}
 
     def _run_once(self, body: list[ast.stmt]) -> None:
         for _ in range(12):
@@ -234,6 +235,8 @@ class Typer:
             if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
                 raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
                                          "p = x or p = x + k (a pointer into one buffer)")
+            if isinstance(t, ct.PtrT) and t.view is not None:
+                self.view_values.setdefault(target.id, {})[id(value)] = value
             self.assign_name(target.id, t, loc)
         elif isinstance(target, ast.Subscript | ast.Attribute):
             refuse_constant_store(target, loc)
@@ -264,7 +267,10 @@ class Typer:
             for t, v in zip(target.elts, value.elts, strict=True):
                 if not isinstance(t, ast.Name):
                     raise compile_error(loc, "tuple assignment targets must be plain names")
-                self.assign_name(t.id, self.expr(v), loc)
+                vt = self.expr(v)
+                if isinstance(vt, ct.PtrT) and vt.view is not None:
+                    self.view_values.setdefault(t.id, {})[id(v)] = v
+                self.assign_name(t.id, vt, loc)
             value.ctype = None
         else:
             raise compile_error(loc, "unsupported assignment target")

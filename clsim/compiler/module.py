@@ -28,6 +28,7 @@ from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
+from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import copy_written_params
 from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
@@ -299,6 +300,7 @@ class ModuleEmitter:
         gen = FunctionEmitter(self, storage, typer.env, in_group_fn=False,
                               ret_type=spec.ret_type)
         gen.bounds_checks = self.bounds
+        gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
                 gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
@@ -415,6 +417,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     storage = _storage(analysis, arg_types, typer.env)
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
     gen.bounds_checks = config.bounds
+    gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
     gen.emit("_NL = _L0 * _L1 * _L2")
     if module.work_dim == 1:
         gen.emit("_ly = np.int64(0)\n_lz = np.int64(0)")

@@ -55,17 +55,21 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
         why = "negative index" if index < 0 else f"len {length}"
         hint = ("Guard the access with a bounds test such as 'if i < n'" if index >= 0 else
                 "Negative indices do not wrap around in OpenCL; check the index arithmetic")
-        what = f"{kind} {site.buffer}[{index}] out of bounds ({why})"
-        view = rec.parse_view_dtype(site.dtype)
-        if view is not None:  # index: the byte offset; length: the last start that fits
-            what = (f"{kind.split()[0]} of a {view[0]} ({view[1]} bytes) at byte offset {index} of "
-                    f"'{site.buffer}' through a view, out of bounds ('{site.buffer}' has "
-                    f"{length + view[1] - 1} bytes)")
         return OutOfBoundsError(
-            f"{where}, gid={gid_t}, lid={lid_t}: {what}. {hint}.{src}",
+            f"{where}, gid={gid_t}, lid={lid_t}: {kind} {site.buffer}[{index}] out of bounds "
+            f"({why}). {hint}.{src}",
             buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access={rec.OOB_LOAD: "load", rec.OOB_STORE: "store"}.get(code, "atomic"),
             **fields)
+    if code in (rec.OOB_VIEW_LOAD, rec.OOB_VIEW_STORE):  # index: a byte offset
+        access = "load" if code == rec.OOB_VIEW_LOAD else "store"
+        return OutOfBoundsError(
+            f"{where}, gid={gid_t}, lid={lid_t}: {access} of {a} bytes at byte offset {index} "
+            f"of '{site.buffer}' through a view, out of bounds ('{site.buffer}' has "
+            f"{length + a - 1} bytes). Guard the access with a bounds test, or check the "
+            f"view's byte offset.{src}",
+            buffer=site.buffer, index=index, length=length + a - 1, gid=gid_t, lid=lid_t,
+            access=access, **fields)
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
