@@ -48,6 +48,15 @@ class StructEmitter:
                  f"{site_k}, {tmp}, {length}, {lid}){size}\n    {self.err_return}")
         return tmp
 
+    def byte_length(self, name: str, arrt: ct.ArrayT) -> str:
+        """The size in bytes of array ``name``, without viewing it as bytes (Numba compiles
+        an array view for every ``.view(np.uint8)`` in a kernel)."""
+        base, lead = self.array_base(name, arrt)
+        row = f"{base}[{lead[0]}]" if lead else base
+        if _bytewise(arrt):
+            return f"{row}.shape[0]"
+        return f"({row}.shape[0] * {size_of(ct.storage_dtype(arrt.dtype))})"
+
     def byte_base(self, name: str, arrt: ct.ArrayT) -> str:
         """The bytes of array ``name`` (a struct buffer already is its bytes)."""
         base, lead = self.array_base(name, arrt)
@@ -71,7 +80,8 @@ class StructEmitter:
         data = self.byte_base(ptr.base, ptr.array)
         off = (f"({self.pointer_offset(node.value)[2]} + {self.typed(node.slice, 'int64')} * "
                f"{size})")
-        checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
+        nbytes = self.byte_length(ptr.base, ptr.array)
+        checked = self._field_index(off, f"({nbytes} - {size - 1})", site,
                                     store=(kind == "store"), view_bytes=size)
         checked = self._check_alignment(node.value, checked, size, site, kind)
         return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
@@ -109,7 +119,7 @@ class StructEmitter:
             return [("elem", f"{data}[{off} // {size} + {k}]") for k in range(vec.width)]
         return [("bytes", f"{off} + {k * size}") for k in range(vec.width)]
 
-    def _view_data(self, vec: ct.VecT, ptr: ct.PtrT) -> str:
+    def _view_data(self, vec, ptr: ct.PtrT) -> str:
         """What a vector view's components are read from: the buffer, or its bytes."""
         if _direct(vec, ptr):
             base, lead = self.array_base(ptr.base, ptr.array)
@@ -145,7 +155,8 @@ class StructEmitter:
         data = self.byte_base(ptr.base, ptr.array)
         _name, _arrt, start = self.pointer_offset(buf)
         off = f"({start} + {self.typed(offset_node, 'int64')} * {width * size})"
-        checked = self._field_index(off, f"({data}.shape[0] - {width * size - 1})", site,
+        nbytes = self.byte_length(ptr.base, ptr.array)
+        checked = self._field_index(off, f"({nbytes} - {width * size - 1})", site,
                                     store=(kind == "store"), view_bytes=width * size)
         checked = self._check_alignment(buf, checked, size, site, kind)
         if kind == "load":
@@ -174,9 +185,11 @@ class StructEmitter:
 
     def view_load(self, node) -> str:
         data, off, t = self.view_element(node, "load")
+        ptr = node.value.ctype
+        if not isinstance(t, ct.VecT) and _direct(t, ptr):  # aligned: a whole element
+            return self.decode(f"{self._view_data(t, ptr)}[{off} // {size_of(t)}]", t)
         if not isinstance(t, ct.VecT):
             return self.load_bytes(t, data, off)
-        ptr = node.value.ctype
 
         def build(names):
             src, at = names
@@ -193,9 +206,12 @@ class StructEmitter:
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(value, t)}")
             data, off, _ = self.view_element(target, "store")
+            ptr = target.value.ctype
+            if not isinstance(t, ct.VecT) and _direct(t, ptr):
+                return (f"{self._view_data(t, ptr)}[{off} // {size_of(t)}] = "
+                        f"{self.encode(v, t)}")
             if not isinstance(t, ct.VecT):
                 return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
-            ptr = target.value.ctype
             dst = self._view_data(t, ptr)
             for k, (how, place) in enumerate(self._vector_parts(dst, off, t, ptr)):
                 if how == "elem":
@@ -402,9 +418,11 @@ def _aligned_view(pointer, size: int, aligned_names=()) -> bool:
     return isinstance(value, int | np.integer) and int(value) % size == 0
 
 
-def _direct(vec: ct.VecT, ptr: ct.PtrT) -> bool:
-    """A vector view read straight from the buffer's own elements (same element type)."""
-    return ptr.array.dtype == vec.dtype and ptr.array.space != "constant"
+def _direct(t, ptr: ct.PtrT) -> bool:
+    """A view read straight from the buffer's own elements: a vector or scalar of the
+    buffer's element type (aligned, so at a whole element)."""
+    return ct.elem(t) == ptr.array.dtype and ptr.array.space != "constant" and \
+        not isinstance(t, StructT)
 
 
 def _bytewise(arrt: ct.ArrayT) -> bool:
