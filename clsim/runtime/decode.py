@@ -49,6 +49,7 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
     src = f"\n    {site.text}" if site.text else ""
     if code in _SUBGROUP_CODES:
         return _subgroup_error(record, site, where, src, work_dim, gid_t, lid_t, fields)
+    buffer = rec.named_buffer(sites, site)
     if code in (rec.OOB_LOAD, rec.OOB_STORE, rec.OOB_ATOMIC):
         kind = {rec.OOB_LOAD: "load from", rec.OOB_STORE: "store to",
                 rec.OOB_ATOMIC: "atomic update of"}[code]
@@ -56,28 +57,28 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
         hint = ("Guard the access with a bounds test such as 'if i < n'" if index >= 0 else
                 "Negative indices do not wrap around in OpenCL; check the index arithmetic")
         return OutOfBoundsError(
-            f"{where}, gid={gid_t}, lid={lid_t}: {kind} {site.buffer}[{index}] out of bounds "
+            f"{where}, gid={gid_t}, lid={lid_t}: {kind} {buffer}[{index}] out of bounds "
             f"({why}). {hint}.{src}",
-            buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access={rec.OOB_LOAD: "load", rec.OOB_STORE: "store"}.get(code, "atomic"),
             **fields)
     if code in (rec.OOB_VIEW_LOAD, rec.OOB_VIEW_STORE):  # index: a byte offset
         access = "load" if code == rec.OOB_VIEW_LOAD else "store"
         return OutOfBoundsError(
             f"{where}, gid={gid_t}, lid={lid_t}: {access} of {a} bytes at byte offset {index} "
-            f"of '{site.buffer}' through a view, out of bounds ('{site.buffer}' has "
+            f"of '{buffer}' through a view, out of bounds ('{buffer}' has "
             f"{length + a - 1} bytes). Guard the access with a bounds test, or check the "
             f"view's byte offset.{src}",
-            buffer=site.buffer, index=index, length=length + a - 1, gid=gid_t, lid=lid_t,
+            buffer=buffer, index=index, length=length + a - 1, gid=gid_t, lid=lid_t,
             access=access, **fields)
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
-            f"through a view of '{site.buffer}' at byte offset {index} (an access through a "
+            f"through a view of '{buffer}' at byte offset {index} (an access through a "
             f"cast pointer must be aligned to its type's size; undefined in OpenCL C). Make "
             f"the byte offset a multiple of {length} (vectors: or read with vloadN/vstoreN, "
             f"which need only the element's alignment).{src}",
-            buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access=site.kind, **fields)
     if code == rec.DIVERGENT_BRANCH:
         first_false = _lid_tuple(lid, record.group_size, work_dim)
