@@ -255,6 +255,10 @@ class Typer:
             if isinstance(target, ast.Attribute) and isinstance(target.value.ctype, ct.VecT):
                 raise compile_error(loc, f"'{ast.unparse(target)}': assign components of a "
                                          "vector variable (v = p[i]; v.x = ...; p[i] = v)")
+            if isinstance(tt, ct.ArrayT) and tt.space == "field":
+                raise compile_error(loc, f"'{ast.unparse(target)}' is an array field: assign "
+                                         "its elements in a loop (for j in range(n): "
+                                         "b.qs[j] = ...), or assign the whole record")
             if tt is not None and vt is not None and not ct.is_scalar(vt):
                 raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
             if tt is not None and not ct.is_scalar(tt):
@@ -268,6 +272,9 @@ class Typer:
                 if not isinstance(t, ast.Name):
                     raise compile_error(loc, "tuple assignment targets must be plain names")
                 vt = self.expr(v)
+                if isinstance(vt, StructT) or by_value(vt):
+                    raise compile_error(loc, "structs in a tuple assignment: assign one "
+                                             "struct per line (a = x[0], then b = x[1])")
                 if isinstance(vt, ct.PtrT) and vt.view is not None:
                     self.view_values.setdefault(t.id, {})[id(v)] = v
                 self.assign_name(t.id, vt, loc)

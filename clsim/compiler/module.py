@@ -99,6 +99,10 @@ class Program:
             if isinstance(t, ct.PtrT):
                 raise compile_error(loc, f"{kfn.name}() returns a pointer; return an offset "
                                          "(an integer) and index the buffer with it")
+            if isinstance(t, StructT):
+                raise compile_error(loc, f"{kfn.name}() returns a struct; pass the buffer "
+                                         "(or a pointer into it) and store the record there "
+                                         "(y[i] = b), or return its fields one by one")
             ret = t if ret is None else ct.join(ret, t)
             if ret is None:
                 raise compile_error(parsed.tree.loc, f"{kfn.name}() returns values of "
