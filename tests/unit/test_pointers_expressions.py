@@ -53,9 +53,11 @@ def test_pointer_expressions_are_indexed_in_place(jit):
     np.testing.assert_array_equal(src[80:96].view(np.float32), x0[:4])
 
 
-@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True}])
+@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True},
+                                     {"checks": "none"}])
 def test_pointer_expressions_under_instruments(options):
-    """The checks and the traffic model see the same accesses (same results, no finding)."""
+    """The checks, the traffic model and checks="none" see the same accesses (same
+    results, no finding)."""
     rng = np.random.default_rng(1)
     src = rng.integers(0, 60, 96, dtype=np.uint8)
     x = rng.standard_normal(12).astype(np.float32)

@@ -258,10 +258,11 @@ def test_struct_copy_errors():
         clsim.run(copy_out_of_bounds, (1,), (1,), (np.zeros(4, Q4_0), np.zeros(1, np.float32)))
 
 
-@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True}])
+@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True},
+                                     {"checks": "none"}])
 def test_struct_copies_under_instruments(options):
-    """Copies and whole-record stores run under the checks and the traffic model with the
-    plain run's results."""
+    """Copies and whole-record stores run under the checks, the traffic model and with no
+    checks at all with the plain run's results."""
     x = _blocks(Q4_0, 4, seed=3)
     y, y2 = np.zeros(12, Q4_0), np.zeros(12, Q4_0)
     x2 = x.copy()
