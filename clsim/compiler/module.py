@@ -204,16 +204,18 @@ class ModuleEmitter:
         return {name for caller, passed in callers
                 for name in self.user_buffer(caller, passed, (*seen, (func, buffer)))}
 
-    def user_buffers(self) -> dict[int, str]:
-        """By site id, the kernel argument behind each helper's buffer parameter (``x``;
-        ``p (x or y)`` when the calls pass different buffers): what messages name."""
-        out = {}
+    def sites_named_for_users(self) -> list[Site]:
+        """The site table with each helper's buffer parameter named by the kernel argument
+        behind it (``x``; ``p (x or y)`` when the calls pass different buffers), as messages
+        and the traffic table name it."""
+        out = []
         for site in self.sites:
             if (site.func, site.buffer) in self.helper_buffers:
                 names = sorted(self.user_buffer(site.func, site.buffer))
                 param = site.buffer.removesuffix("__buf")
-                out[site.id] = names[0] if len(names) == 1 else \
-                    f"{param} ({' or '.join(names)})"
+                site = site._replace(buffer=names[0] if len(names) == 1 else
+                                     f"{param} ({' or '.join(names)})")
+            out.append(site)
         return out
 
     def table(self, name: str, arrt) -> str:
@@ -450,8 +452,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.items(analysis.tree)
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
+    module.sites = module.sites_named_for_users()  # after emission: instruments saw p__buf
     source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
-    source += f"_USER_BUFFERS = {module.user_buffers()!r}\n"  # named in messages
     if module.uses_printf:
         source += f"_PRINTF = {module.printf_sites!r}\n"
     local_bytes = sum(math.prod(typer.env[name].shape) * np.dtype(typer.env[name].dtype).itemsize

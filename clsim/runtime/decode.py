@@ -49,7 +49,7 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
     src = f"\n    {site.text}" if site.text else ""
     if code in _SUBGROUP_CODES:
         return _subgroup_error(record, site, where, src, work_dim, gid_t, lid_t, fields)
-    buffer = rec.named_buffer(sites, site)
+    buffer = site.buffer
     if code in (rec.OOB_LOAD, rec.OOB_STORE, rec.OOB_ATOMIC):
         kind = {rec.OOB_LOAD: "load from", rec.OOB_STORE: "store to",
                 rec.OOB_ATOMIC: "atomic update of"}[code]

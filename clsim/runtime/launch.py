@@ -111,8 +111,7 @@ def _compile(kfn, types: dict, config: LaunchConfig, instruments) -> _Compiled:
         return hit
     source, _sites, _meta = generate(kfn, types, config, instruments=instruments)
     module, path = load_source(kfn.name, source)
-    compiled = _Compiled(module, site_table(module._SITES, getattr(module, "_USER_BUFFERS", None)),
-                         str(path))
+    compiled = _Compiled(module, site_table(module._SITES), str(path))
     _COMPILED[key] = compiled
     return compiled
 

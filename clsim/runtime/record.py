@@ -118,21 +118,6 @@ class Site(NamedTuple):
         return f"{self.file.rsplit('/', 1)[-1]}:{self.line} in {self.func}"
 
 
-class SiteTable(tuple):
-    """The site table, plus the kernel arguments behind helpers' buffer parameters by site
-    id (``module._USER_BUFFERS``: a helper's ``p`` is what its calls pass, "x" or
-    "p (x or y)"), which messages name."""
-
-    user_buffers: dict
-
-
-def site_table(rows, user_buffers=None) -> SiteTable:
+def site_table(rows) -> tuple[Site, ...]:
     """The site table of a generated module (``module._SITES``) as ``Site`` records."""
-    table = SiteTable(row if isinstance(row, Site) else Site(*row) for row in rows)
-    table.user_buffers = dict(user_buffers or {})
-    return table
-
-
-def named_buffer(sites, site: Site) -> str:
-    """The buffer of ``site`` as messages name it: the kernel's argument where known."""
-    return getattr(sites, "user_buffers", {}).get(site.id, site.buffer)
+    return tuple(row if isinstance(row, Site) else Site(*row) for row in rows)

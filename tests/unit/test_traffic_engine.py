@@ -328,12 +328,12 @@ def via_helper(x, out):
 
 
 def test_access_in_helper_function_is_counted_on_the_kernel_buffer():
-    """A load inside a @clsim.func helper is a site of the helper (buffer named by its
-    parameter, func 'fetch'); its footprint lands on the kernel argument passed in."""
+    """A load inside a @clsim.func helper is a site of the helper (func 'fetch') on the
+    kernel argument passed in: the table names the user's buffer, not the helper's parameter."""
     x = np.arange(64, dtype=F32)
     out = np.zeros(64, F32)
     r = clsim.run(via_helper, (64,), (32,), (x, out), traffic=True)
-    load = site(r.traffic, "buf", "load")
+    load = site(r.traffic, "x", "load")
     assert (load["executions"], load["sectors"], load["func"]) == (64, 8, "fetch")
     assert load["file"] == __file__
     # the table names a helper's line with its file: the line number alone would read as the
