@@ -33,6 +33,7 @@ ERR_SG_RANGE = rec.SG_RANGE
 ERR_WG_PARTIAL = rec.WG_PARTIAL
 ERR_OOB_ATOMIC = rec.OOB_ATOMIC
 ERR_MISALIGNED = rec.MISALIGNED
+ERR_OOB_VIEW_STORE = rec.OOB_VIEW_STORE
 ERR_FIELDS = rec.FIELDS
 
 
@@ -162,6 +163,19 @@ def _ck(index, length, err, site, lid):
         _oob(err, np.int64({OOB_LOAD}), site, np.int64(index), length, lid)
         return 0
     return index
+"""),
+    ("_oob",),
+)
+# An access of ``nbytes`` through a view at byte ``off``: _ck with the view's error code.
+_define(
+    "_ckv",
+    rec.fill("""
+def _ckv(off, length, err, site, lid, nbytes):
+    if off < 0 or off >= length:
+        _oob(err, np.int64({OOB_VIEW_LOAD}), site, np.int64(off), length, lid)
+        err[{COUNT_A}] = nbytes
+        return 0
+    return off
 """),
     ("_oob",),
 )

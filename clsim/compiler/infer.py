@@ -96,6 +96,7 @@ class Typer:
         self.struct_copies: set[str] = set()  # record copies that need their own bytes
         self.needs_copy: set[str] = set()  # found while typing: they must be struct_copies
         self.first_assigned: dict[str, tuple] = {}  # name -> (loc, type) of its first value
+        self.view_values: dict[str, dict] = {}  # view pointer locals: the values assigned
 
     # -- statements -------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> None:
@@ -109,7 +110,7 @@ class Typer:
                 return
             self.struct_copies |= self.needs_copy
             self.env, self.final = dict(self.start_env), False
-            self.record_copies, self.first_assigned = {}, {}
+            self.record_copies, self.first_assigned, self.view_values = {}, {}, {}
 
     def _run_once(self, body: list[ast.stmt]) -> None:
         for _ in range(12):
@@ -221,42 +222,9 @@ class Typer:
 
     def assign_target(self, target, value, loc):
         if isinstance(target, ast.Name):
-            t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
-            if target.id in self.struct_copies and by_value(t):
-                value.__dict__.pop("record_ref", None)  # copied into the variable's bytes
-                t = t.dtype if isinstance(t, ct.PtrT) else t
-            elif isinstance(t, StructT) and isinstance(value, ast.Subscript):
-                t = record_pointer(value, loc)
-                self.record_copies.setdefault(t.base, []).append((target.id, loc, True))
-            elif isinstance(t, StructT) and by_value(self.env.get(target.id)):
-                self.needs_copy.add(target.id)  # also copied in place elsewhere: bytes
-                return
-            if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
-                raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
-                                         "p = x or p = x + k (a pointer into one buffer)")
-            self.assign_name(target.id, t, loc)
+            self.assign_variable(target, value, loc)
         elif isinstance(target, ast.Subscript | ast.Attribute):
-            refuse_constant_store(target, loc)
-            tt = self.expr(target)
-            copied = refuse_copy_store(target, loc, self.params)
-            if copied is not None:
-                self.needs_copy.add(copied)
-            vt = self.expr(value)
-            if isinstance(tt, StructT) or by_value(vt):  # C's struct assignment: its bytes
-                check_struct_assignment(tt, vt, loc)
-                return
-            if isinstance(tt, ct.VecT) and is_place_in_bytes(target):  # p[i] on a float4 view
-                if vt is not None and ct.join(tt, vt) != tt:
-                    raise compile_error(loc, f"cannot store {ct.short(vt)} into a {tt} element")
-                return
-            if isinstance(target, ast.Attribute) and isinstance(target.value.ctype, ct.VecT):
-                raise compile_error(loc, f"'{ast.unparse(target)}': assign components of a "
-                                         "vector variable (v = p[i]; v.x = ...; p[i] = v)")
-            if tt is not None and vt is not None and not ct.is_scalar(vt):
-                raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
-            if tt is not None and not ct.is_scalar(tt):
-                raise compile_error(loc, f"cannot assign to a whole {ct.short(tt)}; assign "
-                                         "its fields or elements one by one")
+            self.assign_place(target, value, loc)
         elif isinstance(target, ast.Tuple):
             if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts):
                 raise compile_error(loc, "tuple assignment needs a tuple of the same length on "
@@ -264,10 +232,64 @@ class Typer:
             for t, v in zip(target.elts, value.elts, strict=True):
                 if not isinstance(t, ast.Name):
                     raise compile_error(loc, "tuple assignment targets must be plain names")
-                self.assign_name(t.id, self.expr(v), loc)
+                vt = self.expr(v)
+                if isinstance(vt, StructT) or by_value(vt):
+                    raise compile_error(loc, "structs in a tuple assignment: assign one "
+                                             "struct per line (a = x[0], then b = x[1])")
+                if isinstance(vt, ct.PtrT) and vt.view is not None:
+                    self.view_values.setdefault(t.id, {})[id(v)] = v
+                self.assign_name(t.id, vt, loc)
             value.ctype = None
         else:
             raise compile_error(loc, "unsupported assignment target")
+
+    def assign_variable(self, target, value, loc):
+        """``name = value``: a value, a pointer, a record copy read in place or with its
+        own bytes (struct_locals)."""
+        t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
+        if target.id in self.struct_copies and by_value(t):
+            value.__dict__.pop("record_ref", None)  # copied into the variable's bytes
+            t = t.dtype if isinstance(t, ct.PtrT) else t
+        elif isinstance(t, StructT) and isinstance(value, ast.Subscript):
+            t = record_pointer(value, loc)
+            self.record_copies.setdefault(t.base, []).append((target.id, loc, True))
+        elif isinstance(t, StructT) and by_value(self.env.get(target.id)):
+            self.needs_copy.add(target.id)  # also copied in place elsewhere: bytes
+            return
+        if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
+            raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
+                                     "p = x or p = x + k (a pointer into one buffer)")
+        if isinstance(t, ct.PtrT) and t.view is not None:
+            self.view_values.setdefault(target.id, {})[id(value)] = value
+        self.assign_name(target.id, t, loc)
+
+    def assign_place(self, target, value, loc):
+        """A store: an element, a field, a view element, a whole record."""
+        refuse_constant_store(target, loc)
+        tt = self.expr(target)
+        copied = refuse_copy_store(target, loc, self.params)
+        if copied is not None:
+            self.needs_copy.add(copied)
+        vt = self.expr(value)
+        if isinstance(tt, StructT) or by_value(vt):  # C's struct assignment: its bytes
+            check_struct_assignment(tt, vt, loc)
+            return
+        if isinstance(tt, ct.VecT) and is_place_in_bytes(target):  # p[i] on a float4 view
+            if vt is not None and ct.join(tt, vt) != tt:
+                raise compile_error(loc, f"cannot store {ct.short(vt)} into a {tt} element")
+            return
+        if isinstance(target, ast.Attribute) and isinstance(target.value.ctype, ct.VecT):
+            raise compile_error(loc, f"'{ast.unparse(target)}': assign components of a "
+                                     "vector variable (v = p[i]; v.x = ...; p[i] = v)")
+        if isinstance(tt, ct.ArrayT) and tt.space == "field":
+            raise compile_error(loc, f"'{ast.unparse(target)}' is an array field: assign "
+                                     "its elements in a loop (for j in range(n): "
+                                     "b.qs[j] = ...), or assign the whole record")
+        if tt is not None and vt is not None and not ct.is_scalar(vt):
+            raise compile_error(loc, f"cannot store {ct.short(vt)} into an element")
+        if tt is not None and not ct.is_scalar(tt):
+            raise compile_error(loc, f"cannot assign to a whole {ct.short(tt)}; assign "
+                                     "its fields or elements one by one")
 
     def for_stmt(self, s: ast.For):
         loc = s.loc

@@ -28,6 +28,7 @@ from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
+from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import copy_written_params
 from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
@@ -98,6 +99,10 @@ class Program:
             if isinstance(t, ct.PtrT):
                 raise compile_error(loc, f"{kfn.name}() returns a pointer; return an offset "
                                          "(an integer) and index the buffer with it")
+            if isinstance(t, StructT):
+                raise compile_error(loc, f"{kfn.name}() returns a struct; pass the buffer "
+                                         "(or a pointer into it) and store the record there "
+                                         "(y[i] = b), or return its fields one by one")
             ret = t if ret is None else ct.join(ret, t)
             if ret is None:
                 raise compile_error(parsed.tree.loc, f"{kfn.name}() returns values of "
@@ -203,7 +208,8 @@ class ModuleEmitter:
 
     def sites_named_for_users(self) -> list[Site]:
         """The site table with each helper's buffer parameter named by the kernel argument
-        behind it (``x``; ``p (x or y)`` when the calls pass different buffers)."""
+        behind it (``x``; ``p (x or y)`` when the calls pass different buffers), as messages
+        and the traffic table name it."""
         out = []
         for site in self.sites:
             if (site.func, site.buffer) in self.helper_buffers:
@@ -307,6 +313,7 @@ class ModuleEmitter:
         gen = FunctionEmitter(self, storage, typer.env, in_group_fn=False,
                               ret_type=spec.ret_type)
         gen.bounds_checks = self.bounds
+        gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
                 gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
@@ -423,6 +430,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     storage = _storage(analysis, arg_types, typer.env)
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
     gen.bounds_checks = config.bounds
+    gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
     gen.emit("_NL = _L0 * _L1 * _L2")
     if module.work_dim == 1:
         gen.emit("_ly = np.int64(0)\n_lz = np.int64(0)")
@@ -452,7 +460,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.items(analysis.tree)
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
     source = module.render(gen.lines, list(arg_types))
-    module.sites = module.sites_named_for_users()
+    module.sites = module.sites_named_for_users()  # after emission: instruments saw p__buf
     source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
     if module.uses_printf:
         source += f"_PRINTF = {module.printf_sites!r}\n"

@@ -25,20 +25,37 @@ _BYTES = ct.ArrayT("uint8", 1, "global")
 class StructEmitter:
     """Mixin of ``ExprEmitter``: loads and stores of struct fields."""
 
-    def _field_index(self, code: str, length: str, site: int, store: bool) -> str:
+    def _field_index(self, code: str, length: str, site: int, store: bool,
+                     view_bytes: int = 0) -> str:
+        """``code`` checked against ``length``; ``view_bytes``: an access of that many bytes
+        through a view at byte offset ``code`` (its message speaks of bytes)."""
         if not self.bounds_checks:
             return code
+        site_k, lid = self.const(site, "int64"), self.lid_code()
+        if not store and view_bytes:
+            self.checked()
+            return (f"{self.helper('_ckv')}({code}, {length}, _err, {site_k}, {lid}, "
+                    f"{self.const(view_bytes, 'int64')})")
         if not store:
             self.checked()
-            return (f"{self.helper('_ck')}({code}, {length}, _err, {self.const(site, 'int64')}, "
-                    f"{self.lid_code()})")
+            return f"{self.helper('_ck')}({code}, {length}, _err, {site_k}, {lid})"
         tmp = self.fresh("_i")
         self.pre(f"{tmp} = {code}")
+        error = hp.ERR_OOB_VIEW_STORE if view_bytes else hp.ERR_OOB_STORE
+        size = f"\n    _err[{rec.COUNT_A}] = {view_bytes}" if view_bytes else ""
         self.pre(f"if {tmp} < 0 or {tmp} >= {length}:\n"
-                 f"    {self.helper('_oob')}(_err, {self.const(hp.ERR_OOB_STORE, 'int64')}, "
-                 f"{self.const(site, 'int64')}, {tmp}, {length}, {self.lid_code()})\n"
-                 f"    {self.err_return}")
+                 f"    {self.helper('_oob')}(_err, {self.const(error, 'int64')}, "
+                 f"{site_k}, {tmp}, {length}, {lid}){size}\n    {self.err_return}")
         return tmp
+
+    def byte_length(self, name: str, arrt: ct.ArrayT) -> str:
+        """The size in bytes of array ``name``, without viewing it as bytes (Numba compiles
+        an array view for every ``.view(np.uint8)`` in a kernel)."""
+        base, lead = self.array_base(name, arrt)
+        row = f"{base}[{lead[0]}]" if lead else base
+        if _bytewise(arrt):
+            return f"{row}.shape[0]"
+        return f"({row}.shape[0] * {size_of(ct.storage_dtype(arrt.dtype))})"
 
     def byte_base(self, name: str, arrt: ct.ArrayT) -> str:
         """The bytes of array ``name`` (a struct buffer already is its bytes)."""
@@ -58,15 +75,14 @@ class StructEmitter:
         """(bytes code, checked byte offset, element type) of ``p[i]`` on a typed view."""
         ptr: ct.PtrT = node.value.ctype
         size = size_of(ptr.view)
-        site = self.module.site(node, ptr.base, kind, ptr.array.space,
-                                rec.view_dtype(ct.cname(ptr.view) if not isinstance(
-                                    ptr.view, StructT) else "struct", size),
+        site = self.module.site(node, ptr.base, kind, ptr.array.space, "uint8",
                                 width=_report_width(ptr.array, size))
         data = self.byte_base(ptr.base, ptr.array)
         off = (f"({self.pointer_offset(node.value)[2]} + {self.typed(node.slice, 'int64')} * "
                f"{size})")
-        checked = self._field_index(off, f"({data}.shape[0] - {size - 1})", site,
-                                    store=(kind == "store"))
+        nbytes = self.byte_length(ptr.base, ptr.array)
+        checked = self._field_index(off, f"({nbytes} - {size - 1})", site,
+                                    store=(kind == "store"), view_bytes=size)
         checked = self._check_alignment(node.value, checked, size, site, kind)
         return data, self.report_bytes(site, ptr.base, ptr.array, checked, kind), ptr.view
 
@@ -74,7 +90,8 @@ class StructEmitter:
         """``off`` checked to be a multiple of ``size``: an access through a cast pointer
         must be aligned to its type (undefined in OpenCL C); nothing to check for bytes,
         packed structs, or a view whose alignment is known when the kernel compiles."""
-        if size == 1 or not self.bounds_checks or _aligned_view(pointer, size):
+        if size == 1 or not self.bounds_checks or \
+                _aligned_view(pointer, size, getattr(self, "aligned_pointers", ())):
             return off
         if kind == "store":
             return self._aligned(off, size, site)
@@ -102,7 +119,7 @@ class StructEmitter:
             return [("elem", f"{data}[{off} // {size} + {k}]") for k in range(vec.width)]
         return [("bytes", f"{off} + {k * size}") for k in range(vec.width)]
 
-    def _view_data(self, vec: ct.VecT, ptr: ct.PtrT) -> str:
+    def _view_data(self, vec, ptr: ct.PtrT) -> str:
         """What a vector view's components are read from: the buffer, or its bytes."""
         if _direct(vec, ptr):
             base, lead = self.array_base(ptr.base, ptr.array)
@@ -133,14 +150,14 @@ class StructEmitter:
                                           "as its scalar type)")
         size = size_of(ptr.view)
         offset_node = call.args[0] if kind == "load" else call.args[1]
-        site = self.module.site(call, ptr.base, kind, ptr.array.space,
-                                rec.view_dtype(f"{ct.cname(ptr.view)}{width}", size * width),
+        site = self.module.site(call, ptr.base, kind, ptr.array.space, "uint8",
                                 width=_report_width(ptr.array, size * width))
         data = self.byte_base(ptr.base, ptr.array)
         _name, _arrt, start = self.pointer_offset(buf)
         off = f"({start} + {self.typed(offset_node, 'int64')} * {width * size})"
-        checked = self._field_index(off, f"({data}.shape[0] - {width * size - 1})", site,
-                                    store=(kind == "store"))
+        nbytes = self.byte_length(ptr.base, ptr.array)
+        checked = self._field_index(off, f"({nbytes} - {width * size - 1})", site,
+                                    store=(kind == "store"), view_bytes=width * size)
         checked = self._check_alignment(buf, checked, size, site, kind)
         if kind == "load":
             tmp = self.fresh("_vo")
@@ -168,9 +185,11 @@ class StructEmitter:
 
     def view_load(self, node) -> str:
         data, off, t = self.view_element(node, "load")
+        ptr = node.value.ctype
+        if not isinstance(t, ct.VecT) and _direct(t, ptr):  # aligned: a whole element
+            return self.decode(f"{self._view_data(t, ptr)}[{off} // {size_of(t)}]", t)
         if not isinstance(t, ct.VecT):
             return self.load_bytes(t, data, off)
-        ptr = node.value.ctype
 
         def build(names):
             src, at = names
@@ -187,9 +206,12 @@ class StructEmitter:
             v = self.fresh("_v")
             self.pre(f"{v} = {self.typed(value, t)}")
             data, off, _ = self.view_element(target, "store")
+            ptr = target.value.ctype
+            if not isinstance(t, ct.VecT) and _direct(t, ptr):
+                return (f"{self._view_data(t, ptr)}[{off} // {size_of(t)}] = "
+                        f"{self.encode(v, t)}")
             if not isinstance(t, ct.VecT):
                 return self.helper(f"_stb_{t}") + f"({data}, {off}, {v})"
-            ptr = target.value.ctype
             dst = self._view_data(t, ptr)
             for k, (how, place) in enumerate(self._vector_parts(dst, off, t, ptr)):
                 if how == "elem":
@@ -360,12 +382,27 @@ class StructEmitter:
         self.statement(build)
 
 
-def _aligned_view(pointer, size: int) -> bool:
+def aligned_pointers(view_values: dict, env: dict) -> set[str]:
+    """The view pointer locals every value of which is an aligned view (``_aligned_view``),
+    or such a pointer advanced by elements (``p = p + k``, ``p += k``)."""
+    names = {n for n in view_values if isinstance(env.get(n), ct.PtrT)}
+    while True:
+        drop = {n for n in names if not all(
+            _aligned_view(v, size_of(env[n].view), names) for v in view_values[n].values())}
+        if not drop:
+            return names
+        names -= drop
+
+
+def _aligned_view(pointer, size: int, aligned_names=()) -> bool:
     """``view(x, T)``, ``view(x, T, k)`` with a constant ``k`` that is a multiple of ``size``,
-    or such a view plus an element count: aligned whatever the run-time values."""
+    a pointer local known to hold such views (``aligned_names``), or one of these plus an
+    element count: aligned whatever the run-time values."""
     while isinstance(pointer, ast.BinOp) and isinstance(pointer.op, ast.Add | ast.Sub):
         left = isinstance(getattr(pointer.left, "ctype", None), ct.PtrT)
         pointer = pointer.left if left else pointer.right
+    if isinstance(pointer, ast.Name) and pointer.id in aligned_names:
+        return size_of(pointer.ctype.view) % size == 0
     if not (isinstance(pointer, ast.Call) and isinstance(pointer.args[0], ast.Name)
             and isinstance(pointer.args[0].ctype, ct.ArrayT | ct.PtrT)):
         return False
@@ -381,9 +418,11 @@ def _aligned_view(pointer, size: int) -> bool:
     return isinstance(value, int | np.integer) and int(value) % size == 0
 
 
-def _direct(vec: ct.VecT, ptr: ct.PtrT) -> bool:
-    """A vector view read straight from the buffer's own elements (same element type)."""
-    return ptr.array.dtype == vec.dtype and ptr.array.space != "constant"
+def _direct(t, ptr: ct.PtrT) -> bool:
+    """A view read straight from the buffer's own elements: a vector or scalar of the
+    buffer's element type (aligned, so at a whole element)."""
+    return ct.elem(t) == ptr.array.dtype and ptr.array.space != "constant" and \
+        not isinstance(t, StructT)
 
 
 def _bytewise(arrt: ct.ArrayT) -> bool:

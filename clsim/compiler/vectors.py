@@ -93,3 +93,19 @@ def unary_type(op: str, t: ct.VecT, loc) -> ct.VecT:
 
 def truth_error(t, loc):
     return compile_error(loc, f"a {t} is not a truth value: use any(v) or all(v)")
+
+
+def vector_view(name: str, loc) -> ct.VecT:
+    """The element type of ``view(x, float4)``: a vector type other than the 3-wide ones
+    (whose size in memory, 4 elements, differs from their 3 components)."""
+    vec = next((ct.VecT(t, w) for t in ct.VECTOR_ELEMENTS for w in ct.VECTOR_WIDTHS
+                if str(ct.VecT(t, w)) == name), None)
+    if vec is None:
+        raise compile_error(loc, f"view(x, {name}): the second argument must be a numpy dtype, "
+                                 "a vector type such as float4, or a structured dtype")
+    if vec.width == 3:
+        size = 4 * ct.bits(vec.dtype) // 8
+        raise compile_error(loc, f"view(x, {name}): a {name} occupies {size} bytes in memory "
+                                 "but has 3 components; read 3-element groups with "
+                                 "vload3(i, x) / vstore3(v, i, x)")
+    return vec

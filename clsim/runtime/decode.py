@@ -49,31 +49,36 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
     src = f"\n    {site.text}" if site.text else ""
     if code in _SUBGROUP_CODES:
         return _subgroup_error(record, site, where, src, work_dim, gid_t, lid_t, fields)
+    buffer = site.buffer
     if code in (rec.OOB_LOAD, rec.OOB_STORE, rec.OOB_ATOMIC):
         kind = {rec.OOB_LOAD: "load from", rec.OOB_STORE: "store to",
                 rec.OOB_ATOMIC: "atomic update of"}[code]
         why = "negative index" if index < 0 else f"len {length}"
         hint = ("Guard the access with a bounds test such as 'if i < n'" if index >= 0 else
                 "Negative indices do not wrap around in OpenCL; check the index arithmetic")
-        what = f"{kind} {site.buffer}[{index}] out of bounds ({why})"
-        view = rec.parse_view_dtype(site.dtype)
-        if view is not None:  # index: the byte offset; length: the last start that fits
-            what = (f"{kind.split()[0]} of a {view[0]} ({view[1]} bytes) at byte offset {index} of "
-                    f"'{site.buffer}' through a view, out of bounds ('{site.buffer}' has "
-                    f"{length + view[1] - 1} bytes)")
         return OutOfBoundsError(
-            f"{where}, gid={gid_t}, lid={lid_t}: {what}. {hint}.{src}",
-            buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            f"{where}, gid={gid_t}, lid={lid_t}: {kind} {buffer}[{index}] out of bounds "
+            f"({why}). {hint}.{src}",
+            buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access={rec.OOB_LOAD: "load", rec.OOB_STORE: "store"}.get(code, "atomic"),
             **fields)
+    if code in (rec.OOB_VIEW_LOAD, rec.OOB_VIEW_STORE):  # index: a byte offset
+        access = "load" if code == rec.OOB_VIEW_LOAD else "store"
+        return OutOfBoundsError(
+            f"{where}, gid={gid_t}, lid={lid_t}: {access} of {a} bytes at byte offset {index} "
+            f"of '{buffer}' through a view, out of bounds ('{buffer}' has "
+            f"{length + a - 1} bytes). Guard the access with a bounds test, or check the "
+            f"view's byte offset.{src}",
+            buffer=buffer, index=index, length=length + a - 1, gid=gid_t, lid=lid_t,
+            access=access, **fields)
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
-            f"through a view of '{site.buffer}' at byte offset {index} (an access through a "
+            f"through a view of '{buffer}' at byte offset {index} (an access through a "
             f"cast pointer must be aligned to its type's size; undefined in OpenCL C). Make "
             f"the byte offset a multiple of {length} (vectors: or read with vloadN/vstoreN, "
             f"which need only the element's alignment).{src}",
-            buffer=site.buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access=site.kind, **fields)
     if code == rec.DIVERGENT_BRANCH:
         first_false = _lid_tuple(lid, record.group_size, work_dim)

@@ -48,7 +48,10 @@ SG_NONUNIFORM_ARG = 10  # broadcast lane / work_group_broadcast id differs betwe
 SG_RANGE = 11  # lane, shuffle source or local id out of range
 WG_PARTIAL = 12  # a work-group collective reached by some work-items (others returned)
 OOB_ATOMIC = 13  # atomic update outside a buffer or local array
-MISALIGNED = 14  # a vector access through a view at a byte offset it is not aligned to
+MISALIGNED = 14  # an access through a view at a byte offset it is not aligned to
+# through a view: INDEX the byte offset, LENGTH the last start + 1, COUNT_A the access's bytes
+OOB_VIEW_LOAD = 15
+OOB_VIEW_STORE = 16
 INSTRUMENT_CODES = 20  # codes from here on belong to instruments (their ``decoders``)
 
 
@@ -113,20 +116,6 @@ class Site(NamedTuple):
     def where(self) -> str:
         """``file.py:line in func``, as messages print it."""
         return f"{self.file.rsplit('/', 1)[-1]}:{self.line} in {self.func}"
-
-
-def view_dtype(type_name: str, nbytes: int) -> str:
-    """``Site.dtype`` of an access through a typed view (``view(src, T, off)[i]``): the
-    type and its size, so that messages quote the access in bytes of the buffer."""
-    return f"view:{type_name}:{nbytes}"
-
-
-def parse_view_dtype(dtype: str) -> tuple[str, int] | None:
-    """(type name, bytes) of a view access's ``Site.dtype``, None for other accesses."""
-    if not dtype.startswith("view:"):
-        return None
-    _, name, nbytes = dtype.split(":")
-    return name, int(nbytes)
 
 
 def site_table(rows) -> tuple[Site, ...]:

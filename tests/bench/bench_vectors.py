@@ -100,13 +100,15 @@ def bench_gemv() -> dict:
     args4, argss = (a, x, y4, np.int32(N)), (a, x, ys, np.int32(N))
     first = clsim.run(gemv_float4, (N,), (64,), args4)
     clsim.run(gemv_scalar, (N,), (64,), argss)
-    assert np.array_equal(y4, ys), "float4 and scalar GEMV must agree bit for bit"
+    # the same sums in the same order agree bit for bit, unless dot() is computed otherwise
+    agree = bool(np.array_equal(y4, ys))
+    worst = float(np.abs(y4 - ys).max())
     best = best_interleaved({
         "float4": lambda: clsim.run(gemv_float4, (N,), (64,), args4),
         "scalar": lambda: clsim.run(gemv_scalar, (N,), (64,), argss),
     }, rounds=7)
     return {"float4_s": best["float4"], "scalar_s": best["scalar"],
-            "compile_s_this_process": first.compile_s}
+            "compile_s_this_process": first.compile_s, "agree": agree, "max_diff": worst}
 
 
 def bench_representation() -> dict:
@@ -307,7 +309,9 @@ def main() -> None:
         "",
         "float4 GEMV 4096x4096 (one work-item per row, 64 per group, vload4 + dot) against "
         "the same kernel with scalar loads, warm, default checks, interleaved; the two "
-        "results agree bit for bit:",
+        + ("results agree bit for bit:" if gemv["agree"] else
+           f"results differ by up to {gemv['max_diff']:.2g} (dot() does not add in the "
+           "scalar kernel's order):"),
         "",
         "| kernel | time | ratio |",
         "| --- | --- | --- |",

@@ -53,9 +53,11 @@ def test_pointer_expressions_are_indexed_in_place(jit):
     np.testing.assert_array_equal(src[80:96].view(np.float32), x0[:4])
 
 
-@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True}])
+@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True},
+                                     {"checks": "none"}])
 def test_pointer_expressions_under_instruments(options):
-    """The checks and the traffic model see the same accesses (same results, no finding)."""
+    """The checks, the traffic model and checks="none" see the same accesses (same
+    results, no finding)."""
     rng = np.random.default_rng(1)
     src = rng.integers(0, 60, 96, dtype=np.uint8)
     x = rng.standard_normal(12).astype(np.float32)
@@ -138,3 +140,40 @@ def test_views_aligned_at_compile_time_carry_no_check():
         bodies.append(generate(kern, types, config)[0].split("def _group", 1)[1])
     assert "_al(" not in bodies[0]
     assert "_al(" in bodies[1]
+
+
+def test_pointer_locals_holding_aligned_views_carry_no_check():
+    """p = view(y, float4) (and p = p + 1) is aligned whatever the run: no test; a pointer
+    local also assigned a view at a run-time offset keeps its test."""
+    from types import SimpleNamespace
+
+    from clsim.compiler.frontend import parse
+    from clsim.compiler.module import generate
+    from clsim.runtime.arguments import kernel_arg_types
+
+    @kernel
+    def aligned_local(y, out, k):
+        i = get_global_id(0)
+        p = view(y, clsim.float4)
+        if k > 0:
+            p = p + 1
+        out[i] = p[i].x
+
+    @kernel
+    def sometimes_runtime(y, out, k):
+        i = get_global_id(0)
+        p = view(y, clsim.float4)
+        if k > 0:
+            p = view(y, clsim.float4, k)
+        out[i] = p[i].x
+
+    config = SimpleNamespace(local_size=(4,), jit=False, parallel=False, bounds=True,
+                             subgroup_size=32)
+    args = (np.zeros(32, np.float32), np.zeros(4, np.float32), np.int32(0))
+    bodies = [generate(kern, kernel_arg_types(kern.name, parse(kern).params, args, set())[0],
+                       config)[0].split("def _group", 1)[1]
+              for kern in (aligned_local, sometimes_runtime)]
+    assert "_al(" not in bodies[0] and "_al(" in bodies[1]
+    with pytest.raises(clsim.MisalignedAccessError):
+        clsim.run(sometimes_runtime, (4,), (4,), (np.zeros(32, np.float32),
+                                                  np.zeros(4, np.float32), np.int32(4)))

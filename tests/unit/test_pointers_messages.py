@@ -90,8 +90,24 @@ def test_view_out_of_bounds_quotes_bytes_of_the_buffer():
         clsim.run(view_past_end, (4,), (4,), (np.zeros(16, np.uint8), np.zeros(4, np.float32)))
     err = info.value
     assert (err.buffer, err.index) == ("raw", 16)
-    assert ("load of a float (4 bytes) at byte offset 16 of 'raw' through a view, out of "
-            "bounds ('raw' has 16 bytes)") in str(err)
-    with pytest.raises(clsim.OutOfBoundsError, match=r"load of a float2 \(8 bytes\) at byte "
-                                                     r"offset 16 of 'raw' through a view"):
+    assert ("load of 4 bytes at byte offset 16 of 'raw' through a view, out of bounds "
+            "('raw' has 16 bytes)") in str(err) and err.length == 16
+    with pytest.raises(clsim.OutOfBoundsError, match=r"load of 8 bytes at byte offset 16 of "
+                                                     r"'raw' through a view"):
         clsim.run(vload_past_end, (2,), (2,), (np.zeros(20, np.uint8), np.zeros(2, np.float32)))
+
+
+@kernel
+def view_store_past_end(raw, v):
+    i = get_global_id(0)
+    view(raw, np.float16, 2)[i] = v
+
+
+def test_view_store_out_of_bounds_quotes_bytes():
+    raw = np.zeros(8, np.uint8)
+    with pytest.raises(clsim.OutOfBoundsError, match=r"store of 2 bytes at byte offset 8 of "
+                                                     r"'raw' through a view, out of bounds "
+                                                     r"\('raw' has 8 bytes\)"):
+        clsim.run(view_store_past_end, (4,), (4,), (raw, np.float16(1.0)))
+    np.testing.assert_array_equal(raw[8:], [])  # nothing written past the end
+    assert raw[2:8].view(np.float16).tolist() == [1.0, 1.0, 1.0]

@@ -258,13 +258,72 @@ def test_struct_copy_errors():
         clsim.run(copy_out_of_bounds, (1,), (1,), (np.zeros(4, Q4_0), np.zeros(1, np.float32)))
 
 
-@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True}])
+@pytest.mark.parametrize("options", [{"checks": "all"}, {"traffic": True},
+                                     {"checks": "none"}])
 def test_struct_copies_under_instruments(options):
-    """Copies and whole-record stores run under the checks and the traffic model with the
-    plain run's results."""
+    """Copies and whole-record stores run under the checks, the traffic model and with no
+    checks at all with the plain run's results."""
     x = _blocks(Q4_0, 4, seed=3)
     y, y2 = np.zeros(12, Q4_0), np.zeros(12, Q4_0)
     x2 = x.copy()
     clsim.run(whole_records, (4,), (4,), (x, y))
     clsim.run(whole_records, (4,), (4,), (x2, y2), **options)
     assert x2.tobytes() == x.tobytes() and y2.tobytes() == y.tobytes()
+
+
+@kernel
+def copy_chosen_then_modified(x, out):
+    b = x[0]
+    if out[0] > 0.0:
+        b = x[1]
+    c = b
+    c.d = np.float16(3.0)
+    out[0] = np.float32(b.d) + np.float32(c.d)
+
+
+@JIT
+def test_copies_of_copies_are_their_own(jit):
+    """c = b is another copy: modifying c leaves b (and x) as they were."""
+    x = np.zeros(2, Q4_0)
+    x["d"] = [0.5, 0.25]
+    for start, want in ((0.0, 3.5), (1.0, 3.25)):
+        out = np.full(1, start, np.float32)
+        clsim.run(copy_chosen_then_modified, (1,), (1,), (x, out), jit=jit)
+        assert out[0] == want
+    np.testing.assert_array_equal(x["d"], np.float16([0.5, 0.25]))
+
+
+@clsim.func
+def modified_block(x, i):
+    b = x[i]
+    b.d = np.float16(1.0)
+    return b
+
+
+@kernel
+def returns_a_struct(x, out):
+    b = modified_block(x, 0)
+    out[0] = np.float32(b.d)
+
+
+@kernel
+def structs_in_a_tuple(x, out):
+    a, b = x[0], x[1]
+    out[0] = np.float32(a.d) + np.float32(b.d)
+
+
+@kernel
+def assigns_an_array_field(x, out):
+    b = x[0]
+    b.qs = x[1].qs
+    out[0] = np.float32(b.d)
+
+
+@pytest.mark.parametrize("kern, words", [
+    (returns_a_struct, "modified_block() returns a struct; pass the buffer"),
+    (structs_in_a_tuple, "structs in a tuple assignment: assign one struct per line"),
+    (assigns_an_array_field, "'b.qs' is an array field: assign its elements in a loop")])
+def test_unsupported_struct_forms_say_what_to_write(kern, words):
+    with pytest.raises(clsim.KernelCompileError) as info:
+        clsim.run(kern, (1,), (1,), (np.zeros(2, Q4_0), np.zeros(1, np.float32)))
+    assert words in str(info.value) and "test_structs_copies.py:" in str(info.value)
