@@ -24,14 +24,38 @@ def written_arrays(parsed, _active: set[int] | None = None) -> set[str]:
         return set()
     active.add(id(parsed))
     out: set[str] = set()
+    pointers: dict[str, set[str]] = {}  # p -> the names p = x + k, view(x, ...) points into
     for node in ast.walk(parsed.tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             if isinstance(node.value, ast.Name):
                 out.add(node.value.id)
         elif isinstance(node, ast.Call):
             out |= _call_writes(node, active)
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            pointers.setdefault(node.targets[0].id, set()).update(_pointed_into(node.value))
+    grown = True
+    while grown:  # a store through p writes what p points into (p = q + 1; q = out + k)
+        grown = False
+        for name, targets in pointers.items():
+            if name in out and not targets <= out:
+                out |= targets
+                grown = True
     active.discard(id(parsed))
     return out
+
+
+def _pointed_into(value) -> set[str]:
+    """The names a pointer expression may point into: ``x``, ``x + k``, ``view(x, ...)``
+    (over-approximated: a name that is no buffer only costs tracking)."""
+    if isinstance(value, ast.Name):
+        return {value.id}
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub)):
+        return _pointed_into(value.left) | _pointed_into(value.right)
+    func = getattr(value, "func", None)
+    if isinstance(value, ast.Call) and value.args and (
+            getattr(func, "id", None) == "view" or getattr(func, "attr", None) == "view"):
+        return _pointed_into(value.args[0])
+    return set()
 
 
 def _call_writes(node: ast.Call, active: set[int]) -> set[str]:
@@ -40,8 +64,8 @@ def _call_writes(node: ast.Call, active: set[int]) -> set[str]:
     if resolved and resolved[0] == "func":
         callee = parse(resolved[1])
         inner = written_arrays(callee, active)
-        return {arg for param, arg in zip(callee.params, names, strict=False)
-                if arg is not None and param in inner}
+        return {name for param, arg in zip(callee.params, node.args, strict=False)
+                if param in inner for name in _pointed_into(arg)}
     if resolved and resolved[0] == "builtin":
         name = resolved[1]
         if name in _READ_ONLY_BUILTINS:
@@ -76,7 +100,8 @@ def _bind_calls(parsed, tracked: set[str], out: set) -> None:
         name = resolved[1].name  # the helper's name as its access sites carry it
         reached = {param for param, arg in zip(callee.params, node.args, strict=False)
                    if not isinstance(arg, ast.Name) or arg.id in tracked}
-        new = {(name, p) for p in reached} - out
+        # a pointer argument (x + k) reaches the helper as its buffer "p__buf" and an offset
+        new = {(name, p + suffix) for p in reached for suffix in ("", "__buf")} - out
         if new:
             out |= new
             _bind_calls(callee, reached, out)
