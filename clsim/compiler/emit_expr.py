@@ -168,8 +168,13 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         if isinstance(node.ctype, ct.VecT):
             return self.vec_compare(node)
         if isinstance(node.left.ctype, ct.PtrT | ct.ArrayT) and len(node.ops) == 1:
-            a = self.pointer_offset(node.left)[2]
-            b = self.pointer_offset(node.comparators[0])[2]
+            left, right = node.left, node.comparators[0]
+            if left.ctype.base != right.ctype.base or \
+                    getattr(left.ctype, "view", None) != getattr(right.ctype, "view", None):
+                # across buffers (== and != only), or element and byte offsets: addresses
+                a, b = self.byte_address(left), self.byte_address(right)
+            else:
+                a, b = self.pointer_offset(left)[2], self.pointer_offset(right)[2]
             return f"({a} {_CMPS[type(node.ops[0])]} {b})"
         parts = []
         left = node.left
@@ -247,6 +252,16 @@ class ExprEmitter(VectorEmitter, StructEmitter):
                 step = f"{step} * {size_of(t.view)}"
             return name, arrt, f"({off} {sign} {step})"
         raise compile_error(node.loc, "pointers are buffer names, pointer locals and p + k")
+
+    def byte_address(self, node) -> str:
+        """The address a pointer expression holds (its buffer's data plus the offset in
+        bytes): pointers into different buffers are equal only if they alias."""
+        name, arrt, off = self.pointer_offset(node)
+        base, lead = self.array_base(name, arrt)
+        row = f"{base}[{lead[0]}]" if lead else base
+        view = getattr(node.ctype, "view", None)
+        step = "" if view is not None else f" * {size_of(arrt.dtype)}"
+        return f"(np.int64({row}.ctypes.data) + {off}{step})"
 
     def decode(self, code: str, dtype: str) -> str:
         """A value read from an array element of ``dtype`` (half arrays hold bits)."""

@@ -379,10 +379,14 @@ class Typer:
                                          "write 'if x is None:' or 'if x is not None:'")
             types = [self.pointer(node.left)] + [self.pointer(c) for c in node.comparators]
             if any(isinstance(t, ct.PtrT) for t in types):
-                if len(types) != 2 or not all(isinstance(t, ct.PtrT) for t in types) or \
-                        types[0].base != types[1].base:
-                    raise compile_error(loc, "pointers compare with pointers into the same "
-                                             "buffer (p < q)")
+                if len(types) != 2 or not all(isinstance(t, ct.PtrT) for t in types):
+                    raise compile_error(loc, "a pointer compares with one other pointer "
+                                             "(p < q, p != q)")
+                if types[0].base != types[1].base and \
+                        not isinstance(node.ops[0], ast.Eq | ast.NotEq):
+                    # C leaves < between different objects undefined; == and != are defined
+                    raise compile_error(loc, "pointers into different buffers compare with "
+                                             "== and != only (p < q needs one buffer)")
                 return "bool"
             if any(isinstance(t, ct.VecT) for t in types):
                 if len(types) != 2 or None in types:

@@ -6,11 +6,10 @@ then ``sub_group_reduce_max``, exp while summing with ``sub_group_reduce_add``, 
 Like the original, it reads ``ne00 / 4`` float4 of a row (ggml uses it when ne00 % 4 == 0)
 and assumes the sub-group is the whole work-group.
 
-One change of the language's making: ggml tells "no mask" by passing ``src1 == src0`` and
-the kernel tests ``src1 != src0``; clsim refuses that comparison ("pointers compare with
-pointers into the same buffer (p < q)", a KernelCompileError), so both sides take a trailing
-``has_mask`` argument instead. The mask term sits under an ``if`` (C's ``?:`` is lazy, a
-clsim conditional expression evaluates both arms). The original dereferences ``float4``
+As in ggml, "no mask" is ``src1`` passed as ``src0`` (the same buffer at the same offset) and
+the kernel tests ``src1 != src0`` after both are offset: pointers into different buffers
+compare by address, so the simulator sees the alias as the device does. The mask term sits
+under an ``if`` on that test. The original dereferences ``float4``
 pointers (16-byte alignment, which ne00 % 4 == 0 and ggml's offsets give); the port reads
 them with ``vload4(i00, p)``, the same elements, which needs only float alignment.
 
@@ -52,10 +51,11 @@ from verify.testing import device_params
 
 @kernel
 def soft_max_4(src0, offset0, src1, offset1, dst, offsetd, ne00, ne01, ne02, scale,
-               max_bias, m0, m1, n_head_log2, has_mask):
+               max_bias, m0, m1, n_head_log2):
     x = view(src0, np.float32, offset0)
     mask = view(src1, np.float32, offset1)
     d = view(dst, np.float32, offsetd)
+    has_mask = mask != x  # ggml passes src1 = src0 when there is no mask
 
     i03 = get_group_id(2)
     i02 = get_group_id(1)
@@ -116,7 +116,7 @@ __attribute__((intel_reqd_sub_group_size(CLSIM_SUBGROUP_SIZE)))
 __kernel void soft_max_4(__global float *src0, ulong offset0, __global float *src1,
                          ulong offset1, __global float *dst, ulong offsetd, int ne00,
                          int ne01, int ne02, float scale, float max_bias, float m0, float m1,
-                         int n_head_log2, int has_mask)
+                         int n_head_log2)
 {
     src0 = (__global float *)((__global char *)src0 + offset0);
     src1 = (__global float *)((__global char *)src1 + offset1);
@@ -128,7 +128,7 @@ __kernel void soft_max_4(__global float *src0, ulong offset0, __global float *sr
 
     __global float4 *psrc4 = (__global float4 *)(src0 + i03 * ne02 * ne01 * ne00
                                                   + i02 * ne01 * ne00 + i01 * ne00);
-    __global float4 *pmask = has_mask ? (__global float4 *)(src1 + i01 * ne00) : 0;
+    __global float4 *pmask = src1 != src0 ? (__global float4 *)(src1 + i01 * ne00) : 0;
     __global float4 *pdst4 = (__global float4 *)(dst + i03 * ne02 * ne01 * ne00
                                                   + i02 * ne01 * ne00 + i01 * ne00);
 
@@ -190,10 +190,12 @@ def _inputs(ne00=96, ne01=5, ne02=6, ne03=2, with_mask=True, max_bias=8.0, seed=
     src0 = np.concatenate([np.zeros(pad[0], np.float32), x.ravel()])
     src1 = np.concatenate([np.zeros(pad[1], np.float32), mask.ravel()])
     dst = np.zeros(pad[2] + x.size, np.float32)
-    args = (src0, np.uint64(OFFSETS[0]), src1, np.uint64(OFFSETS[1]), dst,
+    # no mask: src1 is src0 at src0's offset, as ggml passes it
+    src1, offset1 = (src1, OFFSETS[1]) if with_mask else (src0, OFFSETS[0])
+    args = (src0, np.uint64(OFFSETS[0]), src1, np.uint64(offset1), dst,
             np.uint64(OFFSETS[2]), np.int32(ne00), np.int32(ne01), np.int32(ne02),
             np.float32(0.125), np.float32(max_bias), np.float32(m0), np.float32(m1),
-            np.int32(n_head_log2), np.int32(with_mask))
+            np.int32(n_head_log2))
     return args, x, (mask if with_mask else None), slopes
 
 
@@ -210,8 +212,15 @@ def _sizes(x, local):
     return (ne01 * local, ne02, ne03), (local, 1, 1)
 
 
+def _copies(args):
+    """The arguments with each array copied once: an array passed twice (src1 = src0) stays
+    one array."""
+    copies = {id(a): a.copy() for a in args if isinstance(a, np.ndarray)}
+    return [copies.get(id(a), a) for a in args]
+
+
 def _simulate(args, x, local, size):
-    sim = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    sim = _copies(args)
     global_size, local_size = _sizes(x, local)
     clsim.run(soft_max_4, global_size, local_size, sim, subgroup_size=size)
     return sim
