@@ -124,11 +124,11 @@ class ConformanceReport:
                           indent=1, default=_jsonable)
 
     def format(self) -> str:
-        lines = [f"{'builtin':<25}{'type':<8}{'backend':<12}{'max ulp':>10}{'bound':>8}"
+        lines = [f"{'builtin':<25}{'type':<8}{'backend':<16}{'max ulp':>10}{'bound':>8}"
                  f"{'deviations':>12}"]
         for r in self.rows:
             bound = "-" if r.bound is None else f"{r.bound:g}"
-            lines.append(f"{r.builtin:<24} {r.dtype:<8}{r.backend:<12}{r.max_ulp:>10g}"
+            lines.append(f"{r.builtin:<24} {r.dtype:<8}{r.backend:<16}{r.max_ulp:>10g}"
                          f"{bound:>8}{r.deviations:>12}")
             lines += [f"    {ex}" for ex in r.examples[:3]]
         lines += [f"devices disagree: {d}" for d in self.disagreements[:50]]

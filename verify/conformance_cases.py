@@ -73,6 +73,7 @@ class Group:
     cols: list[np.ndarray]
     calls: list[Call]
     width: int = 1  # the calls take vectors of this many components (verify.conformance_vectors)
+    subgroup: int = 0  # the sub-group size the group runs at (verify.conformance_collectives)
 
     def inputs_at(self, call: Call, i: int) -> list:
         """The inputs behind output element ``i`` of ``call``, for examples and reports."""
