@@ -16,6 +16,7 @@ from kernels_py import (  # noqa: F401
     gemv_quant_k,
     gemv_quant_k_split,
     gemv_quant_nrows,
+    gemv_quant_split,
     gguf_dequant,
     gguf_q4_k,
     gguf_quants,

@@ -18,7 +18,8 @@ Blocks are read as ``w[ib].d`` (a half) and ``w[ib].qs[j]`` (kernels_py.gguf_str
   ``q`` (16 bytes a block), the half scales in another ``d``, so loads of either are
   contiguous; ``convert_block_q4_0`` makes it, ``restore_block_q4_0`` is its inverse.
 
-N_DST rows per sub-group (llama.cpp's layout): kernels_py.gemv_quant_nrows. Q4_K:
+The split layout's sub-group form and Q8_0 split: kernels_py.gemv_quant_split. N_DST rows per
+sub-group (llama.cpp's layout): kernels_py.gemv_quant_nrows. Q4_K:
 kernels_py.gemv_quant_k (interleaved) and gemv_quant_k_split (split layout).
 """
 
@@ -201,8 +202,8 @@ def restore_block_q4_0(q, d, blocks, nblocks):
             y[b].qs[j] = q[b * (QK // 2) + j]
 
 
-def split_q4_0(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """numpy: (quants, half scales) of interleaved Q4_0 blocks."""
+def split_blocks(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """numpy: (quants, half scales) of interleaved Q4_0 or Q8_0 blocks."""
     return blocks["qs"].reshape(-1).copy(), blocks["d"].copy()
 
 
@@ -214,8 +215,7 @@ def make_inputs(qtype):
         inputs = {"blocks": blocks, "x": rng.standard_normal(cols, dtype=np.float32),
                   "y": np.full(rows, np.nan, np.float32), "nrows": np.int32(rows),
                   "ncols": np.int32(cols), "nblocks": np.int32(rows * shape["blocks"])}
-        if qtype == GGML.Q4_0:
-            inputs["q"], inputs["d"] = split_q4_0(blocks)
+        inputs["q"], inputs["d"] = split_blocks(blocks)  # for the split-layout variants
         return inputs
     return make
 
@@ -288,7 +288,7 @@ def _restore_inputs(rng, shape):
 
 
 def split_reference(inputs):
-    q, d = split_q4_0(inputs["blocks"])
+    q, d = split_blocks(inputs["blocks"])
     return {"q": q, "d": d}
 
 

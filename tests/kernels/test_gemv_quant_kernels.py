@@ -39,7 +39,8 @@ GEMV_SPECS = ["gemv_q4_0", "gemv_q8_0", "gemv_q4_0_split", "gemv_q4_0_split_lane
               "gemv_q4_0_subgroup", "gemv_q8_0_subgroup", "gemv_q4_k", "gemv_q4_k_subgroup",
               "gemv_q4_k_split", "gemv_q4_k_split_subgroup", "gemv_q4_k_split_lanes",
               "gemv_q4_0_nrows",
-              "gemv_q8_0_nrows"]
+              "gemv_q8_0_nrows", "gemv_q4_0_split_subgroup", "gemv_q8_0_split",
+              "gemv_q8_0_split_subgroup"]
 
 
 def _run(name, inputs, shape, local=None, size=None):
