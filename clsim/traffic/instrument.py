@@ -40,7 +40,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 11  # of the generated code; part of the compile cache key
+VERSION = 12  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id and the step counter.
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
@@ -121,7 +121,8 @@ class TrafficInstrument(Instrument):
                  f"_trR = _trRR[{_THREAD}()]\n"
                  f"{_STEPS}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
                  f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
-                 f"_trK = _trT[{lay.C_CAP}]")
+                 f"_trK = _trT[{lay.C_CAP}]\n_trS0 = _trT[{lay.C_STAGE0}]\n"
+                 f"_trS1 = _trT[{lay.C_STAGED0}]")
         # Operation counters of work-item code, in registers until the end of each loop.
         out.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
 
@@ -165,15 +166,30 @@ class TrafficInstrument(Instrument):
             return
         loop = self._loops.pop()
         for access, slot, last, prev in loop.deferred if loop is not None else ():
-            lane = self._lane(out, access, slot)
-            isz = _int(out, np.dtype(access.dtype).itemsize)
-            if access.site.space == "local":
-                base, last, prev = _int(out, 0), _linear(out, access, last), _linear(
-                    out, access, prev)
-            else:
-                base, last, prev = self._buffer(out, access), last[0], prev[0]
-            out.emit(f"{out.helper('_tr_ga')}({lane}, {base}, {last}, {prev}, {event.count}, "
-                     f"{isz})")
+            self._stage(out, access, slot, last, prev, event.count)
+
+    def _stage(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
+               prev: list[str], count: str) -> None:
+        """After an execution of a loop: stage the lane's descriptor of one deferred access
+        (its last two iterations' byte addresses and the runs, layout.py ``STAGE``) with a
+        few stores; the step counter moves it into the lane's log. A lane running the loop
+        again before the pass ends (a nested loop) first has the step counter move the
+        descriptor staged before."""
+        isz = _int(out, np.dtype(access.dtype).itemsize)
+        if access.site.space == "local":
+            base, last_i, prev_i = _int(out, 0), _linear(out, access, last), _linear(
+                out, access, prev)
+        else:
+            base, last_i, prev_i = self._buffer(out, access), last[0], prev[0]
+        nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
+        at = f"({_int(out, slot * nl)} + {access.lid})"
+        out.emit(f"_trX = _trS0 + 3 * {at}\n"
+                 f"if _trT[_trX + 2] != 0:\n"
+                 f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n"
+                 f"_trT[_trX] = {base} + {last_i} * {isz}\n"
+                 f"_trT[_trX + 1] = {base} + {prev_i} * {isz}\n"
+                 f"_trT[_trX + 2] = {count}\n"
+                 f"_trT[_trS1 + {_int(out, slot)}] = 1")
 
     def _defer(self, event: AccessEvent, out: Emit, slot: int) -> tuple[str, ...] | None:
         """The index codes of an access recorded once per loop (its indices kept in locals,
