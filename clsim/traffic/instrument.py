@@ -23,6 +23,7 @@ and ``profile`` (a name or ``DeviceProfile``: its sector, line and bank figures)
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import ClassVar
 
@@ -40,7 +41,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 12  # of the generated code; part of the compile cache key
+VERSION = 13  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id and the step counter.
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
@@ -82,6 +83,7 @@ class TrafficInstrument(Instrument):
     options: ClassVar = {"traffic": False, "simd_width": None, "profile": None}
     result = "traffic"
     per_loop = True  # record affine accesses of work-item loops once per loop (``loops``)
+    inline_local = True  # record eligible 1-D local accesses without a call (``_record_inline``)
 
     @classmethod
     def create(cls, config) -> TrafficInstrument | None:
@@ -102,6 +104,8 @@ class TrafficInstrument(Instrument):
         self._dirty: set[int] = set()  # flop counters (_trF<k>) not yet added to the arena
         self._loops: list[loops.AffineLoop | None] = []  # the work-item loops being emitted
         self._loop_count = 0
+        self._always: set[int] | None = None  # source nodes that run whenever their statement
+        self._inline_count = 0
         from clsim.traffic.cache import CacheConfig  # imports Numba: only when counting
 
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
@@ -113,7 +117,7 @@ class TrafficInstrument(Instrument):
         return ["_trTT", "_trM", "_trLL", "_trRR", "_trFN"]
 
     def key(self) -> tuple:
-        return (self.name, VERSION, self.device.simd_width, self.per_loop)
+        return (self.name, VERSION, self.device.simd_width, self.per_loop, self.inline_local)
 
     def on_group_start(self, out: Emit) -> None:
         group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
@@ -122,7 +126,7 @@ class TrafficInstrument(Instrument):
                  f"{_STEPS}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
                  f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
                  f"_trK = _trT[{lay.C_CAP}]\n_trS0 = _trT[{lay.C_STAGE0}]\n"
-                 f"_trS1 = _trT[{lay.C_STAGED0}]")
+                 f"_trS1 = _trT[{lay.C_STAGED0}]\n_trKB = (_trK >> 3) + 1")
         # Operation counters of work-item code, in registers until the end of each loop.
         out.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
 
@@ -149,7 +153,8 @@ class TrafficInstrument(Instrument):
         lane = self._lane(out, event, slot)
         isz = _int(out, np.dtype(event.dtype).itemsize)
         if site.space == "local":
-            return self._local(out, event, lane, codes, isz)
+            inline = self._record_inline(out, event, slot, codes, isz)
+            return inline if inline is not None else self._local(out, event, lane, codes, isz)
         call = f"{out.helper('_tr_g')}({lane}, {self._buffer(out, event)}"
         return (*codes[:-1], f"{call}, {codes[-1]}, {isz})")
 
@@ -211,6 +216,34 @@ class TrafficInstrument(Instrument):
             out.pre(f"{before} = {now}\n{now} = np.int64({code})")
         loop.deferred.append((event, slot, last, prev))
         return tuple(last)
+
+    def _record_inline(self, out: Emit, event: AccessEvent, slot: int,
+                       codes: tuple[str, ...], isz: str) -> tuple[str, ...] | None:
+        """A 1-D local access of the kernel body that always runs with its statement
+        (``loops.always_run_nodes``) and whose index has no effect: its index evaluated
+        once before the statement and recorded there with the recorder's stores (no call,
+        which cost more than the recording); else None (``_tr_l``)."""
+        if not self.inline_local or len(codes) != 1 or not event.in_kernel:
+            return None
+        if event.lanes != ONE_ITEM or event.atomic:
+            return None
+        if self._always is None:
+            self._always = loops.always_run_nodes(ast.Module(body=out.body, type_ignores=[]))
+        if event.node is None or id(event.node) not in self._always:
+            return None
+        if not _repeatable(codes[0]):
+            return None
+        self._inline_count += 1
+        index = f"_trI{self._inline_count}"
+        nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
+        lid = event.lid
+        out.pre(f"{index} = np.int64({codes[0]})\n"
+                f"_trc = np.uint64(_trC0 + {_int(out, slot * nl)} + {lid})\n"
+                f"_trn = _trT[_trc]\n_trT[_trc] = _trn + 1\n_trk = min(_trn, _trK)\n"
+                f"_trL[np.uint64((((_trKB * {_int(out, slot)} + (_trk >> 3)) * {_int(out, nl)} "
+                f"+ {lid}) << 3) + (_trk & 7))] = {index} * {isz}\n"
+                f"_trT[np.uint64(_trP0 + {_int(out, slot)})] = 1")
+        return (index,)
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """One operation per work-item (``count`` None): work-item code of the kernel body
