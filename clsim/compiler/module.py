@@ -427,6 +427,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     module.subgroup_size = config.subgroup_size
     module.has_exit = analysis.has_exit
     module.instruments = list(instruments)
+    module.body = body  # the statements emitted, for instruments' analyses (Emit.body)
     storage = _storage(analysis, arg_types, typer.env)
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
     gen.bounds_checks = config.bounds

@@ -138,6 +138,12 @@ class Emit:
         return self._gen.module.program.parsed
 
     @property
+    def body(self) -> list:
+        """The kernel body's statements as the emitter walks them (helpers with barriers
+        inlined, names scoped): the nodes events carry are theirs."""
+        return self._gen.module.body
+
+    @property
     def local_size(self) -> tuple[int, int, int]:
         return self._gen.module.program.local_size
 

@@ -105,14 +105,17 @@ def build(info, dev: Device) -> list[np.ndarray]:
     # Scratch: gathered lanes, sorted words, per-bank counts, then 2 cursors per lane.
     cnt0 = x0 + simd * (max_words + 3) + max(dev.banks, 0) + 2
     pend0 = cnt0 + ns * nl
+    stage0 = pend0 + ns
+    staged0 = stage0 + 3 * ns * nl
     # Rows padded to whole, separate cache lines: threads write their own rows per access.
-    TT = np.zeros((threads, -(-(pend0 + ns) // 8) * 8 + ROW_PAD), np.int64)
+    TT = np.zeros((threads, -(-(staged0 + ns) // 8) * 8 + ROW_PAD), np.int64)
     T = TT[0]
     config = {
         lay.C_SIMD: simd, lay.C_SECTOR: dev.sector_bytes, lay.C_LINE: dev.line_bytes,
         lay.C_BANKS: dev.banks, lay.C_BANK_WIDTH: dev.bank_width, lay.C_CAP: cap,
         lay.C_NSLOTS: ns, lay.C_NL: nl, lay.C_NSG: -(-nl // simd), lay.C_CNT0: cnt0,
-        lay.C_PEND0: pend0, lay.C_M_WRITE: flags, lay.C_B0: b0, lay.C_X0: x0,
+        lay.C_PEND0: pend0, lay.C_STAGE0: stage0, lay.C_STAGED0: staged0,
+        lay.C_M_WRITE: flags, lay.C_B0: b0, lay.C_X0: x0,
         lay.C_R_CAP: STREAM_BYTES // (8 * threads) if dev.cache else 0,
     }
     for index, value in config.items():

@@ -80,34 +80,6 @@ def _tr_g(LANE, vb, idx, isz):
 """))
 
 
-# Every run of an access a loop makes once per iteration at an affine index (``loops``),
-# recorded after the loop as one descriptor (layout.py): ``count`` runs at indices
-# ``last - (count - 1 - j) * stride`` (``stride = last - prev``: the last two iterations'
-# indices). ``vb`` is the buffer base (0 for local arrays). A full log keeps the runs for
-# ``steps.end`` to count as single-lane steps, as the per-access recorders' dump does.
-_define("_tr_ga", _src("""
-def _tr_ga(T, L, c0, p0, cap, nl, s, lid, vb, last, prev, count, isz):
-    if count <= 0:
-        return
-    step = (last - prev) * isz if count > 1 else 0
-    row = np.uint64({S0} + s * {S_COLS})
-    c = np.uint64(c0 + s * nl + lid)
-    n = T[c]
-    if n + {D_COLS} > cap:
-        T[row + {S_LOST}] += count
-    else:
-        block = s * ((cap >> 3) + 1)
-        first = vb + last * isz - step * (count - 1)
-        for e in range(3):
-            k = n + e
-            L[np.uint64((((block + (k >> 3)) * nl + lid) << 3) + (k & 7))] = (
-                first if e == 0 else (step if e == 1 else count))
-        T[c] = n + {D_COLS}
-    T[np.uint64(p0 + s)] = 1
-    T[row + {S_AFFINE}] = 1
-"""))
-
-
 # A buffer reached through a helper function's parameter: which kernel argument is it? The
 # dummy row after the arguments catches anything else.
 _define("_tr_param", _src("""

@@ -23,6 +23,7 @@ and ``profile`` (a name or ``DeviceProfile``: its sector, line and bank figures)
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import ClassVar
 
@@ -40,7 +41,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 11  # of the generated code; part of the compile cache key
+VERSION = 13  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id and the step counter.
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
@@ -82,6 +83,7 @@ class TrafficInstrument(Instrument):
     options: ClassVar = {"traffic": False, "simd_width": None, "profile": None}
     result = "traffic"
     per_loop = True  # record affine accesses of work-item loops once per loop (``loops``)
+    inline_local = True  # record eligible 1-D local accesses without a call (``_record_inline``)
 
     @classmethod
     def create(cls, config) -> TrafficInstrument | None:
@@ -102,6 +104,8 @@ class TrafficInstrument(Instrument):
         self._dirty: set[int] = set()  # flop counters (_trF<k>) not yet added to the arena
         self._loops: list[loops.AffineLoop | None] = []  # the work-item loops being emitted
         self._loop_count = 0
+        self._always: set[int] | None = None  # source nodes that run whenever their statement
+        self._inline_count = 0
         from clsim.traffic.cache import CacheConfig  # imports Numba: only when counting
 
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
@@ -113,7 +117,7 @@ class TrafficInstrument(Instrument):
         return ["_trTT", "_trM", "_trLL", "_trRR", "_trFN"]
 
     def key(self) -> tuple:
-        return (self.name, VERSION, self.device.simd_width, self.per_loop)
+        return (self.name, VERSION, self.device.simd_width, self.per_loop, self.inline_local)
 
     def on_group_start(self, out: Emit) -> None:
         group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
@@ -121,7 +125,8 @@ class TrafficInstrument(Instrument):
                  f"_trR = _trRR[{_THREAD}()]\n"
                  f"{_STEPS}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
                  f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
-                 f"_trK = _trT[{lay.C_CAP}]")
+                 f"_trK = _trT[{lay.C_CAP}]\n_trS0 = _trT[{lay.C_STAGE0}]\n"
+                 f"_trS1 = _trT[{lay.C_STAGED0}]\n_trKB = (_trK >> 3) + 1")
         # Operation counters of work-item code, in registers until the end of each loop.
         out.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
 
@@ -148,7 +153,8 @@ class TrafficInstrument(Instrument):
         lane = self._lane(out, event, slot)
         isz = _int(out, np.dtype(event.dtype).itemsize)
         if site.space == "local":
-            return self._local(out, event, lane, codes, isz)
+            inline = self._record_inline(out, event, slot, codes, isz)
+            return inline if inline is not None else self._local(out, event, lane, codes, isz)
         call = f"{out.helper('_tr_g')}({lane}, {self._buffer(out, event)}"
         return (*codes[:-1], f"{call}, {codes[-1]}, {isz})")
 
@@ -165,15 +171,30 @@ class TrafficInstrument(Instrument):
             return
         loop = self._loops.pop()
         for access, slot, last, prev in loop.deferred if loop is not None else ():
-            lane = self._lane(out, access, slot)
-            isz = _int(out, np.dtype(access.dtype).itemsize)
-            if access.site.space == "local":
-                base, last, prev = _int(out, 0), _linear(out, access, last), _linear(
-                    out, access, prev)
-            else:
-                base, last, prev = self._buffer(out, access), last[0], prev[0]
-            out.emit(f"{out.helper('_tr_ga')}({lane}, {base}, {last}, {prev}, {event.count}, "
-                     f"{isz})")
+            self._stage(out, access, slot, last, prev, event.count)
+
+    def _stage(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
+               prev: list[str], count: str) -> None:
+        """After an execution of a loop: stage the lane's descriptor of one deferred access
+        (its last two iterations' byte addresses and the runs, layout.py ``STAGE``) with a
+        few stores; the step counter moves it into the lane's log. A lane running the loop
+        again before the pass ends (a nested loop) first has the step counter move the
+        descriptor staged before."""
+        isz = _int(out, np.dtype(access.dtype).itemsize)
+        if access.site.space == "local":
+            base, last_i, prev_i = _int(out, 0), _linear(out, access, last), _linear(
+                out, access, prev)
+        else:
+            base, last_i, prev_i = self._buffer(out, access), last[0], prev[0]
+        nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
+        at = f"({_int(out, slot * nl)} + {access.lid})"
+        out.emit(f"_trX = _trS0 + 3 * {at}\n"
+                 f"if _trT[_trX + 2] != 0:\n"
+                 f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n"
+                 f"_trT[_trX] = {base} + {last_i} * {isz}\n"
+                 f"_trT[_trX + 1] = {base} + {prev_i} * {isz}\n"
+                 f"_trT[_trX + 2] = {count}\n"
+                 f"_trT[_trS1 + {_int(out, slot)}] = 1")
 
     def _defer(self, event: AccessEvent, out: Emit, slot: int) -> tuple[str, ...] | None:
         """The index codes of an access recorded once per loop (its indices kept in locals,
@@ -195,6 +216,34 @@ class TrafficInstrument(Instrument):
             out.pre(f"{before} = {now}\n{now} = np.int64({code})")
         loop.deferred.append((event, slot, last, prev))
         return tuple(last)
+
+    def _record_inline(self, out: Emit, event: AccessEvent, slot: int,
+                       codes: tuple[str, ...], isz: str) -> tuple[str, ...] | None:
+        """A 1-D local access of the kernel body that always runs with its statement
+        (``loops.always_run_nodes``) and whose index has no effect: its index evaluated
+        once before the statement and recorded there with the recorder's stores (no call,
+        which cost more than the recording); else None (``_tr_l``)."""
+        if not self.inline_local or len(codes) != 1 or not event.in_kernel:
+            return None
+        if event.lanes != ONE_ITEM or event.atomic:
+            return None
+        if self._always is None:
+            self._always = loops.always_run_nodes(ast.Module(body=out.body, type_ignores=[]))
+        if event.node is None or id(event.node) not in self._always:
+            return None
+        if not _repeatable(codes[0]):
+            return None
+        self._inline_count += 1
+        index = f"_trI{self._inline_count}"
+        nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
+        lid = event.lid
+        out.pre(f"{index} = np.int64({codes[0]})\n"
+                f"_trc = np.uint64(_trC0 + {_int(out, slot * nl)} + {lid})\n"
+                f"_trn = _trT[_trc]\n_trT[_trc] = _trn + 1\n_trk = min(_trn, _trK)\n"
+                f"_trL[np.uint64((((_trKB * {_int(out, slot)} + (_trk >> 3)) * {_int(out, nl)} "
+                f"+ {lid}) << 3) + (_trk & 7))] = {index} * {isz}\n"
+                f"_trT[np.uint64(_trP0 + {_int(out, slot)})] = 1")
+        return (index,)
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """One operation per work-item (``count`` None): work-item code of the kernel body

@@ -12,6 +12,11 @@ start the config holds:
 * ``C_CNT0``: ``CNT[slot, lane]``, how many times the lane ran the slot in the current pass of
   the work-item loop (cleared when the pass is counted);
 * ``C_PEND0``: one flag per slot: it ran in the current pass.
+* ``C_STAGE0``: ``STAGE[slot, lane, 3]``, the lane's loop descriptor of the slot not yet in
+  its log (first and last byte address, runs; runs 0: none), written by the generated code
+  after each execution of a loop recorded once per loop; ``C_STAGED0``: one flag per slot:
+  some lane staged one. ``steps.end`` moves them into the logs before counting, so the
+  kernel stages with a few stores instead of a call per lane.
 
 ``L`` (int64) holds ``L[slot, k // 8, lane, k % 8]``: the byte address of the lane's k-th run
 of the slot in the current pass (cap is a multiple of 8; ``k = cap`` is a dump for the runs
@@ -41,6 +46,7 @@ C_FLOPS = 16  # one counter per model.FLOP_KINDS entry (16..22)
 C_R_LOST = 23  # sectors of steps that found the stream full (not simulated: uncached)
 C_SHIFTS = 24  # log2 of sector, line and bank width (-1: not a power of two), 24..26
 C_R_CAP = 27  # capacity of the stream R
+C_STAGE0, C_STAGED0 = 28, 29  # bases of the loop descriptors' staging area and its flags
 C_STACK = 32  # partial linear indices of multi-dimensional local accesses
 C_STACK_DEPTH = 32
 S0 = C_STACK + C_STACK_DEPTH  # first site row

@@ -148,3 +148,14 @@ def _affine(node, var: str, assigned: set[str]) -> bool | None:
             return None  # may wrap
         return left or right
     return None
+
+
+def always_run_nodes(tree: ast.AST) -> set[int]:
+    """Ids of the accesses that run whenever their statement does, in the assignments and
+    expression statements of ``tree`` (the statements whose accesses the code generator
+    emits within the statement, so code placed before it runs exactly when they do)."""
+    found: set[int] = set()
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.Assign | ast.AugAssign | ast.Expr):
+            found.update(id(node) for node, _kinds in _always_run(stmt))
+    return found

@@ -34,6 +34,8 @@ from clsim.traffic.layout import (
     C_SHIFTS,
     C_SIMD,
     C_SP,
+    C_STAGE0,
+    C_STAGED0,
     C_X0,
     D_COLS,
     S0,
@@ -70,6 +72,10 @@ def end(T, L, R, M):
     simd, cap, nl, x0 = T[C_SIMD], T[C_CAP], T[C_NL], T[C_X0]
     c0, p0 = T[C_CNT0], T[C_PEND0]
     for s in range(T[C_NSLOTS]):
+        if T[T[C_STAGED0] + s] != 0:
+            T[T[C_STAGED0] + s] = 0
+            for lane in range(nl):
+                unstage(T, L, s * nl + lane)
         if T[p0 + s] == 0:
             continue
         T[p0 + s] = 0
@@ -117,6 +123,34 @@ def end(T, L, R, M):
                 T[lane] = 0
             if lost > 0:
                 lost_runs(T, row, lost, nb)
+
+
+@inline
+def unstage(T, L, at):
+    """Move the loop descriptor lane ``at % nl`` staged for slot ``at // nl`` (layout.py
+    ``STAGE``) into its log, as the last entries of its runs of the slot in this pass. A
+    full log counts the runs as lost (``end`` counts those as single-lane steps)."""
+    x = T[C_STAGE0] + 3 * at
+    count = T[x + 2]
+    if count <= 0:
+        return
+    T[x + 2] = 0
+    nl, cap = T[C_NL], T[C_CAP]
+    s, lane = at // nl, at % nl
+    step = T[x] - T[x + 1] if count > 1 else 0
+    row = S0 + s * S_COLS
+    c = T[C_CNT0] + at
+    n = T[c]
+    if n + D_COLS > cap:
+        T[row + S_LOST] += count
+    else:
+        kb = (cap >> 3) + 1
+        L[_entry(s, kb, nl, lane, n)] = T[x] - step * (count - 1)
+        L[_entry(s, kb, nl, lane, n + 1)] = step
+        L[_entry(s, kb, nl, lane, n + 2)] = count
+        T[c] = n + D_COLS
+    T[T[C_PEND0] + s] = 1
+    T[row + S_AFFINE] = 1
 
 
 @inline
@@ -231,8 +265,9 @@ def group(T, L, R, M, g):
         T[C_R_LEN] = n + 1
 
 
-# The C entry point: arrays travel as (pointer, length) pairs; ``g >= 0`` starts group g, a
-# negative ``g`` ends a pass.
+# The C entry point: arrays travel as (pointer, length) pairs; ``g >= 0`` starts group g,
+# ``g == -1`` ends a pass, ``g <= -2`` moves the staged descriptor ``-2 - g`` (slot * lanes +
+# lane) into its log: a lane that runs a loop again before the pass ends.
 _I64P = types.CPointer(types.int64)
 _SIGNATURE = types.void(_I64P, types.int64, _I64P, types.int64, _I64P, types.int64,
                         types.CPointer(types.uint8), types.int64, types.int64)
@@ -246,12 +281,15 @@ def native(tp, tn, lp, ln, rp, rn, mp, mn, g):
     M = numba.carray(mp, (mn,))
     if g >= 0:
         group(T, L, R, M, g)
-    else:
+    elif g == -1:
         end(T, L, R, M)
+    else:
+        unstage(T, L, -2 - g)
 
 
 @jit
 def call(fn, T, L, R, M, g):
-    """Call ``native`` (passed in as ``fn``) on the arrays: ``group`` when ``g >= 0``, else
-    ``end``. Small, so it costs nothing to link into the kernel's functions."""
+    """Call ``native`` (passed in as ``fn``) on the arrays: ``group`` when ``g >= 0``,
+    ``end`` when ``g == -1``, else ``unstage``. Small, so it costs nothing to link into the
+    kernel's functions."""
     fn(T.ctypes, T.size, L.ctypes, L.size, R.ctypes, R.size, M.ctypes, M.size, g)

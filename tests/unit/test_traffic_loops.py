@@ -152,3 +152,61 @@ def test_per_loop_recording_beside_the_checks(fresh):
     checked = clsim.run(kern, global_size, local_size, args, traffic=True, checks="all")
     assert len(fresh) == DEFERRED["gemv"]
     assert checked.traffic == alone and checked.findings == []
+
+
+@kernel
+def guarded_locals(x, y, n):
+    lid = get_local_id(0)
+    t = local_array(64, np.float32)
+    t[lid] = x[lid]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    v = t[lid + 1] if lid < 15 else t[0]  # conditional operands: recorded by call
+    active = 16
+    while active > 1:  # a tree reduction: accesses under if, recorded without a call
+        half = active // 2
+        if lid < half:
+            t[lid] = t[lid] + t[lid * 2 % n + half]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        active = half
+    y[lid] = t[0] + v + t[(lid * 3) % 16]
+
+
+def _inline_report(case, inline: bool, monkeypatch):
+    monkeypatch.setattr(tr.TrafficInstrument, "inline_local", inline)
+    kern, global_size, local_size, args = case
+    arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    result = clsim.run(kern, global_size, local_size, arrays, traffic=True)
+    return result.traffic, [a for a in arrays if isinstance(a, np.ndarray)]
+
+
+@pytest.mark.parametrize("case", ["guarded_locals", "softmax"])
+def test_local_recording_without_a_call_gives_the_recorder_report(case, monkeypatch):
+    """Local accesses recorded by stores in the kernel body (``_record_inline``) give the
+    report and outputs of the recorder call ``_tr_l``, and some were recorded that way."""
+    from kernels_py.softmax import SPEC
+
+    if case == "softmax":
+        shape = {"rows": 4, "cols": 256}
+        inputs = SPEC.make_inputs(np.random.default_rng(0), shape)
+        launch = SPEC.launch(inputs, shape, (64,))
+        launch_case = (SPEC.kernel, launch.global_size, launch.local_size, launch.args)
+    else:
+        launch_case = (guarded_locals, (32,), (16,),
+                       (np.arange(32, dtype=np.float32), np.zeros(32, np.float32),
+                        np.int32(16)))
+    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, "inline", os.getpid()))
+    inlined = []
+    record = tr.TrafficInstrument._record_inline
+
+    def spy(self, *args):
+        codes = record(self, *args)
+        inlined.append(codes is not None)
+        return codes
+
+    monkeypatch.setattr(tr.TrafficInstrument, "_record_inline", spy)
+    by_call, out_a = _inline_report(launch_case, False, monkeypatch)
+    by_stores, out_b = _inline_report(launch_case, True, monkeypatch)
+    assert any(inlined) and not all(inlined), inlined
+    assert by_stores == by_call
+    for a, b in zip(out_a, out_b, strict=True):
+        np.testing.assert_array_equal(a, b)
