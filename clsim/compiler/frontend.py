@@ -217,11 +217,10 @@ def parse(fn: KernelFunction) -> Parsed:
     except (OSError, TypeError) as exc:
         raise KernelCompileError(f"cannot read the source of {fn.name}: {exc}") from exc
     source = textwrap.dedent("".join(lines))
-    module = ast.parse(source)
-    tree = next(n for n in module.body if isinstance(n, ast.FunctionDef))
+    file = inspect.getsourcefile(py) or "<unknown>"
+    tree = _function_def(source, py, file, first, fn.name)
     tree.decorator_list = []
     tree.returns = None
-    file = inspect.getsourcefile(py) or "<unknown>"
     _Annotator(file, first, source.splitlines(), fn.name).run(tree)
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
@@ -237,6 +236,25 @@ def parse(fn: KernelFunction) -> Parsed:
         del _PARSE_CACHE[key]  # the next parse must raise again
         raise
     return parsed
+
+
+def _function_def(source: str, py, file: str, first: int, name: str) -> ast.FunctionDef:
+    """The function's definition in ``source`` (read from its file now), refused when it is
+    not the function Python loaded: a file edited since its import puts other lines there,
+    and compiling them would give errors about code the user is not running."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        module = ast.Module(body=[], type_ignores=[])
+    tree = next((n for n in module.body if isinstance(n, ast.FunctionDef)), None)
+    code = py.__code__
+    if tree is None or tree.name != code.co_name or [a.arg for a in tree.args.args] != \
+            list(code.co_varnames[:code.co_argcount]):
+        raise KernelCompileError(
+            f"{file}:{first}: the source of {name} in its file no longer matches the function "
+            "Python loaded (the file was edited after it was imported). Rerun, or reload the "
+            "module, so that clsim compiles the code that runs.")
+    return tree
 
 
 def _check_calls(parsed: Parsed) -> None:
