@@ -165,7 +165,7 @@ def guarded_locals(x, y, n):
     while active > 1:  # a tree reduction: accesses under if, recorded without a call
         half = active // 2
         if lid < half:
-            t[lid] = t[lid] + t[lid * 2 % n + half]
+            t[lid] = t[lid] + t[(lid + half) % n]  # in range: no uninitialised local read
         barrier(CLK_LOCAL_MEM_FENCE)
         active = half
     y[lid] = t[0] + v + t[(lid * 3) % 16]
