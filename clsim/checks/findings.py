@@ -9,7 +9,6 @@ are turned into a ``Finding`` here, using the site table for files, lines and so
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,7 +162,8 @@ def from_record(rec, sites, kernel: str, enqueued, offset, work_dim: int,
     index = _index(rec[2], obj)
     info = rec[6]
     kind, pkind = info & 15, (info >> 4) & 15
-    hint, sg_size = (info >> 8) & 255, max(info >> 16, 1)
+    hint, sg_size = (info >> 8) & 255, max((info >> 16) & 0xFFFFFF, 1)
+    relaxed = info >> ly.RELAXED_SHIFT  # 1 + the site of a relaxed lock atomic
     d = work_dim
     group = tuple(rec[7:10])
     lid = _lid_tuple(rec[4], rec[11:14])
@@ -185,28 +185,10 @@ def from_record(rec, sites, kernel: str, enqueued, offset, work_dim: int,
     other = _ref(sites[(prev >> ly.SITE_SHIFT) & ly.MAX_SITE])
     msg = _race_message(where, KIND_NAMES[kind], KIND_NAMES[pkind], target, space, other,
                         there, hint, sg_size, same_site=other == site,
-                        across_subgroups=rec[4] // sg_size != (prev & ly.MAX_LID) // sg_size)
-    msg += _lock_note(sites, KIND_NAMES[kind], KIND_NAMES[pkind])
+                        across_subgroups=rec[4] // sg_size != (prev & ly.MAX_LID) // sg_size,
+                        relaxed=_ref(sites[relaxed - 1]) if relaxed else None)
     return Finding(cat, msg, buffer, space, index, (site, other), (here, there),
                    (KIND_NAMES[kind], KIND_NAMES[pkind]), kernel, hint, count)
-
-
-_LOCK_TAKING = re.compile(r"\batomic_(cmpxchg|compare_exchange_(strong|weak)(_explicit)?|"
-                          r"flag_test_and_set(_explicit)?)\s*\(")
-
-
-def _lock_note(sites, kind: str, pkind: str) -> str:
-    """Said when the kernel may take a lock built from atomics: the checks do not model the
-    order a lock's acquire and release give plain accesses (docs/checks.md, "Atomics")."""
-    if "atomic" in (kind, pkind):
-        return ""
-    lock = next((s for s in sites if s[6] == "atomic" and _LOCK_TAKING.search(s[4])), None)
-    if lock is None:
-        return ""
-    return (f" If the lock taken at {_ref(lock)} orders these two accesses, this report is a "
-            "false alarm: the race checks do not model locks built from atomics (see "
-            "docs/checks.md, \"Atomics and locks\"); check such kernels with "
-            "checks='bounds'.")
 
 
 def _uninit_message(where, kind, target, space, here) -> str:
@@ -220,7 +202,8 @@ def _uninit_message(where, kind, target, space, here) -> str:
 
 
 def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size,
-                  same_site: bool = False, across_subgroups: bool = False) -> str:
+                  same_site: bool = False, across_subgroups: bool = False,
+                  relaxed: SiteRef | None = None) -> str:
     fence = "CLK_GLOBAL_MEM_FENCE" if space in ("global", "constant") else "CLK_LOCAL_MEM_FENCE"
     head = f"{where}: data race on {target}: this {kind} and a {pkind} at {other} ({there})"
     both_store = kind == pkind == "store"
@@ -246,7 +229,24 @@ def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size
     if hint & ly.H_ATOMIC_MIX:
         why += "; one of them is atomic and the other is not (atomics exclude only atomics)"
         fix += ", or make both accesses atomic"
+    why, fix = _lock_reason(hint, relaxed, why, fix)
     return f"{head}{why}. {fix}."
+
+
+def _lock_reason(hint: int, relaxed: SiteRef | None, why: str, fix: str) -> tuple[str, str]:
+    """What the locks built from atomics had to do with it (docs/checks.md, "Atomics and
+    locks")."""
+    if hint & ly.H_RELAXED_LOCK:
+        where = f" at {relaxed}" if relaxed is not None else ""
+        return (why + "; both hold the same lock, but the lock atomic" + where + " uses "
+                "memory_order_relaxed, which orders no other access"), (
+            fix + ", or take the lock with memory_order_acquire and release it with "
+                  "memory_order_release")
+    if hint & ly.H_LOCKSET:
+        return (why + "; no lock is held by both (a lock built from atomics orders only "
+                "accesses made while holding it)"), (
+            fix + ", or make both accesses while holding the same lock")
+    return why, fix
 
 
 def _cross_group(both_store: bool) -> tuple[str, str]:

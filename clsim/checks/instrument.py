@@ -15,7 +15,9 @@ import math
 import types
 from typing import ClassVar
 
-from clsim.checks import analysis, invariance, native, parallel, replay, state
+import numpy as np
+
+from clsim.checks import analysis, invariance, locks, native, parallel, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -26,7 +28,7 @@ from clsim.instruments.base import Instrument, LaunchInfo
 from clsim.instruments.events import AccessEvent, Emit, SyncEvent
 from clsim.runtime import record as rec
 
-LAYOUT_VERSION = 6
+LAYOUT_VERSION = 7
 _FULL = "_cs_m, _cs_o, _cs_s, _cs_f, _err, _cs_l"
 _ADDRESSES = "_cs_sa, _cs_ma, _cs_la"  # the shadow, meta and log arrays' data, per group
 _NO_ARGS = ", ".join(["np.int64(0)"] * 6)  # the scalars _cs_end does not use
@@ -83,19 +85,23 @@ class ChecksInstrument(Instrument):
         self._helper_params: set[tuple[str, str]] = set()  # (helper, param) reaching tracked
         self.aliased: tuple[str, ...] = ()  # read-only parameters sharing a written one's memory
         self.invariant: frozenset[str] = frozenset()  # group-invariant local arrays, by name
+        self.locks = False  # lock tracking: races checked and the kernel can take a lock
 
     def prepare(self, kernel, params: list[str], values: list) -> None:
         """A parameter the kernel never writes is not tracked, unless its memory overlaps a
         written parameter's (the same array twice, or overlapping views of one array)."""
         self.aliased = state.aliased_read_only(params, values, _written(kernel))
-        self.invariant = _invariant(kernel)
+        self.locks = self.races and _has_acquire(kernel)
+        # (whether a lock is taken may differ between groups: no group-invariant skipping)
+        self.invariant = frozenset() if self.locks else _invariant(kernel)
 
     # -- compile time -----------------------------------------------------------------------
     def state_args(self) -> list[str]:
         return list(ly.STATE_ARGS)
 
     def key(self) -> tuple:
-        return (self.name, LAYOUT_VERSION, self.aliased, tuple(sorted(self.invariant)))
+        return (self.name, LAYOUT_VERSION, self.aliased, tuple(sorted(self.invariant)),
+                self.locks)
 
     def imports(self) -> list[str]:
         """The shared helpers, compiled once for all kernels (``native``)."""
@@ -121,6 +127,9 @@ class ChecksInstrument(Instrument):
             lines += [f"_cs_{b}{number} = _cs_o[{number}, {col}]" for b, col in _BASES]
         lines += self._skip_invariant()
         lines.append(f"_cs_gs = {now}")
+        if self.locks:  # every work-item of the group starts holding no lock
+            base = f"_cs_m[{ly.M_LOCK_BASE}]"
+            lines.append(f"_cs_m[{base}:{base} + _L0 * _L1 * _L2] = 0")
         lines += [f"{address} = np.int64({array}.ctypes.data)"
                   for address, array in zip(_ADDRESSES.split(", "), ("_cs_s", "_cs_m", "_cs_l"),
                                             strict=True)]
@@ -191,6 +200,15 @@ class ChecksInstrument(Instrument):
                  f"    if _err[{rec.CODE}] != 0:\n        return")
 
     def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
+        codes = self._record(event, out)
+        act = locks.action(event.node, event.dtype) if self.locks and event.atomic else None
+        if act is None:
+            return codes
+        itemsize = np.dtype(event.dtype).itemsize
+        return (*codes[:-1], locks.wrap(event, codes[-1], *act, itemsize, _FULL))
+
+    def _record(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
+        """The index codes wrapped in the recorder call of this access (or as they are)."""
         if event.in_kernel and event.buffer not in self._objs:
             return event.index  # a buffer parameter the kernel never writes: nothing to check
         if not event.in_kernel and (event.site.func, event.buffer) not in self._helper_params:
@@ -209,7 +227,7 @@ class ChecksInstrument(Instrument):
             if storage == "parray":
                 prefix = f"{lid} * {math.prod(t.shape)} + {prefix}"
             short = helper.removeprefix("_cs_")
-            if width == 1 and short in FAST:
+            if width == 1 and short in FAST and not self.locks:  # (lock kernels never defer)
                 space = _SPACE[storage]
                 last = "_cs_lg" if space == "g" else "_cs_ll"
                 bases = ", ".join(f"_cs_{b}{number}" for b, _col in _BASES)
@@ -230,7 +248,7 @@ class ChecksInstrument(Instrument):
     # -- run time ---------------------------------------------------------------------------
     def allocate(self, info: LaunchInfo) -> list:
         arrays = state.allocate(info, self.races, self.uninit, self.raise_race,
-                                self.raise_uninit)
+                                self.raise_uninit, self.locks)
         arrays[0][ly.M_DEFER_FN] = native.defer_address(info.config.jit)
         self._launch = (info, [*arrays, native.entry(info.config.jit)])
         return self._launch[1]
@@ -256,6 +274,16 @@ def _written(kernel) -> set[str]:
 
 
 _INVARIANT: dict[int, tuple] = {}
+_ACQUIRE: dict[int, tuple] = {}
+
+
+def _has_acquire(kernel) -> bool:
+    """``locks.has_acquire`` of a kernel, once per kernel version."""
+    parsed = parse(kernel)
+    hit = _ACQUIRE.get(id(kernel))
+    if hit is None or hit[0] is not parsed:
+        hit = _ACQUIRE[id(kernel)] = (parsed, locks.has_acquire(parsed))
+    return hit[1]
 
 
 def _invariant(kernel) -> frozenset[str]:

@@ -30,7 +30,7 @@ from clsim.runtime.cache import guard_numba_cache, load_source
 
 # the opcode ``_cs_call`` passes to run each helper
 OPS = {"_cs_end": 0, "_cs_ld": 1, "_cs_st": 2, "_cs_at": 3, "_cs_ldp": 4, "_cs_stp": 5,
-       "_cs_atp": 6}
+       "_cs_atp": 6, "_cs_lock": 7}
 ARRAYS = ("m", "o", "s", "f", "err", "lg")
 KERNEL_CALLS = ("_cs_call", *FAST_PATHS)  # what generated kernels call
 _COLS = {"o": ly.OBJ_COLS, "f": ly.FIND_COLS}  # the 2-D state arrays' row widths

@@ -36,11 +36,13 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
             last = m[3] if cross else m[2]
             lasts = m[4]
             sgs = m[6]
+            lb = m[21]
+            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:
                     _x = o[obj, 1] + e
-                    _q = 28 + 2 * obj
+                    _q = 32 + 2 * obj
                     if 4611686018427387904 - _x > m[_q]:
                         m[_q] = 4611686018427387904 - _x
                     if _x + 1 > m[_q + 1]:
@@ -65,6 +67,9 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                             _info |= 1024
                                 if (0 == 3):
                                     _info |= 2048
+                            _info |= 0 << 8
+                            if (0 & 16) != 0:
+                                _info |= m[28] << 40
                             if m[8] != 0:
                                 if m[25] == 0:
                                     _t = f[4608]
@@ -103,10 +108,12 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                 if (mode & 16) != 0:
                     prev = 0
                     pk = 0
+                    ph = 0
                     if prev == 0 and (mode & 1) != 0:
                         _p = s[o[obj, 1] + e]
 
                         _c = False
+                        _lh = 0
                         if _p != 0:
                             _st = _p >> 29
                             if _st < gs:
@@ -118,13 +125,26 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                     if _st < lasts:
                                         if _rl // sgs == lid // sgs:
                                             _c = False
+                            if _c and lb != 0:
+                                _rk = s[o[obj, 12] + e]
+                                if hl != 0 or _rk != 0:
+                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                            _c = False
+                                        else:
+                                            _lh = 16
+                                    else:
+                                        _lh = 32
+
                         if _c:
                             prev = _p
                             pk = 2
+                            ph = _lh
                     if prev == 0 and (mode & 4) != 0:
                         _p = s[o[obj, 5] + e]
 
                         _c = False
+                        _lh = 0
                         if _p != 0:
                             _st = _p >> 29
                             if _st < gs:
@@ -139,10 +159,12 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                         if _c:
                             prev = _p
                             pk = 3
+                            ph = _lh
                         else:
                             _p = s[o[obj, 6] + e]
 
                             _c = False
+                            _lh = 0
                             if _p != 0:
                                 _st = _p >> 29
                                 if _st < gs:
@@ -157,10 +179,12 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                             if _c:
                                 prev = _p
                                 pk = 3
+                                ph = _lh
                             elif cross:
                                 _p = s[o[obj, 7] + e]
 
                                 _c = False
+                                _lh = 0
                                 if _p != 0:
                                     _st = _p >> 29
                                     if _st < gs:
@@ -175,6 +199,7 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                 if _c:
                                     prev = _p
                                     pk = 3
+                                    ph = _lh
                     if prev != 0:
                         _info = 1 | (pk << 4) | (sgs << 16)
                         _pg = -1
@@ -193,6 +218,9 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                         _info |= 1024
                             if (pk == 3):
                                 _info |= 2048
+                        _info |= ph << 8
+                        if (ph & 16) != 0:
+                            _info |= m[28] << 40
                         if m[7] != 0:
                             if err[0] == 0:
                                 _t = err
@@ -235,8 +263,14 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                         if _st < gs or (_r1 & 32767) != lid:
                             if cross and _st < gs:
                                 s[o[obj, 4] + e] = _r1
+                                if lb != 0:
+                                    s[o[obj, 15] + e] = s[o[obj, 13] + e]
                             s[o[obj, 3] + e] = _r1
+                            if lb != 0:
+                                s[o[obj, 14] + e] = s[o[obj, 13] + e]
                     s[_b1] = (m[0] << 29) | (site << 15) | lid
+                    if lb != 0:
+                        s[o[obj, 13] + e] = hl
     return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
 
 
@@ -261,11 +295,13 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
             last = m[3] if cross else m[2]
             lasts = m[4]
             sgs = m[6]
+            lb = m[21]
+            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:
                     _x = o[obj, 1] + e
-                    _q = 28 + 2 * obj
+                    _q = 32 + 2 * obj
                     if 4611686018427387904 - _x > m[_q]:
                         m[_q] = 4611686018427387904 - _x
                     if _x + 1 > m[_q + 1]:
@@ -273,10 +309,12 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                 if (mode & 16) != 0:
                     prev = 0
                     pk = 0
+                    ph = 0
                     if prev == 0 and (mode & 1) != 0:
                         _p = s[o[obj, 1] + e]
 
                         _c = False
+                        _lh = 0
                         if _p != 0:
                             _st = _p >> 29
                             if _st < gs:
@@ -288,13 +326,26 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                     if _st < lasts:
                                         if _rl // sgs == lid // sgs:
                                             _c = False
+                            if _c and lb != 0:
+                                _rk = s[o[obj, 12] + e]
+                                if hl != 0 or _rk != 0:
+                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                            _c = False
+                                        else:
+                                            _lh = 16
+                                    else:
+                                        _lh = 32
+
                         if _c:
                             prev = _p
                             pk = 2
+                            ph = _lh
                     if prev == 0 and (mode & 2) != 0:
                         _p = s[o[obj, 2] + e]
 
                         _c = False
+                        _lh = 0
                         if _p != 0:
                             _st = _p >> 29
                             if _st < gs:
@@ -306,13 +357,26 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                     if _st < lasts:
                                         if _rl // sgs == lid // sgs:
                                             _c = False
+                            if _c and lb != 0:
+                                _rk = s[o[obj, 13] + e]
+                                if hl != 0 or _rk != 0:
+                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                            _c = False
+                                        else:
+                                            _lh = 16
+                                    else:
+                                        _lh = 32
+
                         if _c:
                             prev = _p
                             pk = 1
+                            ph = _lh
                         else:
                             _p = s[o[obj, 3] + e]
 
                             _c = False
+                            _lh = 0
                             if _p != 0:
                                 _st = _p >> 29
                                 if _st < gs:
@@ -324,13 +388,26 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                         if _st < lasts:
                                             if _rl // sgs == lid // sgs:
                                                 _c = False
+                                if _c and lb != 0:
+                                    _rk = s[o[obj, 14] + e]
+                                    if hl != 0 or _rk != 0:
+                                        if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                            if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                                _c = False
+                                            else:
+                                                _lh = 16
+                                        else:
+                                            _lh = 32
+
                             if _c:
                                 prev = _p
                                 pk = 1
+                                ph = _lh
                             elif cross:
                                 _p = s[o[obj, 4] + e]
 
                                 _c = False
+                                _lh = 0
                                 if _p != 0:
                                     _st = _p >> 29
                                     if _st < gs:
@@ -342,13 +419,26 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                             if _st < lasts:
                                                 if _rl // sgs == lid // sgs:
                                                     _c = False
+                                    if _c and lb != 0:
+                                        _rk = s[o[obj, 15] + e]
+                                        if hl != 0 or _rk != 0:
+                                            if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                                if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                                    _c = False
+                                                else:
+                                                    _lh = 16
+                                            else:
+                                                _lh = 32
+
                                 if _c:
                                     prev = _p
                                     pk = 1
+                                    ph = _lh
                     if prev == 0 and (mode & 4) != 0:
                         _p = s[o[obj, 5] + e]
 
                         _c = False
+                        _lh = 0
                         if _p != 0:
                             _st = _p >> 29
                             if _st < gs:
@@ -363,10 +453,12 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                         if _c:
                             prev = _p
                             pk = 3
+                            ph = _lh
                         else:
                             _p = s[o[obj, 6] + e]
 
                             _c = False
+                            _lh = 0
                             if _p != 0:
                                 _st = _p >> 29
                                 if _st < gs:
@@ -381,10 +473,12 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                             if _c:
                                 prev = _p
                                 pk = 3
+                                ph = _lh
                             elif cross:
                                 _p = s[o[obj, 7] + e]
 
                                 _c = False
+                                _lh = 0
                                 if _p != 0:
                                     _st = _p >> 29
                                     if _st < gs:
@@ -399,6 +493,7 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                 if _c:
                                     prev = _p
                                     pk = 3
+                                    ph = _lh
                     if prev != 0:
                         _info = 2 | (pk << 4) | (sgs << 16)
                         _pg = -1
@@ -417,6 +512,9 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                         _info |= 1024
                             if (pk == 3):
                                 _info |= 2048
+                        _info |= ph << 8
+                        if (ph & 16) != 0:
+                            _info |= m[28] << 40
                         if m[7] != 0:
                             if err[0] == 0:
                                 _t = err
@@ -453,6 +551,8 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                 m[10] += 1
                 if (mode & 1) != 0:
                     s[o[obj, 1] + e] = (m[0] << 29) | (site << 15) | lid
+                    if lb != 0:
+                        s[o[obj, 12] + e] = hl
     return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
 
 
@@ -477,11 +577,13 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
             last = m[3] if cross else m[2]
             lasts = m[4]
             sgs = m[6]
+            lb = m[21]
+            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:
                     _x = o[obj, 1] + e
-                    _q = 28 + 2 * obj
+                    _q = 32 + 2 * obj
                     if 4611686018427387904 - _x > m[_q]:
                         m[_q] = 4611686018427387904 - _x
                     if _x + 1 > m[_q + 1]:
@@ -506,6 +608,9 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                             _info |= 1024
                                 if not (0 == 3):
                                     _info |= 2048
+                            _info |= 0 << 8
+                            if (0 & 16) != 0:
+                                _info |= m[28] << 40
                             if m[8] != 0:
                                 if m[25] == 0:
                                     _t = f[4608]
@@ -544,10 +649,12 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                 if (mode & 16) != 0:
                     prev = 0
                     pk = 0
+                    ph = 0
                     if prev == 0 and (mode & 1) != 0:
                         _p = s[o[obj, 1] + e]
 
                         _c = False
+                        _lh = 0
                         if _p != 0:
                             _st = _p >> 29
                             if _st < gs:
@@ -559,13 +666,26 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                     if _st < lasts:
                                         if _rl // sgs == lid // sgs:
                                             _c = False
+                            if _c and lb != 0:
+                                _rk = s[o[obj, 12] + e]
+                                if hl != 0 or _rk != 0:
+                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                            _c = False
+                                        else:
+                                            _lh = 16
+                                    else:
+                                        _lh = 32
+
                         if _c:
                             prev = _p
                             pk = 2
+                            ph = _lh
                     if prev == 0 and (mode & 2) != 0:
                         _p = s[o[obj, 2] + e]
 
                         _c = False
+                        _lh = 0
                         if _p != 0:
                             _st = _p >> 29
                             if _st < gs:
@@ -577,13 +697,26 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                     if _st < lasts:
                                         if _rl // sgs == lid // sgs:
                                             _c = False
+                            if _c and lb != 0:
+                                _rk = s[o[obj, 13] + e]
+                                if hl != 0 or _rk != 0:
+                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                            _c = False
+                                        else:
+                                            _lh = 16
+                                    else:
+                                        _lh = 32
+
                         if _c:
                             prev = _p
                             pk = 1
+                            ph = _lh
                         else:
                             _p = s[o[obj, 3] + e]
 
                             _c = False
+                            _lh = 0
                             if _p != 0:
                                 _st = _p >> 29
                                 if _st < gs:
@@ -595,13 +728,26 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                         if _st < lasts:
                                             if _rl // sgs == lid // sgs:
                                                 _c = False
+                                if _c and lb != 0:
+                                    _rk = s[o[obj, 14] + e]
+                                    if hl != 0 or _rk != 0:
+                                        if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                            if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                                _c = False
+                                            else:
+                                                _lh = 16
+                                        else:
+                                            _lh = 32
+
                             if _c:
                                 prev = _p
                                 pk = 1
+                                ph = _lh
                             elif cross:
                                 _p = s[o[obj, 4] + e]
 
                                 _c = False
+                                _lh = 0
                                 if _p != 0:
                                     _st = _p >> 29
                                     if _st < gs:
@@ -613,9 +759,21 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                             if _st < lasts:
                                                 if _rl // sgs == lid // sgs:
                                                     _c = False
+                                    if _c and lb != 0:
+                                        _rk = s[o[obj, 15] + e]
+                                        if hl != 0 or _rk != 0:
+                                            if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
+                                                if ((hl | _rk) & 1) == 0 and m[29] == 0:
+                                                    _c = False
+                                                else:
+                                                    _lh = 16
+                                            else:
+                                                _lh = 32
+
                                 if _c:
                                     prev = _p
                                     pk = 1
+                                    ph = _lh
                     if prev != 0:
                         _info = 3 | (pk << 4) | (sgs << 16)
                         _pg = -1
@@ -634,6 +792,9 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                                         _info |= 1024
                             if not (pk == 3):
                                 _info |= 2048
+                        _info |= ph << 8
+                        if (ph & 16) != 0:
+                            _info |= m[28] << 40
                         if m[7] != 0:
                             if err[0] == 0:
                                 _t = err
@@ -721,6 +882,25 @@ def _cs_atp(i, width, p, eb, site, lid, m, o, s, f, err, lg):
     if obj < 0:
         return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
     return _cs_at(i, width, np.int64(obj), np.int64(eb + off), site, lid, m, o, s, f, err, lg)
+
+
+@_jit
+def _cs_lock(i, act, lk, eb, site, lid, m, o, s, f, err, lg):
+    lb = m[21]
+    if lb != 0 and err[0] == 0:
+        if act == 1:
+            m[lb + lid] = lk
+        elif act == 2:
+            m[lb + lid] = lk | 1
+            if m[28] == 0:
+                m[28] = site + 1
+        elif act >= 3 and m[lb + lid] != 0 and (m[lb + lid] >> 1) == (lk >> 1):
+            m[lb + lid] = 0
+            if act == 4:
+                m[29] = 1
+                if m[28] == 0:
+                    m[28] = site + 1
+    return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
 
 
 @_jit
@@ -899,7 +1079,7 @@ def _cs_ldqg_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
     if mode != 0:
         e = eb + i
         _x = bw + e
-        _q = 28 + 2 * obj
+        _q = 32 + 2 * obj
         if 4611686018427387904 - _x > _peek(m, _q):
             _poke(m, _q, 4611686018427387904 - _x)
         if _x + 1 > _peek(m, _q + 1):
@@ -983,7 +1163,7 @@ def _cs_stqg_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
     if mode != 0:
         e = eb + i
         _x = bw + e
-        _q = 28 + 2 * obj
+        _q = 32 + 2 * obj
         if 4611686018427387904 - _x > _peek(m, _q):
             _poke(m, _q, 4611686018427387904 - _x)
         if _x + 1 > _peek(m, _q + 1):
@@ -1048,7 +1228,7 @@ _SIGNATURE = types.int64(*([types.int64] * 7), *([_P, types.int64] * 6))
 @numba.cfunc(_SIGNATURE, cache=True, error_model="numpy", nogil=True)
 def _cs_native(op, i, width, target, eb, site, lid, p_m, n_m, p_o, n_o, p_s, n_s, p_f, n_f, p_err, n_err, p_lg, n_lg):
     m = numba.carray(p_m, (n_m,))
-    o = numba.carray(p_o, (n_o // 12, 12))
+    o = numba.carray(p_o, (n_o // 16, 16))
     s = numba.carray(p_s, (n_s,))
     f = numba.carray(p_f, (n_f // 18, 18))
     err = numba.carray(p_err, (n_err,))
@@ -1067,6 +1247,8 @@ def _cs_native(op, i, width, target, eb, site, lid, p_m, n_m, p_o, n_o, p_s, n_s
         return _cs_stp(i, width, target, eb, site, lid, m, o, s, f, err, lg)
     if op == 6:
         return _cs_atp(i, width, target, eb, site, lid, m, o, s, f, err, lg)
+    if op == 7:
+        return _cs_lock(i, width, target, eb, site, lid, m, o, s, f, err, lg)
     return 0
 
 

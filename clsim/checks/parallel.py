@@ -129,7 +129,7 @@ def _written_spans(meta: np.ndarray, table: np.ndarray) -> list[tuple[int, int]]
     between the lowest and highest it touched (``layout.M_RANGES``, kept by every recorder)."""
     spans = []
     for k in range(table.shape[0]):
-        columns = [int(b) for b in table[k, ly.O_W:ly.O_AX + 1] if b != 0]
+        columns = [int(b) for b in table[k, list(ly.SHADOW_COLS)] if b != 0]
         if not columns or table[k, ly.O_MODE] == 0:
             continue
         if table[k, ly.O_MODE] & ly.MB_CROSS:

@@ -69,10 +69,26 @@ if _x + 1 > m[_q + 1]:
 
 
 # -- the full recorders -----------------------------------------------------------------------
-def _conflict(rec: str) -> str:
-    """Sets ``_c``: is the access in ``rec`` unordered with this one (and not this item's)?"""
+def _conflict(rec: str, lcol: int | None) -> str:
+    """Sets ``_c``: is the access in ``rec`` unordered with this one (and not this item's)?
+    With lock tracking (``lb``), an access holding the lock ``rec``'s access held (its twin
+    in ``lcol``) is ordered with it, unless either took or released it relaxed (``_lh``
+    says why no lock ordered them)."""
+    locks = "" if lcol is None else f"""
+    if _c and lb != 0:
+        _rk = s[o[obj, {lcol}] + e]
+        if hl != 0 or _rk != 0:
+            if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & {ly.LOCK_LOCAL}) == 0):
+                if ((hl | _rk) & {ly.LOCK_WEAK}) == 0 and m[{ly.M_WEAK_RELEASE}] == 0:
+                    _c = False
+                else:
+                    _lh = {ly.H_RELAXED_LOCK}
+            else:
+                _lh = {ly.H_LOCKSET}
+"""
     return f"""
 _c = False
+_lh = 0
 if {rec} != 0:
     _st = {rec} >> {ly.STAMP_SHIFT}
     if _st < gs:
@@ -83,7 +99,7 @@ if {rec} != 0:
             _c = True
             if _st < lasts:
                 if _rl // sgs == lid // sgs:
-                    _c = False
+                    _c = False{locks}
 """
 
 
@@ -91,8 +107,8 @@ def _check(cols: tuple[int, ...], bit: int, kind: int) -> str:
     """Sets ``prev``/``pk`` to the first unordered record among ``cols`` (X only if cross)."""
     body = ""
     for n, col in enumerate(cols):
-        step = (f"_p = s[o[obj, {col}] + e]\n{_conflict('_p')}"
-                f"if _c:\n    prev = _p\n    pk = {kind}\n")
+        step = (f"_p = s[o[obj, {col}] + e]\n{_conflict('_p', ly.LOCK_COLS.get(col))}"
+                f"if _c:\n    prev = _p\n    pk = {kind}\n    ph = _lh\n")
         if n == 0:
             body = step
         elif n == 1:
@@ -102,8 +118,9 @@ def _check(cols: tuple[int, ...], bit: int, kind: int) -> str:
     return f"if prev == 0 and (mode & {bit}) != 0:\n" + _ind(body, 4)
 
 
-def _note(cat: int, kind: int, prev: str, pk: str) -> str:
-    """Notes a finding: into ``err`` (first-error mode) or the pending rows (report_all)."""
+def _note(cat: int, kind: int, prev: str, pk: str, ph: str = "0") -> str:
+    """Notes a finding: into ``err`` (first-error mode) or the pending rows (report_all);
+    ``ph``: the lock hints of the earlier access (``_conflict``)."""
     mix = (f"if {'not ' if kind == ly.K_ATOMIC else ''}({pk} == {ly.K_ATOMIC}):\n"
            f"        _info |= {ly.H_ATOMIC_MIX << 8}\n")
     return f"""
@@ -122,7 +139,10 @@ if {prev} != 0:
         if _st < lasts:
             if ({prev} & {ly.MAX_LID}) // sgs != lid // sgs:
                 _info |= {ly.H_SUBGROUP << 8}
-    {mix}if m[{ly.M_RAISE_RACE + cat - 1}] != 0:
+    {mix}_info |= {ph} << 8
+if ({ph} & {ly.H_RELAXED_LOCK}) != 0:
+    _info |= m[{ly.M_RELAXED}] << {ly.RELAXED_SHIFT}
+if m[{ly.M_RAISE_RACE + cat - 1}] != 0:
 {_ind(_raise(cat, prev), 4)}else:
     _key = {cat} + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * {ly.MAX_SITE + 2})
     _n = m[{ly.M_NPEND}]
@@ -181,7 +201,18 @@ if (mode & {ly.MB_UNINIT}) != 0:
 
 
 def _put(c1: int, c2: int, cx: int) -> str:
-    """Adds this access to a record set (1, 2, X)."""
+    """Adds this access to a record set (1, 2, X); the lock twins (plain reads only, with
+    lock tracking) move with their records."""
+    twins = c1 in ly.LOCK_COLS
+    l1, l2, lx = (ly.LOCK_COLS.get(c) for c in (c1, c2, cx))
+
+    def move(col: int, lcol: int | None) -> str:
+        code = f"s[o[obj, {col}] + e] = _r1\n"
+        if twins:
+            code += f"if lb != 0:\n    s[o[obj, {lcol}] + e] = s[o[obj, {l1}] + e]\n"
+        return code
+
+    held = f"if lb != 0:\n    s[o[obj, {l1}] + e] = hl\n" if twins else ""
     return f"""
 _b1 = o[obj, {c1}] + e
 _r1 = s[_b1]
@@ -189,10 +220,8 @@ if _r1 != 0:
     _st = _r1 >> {ly.STAMP_SHIFT}
     if _st < gs or (_r1 & {ly.MAX_LID}) != lid:
         if cross and _st < gs:
-            s[o[obj, {cx}] + e] = _r1
-        s[o[obj, {c2}] + e] = _r1
-s[_b1] = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid
-"""
+{_ind(move(cx, lx), 12)}{_ind(move(c2, l2), 8)}s[_b1] = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid
+{held}"""
 
 
 _W = ((ly.O_W,), ly.MB_W, ly.K_STORE)
@@ -209,14 +238,15 @@ _RULES = {
 def _recorder(short: str, pointer: bool) -> str:
     kind, conflicts, joins, uninit = _RULES[short]
     race = "".join(_check(*c) for c in conflicts)
-    race += f"if prev != 0:\n{_ind(_note(ly.CAT_RACE, kind, 'prev', 'pk'), 4)}"
+    race += f"if prev != 0:\n{_ind(_note(ly.CAT_RACE, kind, 'prev', 'pk', 'ph'), 4)}"
     if joins is None:
         update = (f"if (mode & {ly.MB_W}) != 0:\n    s[o[obj, {ly.O_W}] + e] = "
-                  f"(m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid\n")
+                  f"(m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid\n"
+                  f"    if lb != 0:\n        s[o[obj, {ly.O_LW}] + e] = hl\n")
     else:
         update = f"if (mode & {joins[0]}) != 0:\n{_ind(_put(*joins[1]), 4)}"
     body = (_uninit(kind) if uninit else "") + \
-        f"if (mode & {ly.MB_RACE}) != 0:\n    prev = 0\n    pk = 0\n{_ind(race, 4)}" + update
+        f"if (mode & {ly.MB_RACE}) != 0:\n    prev = 0\n    pk = 0\n    ph = 0\n{_ind(race, 4)}" + update
     if pointer:
         return _by_address(short)
     find = f"off = 0\nmode = o[obj, {ly.O_MODE}]\n"
@@ -232,6 +262,8 @@ def _cs_{short}(i, width, obj, eb, site, lid, {STATE}):
             last = m[{ly.M_LAST_GLOBAL}] if cross else m[{ly.M_LAST_LOCAL}]
             lasts = m[{ly.M_LAST_SUB}]
             sgs = m[{ly.M_SG_SIZE}]
+            lb = m[{ly.M_LOCK_BASE}]
+            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:
@@ -254,6 +286,33 @@ def _cs_{short}p(i, width, p, eb, site, lid, {STATE}):
     if obj < 0:
         return i + {_keep("m", "o", "s", "f", "err", "lg")}
     return _cs_{short}(i, width, np.int64(obj), np.int64(eb + off), site, lid, {STATE})
+"""
+
+
+# -- locks ------------------------------------------------------------------------------------
+def _lock() -> str:
+    """``_cs_lock``: a lock atomic that took (``act`` an acquire) or may release (a release)
+    the lock ``lk`` (``layout``'s lock id) for work-item ``lid``; it returns ``i``. One lock
+    at a time per work-item: taking a second replaces the first. A release of a lock the
+    work-item does not hold (an exchange that takes a lock) changes nothing."""
+    held, relaxed = "m[lb + lid]", f"m[{ly.M_RELAXED}]"
+    return f"""
+def _cs_lock(i, act, lk, eb, site, lid, {STATE}):
+    lb = m[{ly.M_LOCK_BASE}]
+    if lb != 0 and err[0] == 0:
+        if act == {ly.LK_ACQUIRE}:
+            {held} = lk
+        elif act == {ly.LK_ACQUIRE_RELAXED}:
+            {held} = lk | {ly.LOCK_WEAK}
+            if {relaxed} == 0:
+                {relaxed} = site + 1
+        elif act >= {ly.LK_RELEASE} and {held} != 0 and ({held} >> 1) == (lk >> 1):
+            {held} = 0
+            if act == {ly.LK_RELEASE_RELAXED}:
+                m[{ly.M_WEAK_RELEASE}] = 1
+                if {relaxed} == 0:
+                    {relaxed} = site + 1
+    return i + {_keep("m", "o", "s", "f", "err", "lg")}
 """
 
 
@@ -371,8 +430,8 @@ RECORDERS = {"load": "_cs_ld", "store": "_cs_st", "atomic": "_cs_at"}
 # Helpers the same for every kernel: compiled once into their own module (``native``).
 FAST = ("ld", "st")  # recorders with fast paths ``_cs_<short>q<l|g|p>``
 FAST_PATHS = tuple(f"_cs_{short}q{space}" for short in FAST for space in "lgp")
-SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_flush", "_cs_end",
-          "_cs_cross_at", "_cs_cross", "_cs_defer", *FAST_PATHS)
+SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_lock",
+          "_cs_flush", "_cs_end", "_cs_cross_at", "_cs_cross", "_cs_defer", *FAST_PATHS)
 
 
 def sources() -> dict[str, str]:
@@ -385,4 +444,5 @@ def sources() -> dict[str, str]:
         for space in "lgp":
             out[f"_cs_{short}q{space}"] = _fast(short, space)
     out["_cs_defer"] = _DEFER
+    out["_cs_lock"] = _lock()
     return out

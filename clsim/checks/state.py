@@ -23,8 +23,9 @@ READ_ONLY = -1  # shadow-site width of a buffer parameter the kernel never write
 
 
 def allocate(info: LaunchInfo, races: bool, uninit: bool, raise_race: bool,
-             raise_uninit: bool) -> list:
-    """The state arrays ``[meta, objects, shadow, findings, log]`` for one launch."""
+             raise_uninit: bool, locks: bool = False) -> list:
+    """The state arrays ``[meta, objects, shadow, findings, log]`` for one launch (``locks``:
+    with lock tracking, ``layout.M_LOCK_BASE``)."""
     nd = info.ndrange
     _check_limits(info)
     objs = fd.objects(info.sites)
@@ -36,19 +37,10 @@ def allocate(info: LaunchInfo, races: bool, uninit: bool, raise_race: bool,
     for k, obj in enumerate(objs):
         table[k, ly.O_MODE] = 0 if obj.count == READ_ONLY else _mode(
             obj.space, usage[shared[k]], races, uninit)
-    total = 1
-    for k in range(len(objs)):  # each shadow's leader first, then the objects sharing it
-        if shared[k] == k:
-            table[k, ly.O_LEN] = lengths[k]
-            for col, need in _records(int(table[k, ly.O_MODE])):
-                if need:
-                    table[k, col] = total
-                    total += lengths[k]
-    for k in range(len(objs)):
-        if shared[k] != k:
-            lead = table[shared[k], ly.O_W:ly.O_AX + 1]
-            table[k, ly.O_W:ly.O_AX + 1] = np.where(lead != 0, lead + offsets[k], 0)
-    meta = np.zeros(ly.M_SLOTS + ly.SLOT_WIDTH * len(info.sites), np.int64)
+    total = _place_records(table, lengths, shared, offsets, locks)
+    slots = ly.M_SLOTS + ly.SLOT_WIDTH * len(info.sites)
+    meta = np.zeros(slots + (nd.group_items if locks else 0), np.int64)
+    meta[ly.M_LOCK_BASE] = slots if locks else 0  # then each work-item's held lock
     meta[ly.M_EPOCH_BITS] = ly.STAMP_BITS - max(1, (nd.total_groups - 1).bit_length())
     meta[ly.M_SG_SIZE] = info.subgroup_size
     meta[ly.M_RAISE_RACE] = raise_race
@@ -57,6 +49,26 @@ def allocate(info: LaunchInfo, races: bool, uninit: bool, raise_race: bool,
     found = np.zeros((ly.HELD_ROW + 1, ly.FIND_COLS), np.int64)
     log = np.empty(2 * ly.LOG_CAPACITY, np.int64)
     return [meta, table, lazy_zeros(total), found, log]
+
+
+def _place_records(table, lengths, shared, offsets, locks: bool) -> int:
+    """Give each object's records (and, with ``locks``, their lock twins) their bases in the
+    shadow; returns its size."""
+    cols = list(ly.SHADOW_COLS)
+    total = 1
+    for k in range(len(lengths)):  # each shadow's leader first, then the objects sharing it
+        if shared[k] == k:
+            table[k, ly.O_LEN] = lengths[k]
+            for col, need in _records(int(table[k, ly.O_MODE])):
+                for c in (col, ly.LOCK_COLS.get(col)) if locks else (col,):
+                    if need and c is not None:
+                        table[k, c] = total
+                        total += lengths[k]
+    for k in range(len(lengths)):
+        if shared[k] != k:
+            lead = table[shared[k], cols]
+            table[k, cols] = np.where(lead != 0, lead + offsets[k], 0)
+    return total
 
 
 _LAZY_BYTES = 1 << 20

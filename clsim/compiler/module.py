@@ -275,8 +275,10 @@ class ModuleEmitter:
         if self.instruments:
             dispatch.loop(self.instruments, gen, loop, f"{var}a", var_type, start)
 
-    def access(self, gen, site, buffer, arrt, codes, kind, atomic=False) -> list[str]:
-        return dispatch.access(self.instruments, gen, site, buffer, arrt, codes, kind, atomic)
+    def access(self, gen, site, buffer, arrt, codes, kind, atomic=False,
+               values=()) -> list[str]:
+        return dispatch.access(self.instruments, gen, site, buffer, arrt, codes, kind, atomic,
+                               values)
 
     _FLOP_KINDS: ClassVar[dict[str, str]] = {"+": "add", "-": "add", "*": "mul", "/": "div"}
 

@@ -66,21 +66,22 @@ def subgroup_barrier(instruments, gen, stmt, site: int) -> None:
 
 
 def access(instruments, gen, site: int, buffer: str, arrt, codes: list[str], kind: str,
-           atomic: bool = False) -> list[str]:
-    """The index codes after every instrument has wrapped them, in registry order."""
+           atomic: bool = False, values: tuple[str, ...] = ()) -> list[str]:
+    """The index codes after every instrument has wrapped them, in registry order
+    (``values``: the codes of an atomic's operands, ``AccessEvent.values``)."""
     event = None
     for inst in instruments:
         if _legacy(inst, "access"):
             codes = inst.access(gen, site, buffer, arrt, codes, kind, atomic)
             continue
         if event is None:
-            event = _access_event(gen, site, buffer, arrt, kind, atomic)
+            event = _access_event(gen, site, buffer, arrt, kind, atomic, values)
         event = dataclasses.replace(event, index=tuple(codes))
         codes = list(inst.on_access(event, ev.Emit(gen)))
     return codes
 
 
-def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic):
+def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic, values=()):
     storage = gen.storage.get(buffer, "param") if gen.in_group_fn else "helper"
     array, lead = gen.array_base(buffer, arrt)
     record = gen.module.sites[site]
@@ -93,7 +94,7 @@ def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic):
         shape=shape, index=(), width=record.width, site=record,
         lanes=ev.ONE_ITEM if gen.in_wi else ev.WHOLE_GROUP, lid=gen.lid_code(),
         array=array, lead=tuple(lead), param=param, effect=_effect(kind, atomic),
-        node=gen.module.site_nodes.get(site))
+        node=gen.module.site_nodes.get(site), values=tuple(values))
 
 
 def _effect(kind: str, atomic) -> str:

@@ -44,7 +44,10 @@ class AccessEvent:
     ``param`` is the buffer's position among the kernel's parameters (``LaunchInfo.params``,
     ``values``) when ``storage`` is "param", else None. ``effect`` is what the access does to
     memory: "load", "store" or "rmw" (read-modify-write); an atomic's may be any of them
-    (``atomic_load`` only reads, ``atomic_store`` only writes).
+    (``atomic_load`` only reads, ``atomic_store`` only writes). ``values``: for an atomic,
+    the codes of its value operands in source order (``atomic_cmpxchg``'s compare value and
+    new value; the compare-exchange's expected value and desired value), evaluated before
+    the index codes run, so a wrapper may compare them with the element's current value.
     """
 
     kind: str  # "load", "store" or "atomic" (read-modify-writes and exchanges)
@@ -63,6 +66,7 @@ class AccessEvent:
     param: int | None = None
     effect: str = "load"
     node: Any = None  # the access's node in the parsed source (``Emit.parsed``), if known
+    values: tuple[str, ...] = ()
 
     @property
     def atomic(self) -> bool:

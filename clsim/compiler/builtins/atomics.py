@@ -120,7 +120,8 @@ def _emitter(name: str):
             tmp = gen.fresh("_av")
             gen.pre(f"{tmp} = {gen.typed(v, t)}")
             vals.append(tmp)
-        codes = gen.module.access(gen, site, arr.id, arrt, temps, "atomic", atomic=True)
+        codes = gen.module.access(gen, site, arr.id, arrt, temps, "atomic", atomic=True,
+                                  values=tuple(vals))
         for tmp, code in zip(temps, codes, strict=True):
             if code != tmp:
                 gen.pre(f"{tmp} = {code}")

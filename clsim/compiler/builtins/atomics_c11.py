@@ -148,7 +148,7 @@ def _target(gen, name: str, node):
     # ``atomic``: the memory effect, for the traffic model ("load"/"store": one way, True: RMW).
     effect = {"load": "load", "store": "store", "clear": "store"}.get(C11[name][0], True)
     codes = gen.module.access(gen, site, arr.id, arrt, temps, kind,
-                              atomic=effect if kind == "atomic" else False)
+                              atomic=effect if kind == "atomic" else False, values=tuple(vals))
     for tmp, code in zip(temps, codes, strict=True):
         if code != tmp:
             gen.pre(f"{tmp} = {code}")
