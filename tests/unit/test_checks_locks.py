@@ -23,9 +23,12 @@ from clsim import (
     atomic_flag_test_and_set,
     atomic_store_explicit,
     atomic_xchg,
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
     get_group_id,
     get_local_id,
     kernel,
+    local_array,
     memory_order_acquire,
     memory_order_relaxed,
     memory_order_release,
@@ -107,6 +110,24 @@ def two_locks(lock, total, x):
             pass
         total[0] = total[0] + x[get_group_id(0)]
         atomic_xchg(lock[mine], 0)
+
+
+@kernel
+def local_lock_count(out, total):
+    lock = local_array(1, np.int32)
+    count = local_array(1, np.int32)
+    if get_local_id(0) == 0:
+        lock[0] = 0
+        count[0] = 0
+    barrier(CLK_LOCAL_MEM_FENCE)
+    while atomic_cmpxchg(lock[0], 0, 1) != 0:
+        pass
+    count[0] = count[0] + 1
+    total[0] = total[0] + 1.0
+    atomic_xchg(lock[0], 0)
+    barrier(CLK_LOCAL_MEM_FENCE)
+    if get_local_id(0) == 0:
+        out[get_group_id(0)] = count[0]
 
 
 def _line_of(text: str) -> int:
@@ -197,3 +218,18 @@ def test_no_acquiring_atomic_no_lock_tracking():
         clsim.run(counted, (16,), (4,), _args(), checks="all")
     assert "run in different work-groups" in str(info.value)
     assert "no lock is held" not in str(info.value) and "lock atomic" not in str(info.value)
+
+
+def test_local_lock_orders_its_work_group_only():
+    """A lock in local memory orders the work-items of its work-group (the local count is
+    not a race) but not two work-groups: their updates of the global ``total`` are."""
+    out, total = np.zeros(4, np.int32), np.zeros(1, np.float32)
+    with pytest.raises(clsim.DataRaceError) as info:
+        clsim.run(local_lock_count, (16,), (4,), (out, total), checks="all")
+    err = info.value
+    assert "data race on global total[0]" in str(err) and err.group != err.other_group
+    assert "no lock is held by both" in str(err)
+    found = clsim.run(local_lock_count, (16,), (4,), (out, total), checks="all",
+                      report_all=True).findings
+    assert {f.buffer for f in found} == {"total"}
+    assert list(out) == [4, 4, 4, 4]
