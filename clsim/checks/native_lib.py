@@ -37,7 +37,7 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
             lasts = m[4]
             sgs = m[6]
             lb = m[21]
-            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
+            hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:
@@ -296,7 +296,7 @@ def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
             lasts = m[4]
             sgs = m[6]
             lb = m[21]
-            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
+            hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:
@@ -578,7 +578,7 @@ def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
             lasts = m[4]
             sgs = m[6]
             lb = m[21]
-            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
+            hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:

@@ -29,8 +29,12 @@ from clsim.checks.state import READ_ONLY, lazy_zeros, usage_of
 from clsim.instruments.base import LaunchInfo
 
 MEMORY_BUDGET = 1 << 30  # bytes of per-thread shadow copies, all threads together
-SPARE_BYTES = 1 << 28  # per-thread shadows up to this size are kept for the next launch
-_SPARE: list = []  # [(states, shadows)] of the last launch
+SPARE_BYTES = 1 << 28  # per-thread shadows kept for later launches, all shapes together
+SPARE_SHAPES = 4  # launches of this many state shapes keep their own spare
+# state shape -> (states, shadows), most recently used last: a launch takes the spare of its
+# own shape, so launches with different checks (or kernels) taking turns, as in a benchmark
+# or a test suite, do not each fault in fresh shadows (a third of a short launch's time)
+_SPARE: dict[tuple, tuple] = {}
 _SPARE_LOCK = threading.Lock()
 _DIRTY = (ly.M_NFIND, ly.M_NPEND, ly.M_OVERFLOW, ly.M_LOST, ly.M_HELD)  # meta slots: not clean
 
@@ -66,14 +70,30 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
         thread.join()
     dirty = bool(failed) or any(s[0][list(_DIRTY)].any() for s in states) or _cross(states,
                                                                                   shadows)
-    if shadows.nbytes <= SPARE_BYTES:
-        with _SPARE_LOCK:
-            _SPARE[:] = [(states, shadows)]
+    _keep_spare(states, shadows)
     if dirty:
         for value, saved in snapshot:
             np.copyto(value, saved)
         run_groups(0, groups)
     return True
+
+
+def _shape(meta: np.ndarray, table: np.ndarray, threads: int, size: int) -> tuple:
+    return (threads, size, meta.shape, table.shape)
+
+
+def _keep_spare(states: list, shadows: np.ndarray) -> None:
+    """Keep this launch's thread states for the next launch of the same shape, dropping the
+    least recently used shapes beyond ``SPARE_SHAPES`` or ``SPARE_BYTES``."""
+    if shadows.nbytes > SPARE_BYTES:
+        return
+    key = _shape(states[0][0], states[0][1], *shadows.shape)
+    with _SPARE_LOCK:
+        _SPARE.pop(key, None)
+        _SPARE[key] = (states, shadows)
+        while len(_SPARE) > SPARE_SHAPES or \
+                sum(spare[1].nbytes for spare in _SPARE.values()) > SPARE_BYTES:
+            del _SPARE[next(iter(_SPARE))]
 
 
 def _cross(states: list, shadows: np.ndarray) -> bool:
@@ -106,18 +126,16 @@ def _thread_states(state: list, threads: int) -> tuple[list, np.ndarray, list | 
     used. Reusing them saves the page faults of fresh shadows, a large part of a short
     launch's cost; clearing only what was written saves most of the rest."""
     meta, table, shadow, found, log, entry = state
-    with _SPARE_LOCK:
-        spare = _SPARE.pop() if _SPARE else None
+    with _SPARE_LOCK:  # taken out while in use: a concurrent launch makes its own
+        spare = _SPARE.pop(_shape(meta, table, threads, shadow.size), None)
     if spare is not None:
         states, shadows = spare
-        if shadows.shape == (threads, shadow.size) and states[0][0].shape == meta.shape \
-                and states[0][1].shape == table.shape:
-            stale = [(_written_spans(own[0], own[1]), bool(own[0][list(_DIRTY)].any()))
-                     for own in states]
-            for own in states:
-                own[0][:] = meta
-                own[1][:] = table
-            return states, shadows, stale
+        stale = [(_written_spans(own[0], own[1]), bool(own[0][list(_DIRTY)].any()))
+                 for own in states]
+        for own in states:
+            own[0][:] = meta
+            own[1][:] = table
+        return states, shadows, stale
     shadows = lazy_zeros(threads * shadow.size).reshape(threads, shadow.size)
     return [[meta.copy(), table.copy(), shadows[t], np.zeros(found.shape, np.int64),
              np.empty_like(log), entry] for t in range(threads)], shadows, None

@@ -159,10 +159,36 @@ def _cs_cross_at(s, o, k, e):
 """
 
 
+def _lock() -> str:
+    """``_cs_lock``: a lock atomic that took (``act`` an acquire) or may release (a release)
+    the lock ``lk`` (``layout``'s lock id) for work-item ``lid``; it returns ``i``. One lock
+    at a time per work-item: taking a second replaces the first. A release of a lock the
+    work-item does not hold (an exchange that takes a lock) changes nothing."""
+    held, relaxed = "m[lb + lid]", f"m[{ly.M_RELAXED}]"
+    return f"""
+def _cs_lock(i, act, lk, eb, site, lid, m, o, s, f, err, lg):
+    lb = m[{ly.M_LOCK_BASE}]
+    if lb != 0 and err[0] == 0:
+        if act == {ly.LK_ACQUIRE}:
+            {held} = lk
+        elif act == {ly.LK_ACQUIRE_RELAXED}:
+            {held} = lk | {ly.LOCK_WEAK}
+            if {relaxed} == 0:
+                {relaxed} = site + 1
+        elif act >= {ly.LK_RELEASE} and {held} != 0 and ({held} >> 1) == (lk >> 1):
+            {held} = 0
+            if act == {ly.LK_RELEASE_RELAXED}:
+                m[{ly.M_WEAK_RELEASE}] = 1
+                if {relaxed} == 0:
+                    {relaxed} = site + 1
+    return i + {_keep("m", "o", "s", "f", "err", "lg")}
+"""
+
+
 def sources() -> dict[str, str]:
     """Name -> source of every group-level helper."""
     return {"_cs_flush": _FLUSH, "_cs_sv": _SAVE, "_cs_end": _END, "_cs_cross": _CROSS,
-            "_cs_cross_at": _CROSS_AT}
+            "_cs_cross_at": _CROSS_AT, "_cs_lock": _lock()}
 
 
 def register() -> None:

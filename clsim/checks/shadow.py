@@ -200,6 +200,10 @@ if (mode & {ly.MB_UNINIT}) != 0:
 {_ind(_note(ly.CAT_UNINIT, kind, "0", "0"), 12)}"""
 
 
+def _stamp(target: str) -> str:
+    return f"{target} = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid\n"
+
+
 def _put(c1: int, c2: int, cx: int) -> str:
     """Adds this access to a record set (1, 2, X); the lock twins (plain reads only, with
     lock tracking) move with their records."""
@@ -220,8 +224,7 @@ if _r1 != 0:
     _st = _r1 >> {ly.STAMP_SHIFT}
     if _st < gs or (_r1 & {ly.MAX_LID}) != lid:
         if cross and _st < gs:
-{_ind(move(cx, lx), 12)}{_ind(move(c2, l2), 8)}s[_b1] = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid
-{held}"""
+{_ind(move(cx, lx), 12)}{_ind(move(c2, l2), 8)}{_stamp("s[_b1]")}{held}"""
 
 
 _W = ((ly.O_W,), ly.MB_W, ly.K_STORE)
@@ -245,8 +248,9 @@ def _recorder(short: str, pointer: bool) -> str:
                   f"    if lb != 0:\n        s[o[obj, {ly.O_LW}] + e] = hl\n")
     else:
         update = f"if (mode & {joins[0]}) != 0:\n{_ind(_put(*joins[1]), 4)}"
+    start = "prev = 0\npk = 0\nph = 0\n"  # the earlier access, its kind, its lock hints
     body = (_uninit(kind) if uninit else "") + \
-        f"if (mode & {ly.MB_RACE}) != 0:\n    prev = 0\n    pk = 0\n    ph = 0\n{_ind(race, 4)}" + update
+        f"if (mode & {ly.MB_RACE}) != 0:\n{_ind(start + race, 4)}" + update
     if pointer:
         return _by_address(short)
     find = f"off = 0\nmode = o[obj, {ly.O_MODE}]\n"
@@ -263,7 +267,7 @@ def _cs_{short}(i, width, obj, eb, site, lid, {STATE}):
             lasts = m[{ly.M_LAST_SUB}]
             sgs = m[{ly.M_SG_SIZE}]
             lb = m[{ly.M_LOCK_BASE}]
-            hl = m[lb + lid] if lb != 0 else 0  # the lock this work-item holds (``_cs_lock``)
+            hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
             for k in range(width):
                 e = off + eb + i + k
                 if cross:
@@ -286,33 +290,6 @@ def _cs_{short}p(i, width, p, eb, site, lid, {STATE}):
     if obj < 0:
         return i + {_keep("m", "o", "s", "f", "err", "lg")}
     return _cs_{short}(i, width, np.int64(obj), np.int64(eb + off), site, lid, {STATE})
-"""
-
-
-# -- locks ------------------------------------------------------------------------------------
-def _lock() -> str:
-    """``_cs_lock``: a lock atomic that took (``act`` an acquire) or may release (a release)
-    the lock ``lk`` (``layout``'s lock id) for work-item ``lid``; it returns ``i``. One lock
-    at a time per work-item: taking a second replaces the first. A release of a lock the
-    work-item does not hold (an exchange that takes a lock) changes nothing."""
-    held, relaxed = "m[lb + lid]", f"m[{ly.M_RELAXED}]"
-    return f"""
-def _cs_lock(i, act, lk, eb, site, lid, {STATE}):
-    lb = m[{ly.M_LOCK_BASE}]
-    if lb != 0 and err[0] == 0:
-        if act == {ly.LK_ACQUIRE}:
-            {held} = lk
-        elif act == {ly.LK_ACQUIRE_RELAXED}:
-            {held} = lk | {ly.LOCK_WEAK}
-            if {relaxed} == 0:
-                {relaxed} = site + 1
-        elif act >= {ly.LK_RELEASE} and {held} != 0 and ({held} >> 1) == (lk >> 1):
-            {held} = 0
-            if act == {ly.LK_RELEASE_RELAXED}:
-                m[{ly.M_WEAK_RELEASE}] = 1
-                if {relaxed} == 0:
-                    {relaxed} = site + 1
-    return i + {_keep("m", "o", "s", "f", "err", "lg")}
 """
 
 
@@ -444,5 +421,4 @@ def sources() -> dict[str, str]:
         for space in "lgp":
             out[f"_cs_{short}q{space}"] = _fast(short, space)
     out["_cs_defer"] = _DEFER
-    out["_cs_lock"] = _lock()
     return out

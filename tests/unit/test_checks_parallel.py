@@ -225,7 +225,7 @@ def test_reused_thread_state_is_cleared_where_the_last_launch_wrote(spy):
     for _ in range(3):
         assert launch(reverse_in_group, (x, y), report_all=True).findings == []
     assert spy == [{"threaded": True, "replayed": False}] * 3
-    states, shadows = parallel._SPARE[0]
+    states, shadows = list(parallel._SPARE.values())[-1]
     for own, row in zip(states, shadows, strict=True):
         spans = parallel._written_spans(own[0], own[1])
         assert spans
@@ -233,3 +233,25 @@ def test_reused_thread_state_is_cleared_where_the_last_launch_wrote(spy):
         for start, stop in spans:
             covered[start:stop] = True
         assert not row[~covered].any()  # nothing written outside the spans
+
+
+def test_launches_of_different_shapes_taking_turns_each_reuse_their_state(monkeypatch):
+    """Two launches whose state differs in shape (checks="all" and checks="uninit"), taking
+    turns, each find their own spare thread state: no fresh shadow after the first of each
+    (a fresh one costs its page faults, a third of a short launch)."""
+    fresh = []
+    real = parallel.lazy_zeros
+
+    def counted(count):
+        fresh.append(count)
+        return real(count)
+
+    monkeypatch.setattr(parallel, "lazy_zeros", counted)
+    parallel._SPARE.clear()
+    x, y = np.arange(1024, dtype=F32), np.zeros(1024, F32)
+    for _ in range(3):
+        for checks in ("all", "uninit"):
+            result = clsim.run(reverse_in_group, (1024,), (64,), (x, y), checks=checks)
+            assert result.findings == []
+    assert len(fresh) == 2
+    assert len(parallel._SPARE) == 2
