@@ -130,6 +130,38 @@ def local_lock_count(out, total):
         out[get_group_id(0)] = count[0]
 
 
+@clsim.func
+def take_lock(lock):
+    while atomic_cmpxchg(lock[0], 0, 1) != 0:
+        pass
+
+
+@clsim.func
+def give_lock(lock):
+    atomic_xchg(lock[0], 0)
+
+
+@clsim.func
+def add_to(total, v):
+    total[0] = total[0] + v
+
+
+@kernel
+def locked_by_helpers(lock, total, x):
+    if get_local_id(0) == 0:
+        take_lock(lock)
+        add_to(total, x[get_group_id(0)])
+        give_lock(lock)
+
+
+@kernel
+def released_too_early_by_helpers(lock, total, x):
+    if get_local_id(0) == 0:
+        take_lock(lock)
+        give_lock(lock)
+        add_to(total, x[get_group_id(0)])
+
+
 def _line_of(text: str) -> int:
     lines = open(__file__).read().splitlines()
     return next(n for n, line in enumerate(lines, 1) if text in line)
@@ -140,13 +172,16 @@ def _args(groups=4):
             np.arange(1, groups + 1, dtype=np.float32))
 
 
-@pytest.mark.parametrize("kern", [locked_sum_cl12, locked_sum_cl20, locked_sum_flag],
-                         ids=["cl12", "cl20", "flag"])
-def test_locked_update_is_not_a_race(kern):
-    """The lock orders the groups' read-modify-writes of ``total``: no finding, and the
-    lock serialises them (the sum is exact, the lock is free at the end)."""
+@pytest.mark.parametrize(("kern", "jit"), [
+    (locked_sum_cl12, True), (locked_sum_cl20, True), (locked_sum_flag, True),
+    (locked_by_helpers, True), (locked_sum_cl12, False), (locked_sum_cl20, False)],
+    ids=["cl12", "cl20", "flag", "helpers", "cl12-nojit", "cl20-nojit"])
+def test_locked_update_is_not_a_race(kern, jit):
+    """The lock orders the groups' read-modify-writes of ``total`` (taken, used and
+    released in the kernel or in helpers, with or without JIT): no finding, and the lock
+    serialises them (the sum is exact, the lock is free at the end)."""
     lock, total, x = args = _args()
-    result = clsim.run(kern, (16,), (4,), args, checks="all")
+    result = clsim.run(kern, (16,), (4,), args, checks="all", jit=jit)
     assert total[0] == x.sum() and lock[0] == 0
     assert result.findings == []
 
@@ -180,6 +215,14 @@ def test_access_after_the_release_is_a_race():
     assert store in err.lines and "data race on global total[0]" in str(err)
     assert "no lock is held by both" in str(err)
     assert "make both accesses while holding the same lock" in str(err)
+
+
+def test_access_after_a_helper_released_the_lock_is_a_race():
+    """The update made after the helper released the lock holds none: reported."""
+    with pytest.raises(clsim.DataRaceError) as info:
+        clsim.run(released_too_early_by_helpers, (16,), (4,), _args(), checks="all")
+    assert "data race on global total[0]" in str(info.value)
+    assert "run in different work-groups" in str(info.value)
 
 
 def test_two_different_locks_do_not_order():
