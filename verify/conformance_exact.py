@@ -148,7 +148,7 @@ def _same(got: np.ndarray, want: np.ndarray, how) -> np.ndarray:
     if isinstance(how, Absolute):
         with np.errstate(invalid="ignore"):
             close = np.abs(got.astype(np.float64) - want.astype(np.float64)) <= how.tolerance
-        return close | (np.isnan(got) & np.isnan(want))
+        return close | (got == want) | (np.isnan(got) & np.isnan(want))  # == for ±inf
     if how == "bits":
         return got.view(f"u{got.dtype.itemsize}") == want.view(f"u{want.dtype.itemsize}")
     if how == "quo7":
@@ -249,7 +249,7 @@ def _device_outputs(info, group, calls, report, forms=ScalarForms):
     if any(c.dtype == np.float64 for c in group.cols) or any(
             t == "float64" for c in calls for t in c.outs):
         if not info.fp64:
-            report.skipped.append(f"{info.short_name}: {group.key} (no fp64)")
+            report.skipped.append(f"{info.short_name}: {group.key}: lacks cl_khr_fp64")
             return calls, None
     from verify.features import missing_feature
 
