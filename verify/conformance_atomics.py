@@ -14,6 +14,8 @@ rounded once; fetch_min/max of +0 and -0 is not judged, the sign is open).
 64-bit legacy atomics are spelled ``atom_*`` in OpenCL C (cl_khr_int64_base_atomics /
 cl_khr_int64_extended_atomics); C11 atomics need OpenCL C 2.0, float C11 add/min/max the
 cl_ext_float_atomics functions: a device without them skips the group with the reason.
+``atomic_suite`` also runs the ``__local`` forms, many work-items per element
+(``verify.conformance_atomics_local``); their rows' type reads "local int32".
 """
 
 from __future__ import annotations
@@ -196,7 +198,10 @@ def atomic_suite(devices=(), builtins=None, draws: int = 200, seed: int = 0,
     from verify.conformance import ConformanceReport
     from verify.conformance_exact import run_group
 
+    from verify.conformance_atomics_local import local_atomic_suite
+
     report = report if report is not None else ConformanceReport()
     for group in atomic_groups(seed, draws, None if builtins is None else set(builtins)):
         run_group(group, devices, simulator_modes, report, AtomicForms)
+    local_atomic_suite(devices, builtins, draws, seed, simulator_modes, report)
     return report
