@@ -17,7 +17,15 @@ import re
 
 import numpy as np
 
-from verify.conformance_cases import _C, Call, Group, conversion_group, float_group, integer_group
+from verify.conformance_cases import (
+    _C,
+    Call,
+    Group,
+    OneOf,
+    conversion_group,
+    float_group,
+    integer_group,
+)
 from verify.conformance_exact import ScalarForms, run_group
 
 # element type -> vector width of the family's vector group
@@ -61,8 +69,10 @@ def vectorize(group: Group, width: int) -> Group:
         elif call.name == "select":
             x, y, cond = (cols[k] for k in call.args)
             wants = (np.where(_top_bit(cond), y, x).astype(wants[0].dtype),)
+        judges = tuple(OneOf(_pad(j.alternative, width)) if isinstance(j, OneOf) else j
+                       for j in call.judge)
         calls.append(Call(vector_name(call.name, width), call.args, call.outs, wants, defined,
-                          call.judge, call.name))
+                          judges, call.name))
     return Group(f"{group.key} x{width}", cols, calls, width)
 
 
