@@ -62,8 +62,8 @@ def _width(t) -> int:
 
 
 # -- helpers: one per element type and width, components as arguments ------------------------
-def _args(n: int, stem: str = "a") -> str:
-    return ", ".join(f"{stem}{k}" for k in range(n))
+def _args(n: int) -> str:
+    return ", ".join(f"a{k}" for k in range(n))
 
 
 def _scale_lines(t: str, n: int) -> str:
