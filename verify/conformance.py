@@ -15,8 +15,9 @@ compilation) evaluates a group. ``conformance(...)`` returns a ``ConformanceRepo
 ``conformance_main`` is the CLI. The other parts of the suite (``PARTS``): the exact builtins
 (``verify.conformance_exact``), vector forms (``verify.conformance_vectors``,
 ``verify.conformance_geometric``), half (``verify.conformance_half``), atomics
-(``verify.conformance_atomics``) and collectives (``verify.conformance_collectives``). Not
-judged: memory and work-item functions (their own tests).
+(``verify.conformance_atomics``, ``verify.conformance_atomics_local``), collectives
+(``verify.conformance_collectives``) and async copies (``verify.conformance_memory``). Not
+judged: work-item functions (their own tests).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from verify.probe_kernels import evaluate_many
 
 F, D = np.float32, np.float64
 CONFORMANCE_HELP = ("every builtin (math, integer, conversions, relational; vector forms, half, "
-                    "atomics, collectives) vs a correctly rounded or exact reference, on the "
-                    "simulator and each device: max ULP, the spec's bound and deviations")
+                    "atomics, collectives, async copies) vs a correctly rounded or exact "
+                    "reference, on the simulator and each device: max ULP, the spec's bound "
+                    "and deviations")
 
 
 def _shapes() -> dict[tuple[int, str], list[str]]:
@@ -81,6 +83,12 @@ def inputs(dt, arity: int, kind: str, seed: int = 0, draws: int = 300) -> list[n
         n = cols[0].size
         cols[1] = np.resize(np.concatenate([ints, rng.integers(-40, 40, n).astype(np.int32)]),
                             n)
+        # results beyond the range: rootn(denormal, -1), pown(huge, 2), ldexp(1, 2000), ...
+        info = np.finfo(dt)
+        sub = np.nextafter(dt(0), dt(1))
+        xs = np.array([sub, -sub, info.tiny, info.max, -info.max, 1.0, 0.5, sub * 3], dt)
+        ns = np.array([-1, -1, -1, 2, 3, 2000, -2000, -2], np.int32)
+        cols = [np.concatenate([cols[0], xs]), np.concatenate([cols[1], ns])]
     return cols
 
 
@@ -192,7 +200,7 @@ def _run_device(info, name, cols, dt) -> np.ndarray:
     return run.buffers[-1]
 
 
-PARTS = ("math", "exact", "vectors", "half", "atomics", "collectives")
+PARTS = ("math", "exact", "vectors", "half", "atomics", "collectives", "memory")
 
 
 def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
@@ -202,17 +210,20 @@ def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
     to restrict to (None: all). ``parts``: "math" (float math, ULP bounds), "exact" (integer
     builtins, conversions, bit casts, relational and tuple builtins:
     ``verify.conformance_exact``), "vectors" (``verify.conformance_vectors``), "half",
-    "atomics" (``verify.conformance_atomics``), "collectives"
-    (``verify.conformance_collectives``); ``exact=False`` leaves out all but "math"."""
+    "atomics" (``verify.conformance_atomics``, ``__local`` ones included), "collectives"
+    (``verify.conformance_collectives``), "memory" (``verify.conformance_memory``: async
+    copies, prefetch); ``exact=False`` leaves out all but "math"."""
     from verify.conformance_atomics import atomic_suite
     from verify.conformance_collectives import collective_suite
     from verify.conformance_exact import exact_suite
     from verify.conformance_half import half_suite
+    from verify.conformance_memory import memory_suite
     from verify.conformance_vectors import vector_suite
 
     report = ConformanceReport()
     suites = {"math": float_suite, "exact": exact_suite, "vectors": vector_suite,
-              "half": half_suite, "atomics": atomic_suite, "collectives": collective_suite}
+              "half": half_suite, "atomics": atomic_suite, "collectives": collective_suite,
+              "memory": memory_suite}
     for part in (parts if exact else ("math",)):
         if part in suites:
             suites[part](devices, builtins, draws, seed, simulator_modes, report=report)

@@ -14,6 +14,8 @@ rounded once; fetch_min/max of +0 and -0 is not judged, the sign is open).
 64-bit legacy atomics are spelled ``atom_*`` in OpenCL C (cl_khr_int64_base_atomics /
 cl_khr_int64_extended_atomics); C11 atomics need OpenCL C 2.0, float C11 add/min/max the
 cl_ext_float_atomics functions: a device without them skips the group with the reason.
+``atomic_suite`` also runs the ``__local`` forms, many work-items per element
+(``verify.conformance_atomics_local``); their rows' type reads "local int32".
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ LEGACY = ("atomic_add", "atomic_sub", "atomic_xchg", "atomic_min", "atomic_max",
           "atomic_or", "atomic_xor", "atomic_inc", "atomic_dec", "atomic_cmpxchg")
 C11 = ("atomic_fetch_add", "atomic_fetch_sub", "atomic_fetch_or", "atomic_fetch_xor",
        "atomic_fetch_and", "atomic_fetch_min", "atomic_fetch_max", "atomic_exchange",
-       "atomic_store", "atomic_compare_exchange_strong")
+       "atomic_store", "atomic_load", "atomic_compare_exchange_strong")
 FLOAT_C11 = ("atomic_fetch_add", "atomic_fetch_sub", "atomic_fetch_min", "atomic_fetch_max",
-             "atomic_exchange", "atomic_store", "atomic_compare_exchange_strong")
+             "atomic_exchange", "atomic_store", "atomic_load", "atomic_compare_exchange_strong")
 _OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "xchg": lambda a, b: b,
-        "exchange": lambda a, b: b, "store": lambda a, b: b, "min": min, "max": max,
+        "exchange": lambda a, b: b, "store": lambda a, b: b, "load": lambda a, b: a,
+        "min": min, "max": max,
         "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
         "inc": lambda a, b: a + 1, "dec": lambda a, b: a - 1}
 _ATOMIC_C = {"int32": "atomic_int", "uint32": "atomic_uint", "int64": "atomic_long",
@@ -41,7 +44,7 @@ def _op(name: str) -> str:
     return name.split("_")[-1]
 
 
-_NO_OPERAND = ("atomic_inc", "atomic_dec")
+_NO_OPERAND = ("atomic_inc", "atomic_dec", "atomic_load")
 
 
 def _operands(name: str) -> tuple[int, ...]:
@@ -90,12 +93,14 @@ def _float_call(name: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> Call:
                         (np.where(hit, b, a), hit.astype(np.int32), a), (ok, ok, ok),
                         ("bits", "exact", "bits"))
         mem = {"add": a + b, "sub": a - b, "min": np.fmin(a, b), "max": np.fmax(a, b),
-               "exchange": b, "store": b}[_op(name)].astype(np.float32)
+               "exchange": b, "store": b, "load": a}[_op(name)].astype(np.float32)
     defined = ok
     if _op(name) in ("min", "max"):  # the sign of min(+0, -0) is open; NaN operands too
         defined = ~((a == 0) & (b == 0)) & ~np.isnan(a) & ~np.isnan(b)
     if name == "atomic_store":
         return Call(name, (1,), ("float32",), (mem,), (ok,), ("bits",))
+    if name == "atomic_load":  # the bits as stored, NaN payloads included
+        return Call(name, (0,), ("float32", "float32"), (mem, a), (ok, ok), ("bits", "bits"))
     return Call(name, (1,), ("float32", "float32"), (mem, a), (defined, ok), ("exact", "bits"))
 
 
@@ -132,7 +137,7 @@ def _cl_call(name: str, t: str, mem: str, args: list[str]) -> str:
         spelled = "atom_" + name[len("atomic_"):] if t in ("int64", "uint64") else name
         return f"{spelled}(&{mem}, {', '.join(args)})" if args else f"{spelled}(&{mem})"
     pointer = f"(volatile __global {_ATOMIC_C[t]} *)&{mem}"
-    return f"{name}({pointer}, {', '.join(args)})"
+    return f"{name}({', '.join([pointer, *args])})"
 
 
 class AtomicForms:
@@ -196,7 +201,10 @@ def atomic_suite(devices=(), builtins=None, draws: int = 200, seed: int = 0,
     from verify.conformance import ConformanceReport
     from verify.conformance_exact import run_group
 
+    from verify.conformance_atomics_local import local_atomic_suite
+
     report = report if report is not None else ConformanceReport()
     for group in atomic_groups(seed, draws, None if builtins is None else set(builtins)):
         run_group(group, devices, simulator_modes, report, AtomicForms)
+    local_atomic_suite(devices, builtins, draws, seed, simulator_modes, report)
     return report

@@ -43,6 +43,19 @@ class Absolute:
     __hash__ = object.__hash__
 
 
+@dataclass(frozen=True)
+class OneOf:
+    """A judge that accepts the value (sign of zero included) or ``alternative``: mad on
+    float is a correctly rounded fma or a multiply and an add each rounded (OpenCL C 7.4)."""
+
+    alternative: np.ndarray
+
+    def __eq__(self, other):  # compared with the judge names ("bits", ...): never equal
+        return self is other
+
+    __hash__ = object.__hash__
+
+
 @dataclass
 class Call:
     """One builtin call of a group: ``name(cols[k] for k in args)`` -> ``outs`` components."""
@@ -341,7 +354,9 @@ def float_group(t: str, seed: int, draws: int) -> Group:
     z = np.roll(x, 7)
     cond = np.resize(np.array([0, 1, -1, 2, np.iinfo(np.int32).min], "int64"), x.size)
     cond = cond.astype(np.int32 if t == "float32" else np.int64)
-    cols, ok, calls = [x, y, z, cond], np.ones(x.size, bool), []
+    with np.errstate(invalid="ignore"):  # mix's weight a, in [0, 1] (NaN for inf)
+        weight = np.abs(np.remainder(z.astype(np.float64), 2.0) - 1.0).astype(dt)
+    cols, ok, calls = [x, y, z, cond, weight], np.ones(x.size, bool), []
     with np.errstate(all="ignore"):
         for name, fn in _RELATIONAL.items():
             argk = (0,) if name in ("isnan", "isinf", "isfinite", "signbit", "isnormal") \
@@ -370,7 +385,42 @@ def float_group(t: str, seed: int, draws: int) -> Group:
                           (reference("remainder", [x, y], dt.type),
                            np.array([0 if q is None else q for q in quo], np.int32)),
                           (ok, np.array([q is not None for q in quo])), ("exact", "quo7")))
+    if t == "float32":
+        calls += _tolerance_calls(x, y, z, weight)
     return Group(f"float {_C[t]}", cols, calls)
+
+
+def _tolerance_calls(x, y, z, a) -> list[Call]:
+    """smoothstep (absolute 1e-5), mix (absolute 1e-3) and mad (fma or mul then add) on float
+    (OpenCL C 7.4; on double all three are implementation-defined). Judged where the spec
+    defines them (smoothstep: e0 < e1, no NaN; mix: a in [0, 1]) and no difference overflows;
+    mix where |x|, |y| <= 1000 (beyond, one float rounding of x exceeds 1e-3)."""
+    f, d = np.float32, np.float64
+    with np.errstate(all="ignore"):
+        e0, e1, v = (c.astype(d) for c in (y, z, x))
+        small = (np.abs(e0) <= 1e37) & (np.abs(e1) <= 1e37) & (np.abs(v) <= 1e37)
+        t = np.clip((v - e0) / (e1 - e0), 0.0, 1.0)
+        smooth = (t * t * (3 - 2 * t)).astype(f)
+        smooth_ok = (e0 < e1) & small
+        mixed = (v + (e0 - v) * a.astype(d)).astype(f)
+        mix_ok = (np.abs(v) <= 1000) & (np.abs(e0) <= 1000) & np.isfinite(a)
+        fma = np.array([_fma_round(p, q, r) for p, q, r in zip(x.tolist(), y.tolist(),
+                                                                 z.tolist(), strict=True)], f)
+        two = (x * y).astype(f) + z
+    ok = np.ones(x.size, bool)
+    return [Call("smoothstep", (1, 2, 0), ("float32",), (smooth,), (smooth_ok,),
+                 (Absolute(np.array(1e-5)),)),
+            Call("mix", (0, 1, 4), ("float32",), (mixed,), (mix_ok,),
+                 (Absolute(np.array(1e-3)),)),
+            Call("mad", (0, 1, 2), ("float32",), (fma,), (ok,), (OneOf(two),))]
+
+
+def _fma_round(a: float, b: float, c: float) -> float:
+    """fma(a, b, c) of floats: exact in rationals, rounded once to float."""
+    if not all(math.isfinite(v) for v in (a, b, c)):
+        with np.errstate(all="ignore"):
+            return float(np.float64(a) * np.float64(b) + np.float64(c))
+    return round_to_float(Fraction(a) * Fraction(b) + Fraction(c), "float32", "")
 
 
 def groups(seed: int = 0, draws: int = 300, wanted=None) -> list[Group]:

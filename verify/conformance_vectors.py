@@ -17,8 +17,16 @@ import re
 
 import numpy as np
 
-from verify.conformance_cases import _C, Call, Group, conversion_group, float_group, integer_group
-from verify.conformance_exact import run_group
+from verify.conformance_cases import (
+    _C,
+    Call,
+    Group,
+    OneOf,
+    conversion_group,
+    float_group,
+    integer_group,
+)
+from verify.conformance_exact import ScalarForms, run_group
 
 # element type -> vector width of the family's vector group
 INTEGER_WIDTHS = {"int32": 4, "uint8": 16, "int64": 2}
@@ -29,7 +37,8 @@ _RELATIONAL_RESULT = {"isnan", "isinf", "isfinite", "signbit", "isnormal", "iseq
                       "islessgreater", "isordered", "isunordered"}
 _TYPED = re.compile(r"^(convert|as)_([a-z]+)(.*)$")
 # vector-only builtins whose result is one scalar per vector (stored at the work-item's index)
-SCALAR_RESULTS = {"dot", "length", "distance", "any", "all"}
+SCALAR_RESULTS = {"dot", "length", "distance", "fast_length", "fast_distance", "any",
+                  "all"}
 
 
 def vector_name(name: str, width: int) -> str:
@@ -60,17 +69,22 @@ def vectorize(group: Group, width: int) -> Group:
         elif call.name == "select":
             x, y, cond = (cols[k] for k in call.args)
             wants = (np.where(_top_bit(cond), y, x).astype(wants[0].dtype),)
+        judges = tuple(OneOf(_pad(j.alternative, width)) if isinstance(j, OneOf) else j
+                       for j in call.judge)
         calls.append(Call(vector_name(call.name, width), call.args, call.outs, wants, defined,
-                          call.judge, call.name))
+                          judges, call.name))
     return Group(f"{group.key} x{width}", cols, calls, width)
 
 
 class VectorForms:
-    """Kernel sources for a vectorized group: one work-item per vector."""
+    """Kernel sources for a vectorized group: one work-item per vector (width 1, the scalar
+    geometric functions: ``ScalarForms``)."""
 
     @staticmethod
     def python(group: Group, calls: list[Call]) -> str:
         w = group.width
+        if w == 1:
+            return ScalarForms.python(group, calls)
         used = sorted({k for c in calls for k in c.args})
         outs = [f"o{j}" for j in range(sum(len(c.outs) for c in calls))]
         params = ", ".join([f"a{k}" for k in range(len(group.cols))] + outs)
@@ -89,6 +103,8 @@ class VectorForms:
     @staticmethod
     def cl(group: Group, calls: list[Call]) -> str:
         w = group.width
+        if w == 1:
+            return ScalarForms.cl(group, calls)
         used = sorted({k for c in calls for k in c.args})
         params = [f"__global const {_C[c.dtype.name]} *a{k}" for k, c in enumerate(group.cols)]
         body = [f"    {_C[group.cols[k].dtype.name]}{w} v{k} = vload{w}(i, a{k});" for k in used]

@@ -197,3 +197,41 @@ def test_cli_conformance_json_on_the_simulator(capsys):
     out = json.loads(capsys.readouterr().out)
     assert {r["builtin"] for r in out["rows"]} == {"fma", "sqrt"}
     assert all(r["deviations"] == 0 for r in out["rows"])
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_rootn_whose_root_overflows_is_inf_not_a_crash(jit):
+    """rootn(4.9e-324, -1) is 2^1074, beyond DBL_MAX: inf (no-JIT raised OverflowError from
+    math.ldexp); the conformance inputs hold that row, so the suite would catch it again."""
+    sub = np.nextafter(0.0, 1.0)
+    x = np.array([sub, -sub, sub * 3, 0.5], np.float64)
+    n = np.array([-1, -1, -2, -2000], np.int32)
+    (got,) = evaluate_many(["rootn"], [x, n], np.float64, jit=jit)
+    assert got[:2].tolist() == [np.inf, -np.inf]
+    assert got[2] == pytest.approx(2.0**537 / 3**0.5, rel=1e-15)
+    assert got[3] == pytest.approx(2 ** (1 / 2000), rel=1e-15)
+    from verify.conformance import inputs
+
+    cols = inputs(np.float64, 2, "fi")
+    assert ((cols[0] == sub) & (cols[1] == -1)).any()
+
+
+def test_mad_mix_smoothstep_judges_accept_the_spec_and_nothing_else():
+    """mad: the fma or the rounded multiply-add pass, one ulp off either fails; smoothstep
+    within 1e-5, mix within 1e-3 absolute (float; OpenCL C 7.4)."""
+    group = float_group("float32", 0, 40)
+    calls = {c.name: c for c in group.calls if c.name in ("mad", "mix", "smoothstep")}
+    outs = run_simulator(group, list(calls.values()), jit=False)
+    for call, got in zip(calls.values(), outs, strict=True):
+        assert judge(call, group, "sim", [got]).deviations == 0, call.name
+    mad = calls["mad"]
+    fused = mad.wants[0].copy()
+    assert judge(mad, group, "sim", [fused]).deviations == 0
+    moved = np.isfinite(fused) & (fused != 0)
+    fused[moved] = np.nextafter(fused[moved], np.float32(np.inf))
+    wrong = moved & (fused != mad.judge[0].alternative)
+    assert judge(mad, group, "sim", [fused]).deviations == wrong.sum() > 10
+    for name, off in (("smoothstep", 2e-5), ("mix", 2e-3)):
+        call, got = calls[name], outs[list(calls).index(name)].copy()
+        got += np.float32(off)
+        assert judge(call, group, "sim", [got]).deviations == call.defined[0].sum() > 10

@@ -1,8 +1,8 @@
 """The builtin table: every OpenCL builtin clsim knows, described once.
 
 One module per family (``workitem``, ``math``, ``integer``, ``relational``, ``conversion``,
-``vector`` (+ ``vector_convert``), ``half``, ``memory``, ``atomics``, ``collectives``), each
-with a list ``ENTRIES`` of frozen
+``vector`` (+ ``vector_convert``, ``geometric``), ``half``, ``memory``, ``atomics``,
+``collectives``), each with a list ``ENTRIES`` of frozen
 ``Builtin`` records (``entry.py`` documents every field). Every pass reads this table and
 nothing else: ``clsim.api`` exports a marker per public name, the front end reads ``cut``,
 ``effects`` and ``on_parse``, typing calls ``result`` (or ``typing``), the region builder reads
@@ -34,6 +34,7 @@ from clsim.compiler.builtins import (
     common,
     conversion,
     conversion_modes,
+    geometric,
     half,
     intbits,
     integer,
@@ -53,8 +54,8 @@ from clsim.compiler.helpers import Helper
 from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
 _MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, relational,
-            conversion, conversion_modes, vector, vector_convert, half, memory, memory_async,
-            printf, atomics, atomics_c11, collectives)
+            conversion, conversion_modes, vector, geometric, vector_convert, half, memory,
+            memory_async, printf, atomics, atomics_c11, collectives)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:

@@ -238,7 +238,10 @@ def _rootn_core(a, k):
     r = x ** (1.0 / np.float64(k))
     rn = r ** np.float64(k)
     r = r - (rn - x) / (np.float64(k) * rn / r)
-    r = math.ldexp(r, int(j))
+    if j > 1000:  # the root overflows (rootn(4.9e-324, -1)): math.ldexp would raise
+        r = math.ldexp(r, int(j) - 1000) * 1.0715086071862673e301
+    else:
+        r = math.ldexp(r, int(j))
     return -r if a < 0.0 else r
 """)
 

@@ -1,6 +1,6 @@
-"""Vector types and functions: constructors (``float4(...)``), vloadN/vstoreN, the geometric
-functions (dot, cross, length, normalize, distance), any/all, and the internal ``vector_set``
-that component assignments (``v.xy = e``) are rewritten into.
+"""Vector types and functions: constructors (``float4(...)``), vloadN/vstoreN, any/all, and the
+internal ``vector_set`` that component assignments (``v.xy = e``) are rewritten into. The
+geometric functions (dot, cross, length, ...) are in ``geometric``.
 
 Component-wise math on vectors is not here: ``lift`` applies each scalar entry per component.
 Conversions and bit casts of vectors are in ``vector_convert``.
@@ -128,101 +128,8 @@ def _vstore(width):
     return lower
 
 
-# -- geometric functions ------------------------------------------------------------------------
-def _geo_rule(name, n, scalar_result):
-    def rule(types, call):
-        if len(types) != n or not all(ct.is_float(ct.elem(t)) for t in types):
-            raise node_error(call, f"{name}() takes {n} float vector(s)")
-        if "float16" in [ct.elem(t) for t in types]:
-            raise node_error(call, f"{name}() on half vectors is not supported: convert to "
-                                   "float first, e.g. convert_float4(v)")
-        if n == 2 and ct.elem(types[0]) != ct.elem(types[1]):
-            raise node_error(call, f"{name}() needs two vectors of the same type")
-        widths = {t.width for t in types if isinstance(t, ct.VecT)}
-        if len(widths) > 1 or (n == 2 and isinstance(types[0], ct.VecT) != isinstance(
-                types[1], ct.VecT)):
-            raise node_error(call, f"{name}() needs two vectors of the same width")
-        if name == "cross" and widths != {3} and widths != {4}:
-            raise node_error(call, "cross() takes two float3 or two float4")
-        return ct.elem(types[0]) if scalar_result else types[0]
-
-    return rule
-
-
 def _comps(name, t):
     return [f"{name}[{k}]" for k in range(t.width)] if isinstance(t, ct.VecT) else [name]
-
-
-def _pairwise_sum(terms: list[str]) -> str:
-    """(p0 + p1) + (p2 + p3) for four terms, (p0 + p1) + p2 for three: the order PoCL and the
-    Intel CPU runtime use in dot() (all 65,536 random float4 pairs bit-equal; a left fold
-    differs in 29 % of them). Oclgrind sums in double and rounds once: no order matches it."""
-    if len(terms) == 4:
-        return f"(({terms[0]} + {terms[1]}) + ({terms[2]} + {terms[3]}))"
-    total = terms[0]
-    for term in terms[1:]:
-        total = f"({total} + {term})"
-    return total
-
-
-def _emit_dot(gen, codes, types, call):
-    t = call.ctype
-
-    def build(n):
-        prods = [f"({a} * {b})" for a, b in zip(_comps(n[0], types[0]), _comps(n[1], types[1]),
-                                                 strict=True)]
-        for _ in prods:
-            gen.count_flop("fma", t)
-        return _pairwise_sum(prods)
-
-    return gen.vec_lift(codes, build)
-
-
-def _sum_squares64(comps) -> str:
-    return " + ".join(f"np.float64({c}) * np.float64({c})" for c in comps)
-
-
-def _emit_length(gen, codes, types, call):
-    t = call.ctype
-    return gen.vec_lift(codes, lambda n: (
-        f"np.{t}(math.sqrt({_sum_squares64(_comps(n[0], types[0]))}))"))
-
-
-def _emit_distance(gen, codes, types, call):
-    t = call.ctype
-
-    def build(n):
-        diffs = [f"({a} - {b})" for a, b in zip(_comps(n[0], types[0]), _comps(n[1], types[1]),
-                                                 strict=True)]
-        return f"np.{t}(math.sqrt({_sum_squares64(diffs)}))"
-
-    return gen.vec_lift(codes, build)
-
-
-def _emit_normalize(gen, codes, types, call):
-    t = ct.elem(call.ctype)
-    comps = _comps("a0", types[0])
-    scaled = [f"np.{t}(np.float64({c}) / _n)" for c in comps]
-    result = _tuple(scaled) if isinstance(types[0], ct.VecT) else scaled[0]
-    body = (f"_n = math.sqrt({_sum_squares64(comps)})\n"
-            f"    if _n == 0.0 or _n != _n:\n        return a0\n"
-            f"    return {result}")
-    name = gen.module.lifted_function(["a0"], body, statements=True)
-    return f"{name}({codes[0]})"
-
-
-def _emit_cross(gen, codes, types, call):
-    t = call.ctype
-
-    def build(n):
-        a, b = n
-        x = f"({a}[1] * {b}[2] - {a}[2] * {b}[1])"
-        y = f"({a}[2] * {b}[0] - {a}[0] * {b}[2])"
-        z = f"({a}[0] * {b}[1] - {a}[1] * {b}[0])"
-        parts = [x, y, z] + ([gen.const(0, t.dtype)] if t.width == 4 else [])
-        return _tuple(parts)
-
-    return gen.vec_lift(codes, build)
 
 
 # -- any / all ----------------------------------------------------------------------------------
@@ -281,17 +188,6 @@ ENTRIES = [
     *(Builtin(f"vstore{w}", FAMILY, _vstore_rule(w), lower=_vstore(w), varying=True,
               access="store", effects=True, c=f"vstore{w}(v, offset, p)", types="any buffer",
               note="a statement") for w in WIDTHS),
-    Builtin("dot", FAMILY, _geo_rule("dot", 2, True), _emit_dot, c="dot(a, b)",
-            types="float/double vectors", note="products summed in component order"),
-    Builtin("cross", FAMILY, _geo_rule("cross", 2, False), _emit_cross, flop="fma",
-            c="cross(a, b)", types="float3, float4 (w = 0)"),
-    Builtin("length", FAMILY, _geo_rule("length", 1, True), _emit_length, flop="sqrt",
-            c="length(v)", types="float/double vectors", note="in double, rounded once"),
-    Builtin("distance", FAMILY, _geo_rule("distance", 2, True), _emit_distance, flop="sqrt",
-            c="distance(a, b)", types="float/double vectors", note="length(a - b)"),
-    Builtin("normalize", FAMILY, _geo_rule("normalize", 1, False), _emit_normalize,
-            flop="sqrt", c="normalize(v)", types="float/double vectors",
-            note="v / length(v); a zero vector stays zero"),
     Builtin("any", FAMILY, _truth_rule("any"), _truth_emit("or"), c="any(v)",
             types="integer vectors", note="1 if the top bit of any component is set"),
     Builtin("all", FAMILY, _truth_rule("all"), _truth_emit("and"), c="all(v)",
