@@ -24,7 +24,10 @@ and ``profile`` (a name or ``DeviceProfile``: its sector, line and bank figures)
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
 import re
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -41,7 +44,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 14  # of the generated code; part of the compile cache key
+VERSION = 15  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
@@ -67,6 +70,11 @@ _PURE_CALL = re.compile(r"^(_ck|_w_u?int(8|16|32|64)|np\.u?int(8|16|32|64)|min|m
 def _repeatable(code: str) -> bool:
     """Whether an index code can run twice without counting anything twice."""
     return all(_PURE_CALL.match(name) for name in re.findall(r"([A-Za-z_][\w.]*)\(", code))
+
+
+@functools.cache
+def _recorders_digest() -> str:
+    return hashlib.sha256(Path(__file__).with_name("recorders.py").read_bytes()).hexdigest()[:16]
 
 
 # ``AccessEvent.effect`` of the C11 atomics that move data one way (the rest read and write).
@@ -96,7 +104,10 @@ class TrafficInstrument(Instrument):
         return cls(config) if config.option("traffic") else None
 
     def imports(self) -> list[str]:
-        return [f"from numba import get_thread_id as {_THREAD}",
+        # Numba's cache of a kernel does not notice a change in a function it calls: the
+        # recorders' source digest in the generated source makes a new module when they change.
+        return [f"# clsim.traffic.recorders {_recorders_digest()}",
+                f"from numba import get_thread_id as {_THREAD}",
                 f"from clsim.traffic.steps import call as {_STEPS}",
                 f"from clsim.traffic.recorders import record as {_RECORD}, stage as {_STAGE}, "
                 f"stage_range as {_STAGE_RANGE}"]

@@ -11,7 +11,8 @@ start the config holds:
 * ``C_X0``: scratch for one step (addresses, words, per-bank counts);
 * ``C_CNT0``: ``CNT[slot, lane]``, how many times the lane ran the slot in the current pass of
   the work-item loop (cleared when the pass is counted);
-* ``C_PEND0``: one flag per slot: it ran in the current pass.
+* ``C_PEND0``: one flag per slot: it ran in the current pass (per-run records: the highest
+  lane that ran it, plus 1, so the step counter skips the sub-groups above; descriptors: 1).
 * ``C_STAGE0``: ``STAGE[slot, lane, 3]``, the lane's loop descriptor of the slot not yet in
   its log (first and last byte address, runs; runs 0: none), written by the generated code
   after each execution of a loop recorded once per loop; ``C_STAGED0``: one flag per slot:

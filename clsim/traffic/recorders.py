@@ -24,13 +24,15 @@ _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 @_jit
 def record(T, L, c0, p0, cap, nl, s, lid, addr):
     """Lane ``lid`` (of ``nl``) ran slot ``s`` at byte ``addr``: its next entry of ``L``
-    (helpers.py ``_RECORD``, the same stores), its run counter and the slot's pending flag."""
+    (helpers.py ``_RECORD``, the same stores), its run counter and the slot's pending flag
+    (the highest lane that ran it, plus 1)."""
     c = np.uint64(c0 + s * nl + lid)
     n = T[c]
     T[c] = n + 1
     k = min(n, cap)
     L[np.uint64((((s * ((cap >> 3) + 1) + (k >> 3)) * nl + lid) << 3) + (k & 7))] = addr
-    T[np.uint64(p0 + s)] = 1
+    p = np.uint64(p0 + s)
+    T[p] = max(T[p], lid + 1)
 
 
 @_jit
