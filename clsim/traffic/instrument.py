@@ -44,7 +44,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 15  # of the generated code; part of the compile cache key
+VERSION = 16  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).

@@ -56,8 +56,8 @@ S0 = C_STACK + C_STACK_DEPTH  # first site row
 # launch totals; S_AFFINE is set (by the loop recorder) when the slot logs descriptors,
 # S_LOST holds runs of descriptors that found the lane's log full, until ``end`` counts them.
 (S_NBYTES, S_ISZ, S_SPACE, S_KIND, S_EXECS, S_STEPS, S_SECTORS, S_LINES, S_REPLAYS,
- S_OVERFLOW, S_AFFINE, S_LOST) = range(12)
-S_COLS = 12
+ S_OVERFLOW, S_AFFINE, S_LOST, S_ISZ_SHIFT) = range(13)
+S_COLS = 13
 D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3
