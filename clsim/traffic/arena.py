@@ -75,7 +75,9 @@ def _site_rows(info, slots, dev: Device) -> tuple[np.ndarray, int]:
             nbytes = np.dtype(site[8]).itemsize * int(site[9])
             row = rows[slots[site[0]]]
             row[lay.S_NBYTES] = nbytes
-            row[lay.S_ISZ] = np.dtype(site[8]).itemsize
+            isz = np.dtype(site[8]).itemsize
+            row[lay.S_ISZ] = isz
+            row[lay.S_ISZ_SHIFT] = isz.bit_length() - 1 if isz & (isz - 1) == 0 else -1
             row[lay.S_SPACE] = lay.SPACE_LOCAL if site[7] == "local" else lay.SPACE_GLOBAL
             row[lay.S_KIND] = _KINDS.get(site[6], lay.R_ATOMIC)
             max_words = max(max_words, nbytes // max(dev.bank_width, 1) + 2)

@@ -245,7 +245,7 @@ def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, n
             buf = (sector << sector_shift) >> BUFFER_SHIFT
             requested[buf] += last - sector + 1
             for line in range(sector >> spl_shift, (last >> spl_shift) + 1):
-                if c + _AHEAD < miss.shape[0]:
+                if c + _AHEAD < miss.shape[0] and miss[c + _AHEAD] & low != 0:  # looked up
                     ahead = miss[c + _AHEAD] >> 32
                     for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
                         _prefetch(c2, part)

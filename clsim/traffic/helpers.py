@@ -33,7 +33,8 @@ def _src(text: str) -> str:
 
 # Lane lid (of nl per group) runs slot s at byte address addr: its n-th run of the slot in this
 # pass of the work-item loop goes to L[s, n // 8, lid, n % 8] (layout.py: a lane fills one
-# cache line before the next); c0 and p0 are the arena's counter and pending-flag bases, cap
+# cache line before the next), and the slot's pending flag becomes the highest lane that ran it,
+# plus 1; c0 and p0 are the arena's counter and pending-flag bases, cap
 # the runs kept per lane and pass (a multiple of 8). Pasted into every recorder.
 # Indices are unsigned: Numba fixes up every signed index for negative values (a shift, an
 # and, an add each), a third of a recorder's work.
@@ -43,7 +44,8 @@ _RECORD = """
     T[c] = n + 1
     k = min(n, cap)
     L[np.uint64((((s * ((cap >> 3) + 1) + (k >> 3)) * nl + lid) << 3) + (k & 7))] = addr
-    T[np.uint64(p0 + s)] = 1""".strip("\n")
+    p = np.uint64(p0 + s)
+    T[p] = max(T[p], lid + 1)""".strip("\n")
 _LANE = "T, L, c0, p0, cap, nl, s, lid"
 
 

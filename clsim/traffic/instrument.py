@@ -24,7 +24,10 @@ and ``profile`` (a name or ``DeviceProfile``: its sector, line and bank figures)
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
 import re
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -41,10 +44,16 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 13  # of the generated code; part of the compile cache key
+VERSION = 16  # of the generated code; part of the compile cache key
 
-# Names the generated module imports (see ``imports``): the thread id and the step counter.
+# Names the generated module imports (see ``imports``): the thread id, the step counter and
+# the shared recorders (``clsim.traffic.recorders``).
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
+_RECORD, _STAGE, _STAGE_RANGE = "_tr_rec", "_tr_stage", "_tr_stage_r"
+# ``LoopEvent.count`` of a three-argument range (clsim.instruments.dispatch): its tuple.
+_RANGE_COUNT = re.compile(r"^\(max\(\((\w+)\[1\] - \1\[0\] \+ \1\[2\] - 1\) // \1\[2\], 0\) "
+                          r"if \1\[2\] > 0 else max\(\(\1\[0\] - \1\[1\] - \1\[2\] - 1\) "
+                          r"// -\1\[2\], 0\)\)$")
 
 
 def _int(out: Emit, value: int) -> str:
@@ -61,6 +70,11 @@ _PURE_CALL = re.compile(r"^(_ck|_w_u?int(8|16|32|64)|np\.u?int(8|16|32|64)|min|m
 def _repeatable(code: str) -> bool:
     """Whether an index code can run twice without counting anything twice."""
     return all(_PURE_CALL.match(name) for name in re.findall(r"([A-Za-z_][\w.]*)\(", code))
+
+
+@functools.cache
+def _recorders_digest() -> str:
+    return hashlib.sha256(Path(__file__).with_name("recorders.py").read_bytes()).hexdigest()[:16]
 
 
 # ``AccessEvent.effect`` of the C11 atomics that move data one way (the rest read and write).
@@ -90,8 +104,13 @@ class TrafficInstrument(Instrument):
         return cls(config) if config.option("traffic") else None
 
     def imports(self) -> list[str]:
-        return [f"from numba import get_thread_id as {_THREAD}",
-                f"from clsim.traffic.steps import call as {_STEPS}"]
+        # Numba's cache of a kernel does not notice a change in a function it calls: the
+        # recorders' source digest in the generated source makes a new module when they change.
+        return [f"# clsim.traffic.recorders {_recorders_digest()}",
+                f"from numba import get_thread_id as {_THREAD}",
+                f"from clsim.traffic.steps import call as {_STEPS}",
+                f"from clsim.traffic.recorders import record as {_RECORD}, stage as {_STAGE}, "
+                f"stage_range as {_STAGE_RANGE}"]
 
     def __init__(self, config):
         simd = config.option("simd_width") or config.subgroup_size
@@ -126,7 +145,7 @@ class TrafficInstrument(Instrument):
                  f"{_STEPS}(_trFN, _trT, _trL, _trR, _trM, {group})\n"
                  f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
                  f"_trK = _trT[{lay.C_CAP}]\n_trS0 = _trT[{lay.C_STAGE0}]\n"
-                 f"_trS1 = _trT[{lay.C_STAGED0}]\n_trKB = (_trK >> 3) + 1")
+                 f"_trS1 = _trT[{lay.C_STAGED0}]")
         # Operation counters of work-item code, in registers until the end of each loop.
         out.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
 
@@ -176,10 +195,10 @@ class TrafficInstrument(Instrument):
     def _stage(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
                prev: list[str], count: str) -> None:
         """After an execution of a loop: stage the lane's descriptor of one deferred access
-        (its last two iterations' byte addresses and the runs, layout.py ``STAGE``) with a
-        few stores; the step counter moves it into the lane's log. A lane running the loop
-        again before the pass ends (a nested loop) first has the step counter move the
-        descriptor staged before."""
+        (its last two iterations' byte addresses and the runs, layout.py ``STAGE``) by one
+        call of a shared recorder (``recorders``); the step counter moves it into the lane's
+        log. A lane running the loop again before the pass ends (a nested loop) first has
+        the step counter move the descriptor staged before."""
         isz = _int(out, np.dtype(access.dtype).itemsize)
         if access.site.space == "local":
             base, last_i, prev_i = _int(out, 0), _linear(out, access, last), _linear(
@@ -188,13 +207,16 @@ class TrafficInstrument(Instrument):
             base, last_i, prev_i = self._buffer(out, access), last[0], prev[0]
         nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
         at = f"({_int(out, slot * nl)} + {access.lid})"
-        out.emit(f"_trX = _trS0 + 3 * {at}\n"
-                 f"if _trT[_trX + 2] != 0:\n"
-                 f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n"
-                 f"_trT[_trX] = {base} + {last_i} * {isz}\n"
-                 f"_trT[_trX + 1] = {base} + {prev_i} * {isz}\n"
-                 f"_trT[_trX + 2] = {count}\n"
-                 f"_trT[_trS1 + {_int(out, slot)}] = 1")
+        addrs = f"{base} + {last_i} * {isz}, {base} + {prev_i} * {isz}"
+        where = f"_trS0 + 3 * {at}, _trS1 + {_int(out, slot)}"
+        whole = _RANGE_COUNT.match(count)
+        if whole:
+            t = whole[1]
+            record = f"{_STAGE_RANGE}(_trT, {where}, {addrs}, {t}[0], {t}[1], {t}[2])"
+        else:
+            record = f"{_STAGE}(_trT, {where}, {addrs}, {count})"
+        out.emit(f"if _trT[_trS0 + 3 * {at} + 2] != 0:\n"
+                 f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n{record}")
 
     def _defer(self, event: AccessEvent, out: Emit, slot: int) -> tuple[str, ...] | None:
         """The index codes of an access recorded once per loop (its indices kept in locals,
@@ -221,8 +243,9 @@ class TrafficInstrument(Instrument):
                        codes: tuple[str, ...], isz: str) -> tuple[str, ...] | None:
         """A 1-D local access of the kernel body that always runs with its statement
         (``loops.always_run_nodes``) and whose index has no effect: its index evaluated
-        once before the statement and recorded there with the recorder's stores (no call,
-        which cost more than the recording); else None (``_tr_l``)."""
+        once before the statement and recorded there by the shared recorder
+        (``recorders.record``, inlined by LLVM, not pasted per site); else None (``_tr_l``,
+        which wraps the index)."""
         if not self.inline_local or len(codes) != 1 or not event.in_kernel:
             return None
         if event.lanes != ONE_ITEM or event.atomic:
@@ -236,13 +259,9 @@ class TrafficInstrument(Instrument):
         self._inline_count += 1
         index = f"_trI{self._inline_count}"
         nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
-        lid = event.lid
         out.pre(f"{index} = np.int64({codes[0]})\n"
-                f"_trc = np.uint64(_trC0 + {_int(out, slot * nl)} + {lid})\n"
-                f"_trn = _trT[_trc]\n_trT[_trc] = _trn + 1\n_trk = min(_trn, _trK)\n"
-                f"_trL[np.uint64((((_trKB * {_int(out, slot)} + (_trk >> 3)) * {_int(out, nl)} "
-                f"+ {lid}) << 3) + (_trk & 7))] = {index} * {isz}\n"
-                f"_trT[np.uint64(_trP0 + {_int(out, slot)})] = 1")
+                f"{_RECORD}(_trT, _trL, _trC0, _trP0, _trK, {_int(out, nl)}, "
+                f"{_int(out, slot)}, {event.lid}, {index} * {isz})")
         return (index,)
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:

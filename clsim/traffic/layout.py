@@ -11,7 +11,8 @@ start the config holds:
 * ``C_X0``: scratch for one step (addresses, words, per-bank counts);
 * ``C_CNT0``: ``CNT[slot, lane]``, how many times the lane ran the slot in the current pass of
   the work-item loop (cleared when the pass is counted);
-* ``C_PEND0``: one flag per slot: it ran in the current pass.
+* ``C_PEND0``: one flag per slot: it ran in the current pass (per-run records: the highest
+  lane that ran it, plus 1, so the step counter skips the sub-groups above; descriptors: 1).
 * ``C_STAGE0``: ``STAGE[slot, lane, 3]``, the lane's loop descriptor of the slot not yet in
   its log (first and last byte address, runs; runs 0: none), written by the generated code
   after each execution of a loop recorded once per loop; ``C_STAGED0``: one flag per slot:
@@ -55,8 +56,8 @@ S0 = C_STACK + C_STACK_DEPTH  # first site row
 # launch totals; S_AFFINE is set (by the loop recorder) when the slot logs descriptors,
 # S_LOST holds runs of descriptors that found the lane's log full, until ``end`` counts them.
 (S_NBYTES, S_ISZ, S_SPACE, S_KIND, S_EXECS, S_STEPS, S_SECTORS, S_LINES, S_REPLAYS,
- S_OVERFLOW, S_AFFINE, S_LOST) = range(12)
-S_COLS = 12
+ S_OVERFLOW, S_AFFINE, S_LOST, S_ISZ_SHIFT) = range(13)
+S_COLS = 13
 D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3

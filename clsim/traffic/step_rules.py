@@ -37,6 +37,7 @@ from clsim.traffic.layout import (
     R_STORE,
     S_EXECS,
     S_ISZ,
+    S_ISZ_SHIFT,
     S_LINES,
     S_OVERFLOW,
     S_REPLAYS,
@@ -91,7 +92,7 @@ def _mark(M, first, count):
 
 
 @inline
-def _footprint(T, M, lo, hi, isz, kind):
+def _footprint(T, M, lo, hi, row, kind):
     """Flag the elements holding bytes [lo, hi] of one buffer (``lo`` carries its index) as
     read (loads), written (stores) or both (atomics); indices outside the buffer are clamped,
     as a bad index (checks off) must not flag another buffer's elements."""
@@ -101,8 +102,9 @@ def _footprint(T, M, lo, hi, isz, kind):
     if p < 0 or b >= T[C_X0]:
         return
     size = T[b + 2]
-    e0 = min(max((lo - base) // isz, 0), size - 1)
-    e1 = min(max((hi - base) // isz, 0), size - 1)
+    isz, shift = T[row + S_ISZ], T[row + S_ISZ_SHIFT]  # a shift, not a division, per step
+    e0 = min(max(unit(lo - base, isz, shift), 0), size - 1)
+    e1 = min(max(unit(hi - base, isz, shift), 0), size - 1)
     if kind != R_STORE:  # loads and atomics read
         _mark(M, T[b] + e0, e1 - e0 + 1)
     if kind == R_STORE or kind == R_ATOMIC:
@@ -139,7 +141,7 @@ def coalesced(T, M, R, row, first, last, kind):
         T[C_R_LEN] = r + 1
     else:
         _emit(T, R, s0, count, kind)
-    _footprint(T, M, first, last, T[row + S_ISZ], kind)
+    _footprint(T, M, first, last, row, kind)
 
 
 @inline
@@ -149,7 +151,6 @@ def _global_step(T, M, R, row, A, first, n, nb, kind):
     footprint: sorted (in the scratch area) and merged as ``counting.count_sectors`` does."""
     ss, ls = T[C_SHIFTS], T[C_SHIFTS + 1]
     sb, lb = T[C_SECTOR], T[C_LINE]
-    isz = T[row + S_ISZ]
     x0 = T[C_X0] + T[C_SIMD]  # after the gathered lanes
     for i in range(n):
         T[x0 + i] = A[first + i]
@@ -159,7 +160,7 @@ def _global_step(T, M, R, row, A, first, n, nb, kind):
     for i in range(x0, x0 + n):
         a = T[i]
         if i == x0 or a != T[i - 1]:
-            _footprint(T, M, a, a + nb - 1, isz, kind)
+            _footprint(T, M, a, a + nb - 1, row, kind)
         fs, es = unit(a, sb, ss), unit(a + nb - 1, sb, ss)
         fl, el = unit(a, lb, ls), unit(a + nb - 1, lb, ls)
         if el > prev_line:

@@ -74,9 +74,11 @@ def end(T, L, R, M):
     for s in range(T[C_NSLOTS]):
         if T[T[C_STAGED0] + s] != 0:
             T[T[C_STAGED0] + s] = 0
-            for lane in range(nl):
-                unstage(T, L, s * nl + lane)
-        if T[p0 + s] == 0:
+            if not _staged_slot(T, M, R, s):
+                for lane in range(nl):
+                    unstage(T, L, s * nl + lane)
+        top = T[p0 + s]  # the highest lane that ran the slot, plus 1 (or 1: descriptors)
+        if top == 0:
             continue
         T[p0 + s] = 0
         row = S0 + s * S_COLS
@@ -86,7 +88,7 @@ def end(T, L, R, M):
             _loop_slot(T, L, M, R, s, row, nb, kind, is_global)
             continue
         cs, kb = c0 + s * nl, (cap >> 3) + 1
-        for q in range(T[C_NSG]):
+        for q in range(min(T[C_NSG], (top + simd - 1) // simd)):  # none above ``top`` ran it
             lo, hi = q * simd, min(q * simd + simd, nl)
             kmin, kmax, lost = cap, 0, 0
             for lane in range(cs + lo, cs + hi):
@@ -193,16 +195,26 @@ def _loop_slot(T, L, M, R, s, row, nb, kind, is_global):
 
 @inline
 def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
-    """Descriptor ``e`` of lanes ``lo..hi - 1``, equal in step and runs across them: run j
-    is one step of every lane at ``first + step * j``. Consecutive global lanes make one
-    run of sectors per step; local lanes conflict-free at run 0 stay so when the step is a
-    whole number of bank words; anything else is gathered run by run."""
-    nl, x0, n = T[C_NL], T[C_X0], hi - lo
-    first = L[_entry(s, kb, nl, lo, e)]
+    """Descriptor ``e`` of lanes ``lo..hi - 1``, equal in step and runs across them
+    (``_lanes_loop``: lane i's first address at ``L[_entry(.., i, e)]``, 8 entries apart)."""
+    nl = T[C_NL]
+    at = _entry(s, kb, nl, lo, e)
     step, runs = L[_entry(s, kb, nl, lo, e + 1)], L[_entry(s, kb, nl, lo, e + 2)]
+    _lanes_loop(T, M, R, row, L, at - 8 * lo, 8, 0, lo, hi, step, runs, nb, kind, is_global)
+
+
+@inline
+def _lanes_loop(T, M, R, row, A, base, stride, off, lo, hi, step, runs, nb, kind, is_global):
+    """Lanes ``lo..hi - 1`` running ``runs`` runs ``step`` bytes apart, lane i's first at
+    ``A[base + stride * i] + off``: run j is one step of every lane at ``first + step * j``.
+    Consecutive global lanes make one run of sectors per step; local lanes conflict-free at
+    run 0 stay so when the step is a whole number of bank words; anything else is gathered
+    run by run."""
+    x0, n = T[C_X0], hi - lo
+    first = A[base + stride * lo] + off
     lo_a, hi_a, gaps = first, first, 0
     for lane in range(lo, hi):
-        a = L[_entry(s, kb, nl, lane, e)]
+        a = A[base + stride * lane] + off
         lo_a, hi_a = min(lo_a, a), max(hi_a, a)
         gaps += a != first + (lane - lo) * nb
     if is_global and gaps == 0:
@@ -219,8 +231,49 @@ def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
         return
     for j in range(runs):
         for lane in range(lo, hi):
-            T[x0 + lane - lo] = L[_entry(s, kb, nl, lane, e)] + step * j
+            T[x0 + lane - lo] = A[base + stride * lane] + off + step * j
         gathered(T, M, R, row, x0, n, nb, kind, is_global)
+
+
+@inline
+def _stage_step(T, x):
+    """The step in bytes of the descriptor staged at ``T[x:x + 3]`` (0 for a single run)."""
+    return T[x] - T[x + 1] if T[x + 2] > 1 else 0
+
+
+@jit
+def _staged_slot(T, M, R, s):
+    """Count slot ``s``'s staged descriptors where they lie (layout.py ``STAGE``), without
+    moving them into the lane logs, when that gives what ``unstage`` and ``_loop_slot``
+    would: no lane logged a descriptor of it before in this pass, and in every sub-group
+    the lanes ran equally many runs, equally far apart. Returns False, counting nothing,
+    otherwise. Consecutive lanes' descriptors lie side by side here, where the logs hold
+    them a cache line apart: the usual ``range(lid, n, wg)`` loop is counted reading a few
+    lines per sub-group."""
+    simd, nl = T[C_SIMD], T[C_NL]
+    cs, x0 = T[C_CNT0] + s * nl, T[C_STAGE0] + 3 * s * nl
+    for lane in range(nl):
+        if T[cs + lane] != 0:
+            return False
+    for q in range(T[C_NSG]):
+        lo, hi = q * simd, min(q * simd + simd, nl)
+        runs, step = T[x0 + 3 * lo + 2], _stage_step(T, x0 + 3 * lo)
+        for lane in range(lo + 1, hi):
+            if T[x0 + 3 * lane + 2] != runs or _stage_step(T, x0 + 3 * lane) != step:
+                return False
+    row = S0 + s * S_COLS
+    nb, kind = T[row + S_NBYTES], T[row + S_KIND]
+    is_global = T[row + S_SPACE] == SPACE_GLOBAL
+    T[row + S_AFFINE] = 1
+    for q in range(T[C_NSG]):
+        lo, hi = q * simd, min(q * simd + simd, nl)
+        runs, step = T[x0 + 3 * lo + 2], _stage_step(T, x0 + 3 * lo)
+        if runs > 0:  # the first address: the last run's, less the runs before it
+            _lanes_loop(T, M, R, row, T, x0, 3, -step * (runs - 1), lo, hi, step, runs, nb,
+                        kind, is_global)
+    for lane in range(nl):
+        T[x0 + 3 * lane + 2] = 0
+    return True
 
 
 @inline
