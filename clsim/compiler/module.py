@@ -18,6 +18,7 @@ import numpy as np
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
+from clsim.compiler import shared_helpers
 from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
 from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
@@ -181,6 +182,12 @@ class ModuleEmitter:
             self.const_lines.append(f"{name} = {literal(value, t)}")
         return self.consts[key]
 
+    def empty(self, shape: str, dtype: str, fill: str = "empty") -> str:
+        """Code allocating an array of ``shape`` (source text) and numpy ``dtype``."""
+        dtype = "bool_" if dtype == "bool" else dtype
+        self.helpers_used.add(f"_{fill}_{dtype}")
+        return f"_{fill}_{dtype}({shape})"
+
     def site(self, node, buffer: str, kind: str, space: str, dtype: str, width: int = 1) -> int:
         key = (id(node), kind, buffer)
         if key not in self._site_keys:
@@ -316,9 +323,9 @@ class ModuleEmitter:
         gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
-                gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
+                gen.emit(f"v_{name} = {self.empty(t.shape, ct.storage_dtype(t.dtype))}")
             elif isinstance(t, StructT) and name not in storage:
-                gen.emit(f"v_{name} = np.empty({t.itemsize}, np.uint8)")
+                gen.emit(f"v_{name} = {self.empty(t.itemsize, 'uint8')}")
         gen.stmts_wi(spec.body)
         params = ", ".join(f"v_{p}__buf, v_{p}" if isinstance(t, ct.PtrT) else f"v_{p}"
                            for p, t in zip(spec.parsed.params, spec.param_types, strict=True))
@@ -328,7 +335,9 @@ class ModuleEmitter:
     # -- rendering --------------------------------------------------------------------------
     def render(self, group_lines: list[str], params: list[str]) -> str:
         deco = "@_jit\n" if self.jit else ""
-        helper_src = [deco + src for src in hp.helper_sources(self.helpers_used, table.HELPERS)]
+        imported: set[str] | None = set() if self.jit else None
+        helper_src = [deco + src for src in
+                      hp.helper_sources(self.helpers_used, table.HELPERS, imported)]
         helper_src += [deco + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
         funcs = [deco + f"def {name}{key.split(': ', 1)[0]}:\n    {key.split(': ', 1)[1]}"
                  for key, name in self.lifted.items()]
@@ -350,6 +359,7 @@ class ModuleEmitter:
         else:
             header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit",
                        "from clsim.runtime.intrinsics_py import *  # noqa: F403"]
+        header += shared_helpers.import_lines(imported or set())
         for inst in self.instruments:
             header += [line for line in inst.imports() if line not in header]
         consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
@@ -442,20 +452,20 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     for name, kind in sorted(storage.items()):
         t = typer.env[name]
         if kind == "larray":
-            gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
+            gen.emit(f"v_{name} = {module.empty(t.shape, ct.storage_dtype(t.dtype))}")
         elif kind == "parray":
-            gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, "
-                     f"np.{ct.storage_dtype(t.dtype)})")
+            shape = f"({nl_max},) + {t.shape}"
+            gen.emit(f"v_{name}__c = {module.empty(shape, ct.storage_dtype(t.dtype))}")
         elif kind == "sarray":
-            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.itemsize}), np.uint8)")
+            gen.emit(f"v_{name}__c = {module.empty(f'({nl_max}, {t.itemsize})', 'uint8')}")
         elif kind == "ctx" and isinstance(t, ct.VecT):
-            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), "
-                     f"np.{ct.register_dtype(t.dtype)})")
+            shape = f"({nl_max}, {t.width})"
+            gen.emit(f"v_{name}__c = {module.empty(shape, ct.register_dtype(t.dtype))}")
         elif kind == "ctx":
-            dtype = "np.bool_" if t == "bool" else f"np.{ct.register_dtype(t)}"
-            gen.emit(f"v_{name}__c = np.empty({nl_max}, {dtype})")
+            dtype = "bool_" if t == "bool" else ct.register_dtype(t)
+            gen.emit(f"v_{name}__c = {module.empty(nl_max, dtype)}")
     if module.has_exit:
-        gen.emit(f"_exited = np.zeros({nl_max}, np.bool_)")
+        gen.emit(f"_exited = {module.empty(nl_max, 'bool_', 'zeros')}")
     alloc_at = len(gen.lines)
     dispatch.group_start(module.instruments, gen)
     gen.items(analysis.tree)
