@@ -40,6 +40,7 @@ class ReductionOrder(Instrument):
     how float sub-group reductions add (``collective_helpers``)."""
 
     name = "reduction_order"
+    python_threads = True  # its state is the seed, read only
 
     def __init__(self, seed: int, order: str = "shuffled"):
         self.seed = seed

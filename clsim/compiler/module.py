@@ -366,9 +366,11 @@ class ModuleEmitter:
         state = "".join(", " + name for name in self.state_args)
         group_sig = ("def _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
                      f"_O0, _O1, _O2, {pnames}, _err{state}):")
-        launch = _launcher_source(pnames + state, self.parallel, self.jit, state)
+        how = launcher_kind(self.jit, self.parallel, self.instruments)
+        launch = _launcher_source(pnames + state, how, self.jit, state)
         parts = [*header, "", *consts, "", *helper_src, *funcs,
-                 deco + group_sig + "\n" + "\n".join(group_lines), launch]
+                 deco + group_sig + "\n" + "\n".join(group_lines), launch,
+                 f"_LAUNCHER = {how!r}"]
         return "\n\n".join(p for p in parts if p is not None) + "\n"
 
 
@@ -379,11 +381,15 @@ def _bitcast_source(src: str, dst: str, jit: bool) -> str:
     return (f"def {name}(x):\n    return np.array([x], dtype=np.{src}).view(np.{dst})[0]")
 
 
-def _launcher_source(pnames: str, parallel: bool, jit: bool, state: str) -> str:
-    loop = "prange" if parallel else "range"
-    row = "_c" if parallel else "0"
+def _launcher_source(pnames: str, how: str, jit: bool, state: str) -> str:
+    """``_launch``: groups ``_start .. _start + _count - 1``, each recording into its own row
+    of ``_errs`` (``how`` "prange": in Numba's parallel loop, "threads": serially, on one of
+    the Python threads a chunk is split over) or into row 0, stopping at the first error
+    ("serial"; a thread's launcher stops too, its lower groups having run)."""
+    loop = "prange" if how == "prange" else "range"
+    row = "0" if how == "serial" else "_c"
     lines = [
-        "@_jitp" if (jit and parallel) else ("@_jit" if jit else ""),
+        "@_jitp" if (jit and how == "prange") else ("@_jit" if jit else ""),
         "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
         f"{pnames}, _errs):",
         f"    for _c in {loop}(_count):",
@@ -402,9 +408,21 @@ def _launcher_source(pnames: str, parallel: bool, jit: bool, state: str) -> str:
             (*rec.GROUP, *rec.GROUP_SIZE), ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"),
             strict=True)),
     ]
-    if not parallel:
+    if how != "prange":
         lines.append("            return")
     return "\n".join(line for line in lines if line != "")
+
+
+def launcher_kind(jit: bool, parallel: bool, instruments) -> str:
+    """How the launch's groups run: "serial", "prange" or "threads". Parallel JIT launches
+    use Python threads over a serial launcher unless an instrument needs Numba's parallel
+    loop: compiling ``prange`` (Numba's parfor lowering, its gufunc and a third optimisation
+    of the group function's code) costs about 0.5-0.9 s of CPU per kernel."""
+    if not parallel:
+        return "serial"
+    if jit and all(inst.python_threads for inst in instruments):
+        return "threads"
+    return "prange"
 
 
 def helper_env(params, types) -> dict:
