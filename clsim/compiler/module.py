@@ -388,6 +388,7 @@ def _launcher_source(pnames: str, how: str, jit: bool, state: str) -> str:
     ("serial"; a thread's launcher stops too, its lower groups having run)."""
     loop = "prange" if how == "prange" else "range"
     row = "0" if how == "serial" else "_c"
+    # conditional expressions, not min(): Numba compiles its overload again in every process
     lines = [
         "@_jitp" if (jit and how == "prange") else ("@_jit" if jit else ""),
         "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
@@ -397,9 +398,9 @@ def _launcher_source(pnames: str, how: str, jit: bool, state: str) -> str:
         "        _gx = np.int64(_g % _NG0)",
         "        _gy = np.int64((_g // _NG0) % _NG1)",
         "        _gz = np.int64(_g // (_NG0 * _NG1))",
-        "        _L0 = np.int64(min(_E0, _G0 - _gx * _E0))",
-        "        _L1 = np.int64(min(_E1, _G1 - _gy * _E1))",
-        "        _L2 = np.int64(min(_E2, _G2 - _gz * _E2))",
+        "        _L0 = np.int64(_E0 if _E0 < _G0 - _gx * _E0 else _G0 - _gx * _E0)",
+        "        _L1 = np.int64(_E1 if _E1 < _G1 - _gy * _E1 else _G1 - _gy * _E1)",
+        "        _L2 = np.int64(_E2 if _E2 < _G2 - _gz * _E2 else _G2 - _gz * _E2)",
         f"        _e = _errs[{row}]",
         "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
         f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state})",
