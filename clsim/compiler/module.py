@@ -18,6 +18,7 @@ import numpy as np
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
+from clsim.compiler import launcher
 from clsim.compiler import shared_helpers
 from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
@@ -33,7 +34,6 @@ from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import copy_written_params
 from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
-from clsim.runtime import record as rec
 from clsim.runtime.record import Site
 
 
@@ -355,9 +355,11 @@ class ModuleEmitter:
                 "from clsim.runtime.intrinsics import *  # noqa: F403",
                 "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)",
                 "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True)",
+                "_jiti = njit(cache=True, error_model='numpy', fastmath=False, nogil=True, "
+                "inline='always')",
             ]
         else:
-            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit",
+            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jiti = _jit",
                        "from clsim.runtime.intrinsics_py import *  # noqa: F403"]
         header += shared_helpers.import_lines(imported or set())
         for inst in self.instruments:
@@ -366,10 +368,15 @@ class ModuleEmitter:
         state = "".join(", " + name for name in self.state_args)
         group_sig = ("def _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
                      f"_O0, _O1, _O2, {pnames}, _err{state}):")
-        how = launcher_kind(self.jit, self.parallel, self.instruments)
-        launch = _launcher_source(pnames + state, how, self.jit, state)
+        how = launcher.kind(self.jit, self.parallel, self.instruments)
+        launch = launcher.source(pnames + state, how, self.jit, state)
+        # The threads' launcher takes the group function's code in (Numba inlines it before
+        # typing): LLVM then optimises that code once, not once alone and again inside the
+        # launcher (softmax: 1.2 s CPU against 1.5 s). Not for checked kernels' serial one:
+        # their group function's calls to the fast paths made it slower there.
+        group_deco = "@_jiti\n" if self.jit and how == "threads" else deco
         parts = [*header, "", *consts, "", *helper_src, *funcs,
-                 deco + group_sig + "\n" + "\n".join(group_lines), launch,
+                 group_deco + group_sig + "\n" + "\n".join(group_lines), launch,
                  f"_LAUNCHER = {how!r}"]
         return "\n\n".join(p for p in parts if p is not None) + "\n"
 
@@ -379,51 +386,6 @@ def _bitcast_source(src: str, dst: str, jit: bool) -> str:
     if jit:
         return (f"def {name}(x):\n    return _bitcast_{dst}(np.{src}(x))")
     return (f"def {name}(x):\n    return np.array([x], dtype=np.{src}).view(np.{dst})[0]")
-
-
-def _launcher_source(pnames: str, how: str, jit: bool, state: str) -> str:
-    """``_launch``: groups ``_start .. _start + _count - 1``, each recording into its own row
-    of ``_errs`` (``how`` "prange": in Numba's parallel loop, "threads": serially, on one of
-    the Python threads a chunk is split over) or into row 0, stopping at the first error
-    ("serial"; a thread's launcher stops too, its lower groups having run)."""
-    loop = "prange" if how == "prange" else "range"
-    row = "0" if how == "serial" else "_c"
-    # conditional expressions, not min(): Numba compiles its overload again in every process
-    lines = [
-        "@_jitp" if (jit and how == "prange") else ("@_jit" if jit else ""),
-        "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
-        f"{pnames}, _errs):",
-        f"    for _c in {loop}(_count):",
-        "        _g = np.int64(_start + _c)",
-        "        _gx = np.int64(_g % _NG0)",
-        "        _gy = np.int64((_g // _NG0) % _NG1)",
-        "        _gz = np.int64(_g // (_NG0 * _NG1))",
-        "        _L0 = np.int64(_E0 if _E0 < _G0 - _gx * _E0 else _G0 - _gx * _E0)",
-        "        _L1 = np.int64(_E1 if _E1 < _G1 - _gy * _E1 else _G1 - _gy * _E1)",
-        "        _L2 = np.int64(_E2 if _E2 < _G2 - _gz * _E2 else _G2 - _gz * _E2)",
-        f"        _e = _errs[{row}]",
-        "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
-        f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state})",
-        f"        if _e[{rec.CODE}] != 0:",
-        *(f"            _e[{field}] = {value}" for field, value in zip(
-            (*rec.GROUP, *rec.GROUP_SIZE), ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"),
-            strict=True)),
-    ]
-    if how != "prange":
-        lines.append("            return")
-    return "\n".join(line for line in lines if line != "")
-
-
-def launcher_kind(jit: bool, parallel: bool, instruments) -> str:
-    """How the launch's groups run: "serial", "prange" or "threads". Parallel JIT launches
-    use Python threads over a serial launcher unless an instrument needs Numba's parallel
-    loop: compiling ``prange`` (Numba's parfor lowering, its gufunc and a third optimisation
-    of the group function's code) costs about 0.5-0.9 s of CPU per kernel."""
-    if not parallel:
-        return "serial"
-    if jit and all(inst.python_threads for inst in instruments):
-        return "threads"
-    return "prange"
 
 
 def helper_env(params, types) -> dict:
