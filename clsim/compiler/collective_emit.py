@@ -40,6 +40,7 @@ class ReductionOrder(Instrument):
     how float sub-group reductions add (``collective_helpers``)."""
 
     name = "reduction_order"
+    python_threads = True  # its state is the seed, read only
 
     def __init__(self, seed: int, order: str = "shuffled"):
         self.seed = seed
@@ -198,7 +199,8 @@ def emit_collective(gen, item, c) -> None:
         return
     gen.emit(f"for _sg in range((_NL + {size - 1}) // {size}):")
     with gen.indented():
-        gen.emit(f"_ss = _sg * {size}\n_sn = min({size}, _NL - _ss)")
+        # not min(): Numba compiles its overload again in every process
+        gen.emit(f"_ss = _sg * {size}\n_sn = np.int64({size} if {size} < _NL - _ss else _NL - _ss)")
         if active is not None and not gen.module.has_exit:
             # Masks are checked uniform per sub-group where they are set: test one lane.
             gen.emit(f"if not ({gen.active_expr('_ss')}):\n    continue")

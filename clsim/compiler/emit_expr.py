@@ -75,7 +75,9 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return f"_bits_{src}_{dst}({code})"
 
     def lid_code(self) -> str:
-        return "_lid" if self.in_wi else "0"
+        # An int64 zero at group level, not the literal 0: Numba would compile each helper
+        # taking it (and _oob behind it) once more for the argument type Literal[int](0).
+        return "_lid" if self.in_wi else self.const(0, "int64")
 
     def checked(self) -> None:
         self.stmt_checked = True

@@ -142,6 +142,12 @@ for _t in INT_TYPES:
         _define(f"_{_stem}_{_t}", rec.fill(_src.replace("{t}", _t)), ("_oob",))
 for _t in FLOAT_TYPES:
     _define(f"_w_{_t}", f"def _w_{_t}(x):\n    return np.{_t}(x)")
+# A group's arrays (local, private, context, masks): np.empty is a Numba overload compiled anew
+# in every process for each shape and dtype it is called with (0.1-0.2 s each), these are
+# compiled once per machine with the shared helpers (clsim.compiler.shared_helpers).
+for _t in (*INT_TYPES, "float32", "float64", "bool_"):
+    _define(f"_empty_{_t}", f"def _empty_{_t}(shape):\n    return np.empty(shape, np.{_t})")
+_define("_zeros_bool_", "def _zeros_bool_(shape):\n    return np.zeros(shape, np.bool_)")
 
 _define(
     "_oob",
@@ -194,23 +200,31 @@ def _al(off, size, err, site, lid):
 )
 
 
-def helper_sources(names: set[str], table: dict[str, Helper]) -> list[str]:
+def find(name: str, table: dict[str, Helper]) -> Helper:
+    """The helper ``name``: the engine's, the builtin ``table``'s or an instrument's."""
+    for source in (CORE, table, _REGISTERED):
+        if name in source:
+            return source[name]
+    raise KeyError(f"internal: no runtime helper named {name}")
+
+
+def helper_sources(names: set[str], table: dict[str, Helper],
+                   imported: set[str] | None = None) -> list[str]:
     """The sources of the named helpers and everything they call, dependencies first.
-    ``table`` holds the builtin table's helpers (``clsim.compiler.builtins.HELPERS``)."""
+    ``table`` holds the builtin table's helpers (``clsim.compiler.builtins.HELPERS``). With
+    ``imported`` (a JIT kernel, whose engine and table helpers come from the shared module),
+    only instruments' helpers are returned and the others reached are added to ``imported``."""
     ordered: list[str] = []
     seen: set[str] = set()
-
-    def find(name: str) -> Helper:
-        for source in (CORE, table, _REGISTERED):
-            if name in source:
-                return source[name]
-        raise KeyError(f"internal: no runtime helper named {name}")
 
     def visit(name: str) -> None:
         if name in seen:
             return
         seen.add(name)
-        h = find(name)
+        if imported is not None and name not in _REGISTERED:
+            imported.add(name)
+            return
+        h = find(name, table)
         for dep in h.deps:
             visit(dep)
         ordered.append(h.source)

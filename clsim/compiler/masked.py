@@ -40,11 +40,11 @@ class MaskedFlow:
 
     def new_mask(self) -> str:
         name = f"_m{next(self.counter)}"
-        self.alloc(f"{name} = np.empty({self.module.nl_max}, np.int8)")
+        self.alloc(f"{name} = {self.module.empty(self.module.nl_max, 'int8')}")
         return name
 
     def need_perm(self) -> None:
-        line = f"_perm = np.empty({self.module.nl_max}, np.int64)"
+        line = f"_perm = {self.module.empty(self.module.nl_max, 'int64')}"
         if line not in self.allocs:
             self.alloc(line)
 
@@ -142,7 +142,7 @@ class MaskedFlow:
 
     def _counter_array(self) -> str:
         name = f"_fr{next(self.counter)}"
-        self.alloc(f"{name} = np.empty({self.module.nl_max}, np.int64)")
+        self.alloc(f"{name} = {self.module.empty(self.module.nl_max, 'int64')}")
         return name
 
     def _for_init(self, node: ast.For, flag, fa, fb, fc) -> None:

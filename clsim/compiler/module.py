@@ -18,6 +18,8 @@ import numpy as np
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
+from clsim.compiler import launcher
+from clsim.compiler import shared_helpers
 from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
 from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
@@ -32,7 +34,6 @@ from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import copy_written_params
 from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
-from clsim.runtime import record as rec
 from clsim.runtime.record import Site
 
 
@@ -181,6 +182,12 @@ class ModuleEmitter:
             self.const_lines.append(f"{name} = {literal(value, t)}")
         return self.consts[key]
 
+    def empty(self, shape: str, dtype: str, fill: str = "empty") -> str:
+        """Code allocating an array of ``shape`` (source text) and numpy ``dtype``."""
+        dtype = "bool_" if dtype == "bool" else dtype
+        self.helpers_used.add(f"_{fill}_{dtype}")
+        return f"_{fill}_{dtype}({shape})"
+
     def site(self, node, buffer: str, kind: str, space: str, dtype: str, width: int = 1) -> int:
         key = (id(node), kind, buffer)
         if key not in self._site_keys:
@@ -318,9 +325,9 @@ class ModuleEmitter:
         gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
         for name, t in typer.env.items():
             if isinstance(t, ct.ArrayT) and name not in storage:
-                gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
+                gen.emit(f"v_{name} = {self.empty(t.shape, ct.storage_dtype(t.dtype))}")
             elif isinstance(t, StructT) and name not in storage:
-                gen.emit(f"v_{name} = np.empty({t.itemsize}, np.uint8)")
+                gen.emit(f"v_{name} = {self.empty(t.itemsize, 'uint8')}")
         gen.stmts_wi(spec.body)
         params = ", ".join(f"v_{p}__buf, v_{p}" if isinstance(t, ct.PtrT) else f"v_{p}"
                            for p, t in zip(spec.parsed.params, spec.param_types, strict=True))
@@ -330,7 +337,9 @@ class ModuleEmitter:
     # -- rendering --------------------------------------------------------------------------
     def render(self, group_lines: list[str], params: list[str]) -> str:
         deco = "@_jit\n" if self.jit else ""
-        helper_src = [deco + src for src in hp.helper_sources(self.helpers_used, table.HELPERS)]
+        imported: set[str] | None = set() if self.jit else None
+        helper_src = [deco + src for src in
+                      hp.helper_sources(self.helpers_used, table.HELPERS, imported)]
         helper_src += [deco + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
         funcs = [deco + f"def {name}{key.split(': ', 1)[0]}:\n    {key.split(': ', 1)[1]}"
                  for key, name in self.lifted.items()]
@@ -348,19 +357,29 @@ class ModuleEmitter:
                 "from clsim.runtime.intrinsics import *  # noqa: F403",
                 "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)",
                 "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True)",
+                "_jiti = njit(cache=True, error_model='numpy', fastmath=False, nogil=True, "
+                "inline='always')",
             ]
         else:
-            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit",
+            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jiti = _jit",
                        "from clsim.runtime.intrinsics_py import *  # noqa: F403"]
+        header += shared_helpers.import_lines(imported or set())
         for inst in self.instruments:
             header += [line for line in inst.imports() if line not in header]
         consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
         state = "".join(", " + name for name in self.state_args)
         group_sig = ("def _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
                      f"_O0, _O1, _O2, {pnames}, _err{state}):")
-        launch = _launcher_source(pnames + state, self.parallel, self.jit, state)
+        how = launcher.kind(self.jit, self.parallel, self.instruments)
+        launch = launcher.source(pnames + state, how, self.jit, state)
+        # The threads' launcher takes the group function's code in (Numba inlines it before
+        # typing): LLVM then optimises that code once, not once alone and again inside the
+        # launcher (softmax: 1.2 s CPU against 1.5 s). Not for checked kernels' serial one:
+        # their group function's calls to the fast paths made it slower there.
+        group_deco = "@_jiti\n" if self.jit and how == "threads" else deco
         parts = [*header, "", *consts, "", *helper_src, *funcs,
-                 deco + group_sig + "\n" + "\n".join(group_lines), launch]
+                 group_deco + group_sig + "\n" + "\n".join(group_lines), launch,
+                 f"_LAUNCHER = {how!r}"]
         return "\n\n".join(p for p in parts if p is not None) + "\n"
 
 
@@ -369,34 +388,6 @@ def _bitcast_source(src: str, dst: str, jit: bool) -> str:
     if jit:
         return (f"def {name}(x):\n    return _bitcast_{dst}(np.{src}(x))")
     return (f"def {name}(x):\n    return np.array([x], dtype=np.{src}).view(np.{dst})[0]")
-
-
-def _launcher_source(pnames: str, parallel: bool, jit: bool, state: str) -> str:
-    loop = "prange" if parallel else "range"
-    row = "_c" if parallel else "0"
-    lines = [
-        "@_jitp" if (jit and parallel) else ("@_jit" if jit else ""),
-        "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
-        f"{pnames}, _errs):",
-        f"    for _c in {loop}(_count):",
-        "        _g = np.int64(_start + _c)",
-        "        _gx = np.int64(_g % _NG0)",
-        "        _gy = np.int64((_g // _NG0) % _NG1)",
-        "        _gz = np.int64(_g // (_NG0 * _NG1))",
-        "        _L0 = np.int64(min(_E0, _G0 - _gx * _E0))",
-        "        _L1 = np.int64(min(_E1, _G1 - _gy * _E1))",
-        "        _L2 = np.int64(min(_E2, _G2 - _gz * _E2))",
-        f"        _e = _errs[{row}]",
-        "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
-        f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state})",
-        f"        if _e[{rec.CODE}] != 0:",
-        *(f"            _e[{field}] = {value}" for field, value in zip(
-            (*rec.GROUP, *rec.GROUP_SIZE), ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"),
-            strict=True)),
-    ]
-    if not parallel:
-        lines.append("            return")
-    return "\n".join(line for line in lines if line != "")
 
 
 def helper_env(params, types) -> dict:
@@ -444,20 +435,20 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     for name, kind in sorted(storage.items()):
         t = typer.env[name]
         if kind == "larray":
-            gen.emit(f"v_{name} = np.empty({t.shape}, np.{ct.storage_dtype(t.dtype)})")
+            gen.emit(f"v_{name} = {module.empty(t.shape, ct.storage_dtype(t.dtype))}")
         elif kind == "parray":
-            gen.emit(f"v_{name}__c = np.empty(({nl_max},) + {t.shape}, "
-                     f"np.{ct.storage_dtype(t.dtype)})")
+            shape = f"({nl_max},) + {t.shape}"
+            gen.emit(f"v_{name}__c = {module.empty(shape, ct.storage_dtype(t.dtype))}")
         elif kind == "sarray":
-            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.itemsize}), np.uint8)")
+            gen.emit(f"v_{name}__c = {module.empty(f'({nl_max}, {t.itemsize})', 'uint8')}")
         elif kind == "ctx" and isinstance(t, ct.VecT):
-            gen.emit(f"v_{name}__c = np.empty(({nl_max}, {t.width}), "
-                     f"np.{ct.register_dtype(t.dtype)})")
+            shape = f"({nl_max}, {t.width})"
+            gen.emit(f"v_{name}__c = {module.empty(shape, ct.register_dtype(t.dtype))}")
         elif kind == "ctx":
-            dtype = "np.bool_" if t == "bool" else f"np.{ct.register_dtype(t)}"
-            gen.emit(f"v_{name}__c = np.empty({nl_max}, {dtype})")
+            dtype = "bool_" if t == "bool" else ct.register_dtype(t)
+            gen.emit(f"v_{name}__c = {module.empty(nl_max, dtype)}")
     if module.has_exit:
-        gen.emit(f"_exited = np.zeros({nl_max}, np.bool_)")
+        gen.emit(f"_exited = {module.empty(nl_max, 'bool_', 'zeros')}")
     alloc_at = len(gen.lines)
     dispatch.group_start(module.instruments, gen)
     gen.items(analysis.tree)

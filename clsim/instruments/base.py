@@ -11,7 +11,10 @@ An instrument is a class. What it declares, the runtime reads; nothing else need
 - ``drives_groups``: whether it runs the launch's groups itself (``run_groups``), e.g. in
   threads over contiguous ranges, each with its own state;
 - ``threads_share_state``: whether its state arrays may serve groups running in several
-  threads at once (an instrument without state always may).
+  threads at once (an instrument without state always may);
+- ``python_threads``: whether its code is right when parallel groups run on Python threads,
+  each calling a serial launcher (``clsim.runtime.threads``), rather than in Numba's parallel
+  loop: false when its code calls ``numba.get_thread_id()``, which is 0 in every such thread.
 
 ``create(config)`` returns an instance when the launch configuration (``LaunchConfig``, options
 included) enables it, else None. The registry (``clsim.instruments.registry``) lists the
@@ -70,6 +73,7 @@ class Instrument:
     serial_groups: ClassVar[bool] = False
     drives_groups: ClassVar[bool] = False
     threads_share_state: ClassVar[bool] = False
+    python_threads: ClassVar[bool] = False
 
     @classmethod
     def create(cls, config) -> Instrument | None:

@@ -1,7 +1,8 @@
 """``clsim.run``: checks the launch, compiles (or reuses) the kernel, runs it, reports.
 
 Buffers are written in place, like a device buffer read back. Work-groups run in parallel
-(``prange``) unless the kernel needs ordering between groups; the per-work-item state of a
+(on Python threads, ``clsim.runtime.threads``, or in Numba's ``prange`` where an instrument
+needs it) unless the kernel needs ordering between groups; the per-work-item state of a
 group exists only while that group runs, and groups are launched in chunks, so memory does not
 grow with the global size.
 """
@@ -39,6 +40,7 @@ from clsim.runtime.decode import decode
 from clsim.runtime.memory import check_memory
 from clsim.runtime.ndrange import NDRange, make_ndrange
 from clsim.runtime.record import site_table
+from clsim.runtime.threads import run_pieces as threads_run
 
 _CHUNK = 4096  # groups per parallel launch: bounds the error-record memory
 
@@ -254,8 +256,19 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
     launch = compiled.module._launch
     errs = np.zeros((rows, rec.FIELDS), np.int64)
 
+    # a launcher that is serial although groups may run in parallel: we split its chunks
+    threads = (_groups_at_once(config)
+               if getattr(compiled.module, "_LAUNCHER", None) == "threads" else 1)
+
+    def piece(first: int, count: int, start: int = 0) -> None:
+        launch(np.int64(start + first), np.int64(count), *sizes, *values,
+               errs[first:first + count])
+
     def step(start: int, count: int) -> int | None:
-        launch(np.int64(start), np.int64(count), *sizes, *values, errs)
+        if threads > 1 and count > 1:
+            threads_run(lambda first, n: piece(first, n, start), count, threads)
+        else:
+            launch(np.int64(start), np.int64(count), *sizes, *values, errs)
         failed = np.nonzero(errs[:, rec.CODE])[0]
         return int(failed[0]) if failed.size else None
 

@@ -4,7 +4,8 @@ with default checks and with ``--check all``. Each is run with the traffic launc
 beside the main one in a second process (what the CLI does on more than one core) and, for
 comparison, one after the other in one process (``traffic_launch.SIDE_BY_SIDE = False``).
 "First run after install" also empties Numba's cache of clsim's own shared helpers (a
-temporary ``NUMBA_CACHE_DIR``: the traffic helpers, and with --check all the checks' shared
+temporary ``NUMBA_CACHE_DIR``: the engine's and builtins' runtime helpers
+``clsim/runtime/helper_lib.py``, the traffic helpers, and with --check all the checks' shared
 module ``clsim/checks/native_lib.py``), which every later cold run finds compiled. Targets
 (issue 13): under 6 s, under 10 s with --check all.
 Run: python tests/bench/bench_cold_run.py [--write]

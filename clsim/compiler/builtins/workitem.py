@@ -28,13 +28,16 @@ PER_DIM = {
     "get_global_offset": ("_O{d}", False, "global offset"),
 }
 _NL = "(_L0 * _L1 * _L2)"
+# The lanes from this sub-group's first on; min() is not used in generated code: Numba compiles
+# its overload again in every process (about 0.1 s).
+_REST = f"({_NL} - (_lid // {{S}}) * {{S}})"
 # name -> (code, varying, what it is); {S} is the sub-group size.
 NO_ARGS = {
     "get_work_dim": (None, False, "number of dimensions in use"),
     "get_local_linear_id": ("np.int64(_lid)", True, "linear local id"),
     "get_global_linear_id": ("((_gz * _E2 + _lz) * _G1 * _G0 + (_gy * _E1 + _ly) * _G0 + "
                              "(_gx * _E0 + _lx))", True, "linear global id"),
-    "get_sub_group_size": (f"np.int64(min({{S}}, {_NL} - (_lid // {{S}}) * {{S}}))", True,
+    "get_sub_group_size": (f"np.int64({{S}} if {{S}} < {_REST} else {_REST})", True,
                            "this sub-group's size"),
     "get_max_sub_group_size": ("np.int64({S})", False, "the launch's sub-group size"),
     "get_num_sub_groups": (f"np.int64(({_NL} + {{S}} - 1) // {{S}})", False,

@@ -1,0 +1,55 @@
+"""The generated module's ``_launch``: the loop over a chunk of work-groups, and which kind.
+
+``kind`` decides how a launch's groups run ("serial", "prange" or "threads") from the launch
+configuration and its instruments; ``source`` writes the launcher of that kind. Splitting a
+"threads" launcher's chunks over Python threads is ``clsim.runtime.threads``'s job.
+"""
+
+from __future__ import annotations
+
+from clsim.runtime import record as rec
+
+
+def source(pnames: str, how: str, jit: bool, state: str) -> str:
+    """``_launch``: groups ``_start .. _start + _count - 1``, each recording into its own row
+    of ``_errs`` (``how`` "prange": in Numba's parallel loop, "threads": serially, on one of
+    the Python threads a chunk is split over) or into row 0, stopping at the first error
+    ("serial"; a thread's launcher stops too, its lower groups having run)."""
+    loop = "prange" if how == "prange" else "range"
+    row = "0" if how == "serial" else "_c"
+    # conditional expressions, not min(): Numba compiles its overload again in every process
+    lines = [
+        "@_jitp" if (jit and how == "prange") else ("@_jit" if jit else ""),
+        "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
+        f"{pnames}, _errs):",
+        f"    for _c in {loop}(_count):",
+        "        _g = np.int64(_start + _c)",
+        "        _gx = np.int64(_g % _NG0)",
+        "        _gy = np.int64((_g // _NG0) % _NG1)",
+        "        _gz = np.int64(_g // (_NG0 * _NG1))",
+        "        _L0 = np.int64(_E0 if _E0 < _G0 - _gx * _E0 else _G0 - _gx * _E0)",
+        "        _L1 = np.int64(_E1 if _E1 < _G1 - _gy * _E1 else _G1 - _gy * _E1)",
+        "        _L2 = np.int64(_E2 if _E2 < _G2 - _gz * _E2 else _G2 - _gz * _E2)",
+        f"        _e = _errs[{row}]",
+        "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
+        f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state})",
+        f"        if _e[{rec.CODE}] != 0:",
+        *(f"            _e[{field}] = {value}" for field, value in zip(
+            (*rec.GROUP, *rec.GROUP_SIZE), ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"),
+            strict=True)),
+    ]
+    if how != "prange":
+        lines.append("            return")
+    return "\n".join(line for line in lines if line != "")
+
+
+def kind(jit: bool, parallel: bool, instruments) -> str:
+    """How the launch's groups run: "serial", "prange" or "threads". Parallel JIT launches
+    use Python threads over a serial launcher unless an instrument needs Numba's parallel
+    loop: compiling ``prange`` (Numba's parfor lowering, its gufunc and a third optimisation
+    of the group function's code) costs about 0.5-0.9 s of CPU per kernel."""
+    if not parallel:
+        return "serial"
+    if jit and all(inst.python_threads for inst in instruments):
+        return "threads"
+    return "prange"
