@@ -2686,6 +2686,322 @@ def _fsat_uint8(v):
     return np.uint8(np.uint64(abs(v)))
 
 
+def _geo_len_float32_1(a0):
+    x0 = np.float64(a0)
+    if math.isinf(x0):
+        return np.float32(np.inf)
+    k = 1.0
+    r = math.sqrt((x0 * k) * (x0 * k)) / k
+    return np.float32(r) if r == r else np.float32(np.nan)
+
+
+def _geo_len_float32_2(a0, a1):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    if math.isinf(x0):
+        return np.float32(np.inf)
+    if math.isinf(x1):
+        return np.float32(np.inf)
+    k = 1.0
+    r = math.sqrt((x0 * k) * (x0 * k) + (x1 * k) * (x1 * k)) / k
+    return np.float32(r) if r == r else np.float32(np.nan)
+
+
+def _geo_len_float32_3(a0, a1, a2):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    if math.isinf(x0):
+        return np.float32(np.inf)
+    if math.isinf(x1):
+        return np.float32(np.inf)
+    if math.isinf(x2):
+        return np.float32(np.inf)
+    k = 1.0
+    r = math.sqrt((x0 * k) * (x0 * k) + (x1 * k) * (x1 * k) + (x2 * k) * (x2 * k)) / k
+    return np.float32(r) if r == r else np.float32(np.nan)
+
+
+def _geo_len_float32_4(a0, a1, a2, a3):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    x3 = np.float64(a3)
+    if math.isinf(x0):
+        return np.float32(np.inf)
+    if math.isinf(x1):
+        return np.float32(np.inf)
+    if math.isinf(x2):
+        return np.float32(np.inf)
+    if math.isinf(x3):
+        return np.float32(np.inf)
+    k = 1.0
+    r = math.sqrt((x0 * k) * (x0 * k) + (x1 * k) * (x1 * k) + (x2 * k) * (x2 * k) + (x3 * k) * (x3 * k)) / k
+    return np.float32(r) if r == r else np.float32(np.nan)
+
+
+def _geo_len_float64_1(a0):
+    x0 = np.float64(a0)
+    if math.isinf(x0):
+        return np.float64(np.inf)
+    m = abs(x0)
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    r = math.sqrt((x0 * k) * (x0 * k)) / k
+    return np.float64(r) if r == r else np.float64(np.nan)
+
+
+def _geo_len_float64_2(a0, a1):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    if math.isinf(x0):
+        return np.float64(np.inf)
+    if math.isinf(x1):
+        return np.float64(np.inf)
+    m = abs(x0)
+    m = max(m, abs(x1))
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    r = math.sqrt((x0 * k) * (x0 * k) + (x1 * k) * (x1 * k)) / k
+    return np.float64(r) if r == r else np.float64(np.nan)
+
+
+def _geo_len_float64_3(a0, a1, a2):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    if math.isinf(x0):
+        return np.float64(np.inf)
+    if math.isinf(x1):
+        return np.float64(np.inf)
+    if math.isinf(x2):
+        return np.float64(np.inf)
+    m = abs(x0)
+    m = max(m, abs(x1))
+    m = max(m, abs(x2))
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    r = math.sqrt((x0 * k) * (x0 * k) + (x1 * k) * (x1 * k) + (x2 * k) * (x2 * k)) / k
+    return np.float64(r) if r == r else np.float64(np.nan)
+
+
+def _geo_len_float64_4(a0, a1, a2, a3):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    x3 = np.float64(a3)
+    if math.isinf(x0):
+        return np.float64(np.inf)
+    if math.isinf(x1):
+        return np.float64(np.inf)
+    if math.isinf(x2):
+        return np.float64(np.inf)
+    if math.isinf(x3):
+        return np.float64(np.inf)
+    m = abs(x0)
+    m = max(m, abs(x1))
+    m = max(m, abs(x2))
+    m = max(m, abs(x3))
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    r = math.sqrt((x0 * k) * (x0 * k) + (x1 * k) * (x1 * k) + (x2 * k) * (x2 * k) + (x3 * k) * (x3 * k)) / k
+    return np.float64(r) if r == r else np.float64(np.nan)
+
+
+def _geo_norm_float32_1(a0):
+    x0 = np.float64(a0)
+    if x0 != x0:
+        return np.float32(np.nan)
+    if x0 == 0.0:
+        return a0
+    if math.isinf(x0):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+    k = 1.0
+    y0 = x0 * k
+    r = math.sqrt(y0 * y0)
+    return np.float32(y0 / r)
+
+
+def _geo_norm_float32_2(a0, a1):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    if x0 != x0 or x1 != x1:
+        return (np.float32(np.nan), np.float32(np.nan),)
+    if x0 == 0.0 and x1 == 0.0:
+        return (a0, a1,)
+    if math.isinf(x0) or math.isinf(x1):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+        x1 = math.copysign(1.0, x1) if math.isinf(x1) else 0.0 * x1
+    k = 1.0
+    y0 = x0 * k
+    y1 = x1 * k
+    r = math.sqrt(y0 * y0 + y1 * y1)
+    return (np.float32(y0 / r), np.float32(y1 / r),)
+
+
+def _geo_norm_float32_3(a0, a1, a2):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    if x0 != x0 or x1 != x1 or x2 != x2:
+        return (np.float32(np.nan), np.float32(np.nan), np.float32(np.nan),)
+    if x0 == 0.0 and x1 == 0.0 and x2 == 0.0:
+        return (a0, a1, a2,)
+    if math.isinf(x0) or math.isinf(x1) or math.isinf(x2):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+        x1 = math.copysign(1.0, x1) if math.isinf(x1) else 0.0 * x1
+        x2 = math.copysign(1.0, x2) if math.isinf(x2) else 0.0 * x2
+    k = 1.0
+    y0 = x0 * k
+    y1 = x1 * k
+    y2 = x2 * k
+    r = math.sqrt(y0 * y0 + y1 * y1 + y2 * y2)
+    return (np.float32(y0 / r), np.float32(y1 / r), np.float32(y2 / r),)
+
+
+def _geo_norm_float32_4(a0, a1, a2, a3):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    x3 = np.float64(a3)
+    if x0 != x0 or x1 != x1 or x2 != x2 or x3 != x3:
+        return (np.float32(np.nan), np.float32(np.nan), np.float32(np.nan), np.float32(np.nan),)
+    if x0 == 0.0 and x1 == 0.0 and x2 == 0.0 and x3 == 0.0:
+        return (a0, a1, a2, a3,)
+    if math.isinf(x0) or math.isinf(x1) or math.isinf(x2) or math.isinf(x3):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+        x1 = math.copysign(1.0, x1) if math.isinf(x1) else 0.0 * x1
+        x2 = math.copysign(1.0, x2) if math.isinf(x2) else 0.0 * x2
+        x3 = math.copysign(1.0, x3) if math.isinf(x3) else 0.0 * x3
+    k = 1.0
+    y0 = x0 * k
+    y1 = x1 * k
+    y2 = x2 * k
+    y3 = x3 * k
+    r = math.sqrt(y0 * y0 + y1 * y1 + y2 * y2 + y3 * y3)
+    return (np.float32(y0 / r), np.float32(y1 / r), np.float32(y2 / r), np.float32(y3 / r),)
+
+
+def _geo_norm_float64_1(a0):
+    x0 = np.float64(a0)
+    if x0 != x0:
+        return np.float64(np.nan)
+    if x0 == 0.0:
+        return a0
+    if math.isinf(x0):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+    m = abs(x0)
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    y0 = x0 * k
+    r = math.sqrt(y0 * y0)
+    return np.float64(y0 / r)
+
+
+def _geo_norm_float64_2(a0, a1):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    if x0 != x0 or x1 != x1:
+        return (np.float64(np.nan), np.float64(np.nan),)
+    if x0 == 0.0 and x1 == 0.0:
+        return (a0, a1,)
+    if math.isinf(x0) or math.isinf(x1):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+        x1 = math.copysign(1.0, x1) if math.isinf(x1) else 0.0 * x1
+    m = abs(x0)
+    m = max(m, abs(x1))
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    y0 = x0 * k
+    y1 = x1 * k
+    r = math.sqrt(y0 * y0 + y1 * y1)
+    return (np.float64(y0 / r), np.float64(y1 / r),)
+
+
+def _geo_norm_float64_3(a0, a1, a2):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    if x0 != x0 or x1 != x1 or x2 != x2:
+        return (np.float64(np.nan), np.float64(np.nan), np.float64(np.nan),)
+    if x0 == 0.0 and x1 == 0.0 and x2 == 0.0:
+        return (a0, a1, a2,)
+    if math.isinf(x0) or math.isinf(x1) or math.isinf(x2):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+        x1 = math.copysign(1.0, x1) if math.isinf(x1) else 0.0 * x1
+        x2 = math.copysign(1.0, x2) if math.isinf(x2) else 0.0 * x2
+    m = abs(x0)
+    m = max(m, abs(x1))
+    m = max(m, abs(x2))
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    y0 = x0 * k
+    y1 = x1 * k
+    y2 = x2 * k
+    r = math.sqrt(y0 * y0 + y1 * y1 + y2 * y2)
+    return (np.float64(y0 / r), np.float64(y1 / r), np.float64(y2 / r),)
+
+
+def _geo_norm_float64_4(a0, a1, a2, a3):
+    x0 = np.float64(a0)
+    x1 = np.float64(a1)
+    x2 = np.float64(a2)
+    x3 = np.float64(a3)
+    if x0 != x0 or x1 != x1 or x2 != x2 or x3 != x3:
+        return (np.float64(np.nan), np.float64(np.nan), np.float64(np.nan), np.float64(np.nan),)
+    if x0 == 0.0 and x1 == 0.0 and x2 == 0.0 and x3 == 0.0:
+        return (a0, a1, a2, a3,)
+    if math.isinf(x0) or math.isinf(x1) or math.isinf(x2) or math.isinf(x3):
+        x0 = math.copysign(1.0, x0) if math.isinf(x0) else 0.0 * x0
+        x1 = math.copysign(1.0, x1) if math.isinf(x1) else 0.0 * x1
+        x2 = math.copysign(1.0, x2) if math.isinf(x2) else 0.0 * x2
+        x3 = math.copysign(1.0, x3) if math.isinf(x3) else 0.0 * x3
+    m = abs(x0)
+    m = max(m, abs(x1))
+    m = max(m, abs(x2))
+    m = max(m, abs(x3))
+    k = 1.0
+    if m > 3.273390607896142e+150:
+        k = 2.409919865102884e-181
+    elif m < 3.054936363499605e-151:
+        k = 4.149515568880993e+180
+    y0 = x0 * k
+    y1 = x1 * k
+    y2 = x2 * k
+    y3 = x3 * k
+    r = math.sqrt(y0 * y0 + y1 * y1 + y2 * y2 + y3 * y3)
+    return (np.float64(y0 / r), np.float64(y1 / r), np.float64(y2 / r), np.float64(y3 / r),)
+
+
+def _geo_quiet_float32(x):
+    return x if x == x else np.float32(np.nan)
+
+
+def _geo_quiet_float64(x):
+    return x if x == x else np.float64(np.nan)
+
+
 def _h2f(h):
     b = np.uint32(h)
     sign = (b >> np.uint32(15)) << np.uint32(31)
@@ -3663,7 +3979,10 @@ def _rootn_core(a, k):
     r = x ** (1.0 / np.float64(k))
     rn = r ** np.float64(k)
     r = r - (rn - x) / (np.float64(k) * rn / r)
-    r = math.ldexp(r, int(j))
+    if j > 1000:  # the root overflows (rootn(4.9e-324, -1)): math.ldexp would raise
+        r = math.ldexp(r, int(j) - 1000) * 1.0715086071862673e301
+    else:
+        r = math.ldexp(r, int(j))
     return -r if a < 0.0 else r
 
 
