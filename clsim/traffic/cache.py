@@ -12,7 +12,8 @@ a fetch (whole sectors written), dirty sectors going to DRAM when evicted or at 
 atomics are done in the L2 (a fetch on a miss, then dirty; an atomic_load only fetches); the
 set index is the line address xor-folded (GPUs hash their L2 sets; plain modulo would make
 every buffer collide). Each unit's L1 replays in parallel (units are independent), then the L2
-over their misses, in group order.
+over their misses, in group order, its sets split into ranges replayed in parallel (sets are
+independent too).
 
 Importing this module imports Numba (the replay is compiled once, cached on disk).
 """
@@ -219,8 +220,11 @@ def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1
 
 
 @_jit
-def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, nbuf):
-    """The L2 over the L1s' misses, in group order; see the module docstring.
+def _l2_sets(RR, seg, first, miss, c2, ways2, sector_shift, line_shift, lo, hi, out):
+    """The L2 over the L1s' misses, in group order, for the sets whose rows lie in
+    ``[lo, hi)`` of ``c2``; see the module docstring. Sets are independent and each keeps its
+    lookups' order, so any split of the sets gives the same counts (``out``: requested, read
+    and written sectors per buffer; requested only for the part starting at row 0).
 
     ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
     sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
@@ -228,9 +232,7 @@ def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, n
     The set lookups are small functions LLVM inlines; anything passing arrays per call would
     cost reference counting.
     """
-    requested = np.zeros(nbuf, np.int64)
-    read = np.zeros(nbuf, np.int64)
-    write = np.zeros(nbuf, np.int64)
+    requested, read, write = out[0], out[1], out[2]
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl_shift = line_shift - sector_shift
     low = (1 << 32) - 1
@@ -243,15 +245,17 @@ def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, n
             sector = e >> R_SHIFT
             last = sector + ((e >> 2) & count_mask) - 1
             buf = (sector << sector_shift) >> BUFFER_SHIFT
-            requested[buf] += last - sector + 1
+            if lo == 0:
+                requested[buf] += last - sector + 1
             for line in range(sector >> spl_shift, (last >> spl_shift) + 1):
                 if c + _AHEAD < miss.shape[0] and miss[c + _AHEAD] & low != 0:  # looked up
                     ahead = miss[c + _AHEAD] >> 32
-                    for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
-                        _prefetch(c2, part)
+                    if lo <= ahead < hi:
+                        for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
+                            _prefetch(c2, part)
                 mask, row = miss[c] & low, miss[c] >> 32
                 c += 1
-                if mask == 0:
+                if mask == 0 or row < lo or row >= hi:
                     continue
                 clock += 1
                 w = _way(c2, row, ways2, line)
@@ -270,11 +274,25 @@ def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, n
                 if kind == R_STORE or kind == R_ATOMIC:
                     state |= mask << 32
                 c2[w + 2 * ways2] = state
-    for s in range(sets2):  # write back what is still dirty
-        for w in range(s * 3 * ways2, s * 3 * ways2 + ways2):
+    for w0 in range(lo, hi, 3 * ways2):  # write back what is still dirty
+        for w in range(w0, w0 + ways2):
             if c2[w] >= 0 and c2[w + 2 * ways2] >> 32 != 0:
                 write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(c2[w + 2 * ways2] >> 32)
-    return requested, read, write
+
+
+@_jitp
+def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, nbuf, parts):
+    """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
+    part reads the whole miss stream, but only its own sets' lookups (the cache misses that
+    dominate) are done, so a GEMV's replay no longer runs on one core."""
+    out = np.zeros((parts, 3, nbuf), np.int64)
+    per = (sets2 + parts - 1) // parts
+    for p in numba.prange(parts):
+        lo = min(p * per, sets2) * 3 * ways2
+        hi = min((p + 1) * per, sets2) * 3 * ways2
+        _l2_sets(RR, seg, first, miss, c2, ways2, sector_shift, line_shift, lo, hi, out[p])
+    total = out.sum(axis=0)
+    return total[0], total[1], total[2]
 
 
 def _level(units: int, size: int, ways: int, line: int):
@@ -307,6 +325,7 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     miss = np.empty(total, np.int64)
     _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
              sets2, ways2)
+    parts = min(numba.get_num_threads(), sets2)
     requested, read, write = _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift,
-                                      line_shift, nbuf)
+                                      line_shift, nbuf, parts)
     return CacheResult(requested, read, write)
