@@ -357,11 +357,9 @@ class ModuleEmitter:
                 "from clsim.runtime.intrinsics import *  # noqa: F403",
                 "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)",
                 "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True)",
-                "_jiti = njit(cache=True, error_model='numpy', fastmath=False, nogil=True, "
-                "inline='always')",
             ]
         else:
-            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jiti = _jit",
+            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit",
                        "from clsim.runtime.intrinsics_py import *  # noqa: F403"]
         header += shared_helpers.import_lines(imported or set())
         for inst in self.instruments:
@@ -372,13 +370,12 @@ class ModuleEmitter:
                      f"_O0, _O1, _O2, {pnames}, _err{state}):")
         how = launcher.kind(self.jit, self.parallel, self.instruments)
         launch = launcher.source(pnames + state, how, self.jit, state)
-        # The threads' launcher takes the group function's code in (Numba inlines it before
-        # typing): LLVM then optimises that code once, not once alone and again inside the
-        # launcher (softmax: 1.2 s CPU against 1.5 s). Not for checked kernels' serial one:
-        # their group function's calls to the fast paths made it slower there.
-        group_deco = "@_jiti\n" if self.jit and how == "threads" else deco
+        # The group function is not inlined into the launcher at Numba's level
+        # (inline='always'): it saved 0.3 s CPU on softmax's first compile, but Numba's inline
+        # pass failed on kernels with private arrays passed to helpers and on conformance
+        # probes ("Failed in nopython mode pipeline (step: inline inlinable functions)").
         parts = [*header, "", *consts, "", *helper_src, *funcs,
-                 group_deco + group_sig + "\n" + "\n".join(group_lines), launch,
+                 deco + group_sig + "\n" + "\n".join(group_lines), launch,
                  f"_LAUNCHER = {how!r}"]
         return "\n\n".join(p for p in parts if p is not None) + "\n"
 

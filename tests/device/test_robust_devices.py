@@ -90,10 +90,12 @@ def test_unusable_device_reported_skipped_and_named(fresh_probe, monkeypatch):
     """A device that cannot build the probe is NO in 'clsim devices' with the build log's
     error as the reason, is skipped by the device parametrization and by fuzzing with that
     reason, is never the default device, and its build errors name the device as the cause."""
-    monkeypatch.setenv(probe.FAULT_ENV, "pocl")
     pocl = get_device("pocl")
+    real = probe.health(pocl)  # the wheel's PoCL is unusable on some CPUs by itself
+    monkeypatch.setenv(probe.FAULT_ENV, "pocl")
     verdict = probe.health(pocl)
-    assert not verdict.usable and "not_declared" in verdict.reason
+    expected = "not_declared" if real.usable else real.reason  # the first build error seen
+    assert not verdict.usable and expected in verdict.reason
 
     table = format_devices(list_devices())
     row = next(line for line in table.splitlines() if line.startswith("pocl "))
