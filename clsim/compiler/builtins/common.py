@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from clsim.compiler.builtins.entry import Builtin
-from clsim.compiler.builtins.math import FLOATS
+from clsim.compiler.builtins.math import _FCLAMP, _FMAX, _FMIN, FLOATS
 from clsim.compiler.builtins.rules import call_helper, need_float
 from clsim.compiler.helpers import helper
 
@@ -43,8 +43,6 @@ def _radians_{t}(x):
 
 
 def _entries() -> list[Builtin]:
-    from clsim.compiler.builtins.math import _FCLAMP, _FMAX, _FMIN
-
     clamp = (*_FCLAMP, *_FMAX, *_FMIN)
     rows = [("step", 2, _STEP, "0.0 if x < edge else 1.0", "step(edge, x)"),
             ("smoothstep", 3, (*_SMOOTHSTEP, *clamp), "Hermite step between e0 and e1",

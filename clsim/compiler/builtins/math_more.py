@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
-from clsim.compiler.builtins.math import FLOAT_ONLY, FLOATS, UNARY, unary_helpers
+from clsim.compiler.builtins.math import (
+    _FMAX,
+    _FMIN,
+    _POW_CORE,
+    FLOAT_ONLY,
+    FLOATS,
+    UNARY,
+    unary_helpers,
+)
 from clsim.compiler.builtins.rules import call_helper, float_only_result, float_result, need_float
 from clsim.compiler.diagnostics import node_error
 from clsim.compiler.helpers import helper
@@ -294,8 +302,6 @@ _NATIVE = {"native_exp2": "exp2", "native_log2": "log2", "native_exp10": "exp10"
 
 
 def _entries() -> list[Builtin]:
-    from clsim.compiler.builtins.math import _FMAX, _FMIN, _POW_CORE
-
     extra = {"maxmag": _FMAX, "minmag": _FMIN}
     rows = [_fn(stem, _BODIES[stem][0], call_helper(stem),
                 (*_body_helpers(stem), *_CORES, *extra.get(stem, ())),

@@ -15,7 +15,8 @@ import ast
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
-from clsim.compiler.builtins.math import FLOATS
+from clsim.compiler.builtins.math import FLOATS, unary_helpers
+from clsim.compiler.builtins.math_more import _body_helpers
 from clsim.compiler.builtins.rules import call_helper, float_result, need_float
 from clsim.compiler.diagnostics import builtin_name, compile_error, node_error
 from clsim.compiler.helpers import helper
@@ -152,9 +153,6 @@ _NOTES = {"frexp": "m, e = frexp(x): x = m * 2**e, 0.5 <= |m| < 1",
 
 
 def _entries() -> list[Builtin]:
-    from clsim.compiler.builtins.math import unary_helpers
-    from clsim.compiler.builtins.math_more import _body_helpers
-
     rows = []
     for name, (n, parts) in _PARTS.items():
         extra = (*unary_helpers("sin"), *unary_helpers("cos")) if name == "sincos" else (
