@@ -21,6 +21,9 @@ Adding a builtin is one entry plus its test:
    the documentation fields ``c``, ``types``, ``note``.
 2. Add a test that runs it in a kernel against numpy (and its ``.cl`` twin on the devices).
 3. Run ``python -m clsim.compiler.builtins.docs`` to refresh ``docs/language.md``.
+4. Run ``python -m clsim.compiler.shared_helpers`` to regenerate
+   ``clsim/runtime/helper_lib.py``, the helpers JIT kernels import compiled once per machine
+   (``tests/unit/test_shared_helpers.py`` fails while it is stale).
 
 ``from clsim import NAME`` then works, and the name is usable in kernels.
 """
