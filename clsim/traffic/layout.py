@@ -18,6 +18,13 @@ start the config holds:
   after each execution of a loop recorded once per loop; ``C_STAGED0``: one flag per slot:
   some lane staged one. ``steps.end`` moves them into the logs before counting, so the
   kernel stages with a few stores instead of a call per lane.
+* ``C_LANES0``: ``LANES[slot, 4]``, the slot's *lane run* of the current pass: lanes
+  ``first..end - 1`` each ran it once, lane i at byte ``address + stride * (i - first)``
+  (``LANE_COLS`` entries in that order). The generated code keeps the run in locals while
+  the lanes fit it and stages it after the pass, setting the slot's ``C_STAGED0`` flag to
+  ``STAGED_LANES``; the step counter counts it in closed form. An access the lanes of a pass
+  run at most once each, in lane order, is recorded so (``recorders.lanes``): a pass's
+  ``scratch[lid] = ...`` is four stores for the whole group, not one log entry per lane.
 
 ``L`` (int64) holds ``L[slot, k // 8, lane, k % 8]``: the byte address of the lane's k-th run
 of the slot in the current pass (cap is a multiple of 8; ``k = cap`` is a dump for the runs
@@ -48,6 +55,7 @@ C_R_LOST = 23  # sectors of steps that found the stream full (not simulated: unc
 C_SHIFTS = 24  # log2 of sector, line and bank width (-1: not a power of two), 24..26
 C_R_CAP = 27  # capacity of the stream R
 C_STAGE0, C_STAGED0 = 28, 29  # bases of the loop descriptors' staging area and its flags
+C_LANES0 = 30  # base of the lane runs' staging area (``LANES``)
 C_STACK = 32  # partial linear indices of multi-dimensional local accesses
 C_STACK_DEPTH = 32
 S0 = C_STACK + C_STACK_DEPTH  # first site row
@@ -58,6 +66,8 @@ S0 = C_STACK + C_STACK_DEPTH  # first site row
 (S_NBYTES, S_ISZ, S_SPACE, S_KIND, S_EXECS, S_STEPS, S_SECTORS, S_LINES, S_REPLAYS,
  S_OVERFLOW, S_AFFINE, S_LOST, S_ISZ_SHIFT) = range(13)
 S_COLS = 13
+LANE_COLS = 4
+STAGED_LOOP, STAGED_LANES = 1, 2  # a slot's C_STAGED0 flag: what was staged
 D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3

@@ -10,6 +10,10 @@ cannot wrap within an index range). For those the instrument keeps the index
 of the last two iterations in locals and records all the loop's runs after it
 (``clsim.traffic.instrument``), leaving the lane log exactly as one record per access would.
 
+Accesses outside such loops that every work-item runs at most once per pass (``once_per_pass_nodes``)
+are recorded as one *lane run* per pass while consecutive lanes touch equally spaced
+elements (``clsim.traffic.recorders.lanes``).
+
 This module only reads the parsed source; it generates no code.
 """
 
@@ -19,6 +23,7 @@ import ast
 from dataclasses import dataclass, field
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.regions import is_cut_stmt
 
 _LEAVES = (ast.Break, ast.Continue, ast.Return)
 # The loop variable's types (its values are the range's, which fit them), and the types of
@@ -148,6 +153,28 @@ def _affine(node, var: str, assigned: set[str]) -> bool | None:
             return None  # may wrap
         return left or right
     return None
+
+
+def once_per_pass_nodes(body: list[ast.stmt]) -> list[ast.Subscript]:
+    """The accesses of ``always_run_nodes`` in ``body`` that a work-item runs at most once
+    per pass of a work-item loop, in source order: every loop around them holds a cut
+    (a barrier or a collective), so the loop runs at group level and each of its iterations
+    is passes of its own; a loop without one runs inside a pass, per work-item."""
+    found: list[ast.Subscript] = []
+
+    def walk(stmts):
+        for s in stmts:
+            if isinstance(s, ast.For | ast.While):
+                if any(is_cut_stmt(n) for n in ast.walk(s)):
+                    walk(s.body)
+            elif isinstance(s, ast.If):
+                walk(s.body)
+                walk(s.orelse)
+            elif isinstance(s, ast.Assign | ast.AugAssign | ast.Expr):
+                found.extend(node for node, _kinds in _always_run(s))
+
+    walk(body)
+    return found
 
 
 def always_run_nodes(tree: ast.AST) -> set[int]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from clsim.traffic.layout import STAGED_LANES, STAGED_LOOP
+
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
 
@@ -42,7 +44,7 @@ def stage(T, x, flag, last, prev, count):
     T[x] = last
     T[x + 1] = prev
     T[x + 2] = count
-    T[flag] = 1
+    T[flag] = STAGED_LOOP
 
 
 @_jit
@@ -55,4 +57,33 @@ def stage_range(T, x, flag, last, prev, start, stop, step):
     T[x] = last
     T[x + 1] = prev
     T[x + 2] = count
-    T[flag] = 1
+    T[flag] = STAGED_LOOP
+
+
+@_jit
+def lanes(T, L, c0, p0, cap, nl, s, lid, base, isz, end, first, index0, stride, index):
+    """Lane ``lid`` ran slot ``s`` at element ``index`` and does not extend the pass's lane
+    run (``end``: the lane after it, -1 for none yet, -2 for a run given up; ``first``,
+    ``index0``, ``stride``: its first lane, that lane's index, the step per lane). The first
+    lane starts a run and the second sets its stride; any other lane gives the run up: its
+    lanes go to their logs as ``record`` would have put them, then this lane. Returns the
+    run's new (end, first, index0, stride)."""
+    if end == -1:
+        return lid + 1, lid, index, np.int64(0)
+    if end >= 0 and lid == end and end == first + 1:
+        return lid + 1, first, index0, index - index0
+    if end >= 0:
+        for lane in range(first, end):
+            record(T, L, c0, p0, cap, nl, s, lane, base + (index0 + stride * (lane - first)) * isz)
+    record(T, L, c0, p0, cap, nl, s, lid, base + index * isz)
+    return np.int64(-2), first, index0, stride
+
+
+@_jit
+def stage_lanes(T, x, flag, first, end, address, stride):
+    """Stage a pass's lane run of a slot at ``T[x:x + 4]`` (layout.py ``LANES``)."""
+    T[x] = first
+    T[x + 1] = end
+    T[x + 2] = address
+    T[x + 3] = stride
+    T[flag] = STAGED_LANES

@@ -25,6 +25,7 @@ from clsim.traffic.layout import (
     C_BANKS,
     C_CAP,
     C_CNT0,
+    C_LANES0,
     C_NL,
     C_NSG,
     C_NSLOTS,
@@ -48,6 +49,7 @@ from clsim.traffic.layout import (
     S_SPACE,
     S_STEPS,
     SPACE_GLOBAL,
+    STAGED_LANES,
 )
 from clsim.traffic.step_rules import (
     coalesced,
@@ -72,9 +74,12 @@ def end(T, L, R, M):
     simd, cap, nl, x0 = T[C_SIMD], T[C_CAP], T[C_NL], T[C_X0]
     c0, p0 = T[C_CNT0], T[C_PEND0]
     for s in range(T[C_NSLOTS]):
-        if T[T[C_STAGED0] + s] != 0:
+        staged = T[T[C_STAGED0] + s]
+        if staged != 0:
             T[T[C_STAGED0] + s] = 0
-            if not _staged_slot(T, M, R, s):
+            if staged == STAGED_LANES:
+                _lane_run(T, M, R, s)
+            elif not _staged_slot(T, M, R, s):
                 for lane in range(nl):
                     unstage(T, L, s * nl + lane)
         top = T[p0 + s]  # the highest lane that ran the slot, plus 1 (or 1: descriptors)
@@ -125,6 +130,39 @@ def end(T, L, R, M):
                 T[lane] = 0
             if lost > 0:
                 lost_runs(T, row, lost, nb)
+
+
+@jit
+def _lane_run(T, M, R, s):
+    """Count slot ``s``'s lane run (layout.py ``LANES``) with the steps ``end`` counts from
+    the same addresses in the lane logs: per sub-group, the shortcuts of a whole sub-group's
+    conflict-free local step or consecutive global step, else the lanes gathered."""
+    x = T[C_LANES0] + 4 * s
+    first, stop, address, stride = T[x], T[x + 1], T[x + 2], T[x + 3]
+    simd, nl, x0 = T[C_SIMD], T[C_NL], T[C_X0]
+    row = S0 + s * S_COLS
+    nb, kind = T[row + S_NBYTES], T[row + S_KIND]
+    is_global = T[row + S_SPACE] == SPACE_GLOBAL
+    for q in range(first // simd, (stop - 1) // simd + 1):
+        lo, hi = max(first, q * simd), min(stop, q * simd + simd, nl)
+        n = hi - lo
+        a = address + stride * (lo - first)
+        whole = lo == q * simd and hi == min(q * simd + simd, nl)
+        if whole and not is_global and T[C_BANKS] > 0:
+            z = a + stride * (n - 1)
+            if unit(max(a, z) + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - unit(
+                    min(a, z), T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < T[C_BANKS]:
+                T[row + S_EXECS] += n
+                T[row + S_STEPS] += 1
+                continue
+        if whole and is_global and stride == nb:
+            T[row + S_EXECS] += n
+            T[row + S_STEPS] += 1
+            coalesced(T, M, R, row, a, a + stride * (n - 1) + nb - 1, kind)
+            continue
+        for i in range(n):
+            T[x0 + i] = a + stride * i
+        gathered(T, M, R, row, x0, n, nb, kind, is_global)
 
 
 @inline

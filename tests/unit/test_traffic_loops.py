@@ -173,6 +173,7 @@ def guarded_locals(x, y, n):
 
 def _inline_report(case, inline: bool, monkeypatch):
     monkeypatch.setattr(tr.TrafficInstrument, "inline_local", inline)
+    monkeypatch.setattr(tr.TrafficInstrument, "lane_runs", False)  # they come first
     kern, global_size, local_size, args = case
     arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     result = clsim.run(kern, global_size, local_size, arrays, traffic=True)

@@ -1,0 +1,171 @@
+"""Accesses recorded as one lane run per pass give exactly the per-lane figures.
+
+What it proves: with ``TrafficInstrument.lane_runs`` (the default) an access every work-item
+runs at most once per pass is kept as a run of consecutive lanes at equally spaced elements,
+and the report (sites, sectors, bank replays, footprint, DRAM through the caches) equals the
+one with a record per lane, for runs that hold (``scratch[lid]``, a broadcast, a reversed or
+strided index, partial sub-groups, a tree reduction's shrinking prefix of lanes) and for runs
+the lanes break (every third lane, an index that is not affine, lanes that returned early),
+which go to the lane logs as they would have.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    get_global_id,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    kernel,
+    local_array,
+)
+from clsim.traffic import instrument as tr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import traffic_kernels as tk
+
+
+@kernel
+def patterns(x, y, n):
+    """Local and global accesses of many lane patterns, each once per pass."""
+    lid = get_local_id(0)
+    i = get_global_id(0)
+    wg = get_local_size(0)
+    t = local_array(256, np.float32)
+    t[lid] = x[i]  # consecutive lanes
+    barrier(CLK_LOCAL_MEM_FENCE)
+    v = t[0] + t[wg - 1 - lid] + t[(lid * 2) % wg]  # broadcast, reversed, bank conflicts
+    if lid % 3 != 0:
+        v += t[lid]  # every third lane missing: the run breaks
+    v += t[(lid * lid) % wg]  # not affine
+    barrier(CLK_LOCAL_MEM_FENCE)
+    active = wg
+    while active > 1:  # a tree reduction over a shrinking prefix of lanes
+        half = (active + 1) // 2
+        if lid < active - half:
+            t[lid] = t[lid] + t[lid + half]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        active = half
+    y[i] = v + t[0]
+    y[n + 2 * i] = v  # strided global stores
+    if i < n - 5:
+        y[3 * n + i] += x[(i * 7) % n]  # a partial last group, a gather
+
+
+@kernel
+def early_exit(x, y, n):
+    """Lanes that returned are skipped by the rest of the pass: their runs break."""
+    i = get_global_id(0)
+    lid = get_local_id(0)
+    t = local_array(64, np.float32)
+    t[lid] = x[i]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    if i % 5 == 4:
+        return
+    y[i] = t[lid] + t[(lid + 1) % 8]
+
+
+@kernel
+def two_d(a, out):
+    """A 2-D group: lanes are linear local ids, row after row."""
+    lx = get_local_id(0)
+    ly = get_local_id(1)
+    g = get_group_id(0)
+    t = local_array((8, 8), np.float32)
+    t[ly, lx] = a[ly * 8 + lx]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    out[g * 64 + ly * 8 + lx] = t[lx, ly]
+
+
+def _patterns_args(n=200):
+    rng = np.random.default_rng(3)
+    return (rng.standard_normal(n, dtype=np.float32), np.zeros(4 * n, np.float32), np.int32(n))
+
+
+CASES = {
+    "patterns": lambda: (patterns, (200,), (40,), _patterns_args()),
+    "patterns_80": lambda: (patterns, (240,), (80,), _patterns_args(240)),
+    "early_exit": lambda: (early_exit, (32,), (8,),
+                           (np.arange(32, dtype=np.float32), np.zeros(32, np.float32),
+                            np.int32(32))),
+    "two_d": lambda: (two_d, (16, 8), (8, 8), (np.arange(64, dtype=np.float32),
+                                                np.zeros(128, np.float32))),
+    "gemv": lambda: tk.gemv_case(8, 256)[:4],
+    "copy": lambda: tk.copy_case(1000, 64)[:4],
+}
+# How many accesses each case records as lane runs (the rest by lane).
+RUNS = {"patterns": 13, "patterns_80": 13, "early_exit": 4, "two_d": 2, "gemv": 6, "copy": 2}
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """Compile afresh (the hooks run) and list the accesses recorded as lane runs."""
+    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, "lanes", os.getpid()))
+    seen = []
+    record = tr.TrafficInstrument._record_lanes
+
+    def spy(self, out, event, *args):
+        codes = record(self, out, event, *args)
+        if codes is not None:
+            seen.append((event.buffer, event.kind, event.site.line))
+        return codes
+
+    monkeypatch.setattr(tr.TrafficInstrument, "_record_lanes", spy)
+    return seen
+
+
+def _report(case: str, lane_runs: bool, jit: bool, monkeypatch, **options):
+    monkeypatch.setattr(tr.TrafficInstrument, "lane_runs", lane_runs)
+    kern, global_size, local_size, args = CASES[case]()
+    arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    result = clsim.run(kern, global_size, local_size, arrays, traffic=True, jit=jit, **options)
+    return result.traffic, [a for a in arrays if isinstance(a, np.ndarray)]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_lane_runs_give_the_per_lane_report(case, fresh, monkeypatch):
+    """Same report, same outputs; the eligible accesses were recorded as lane runs."""
+    by_lane, out_a = _report(case, False, True, monkeypatch)
+    assert fresh == []
+    by_run, out_b = _report(case, True, True, monkeypatch)
+    assert len(fresh) == RUNS[case], fresh
+    assert by_run == by_lane
+    for a, b in zip(out_a, out_b, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("simd", [4, 16])
+def test_lane_runs_at_other_simd_widths(simd, fresh, monkeypatch):
+    """Runs cross sub-group edges anywhere: the split per sub-group matches at any width."""
+    by_lane, _ = _report("patterns", False, True, monkeypatch, simd_width=simd)
+    by_run, _ = _report("patterns", True, True, monkeypatch, simd_width=simd)
+    assert by_run == by_lane
+
+
+def test_lane_runs_without_jit(fresh, monkeypatch):
+    """The no-JIT mode runs the same generated code as Python: same report."""
+    by_lane, _ = _report("early_exit", False, False, monkeypatch)
+    by_run, _ = _report("early_exit", True, False, monkeypatch)
+    assert len(fresh) == RUNS["early_exit"]
+    assert by_run == by_lane
+
+
+def test_lane_runs_beside_the_checks(fresh, monkeypatch):
+    """With the race checks wrapping the indices first, the report is the one traffic alone
+    gives, and no finding."""
+    kern, global_size, local_size, args = CASES["patterns"]()
+    alone = clsim.run(kern, global_size, local_size, [a.copy() if isinstance(a, np.ndarray)
+                                                      else a for a in args],
+                      traffic=True).traffic
+    checked = clsim.run(kern, global_size, local_size, list(args), traffic=True, checks="all")
+    assert checked.traffic == alone and checked.findings == []
