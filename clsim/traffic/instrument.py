@@ -159,8 +159,8 @@ class TrafficInstrument(Instrument):
         out.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
         if self.lane_runs:
             self._lane_states = {}
-            for node in loops.once_per_pass_nodes(out.body):
-                for kind in ("load", "store"):
+            for node, kinds in loops.once_per_pass_nodes(out.body):
+                for kind in kinds:
                     self._lane_states.setdefault((id(node), kind), len(self._lane_states))
             out.emit(f"_trX0 = _trT[{lay.C_LANES0}]")
             out.emit("\n".join(f"_trLE{n} = np.int64(-1)\n_trLF{n} = np.int64(0)\n"

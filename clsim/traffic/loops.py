@@ -155,12 +155,12 @@ def _affine(node, var: str, assigned: set[str]) -> bool | None:
     return None
 
 
-def once_per_pass_nodes(body: list[ast.stmt]) -> list[ast.Subscript]:
-    """The accesses of ``always_run_nodes`` in ``body`` that a work-item runs at most once
-    per pass of a work-item loop, in source order: every loop around them holds a cut
+def once_per_pass_nodes(body: list[ast.stmt]) -> list[tuple[ast.Subscript, tuple[str, ...]]]:
+    """The accesses of ``always_run_nodes`` in ``body`` (with their kinds) that a work-item
+    runs at most once per pass of a work-item loop, in source order: every loop around them holds a cut
     (a barrier or a collective), so the loop runs at group level and each of its iterations
     is passes of its own; a loop without one runs inside a pass, per work-item."""
-    found: list[ast.Subscript] = []
+    found: list[tuple[ast.Subscript, tuple[str, ...]]] = []
 
     def walk(stmts):
         for s in stmts:
@@ -171,7 +171,7 @@ def once_per_pass_nodes(body: list[ast.stmt]) -> list[ast.Subscript]:
                 walk(s.body)
                 walk(s.orelse)
             elif isinstance(s, ast.Assign | ast.AugAssign | ast.Expr):
-                found.extend(node for node, _kinds in _always_run(s))
+                found.extend(_always_run(s))
 
     walk(body)
     return found
