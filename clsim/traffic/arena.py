@@ -128,6 +128,7 @@ def build(info, dev: Device) -> list[np.ndarray]:
         T[lay.C_SHIFTS + i] = size.bit_length() - 1 if size > 0 and size & (size - 1) == 0 else -1
     T[lay.S0:b0] = rows.reshape(-1)
     T[b0:x0] = args.reshape(-1)
+    T[lanes0 + lay.L_END:lanes0 + lay.LANE_COLS * ns:lay.LANE_COLS] = -1  # no lane run yet
     TT[1:] = T
     # Zeroed memory from the OS: untouched pages of the logs and streams are never committed.
     LL = np.zeros((threads, ns * (cap + 8) * nl), np.int64)

@@ -44,13 +44,13 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 17  # of the generated code; part of the compile cache key
+VERSION = 18  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
 _RECORD, _STAGE, _STAGE_RANGE = "_tr_rec", "_tr_stage", "_tr_stage_r"
-_LANES, _STAGE_LANES = "_tr_lanes", "_tr_stage_l"
+_LANE, _LANES, _STAGE_LANES = "_tr_lane", "_tr_lanes", "_tr_stage_l"
 # ``LoopEvent.count`` of a three-argument range (clsim.instruments.dispatch): its tuple.
 _RANGE_COUNT = re.compile(r"^\(max\(\((\w+)\[1\] - \1\[0\] \+ \1\[2\] - 1\) // \1\[2\], 0\) "
                           r"if \1\[2\] > 0 else max\(\(\1\[0\] - \1\[1\] - \1\[2\] - 1\) "
@@ -112,7 +112,7 @@ class TrafficInstrument(Instrument):
                 f"from numba import get_thread_id as {_THREAD}",
                 f"from clsim.traffic.steps import call as {_STEPS}",
                 f"from clsim.traffic.recorders import record as {_RECORD}, stage as {_STAGE}, "
-                f"stage_range as {_STAGE_RANGE}, lanes as {_LANES}, "
+                f"stage_range as {_STAGE_RANGE}, lane as {_LANE}, lanes as {_LANES}, "
                 f"stage_lanes as {_STAGE_LANES}"]
 
     def __init__(self, config):
@@ -128,10 +128,10 @@ class TrafficInstrument(Instrument):
         self._loop_count = 0
         self._always: set[int] | None = None  # source nodes that run whenever their statement
         self._inline_count = 0
-        # Lane runs: (node id, kind) -> state number, for the accesses that may be recorded so;
-        # those recorded in the current pass, with what flushing them needs.
-        self._lane_states: dict[tuple[int, str], int] = {}
-        self._pass_runs: dict[tuple[int, str], tuple[int, str, str, int]] = {}
+        # Lane runs: the (node id, kind) of the accesses that may be recorded so, and
+        # those recorded in the current pass, with what staging them needs.
+        self._lane_states: set[tuple[int, str]] = set()
+        self._pass_runs: dict[tuple[int, str], int] = {}  # -> the access's slot
         self._in_pass = False
         from clsim.traffic.cache import CacheConfig  # imports Numba: only when counting
 
@@ -158,25 +158,19 @@ class TrafficInstrument(Instrument):
         # Operation counters of work-item code, in registers until the end of each loop.
         out.emit("\n".join(f"_trF{k} = 0" for k in range(len(FLOP_KINDS))))
         if self.lane_runs:
-            self._lane_states = {}
-            for node, kinds in loops.once_per_pass_nodes(out.body):
-                for kind in kinds:
-                    self._lane_states.setdefault((id(node), kind), len(self._lane_states))
-            out.emit(f"_trX0 = _trT[{lay.C_LANES0}]")
-            out.emit("\n".join(f"_trLE{n} = np.int64(-1)\n_trLF{n} = np.int64(0)\n"
-                               f"_trLA{n} = np.int64(0)\n_trLD{n} = np.int64(0)"
-                               for n in self._lane_states.values()))
+            self._lane_states = {(id(node), kind) for node, kinds in
+                                 loops.once_per_pass_nodes(out.body) for kind in kinds}
+            if self._lane_states:
+                out.emit(f"_trX0 = _trT[{lay.C_LANES0}]")
 
     def on_region_start(self, out: Emit) -> None:
         self._in_pass = True
 
     def on_region_end(self, out: Emit) -> None:
         # The pass's lane runs, staged for the step counter, which counts them below.
-        for n, base, isz, slot in self._pass_runs.values():
-            out.emit(f"if _trLE{n} >= 0:\n"
-                     f"    {_STAGE_LANES}(_trT, _trX0 + {_int(out, lay.LANE_COLS * slot)}, "
-                     f"_trS1 + {_int(out, slot)}, _trLF{n}, _trLE{n}, {base} + _trLA{n} * {isz}, "
-                     f"_trLD{n} * {isz})\n_trLE{n} = np.int64(-1)")
+        for slot in self._pass_runs.values():
+            out.emit(f"{_STAGE_LANES}(_trT, _trX0 + {_int(out, lay.LANE_COLS * slot)}, "
+                     f"_trS1 + {_int(out, slot)})")
         self._pass_runs.clear()
         self._in_pass = False
         # Only the counters work-item code has used since the last flush (code is generated
@@ -299,41 +293,51 @@ class TrafficInstrument(Instrument):
     def _record_lanes(self, out: Emit, event: AccessEvent, slot: int,
                       codes: tuple[str, ...], isz: str) -> tuple[str, ...] | None:
         """An access every work-item runs at most once per pass (``loops.once_per_pass_nodes``)
-        whose index has no effect, into a 1-D local array or a kernel argument: its index
-        evaluated before the statement and compared with the pass's lane run, kept in
-        locals (``_trLE<n>`` the lane after the run, ``_trLF<n>`` its first lane, ``_trLA<n>``
-        that lane's index, ``_trLD<n>`` the step per lane); a lane that does not extend the
-        run calls ``recorders.lanes``. After the pass the run is staged (``on_region_end``).
-        None when the access does not qualify."""
-        if not (self.lane_runs and self._in_pass and len(codes) == 1 and event.in_kernel):
+        whose indices have no effect, into a local array or a kernel argument: its index
+        evaluated before the statement and given to ``recorders.lane`` (then ``record`` or
+        ``lanes``), which extend the pass's lane run, kept in the arena (layout.py ``LANES``:
+        rows of a 2-D group's ``get_local_id(0)``, else one row of all the lanes), or give it
+        up. After the pass the run is staged (``on_region_end``). The run in locals and its
+        test written out per access made Numba's typing of softmax's kernel (ten runs) about
+        1.5 s slower, for no faster run. None when the access does not qualify."""
+        if not (self.lane_runs and self._in_pass and event.in_kernel):
             return None
         if event.lanes != ONE_ITEM or event.atomic or event.node is None:
             return None
         key = (id(event.node), event.kind)
-        n = self._lane_states.get(key)
-        if n is None or key in self._pass_runs or not _repeatable(codes[0]):
+        if key not in self._lane_states or key in self._pass_runs:
             return None
+        if not all(_repeatable(c) for c in codes):
+            return None
+        if len(codes) > 1 and (event.site.space != "local" or not event.shape):
+            return None
+        linear = _linear(out, event, list(codes))
         if event.site.space == "local":
             base = _int(out, 0)
         elif event.param is not None:
             base = self._buffer(out, event)
         else:
             return None
-        self._pass_runs[key] = (n, base, isz, slot)
-        self._inline_count += 1
-        index, lid = f"_trI{self._inline_count}", event.lid
+        lid = event.lid
         nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
-        state = f"_trLE{n}, _trLF{n}, _trLA{n}, _trLD{n}"
-        # A run given up (-2) records each lane as ``_record_inline`` does.
-        args = f"_trT, _trL, _trC0, _trP0, _trK, {_int(out, nl)}, {_int(out, slot)}, {lid}"
-        out.pre(f"{index} = np.int64({codes[0]})\n"
-                f"if {lid} == _trLE{n} and {index} == _trLA{n} + _trLD{n} * ({lid} - _trLF{n}):\n"
-                f"    _trLE{n} = {lid} + 1\n"
-                f"elif _trLE{n} == -2:\n"
-                f"    {_RECORD}({args}, {base} + {index} * {isz})\n"
-                f"else:\n"
-                f"    {state} = {_LANES}({args}, {base}, {isz}, {state}, {index})")
-        return (index,)
+        # Rows of get_local_id(0): a 2-D group's tile index (row * n + lx) is affine per row.
+        two_d = lid == "_lid" and out.local_size[2] == 1 and min(out.local_size[:2]) > 1
+        row = out.local_size[0] if two_d else nl
+        self._pass_runs[key] = slot
+        self._inline_count += 1
+        index = f"_trI{self._inline_count}"
+        lx, ly = ("_lx", "_ly") if two_d else (lid, _int(out, 0))
+        x = f"_trX0 + {_int(out, lay.LANE_COLS * slot)}"
+        head = f"_trT, _trL, _trC0, _trP0, _trK, {_int(out, nl)}, {_int(out, slot)}"
+        # A run given up (0) records each lane as ``_record_inline`` does.
+        out.pre(f"{index} = np.int64({linear})\n"
+                f"_trE = {_LANE}(_trT, {x}, {lid}, {lx}, {ly}, {index})\n"
+                f"if _trE == 0:\n"
+                f"    {_RECORD}({head}, {lid}, {base} + {index} * {isz})\n"
+                f"elif _trE < 0:\n"
+                f"    {_LANES}({head}, {x}, {lid}, {lx}, {ly}, {_int(out, row)}, {index}, "
+                f"{base}, {isz})")
+        return (index,) if len(codes) == 1 else codes
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """One operation per work-item (``count`` None): work-item code of the kernel body

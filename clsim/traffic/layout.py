@@ -18,13 +18,16 @@ start the config holds:
   after each execution of a loop recorded once per loop; ``C_STAGED0``: one flag per slot:
   some lane staged one. ``steps.end`` moves them into the logs before counting, so the
   kernel stages with a few stores instead of a call per lane.
-* ``C_LANES0``: ``LANES[slot, 4]``, the slot's *lane run* of the current pass: lanes
-  ``first..end - 1`` each ran it once, lane i at byte ``address + stride * (i - first)``
-  (``LANE_COLS`` entries in that order). The generated code keeps the run in locals while
-  the lanes fit it and stages it after the pass, setting the slot's ``C_STAGED0`` flag to
-  ``STAGED_LANES``; the step counter counts it in closed form. An access the lanes of a pass
-  run at most once each, in lane order, is recorded so (``recorders.lanes``): a pass's
-  ``scratch[lid] = ...`` is four stores for the whole group, not one log entry per lane.
+* ``C_LANES0``: ``LANES[slot, LANE_COLS]``, the slot's *lane run* of the current pass: lanes
+  ``first..end - 1`` each ran it once, in lane order, at equally spaced elements along each
+  row of ``row`` lanes (``get_local_id(0)``; a 1-D run has one row of all the lanes), the
+  element of local id (lx, ly) at ``origin + stride * lx + row stride * ly`` of the buffer at
+  byte ``base``. The generated code extends it per lane (``recorders.lane``); a lane that
+  fits no run gives it up (``end`` -2, ``kept``: its old end), records itself and leaves the
+  run's lanes for the step counter to move into the logs. After the pass the run is staged
+  (``recorders.stage_lanes``), in bytes from its first lane, and the slot's ``C_STAGED0``
+  flag set to ``STAGED_LANES`` (counted in closed form) or ``STAGED_GIVEN_UP``. A pass's
+  ``scratch[lid] = ...`` is a few stores for the whole group, not one log entry per lane.
 
 ``L`` (int64) holds ``L[slot, k // 8, lane, k % 8]``: the byte address of the lane's k-th run
 of the slot in the current pass (cap is a multiple of 8; ``k = cap`` is a dump for the runs
@@ -66,8 +69,10 @@ S0 = C_STACK + C_STACK_DEPTH  # first site row
 (S_NBYTES, S_ISZ, S_SPACE, S_KIND, S_EXECS, S_STEPS, S_SECTORS, S_LINES, S_REPLAYS,
  S_OVERFLOW, S_AFFINE, S_LOST, S_ISZ_SHIFT) = range(13)
 S_COLS = 13
-LANE_COLS = 4
-STAGED_LOOP, STAGED_LANES = 1, 2  # a slot's C_STAGED0 flag: what was staged
+# A lane run's columns (elements while recorded, bytes once staged).
+(L_FIRST, L_END, L_ORIGIN, L_STRIDE, L_ROW_STRIDE, L_ROW, L_KEPT, L_BASE, L_ISZ) = range(9)
+LANE_COLS = 9
+STAGED_LOOP, STAGED_LANES, STAGED_GIVEN_UP = 1, 2, 3  # a slot's C_STAGED0 flag
 D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3

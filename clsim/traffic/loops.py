@@ -10,9 +10,9 @@ cannot wrap within an index range). For those the instrument keeps the index
 of the last two iterations in locals and records all the loop's runs after it
 (``clsim.traffic.instrument``), leaving the lane log exactly as one record per access would.
 
-Accesses outside such loops that every work-item runs at most once per pass (``once_per_pass_nodes``)
-are recorded as one *lane run* per pass while consecutive lanes touch equally spaced
-elements (``clsim.traffic.recorders.lanes``).
+Accesses outside such loops that every work-item runs at most once per pass
+(``once_per_pass_nodes``) are recorded as one *lane run* per pass while consecutive lanes
+touch equally spaced elements, along each row of a 2-D group (layout.py ``LANES``).
 
 This module only reads the parsed source; it generates no code.
 """
@@ -157,9 +157,9 @@ def _affine(node, var: str, assigned: set[str]) -> bool | None:
 
 def once_per_pass_nodes(body: list[ast.stmt]) -> list[tuple[ast.Subscript, tuple[str, ...]]]:
     """The accesses of ``always_run_nodes`` in ``body`` (with their kinds) that a work-item
-    runs at most once per pass of a work-item loop, in source order: every loop around them holds a cut
-    (a barrier or a collective), so the loop runs at group level and each of its iterations
-    is passes of its own; a loop without one runs inside a pass, per work-item."""
+    runs at most once per pass of a work-item loop, in source order: every loop around them
+    holds a cut (a barrier or a collective), so the loop runs at group level and each of its
+    iterations is passes of its own; a loop without one runs inside a pass, per work-item."""
     found: list[tuple[ast.Subscript, tuple[str, ...]]] = []
 
     def walk(stmts):

@@ -18,7 +18,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from clsim.traffic.layout import STAGED_LANES, STAGED_LOOP
+from clsim.traffic.layout import (
+    L_BASE,
+    L_END,
+    L_FIRST,
+    L_ISZ,
+    L_KEPT,
+    L_ORIGIN,
+    L_ROW,
+    L_ROW_STRIDE,
+    L_STRIDE,
+    STAGED_GIVEN_UP,
+    STAGED_LANES,
+    STAGED_LOOP,
+)
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
@@ -61,29 +74,61 @@ def stage_range(T, x, flag, last, prev, start, stop, step):
 
 
 @_jit
-def lanes(T, L, c0, p0, cap, nl, s, lid, base, isz, end, first, index0, stride, index):
-    """Lane ``lid`` ran slot ``s`` at element ``index`` and does not extend the pass's lane
-    run (``end``: the lane after it, -1 for none yet, -2 for a run given up; ``first``,
-    ``index0``, ``stride``: its first lane, that lane's index, the step per lane). The first
-    lane starts a run and the second sets its stride; any other lane gives the run up: its
-    lanes go to their logs as ``record`` would have put them, then this lane. Returns the
-    run's new (end, first, index0, stride)."""
-    if end == -1:
-        return lid + 1, lid, index, np.int64(0)
-    if end >= 0 and lid == end and end == first + 1:
-        return lid + 1, first, index0, index - index0
-    if end >= 0:
-        for lane in range(first, end):
-            record(T, L, c0, p0, cap, nl, s, lane, base + (index0 + stride * (lane - first)) * isz)
-    record(T, L, c0, p0, cap, nl, s, lid, base + index * isz)
-    return np.int64(-2), first, index0, stride
+def lane(T, x, lid, lx, ly, index):
+    """Lane ``lid`` (local ids ``lx``, ``ly``) ran a slot at element ``index``: extend the
+    pass's lane run at ``T[x:]`` (layout.py ``LANES``) when the lane fits it (1). Else 0
+    when the run was given up (the caller records the lane as ``record`` does), -1 when
+    ``lanes`` decides. Small and without arrays but ``T``, so that LLVM inlines it at each
+    access: with ``record`` inside it stayed a call, 25 ns per lane (a copy ran 5x slower)."""
+    end = T[x + L_END]
+    if lid == end and index == T[x + L_ORIGIN] + T[x + L_STRIDE] * lx + T[
+            x + L_ROW_STRIDE] * ly:
+        T[x + L_END] = lid + 1
+        return 1
+    return 0 if end == -2 else -1
 
 
 @_jit
-def stage_lanes(T, x, flag, first, end, address, stride):
-    """Stage a pass's lane run of a slot at ``T[x:x + 4]`` (layout.py ``LANES``)."""
-    T[x] = first
-    T[x + 1] = end
-    T[x + 2] = address
-    T[x + 3] = stride
-    T[flag] = STAGED_LANES
+def lanes(T, L, c0, p0, cap, nl, s, x, lid, lx, ly, row, index, base, isz):
+    """A lane that ``lane`` could not place (rows of ``row`` lanes). The first lane starts
+    the run; its second lane along its first row sets its stride, its first lane of the
+    next row the row stride; any other lane gives the run up: it is recorded as ``record``
+    does, and so is every later lane (``lane`` returns 0), while the run's own lanes are
+    left for the step counter to move into the logs (each ran the slot once this pass, so
+    their log entries do not depend on when they are written). Loop-free on purpose: a
+    loop here cost softmax's traffic variant about 1.5 s of compile."""
+    end, origin = T[x + L_END], T[x + L_ORIGIN]
+    if end == -1:  # the first lane: the origin is its index while both strides are 0
+        T[x + L_FIRST], T[x + L_END], T[x + L_ORIGIN] = lid, lid + 1, index
+        T[x + L_STRIDE], T[x + L_ROW_STRIDE] = 0, 0
+        T[x + L_ROW], T[x + L_BASE], T[x + L_ISZ] = row, base, isz
+    elif lid == end and end == T[x + L_FIRST] + 1 and lx != 0:
+        T[x + L_STRIDE] = index - origin
+        T[x + L_ORIGIN] = origin - (index - origin) * (lx - 1)
+        T[x + L_END] = lid + 1
+    elif lid == end and lx == 0 and T[x + L_FIRST] // row == ly - 1:
+        # The first row change, row stride 0 so far: lane (0, ly - 1) sits at ``origin``.
+        T[x + L_ROW_STRIDE] = index - origin
+        T[x + L_ORIGIN] = origin - (index - origin) * (ly - 1)
+        T[x + L_END] = lid + 1
+    else:
+        T[x + L_KEPT], T[x + L_END] = end, -2
+        record(T, L, c0, p0, cap, nl, s, lid, base + index * isz)
+
+
+@_jit
+def stage_lanes(T, x, flag):
+    """After a pass: stage the lane run at ``T[x:]`` (layout.py ``LANES``) for the step
+    counter, in bytes from its first lane; or flag a run given up, whose lanes it moves into
+    the logs. The step counter clears the run."""
+    end, first, row = T[x + L_END], T[x + L_FIRST], T[x + L_ROW]
+    if end == -2:
+        T[flag] = STAGED_GIVEN_UP
+    elif end >= 0:
+        isz = T[x + L_ISZ]
+        origin = T[x + L_ORIGIN] + T[x + L_STRIDE] * (first % row) + T[x + L_ROW_STRIDE] * (
+            first // row)
+        T[x + L_ORIGIN] = T[x + L_BASE] + origin * isz
+        T[x + L_STRIDE] *= isz
+        T[x + L_ROW_STRIDE] *= isz
+        T[flag] = STAGED_LANES

@@ -12,7 +12,9 @@ reference the tests compare with); this module forms the steps from the lane log
 ``clsim.traffic.step_rules`` counts each one in place and appends its sectors to the
 thread's sector stream for the cache model (``clsim.traffic.cache``).
 
-Importing this module imports Numba; ``clsim.traffic`` itself does not import it.
+Importing this module imports Numba; ``clsim.traffic`` itself does not import it. Numba's
+cache of ``native`` is stamped with this file alone: after editing ``step_rules``,
+``recorders`` or ``layout``, touch this file too, or a stale ``native`` keeps running.
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ from clsim.traffic.layout import (
     C_STAGED0,
     C_X0,
     D_COLS,
+    L_BASE,
+    L_END,
+    L_FIRST,
+    L_ISZ,
+    L_KEPT,
+    L_ORIGIN,
+    L_ROW,
+    L_ROW_STRIDE,
+    L_STRIDE,
+    LANE_COLS,
     S0,
     S_AFFINE,
     S_COLS,
@@ -49,8 +61,10 @@ from clsim.traffic.layout import (
     S_SPACE,
     S_STEPS,
     SPACE_GLOBAL,
+    STAGED_GIVEN_UP,
     STAGED_LANES,
 )
+from clsim.traffic.recorders import record
 from clsim.traffic.step_rules import (
     coalesced,
     gathered,
@@ -79,6 +93,8 @@ def end(T, L, R, M):
             T[T[C_STAGED0] + s] = 0
             if staged == STAGED_LANES:
                 _lane_run(T, M, R, s)
+            elif staged == STAGED_GIVEN_UP:
+                _given_up(T, L, s)
             elif not _staged_slot(T, M, R, s):
                 for lane in range(nl):
                     unstage(T, L, s * nl + lane)
@@ -136,33 +152,75 @@ def end(T, L, R, M):
 def _lane_run(T, M, R, s):
     """Count slot ``s``'s lane run (layout.py ``LANES``) with the steps ``end`` counts from
     the same addresses in the lane logs: per sub-group, the shortcuts of a whole sub-group's
-    conflict-free local step or consecutive global step, else the lanes gathered."""
-    x = T[C_LANES0] + 4 * s
-    first, stop, address, stride = T[x], T[x + 1], T[x + 2], T[x + 3]
+    conflict-free local step or consecutive global step, else the lanes gathered. A
+    sub-group within one row is affine (closed form); one across rows is gathered first."""
+    x = T[C_LANES0] + LANE_COLS * s
+    first, stop, address = T[x + L_FIRST], T[x + L_END], T[x + L_ORIGIN]
+    stride, row_stride, lanes_per_row = T[x + L_STRIDE], T[x + L_ROW_STRIDE], T[x + L_ROW]
+    fx, fy = first % lanes_per_row, first // lanes_per_row
     simd, nl, x0 = T[C_SIMD], T[C_NL], T[C_X0]
     row = S0 + s * S_COLS
     nb, kind = T[row + S_NBYTES], T[row + S_KIND]
     is_global = T[row + S_SPACE] == SPACE_GLOBAL
+    banks = T[C_BANKS]
     for q in range(first // simd, (stop - 1) // simd + 1):
         lo, hi = max(first, q * simd), min(stop, q * simd + simd, nl)
         n = hi - lo
-        a = address + stride * (lo - first)
         whole = lo == q * simd and hi == min(q * simd + simd, nl)
-        if whole and not is_global and T[C_BANKS] > 0:
-            z = a + stride * (n - 1)
-            if unit(max(a, z) + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - unit(
-                    min(a, z), T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < T[C_BANKS]:
+        a = address + stride * (lo % lanes_per_row - fx) + row_stride * (
+            lo // lanes_per_row - fy)
+        if lo // lanes_per_row == (hi - 1) // lanes_per_row:  # one row: affine
+            if whole and not is_global and banks > 0:
+                z = a + stride * (n - 1)
+                if unit(max(a, z) + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - unit(
+                        min(a, z), T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < banks:
+                    T[row + S_EXECS] += n
+                    T[row + S_STEPS] += 1
+                    continue
+            if whole and is_global and stride == nb:
                 T[row + S_EXECS] += n
                 T[row + S_STEPS] += 1
+                coalesced(T, M, R, row, a, a + stride * (n - 1) + nb - 1, kind)
                 continue
-        if whole and is_global and stride == nb:
+            for i in range(n):
+                T[x0 + i] = a + stride * i
+            gathered(T, M, R, row, x0, n, nb, kind, is_global)
+            continue
+        lowest, highest, gaps = a, a, 0
+        for i in range(n):
+            lane = lo + i
+            v = address + stride * (lane % lanes_per_row - fx) + row_stride * (
+                lane // lanes_per_row - fy)
+            T[x0 + i] = v
+            lowest, highest = min(lowest, v), max(highest, v)
+            gaps += v != a + i * nb
+        if whole and not is_global and banks > 0 and unit(
+                highest + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - unit(
+                lowest, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < banks:
             T[row + S_EXECS] += n
             T[row + S_STEPS] += 1
-            coalesced(T, M, R, row, a, a + stride * (n - 1) + nb - 1, kind)
             continue
-        for i in range(n):
-            T[x0 + i] = a + stride * i
+        if whole and is_global and gaps == 0:
+            T[row + S_EXECS] += n
+            T[row + S_STEPS] += 1
+            coalesced(T, M, R, row, a, T[x0 + n - 1] + nb - 1, kind)
+            continue
         gathered(T, M, R, row, x0, n, nb, kind, is_global)
+    T[x + L_END] = -1
+
+
+@jit
+def _given_up(T, L, s):
+    """Move the lanes of slot ``s``'s lane run that was given up this pass into the logs, as
+    ``recorders.record`` would have (layout.py ``LANES``)."""
+    x = T[C_LANES0] + LANE_COLS * s
+    first, kept, origin = T[x + L_FIRST], T[x + L_KEPT], T[x + L_ORIGIN]
+    stride, row_stride, lanes_per_row = T[x + L_STRIDE], T[x + L_ROW_STRIDE], T[x + L_ROW]
+    base, isz = T[x + L_BASE], T[x + L_ISZ]
+    for lane in range(first, kept):
+        at = origin + stride * (lane % lanes_per_row) + row_stride * (lane // lanes_per_row)
+        record(T, L, T[C_CNT0], T[C_PEND0], T[C_CAP], T[C_NL], s, lane, base + at * isz)
+    T[x + L_END] = -1
 
 
 @inline

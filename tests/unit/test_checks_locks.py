@@ -17,13 +17,13 @@ import pytest
 
 import clsim
 from clsim import (
+    CLK_LOCAL_MEM_FENCE,
     atomic_cmpxchg,
     atomic_compare_exchange_strong_explicit,
     atomic_flag_clear,
     atomic_flag_test_and_set,
     atomic_store_explicit,
     atomic_xchg,
-    CLK_LOCAL_MEM_FENCE,
     barrier,
     get_group_id,
     get_local_id,

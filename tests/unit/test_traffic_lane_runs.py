@@ -101,10 +101,12 @@ CASES = {
     "two_d": lambda: (two_d, (16, 8), (8, 8), (np.arange(64, dtype=np.float32),
                                                 np.zeros(128, np.float32))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
+    "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
 # How many accesses each case records as lane runs (the rest by lane).
-RUNS = {"patterns": 13, "patterns_80": 13, "early_exit": 4, "two_d": 2, "gemv": 6, "copy": 2}
+RUNS = {"patterns": 13, "patterns_80": 13, "early_exit": 4, "two_d": 4, "gemv": 6, "copy": 2,
+        "matmul": 5}
 
 
 @pytest.fixture
@@ -169,3 +171,58 @@ def test_lane_runs_beside_the_checks(fresh, monkeypatch):
                       traffic=True).traffic
     checked = clsim.run(kern, global_size, local_size, list(args), traffic=True, checks="all")
     assert checked.traffic == alone and checked.findings == []
+
+
+def _feed(indices, row):
+    """``recorders.lane`` (then ``record`` or ``lanes``) over lanes 0..n-1 at ``indices``
+    (rows of ``row`` lanes; None: the lane does not run the access), then the run staged as
+    after the pass and a run given up moved to the logs by the step counter. Returns the run
+    (first, end, origin, stride, row stride: bytes once staged, 4-byte elements) and each
+    lane's entries in the logs."""
+
+    from clsim.traffic import layout as lay
+    from clsim.traffic import recorders, steps
+
+    nl, cap, x = len(indices), 8, 64
+    T = np.zeros(x + lay.LANE_COLS + 2 * nl + 1, np.int64)
+    c0, p0, flag = x + lay.LANE_COLS, x + lay.LANE_COLS + nl, x + lay.LANE_COLS + 2 * nl
+    T[lay.C_NL], T[lay.C_NSLOTS], T[lay.C_CAP], T[lay.C_LANES0] = nl, 1, cap, x
+    T[lay.C_CNT0], T[lay.C_PEND0], T[x + lay.L_END] = c0, p0, -1
+    L = np.zeros(2 * cap * nl * 8, np.int64)
+    for lid, index in enumerate(indices):
+        if index is not None:
+            placed = recorders.lane(T, x, lid, lid % row, lid // row, index)
+            if placed == 0:
+                recorders.record(T, L, c0, p0, cap, nl, 0, lid, index * 4)
+            elif placed < 0:
+                recorders.lanes(T, L, c0, p0, cap, nl, 0, x, lid, lid % row, lid // row, row,
+                                index, 0, 4)
+    recorders.stage_lanes(T, x, flag)
+    if T[flag] == lay.STAGED_GIVEN_UP:
+        steps._given_up(T, L, 0)
+    return tuple(T[x:x + 5]), T[c0:c0 + nl]
+
+
+def test_a_2d_tile_stays_one_run():
+    """A 4 x 4 group reading a tile of a 10-wide matrix (``100 + 2 * lx + 10 * ly``) is one
+    run: the second lane sets the stride, the first lane of row 1 the row stride, and no lane
+    reaches its log."""
+    tile = [100 + 2 * (i % 4) + 10 * (i // 4) for i in range(16)]
+    run, logged = _feed(tile, 4)
+    assert run == (0, 16, 400, 8, 40) and not logged.any()
+    run, logged = _feed([None, None, *tile[2:]], 4)  # starting mid-row (a guard lid >= 2)
+    assert run == (2, 16, 416, 8, 40) and not logged.any()
+    run, logged = _feed([3 * i + 5 for i in range(16)], 16)  # 1-D: one row of all the lanes
+    assert run == (0, 16, 20, 12, 0) and not logged.any()
+
+
+def test_a_broken_run_moves_its_lanes_to_the_logs():
+    """A lane off the run gives it up: every lane that ran the access has its one entry."""
+    tile = [100 + 2 * (i % 4) + 10 * (i // 4) for i in range(16)]
+    tile[6] = 7
+    _, logged = _feed(tile, 4)
+    assert logged.tolist() == [1] * 16  # lanes 0-5 moved by the step counter, 6.. recorded
+    _, logged = _feed([*tile[:4], None, *tile[5:]], 4)  # lane 4 skipped: lanes 0-3 moved
+    assert logged.tolist() == [1] * 4 + [0] + [1] * 11
+    _, logged = _feed([100 + 2 * (i % 4) + 10 * (i // 4) for i in range(16)], 16)
+    assert logged.tolist() == [1] * 16  # rows of 16 lanes: lane 4 breaks the 1-D run

@@ -51,4 +51,4 @@ def test_a_changed_recorder_digest_changes_the_generated_source(monkeypatch):
         assert result.traffic.totals["local_store_bytes"] == 64
         named = [s for s in _generated_sources() if f"clsim.traffic.recorders {digest}" in s]
         assert len(named) == 1, f"no generated module names the recorders' digest {digest}"
-        assert "_tr_lanes(" in named[0]
+        assert "_tr_lane(" in named[0]
