@@ -14,7 +14,8 @@ An instrument is a class. What it declares, the runtime reads; nothing else need
   threads at once (an instrument without state always may);
 - ``python_threads``: whether its code is right when parallel groups run on Python threads,
   each calling a serial launcher (``clsim.runtime.threads``), rather than in Numba's parallel
-  loop: false when its code calls ``numba.get_thread_id()``, which is 0 in every such thread.
+  loop. ``numba.get_thread_id()`` is 0 in every such thread: an instrument with per-thread
+  state gives each thread its own part of it (``thread_state``).
 
 ``create(config)`` returns an instance when the launch configuration (``LaunchConfig``, options
 included) enables it, else None. The registry (``clsim.instruments.registry``) lists the
@@ -162,6 +163,12 @@ class Instrument:
     def allocate(self, info: LaunchInfo) -> list:
         """The state arrays, aligned with ``state_args()``."""
         return []
+
+    def thread_state(self, state: list, worker: int) -> list:
+        """The state arrays Python thread ``worker`` (0, 1, ...) of a parallel launch passes
+        to the launcher (``python_threads``); the same arrays unless the instrument keeps
+        per-thread rows, which it then indexes with ``numba.get_thread_id()``."""
+        return state
 
     def run_groups(self, run, threads: int) -> bool:
         """Run the launch's groups (only called when ``drives_groups``), after ``allocate``.

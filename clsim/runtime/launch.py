@@ -178,7 +178,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     lines = [printf.buffer()] if printf_sites is not None else []
     how = _Watch(parsed.params, timeout_s, progress)
     result = _launch(compiled, config, [*values, *state, *lines], how,
-                     _group_driver(kernel, config, instruments, info, len(values)))
+                     _group_driver(kernel, config, instruments, info, len(values)),
+                     _thread_values(instruments, values, state, lines))
     if lines:  # printf's output, after the launch, by work-item
         result.results["printf"] = printf.emit(lines[0], printf_sites)
     offset = 0
@@ -244,8 +245,26 @@ def _group_driver(kernel, config: LaunchConfig, instruments, info: LaunchInfo, f
     return None
 
 
+def _thread_values(instruments, values: list, state: list, lines: list):
+    """The launcher's arguments for each Python thread of a parallel launch: the kernel's,
+    then each instrument's ``thread_state`` (worker 0 first)."""
+    made: dict[int, list] = {}
+
+    def of(worker: int) -> list:
+        if worker not in made:
+            own, offset = [], 0
+            for inst in instruments:
+                count = len(inst.state_args())
+                own += inst.thread_state(state[offset:offset + count], worker)
+                offset += count
+            made[worker] = [*values, *own, *lines]
+        return made[worker]
+
+    return of
+
+
 def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch,
-            driver=None) -> RunResult:
+            driver=None, thread_values=None) -> RunResult:
     """Run every work-group in chunks (clsim.runtime.watch), or as an instrument drives them
     (``Instrument.run_groups``: then the whole launch is one chunk, stopped by a timeout or
     Ctrl-C only when it returns); raise the first error recorded."""
@@ -260,13 +279,14 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
     threads = (_groups_at_once(config)
                if getattr(compiled.module, "_LAUNCHER", None) == "threads" else 1)
 
-    def piece(first: int, count: int, start: int = 0) -> None:
-        launch(np.int64(start + first), np.int64(count), *sizes, *values,
+    def piece(first: int, count: int, start: int, worker: int) -> None:
+        args = values if thread_values is None else thread_values(worker)
+        launch(np.int64(start + first), np.int64(count), *sizes, *args,
                errs[first:first + count])
 
     def step(start: int, count: int) -> int | None:
         if threads > 1 and count > 1:
-            threads_run(lambda first, n: piece(first, n, start), count, threads)
+            threads_run(lambda first, n, worker: piece(first, n, start, worker), count, threads)
         else:
             launch(np.int64(start), np.int64(count), *sizes, *values, errs)
         failed = np.nonzero(errs[:, rec.CODE])[0]

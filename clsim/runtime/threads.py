@@ -51,12 +51,13 @@ def _forget_helpers() -> None:
 os.register_at_fork(after_in_child=_forget_helpers)
 
 
-def run_pieces(run: Callable[[int, int], None], count: int, threads: int) -> None:
-    """Call ``run(first, n)`` over pieces covering ``0 .. count - 1``, on up to ``threads``
-    threads at once (this one included); re-raise the first exception a piece raised."""
+def run_pieces(run: Callable[[int, int, int], None], count: int, threads: int) -> None:
+    """Call ``run(first, n, worker)`` over pieces covering ``0 .. count - 1``, on up to
+    ``threads`` threads at once (this one is worker 0, the helpers 1, 2, ...); re-raise the
+    first exception a piece raised."""
     threads = max(1, min(threads, count))
     if threads == 1:
-        run(0, count)
+        run(0, count, 0)
         return
     size = -(-count // (threads * _PIECES_PER_THREAD))
     pieces = iter(range(0, count, size))
@@ -64,27 +65,30 @@ def run_pieces(run: Callable[[int, int], None], count: int, threads: int) -> Non
     errors: list[BaseException] = []
     finished = threading.Semaphore(0)
 
-    def work() -> None:
+    def work(worker: int) -> None:
         try:
             while True:
                 with take:
                     first = next(pieces, None)
                 if first is None:
                     return
-                run(first, min(size, count - first))
+                run(first, min(size, count - first), worker)
         except BaseException as exc:  # handed to the calling thread
             errors.append(exc)
 
-    def helper_job() -> None:
-        try:
-            work()
-        finally:
-            finished.release()
+    def helper_job(worker: int) -> Callable[[], None]:
+        def job() -> None:
+            try:
+                work(worker)
+            finally:
+                finished.release()
+
+        return job
 
     others = _helpers(threads - 1)
-    for jobs in others:
-        jobs.put(helper_job)
-    work()
+    for worker, jobs in enumerate(others, start=1):
+        jobs.put(helper_job(worker))
+    work(0)
     for _ in others:
         finished.acquire()
     if errors:

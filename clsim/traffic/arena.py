@@ -148,7 +148,7 @@ def build(info, dev: Device) -> list[np.ndarray]:
 
 def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
     """The report of the launch whose state ``build`` made and the kernel filled."""
-    TT, M, _, RR = state[:4]  # then the step counter (steps.native)
+    TT, M, _, RR = state[:4]  # then the step counter's address (steps.address)
     T = TT[0]
     ns = int(T[lay.C_NSLOTS])
     rows = TT[:, lay.S0:lay.S0 + ns * lay.S_COLS].reshape(-1, ns, lay.S_COLS).sum(axis=0)

@@ -12,8 +12,9 @@
 How: the index of every counted access is wrapped in a helper (``clsim.traffic.helpers``)
 that records the lane's byte address and returns the index unchanged, so results cannot
 change. The work-item loop runs a group's lanes in order, so after each loop every step is
-complete; ``clsim.traffic.steps.end`` counts them then. Each Numba thread counts in its own
-arena row (``clsim.traffic.layout``), so groups still run in parallel. This module holds the
+complete; ``clsim.traffic.steps.end`` counts them then. Each thread running groups counts in
+its own arena row (``clsim.traffic.layout``; ``thread_state``), so groups still run in
+parallel. This module holds the
 compile-time hooks; ``arena`` builds and reads the state, ``counting`` and ``model`` hold the
 rules and records.
 
@@ -100,6 +101,9 @@ class TrafficInstrument(Instrument):
     per_loop = True  # record affine accesses of work-item loops once per loop (``loops``)
     inline_local = True  # record eligible 1-D local accesses without a call (``_record_inline``)
     lane_runs = True  # record once-per-pass accesses as one lane run per pass (``_record_lanes``)
+    # Parallel groups on Python threads (no ``prange`` to compile: ~0.5-0.9 s CPU per kernel),
+    # each thread counting in its own rows of the arena, logs and stream (``thread_state``).
+    python_threads = True
 
     @classmethod
     def create(cls, config) -> TrafficInstrument | None:
@@ -414,7 +418,14 @@ class TrafficInstrument(Instrument):
     def allocate(self, info: LaunchInfo) -> list:
         from clsim.traffic import steps  # imports Numba: only launches that count need it
 
-        return [*arena.build(info, self.device), steps.native]
+        return [*arena.build(info, self.device), steps.address()]
+
+    def thread_state(self, state: list, worker: int) -> list:
+        """Row ``worker`` of the per-thread arrays (as one-row arrays: the generated code's
+        ``numba.get_thread_id()`` is 0 on a Python thread); the read flags are shared."""
+        arena_rows, flags, logs, streams, counter = state
+        rows = slice(worker, worker + 1)
+        return [arena_rows[rows], flags, logs[rows], streams[rows], counter]
 
     def finalize(self, info: LaunchInfo, state: list, result):
         return arena.read(info, state, self.device)

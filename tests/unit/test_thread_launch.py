@@ -55,28 +55,61 @@ def test_parallel_launches_use_a_serial_launcher_unless_an_instrument_needs_pran
     assert _launcher(serial)[0] == "serial"
     counted = clsim.run(scale, (4096,), (64,), (x, np.zeros_like(x)), jit=True, traffic=True)
     kind, source = _launcher(counted)
-    assert kind == "prange" and "prange(_count)" in source
+    assert counted.parallel and kind == "threads" and "prange(" not in source
+
+
+def test_an_instrument_that_cannot_run_on_python_threads_gets_prange():
+    """An instrument whose code relies on Numba's thread ids (``python_threads`` false, the
+    protocol's default) makes a parallel launch use Numba's parallel loop."""
+    from clsim.compiler import launcher
+    from clsim.instruments.base import Instrument
+
+    assert launcher.kind(True, True, [Instrument()]) == "prange"
+    assert launcher.kind(True, True, []) == "threads"
+    assert launcher.kind(True, False, [Instrument()]) == "serial"
+    assert "prange(_count)" in launcher.source("v_x, _s", "prange", True, ", _s")
+
+
+def test_traffic_on_python_threads_counts_as_serial_groups():
+    """Each Python thread counts in its own rows (``thread_state``): the report of a
+    parallel launch is the serial one, on several threads as on one."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import traffic_kernels as tk
+
+    reports = []
+    for parallel in (True, False):
+        kern, global_size, local_size, args, _ = tk.gemv_case(1024, 512)
+        result = clsim.run(kern, global_size, local_size, list(args), traffic=True,
+                           parallel=parallel)
+        assert _launcher(result)[0] == ("threads" if parallel else "serial")
+        reports.append(result.traffic)
+    assert reports[0] == reports[1]
 
 
 def test_run_pieces_covers_each_group_once_on_several_threads():
     seen: list[tuple[int, int]] = []
-    idents: set[int] = set()
+    workers: dict[int, set[int]] = {}  # worker index -> the threads that ran as it
     lock = threading.Lock()
 
-    def run(first: int, count: int) -> None:
+    def run(first: int, count: int, worker: int) -> None:
         time.sleep(0.01)  # long enough for the helper threads to take pieces
         with lock:
             seen.append((first, count))
-            idents.add(threading.get_ident())
+            workers.setdefault(worker, set()).add(threading.get_ident())
 
     threads.run_pieces(run, 103, 3)
     covered = sorted(g for first, count in seen for g in range(first, first + count))
     assert covered == list(range(103))
-    assert len(idents) > 1 and len(seen) >= 3
+    assert len(workers) > 1 and len(seen) >= 3
+    # Each worker index is one thread (its per-thread state is its own), 0 the caller's.
+    assert set(workers) <= {0, 1, 2} and all(len(t) == 1 for t in workers.values())
+    assert workers[0] == {threading.get_ident()}
 
 
 def test_run_pieces_raises_what_a_piece_raised():
-    def run(first: int, count: int) -> None:
+    def run(first: int, count: int, worker: int) -> None:
         if first > 0:
             raise ValueError(f"piece at {first}")
 
