@@ -15,6 +15,8 @@ import importlib
 import sys
 import traceback
 
+from clsim.errors import KernelInterrupted, SimulationError
+
 # name -> (module, prefix of its functions); prefix "" means HELP/add_arguments/main.
 COMMANDS = {
     "list": ("clsim.commands.list_", ""),
@@ -120,8 +122,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _failure(exc: BaseException) -> tuple[int | None, str]:
     """(exit code, the one line to print) for an exception that ended a command."""
-    from clsim.errors import KernelInterrupted, SimulationError
-
     first = str(exc).partition("\n")[0]
     if isinstance(exc, SystemExit):
         return None, ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 import clsim
+from clsim.commands import options as opt
 from clsim.commands import specs
 from clsim.commands.progress import RunProgress
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
@@ -43,8 +44,6 @@ _COLLECTING = ("all", "races", "uninit")  # the modes whose findings --report-al
 
 
 def add_arguments(parser) -> None:
-    from clsim.commands import options as opt
-
     parser.add_argument("name", help="kernel name (see 'clsim list') or path/to/file.py::NAME "
                                      "(a KernelSpec in your own file, docs/kernelspec.md)")
     parser.add_argument("--shape", help="problem shape: KEY=N[,KEY=N] or AxB in the order of "

@@ -12,7 +12,9 @@ FILE.png``, drawn on a roofline chart. ``--device NAME`` adds, per device, each 
 variant disagrees with its reference.
 
 This module only orchestrates: counting is ``clsim.traffic.instrument``, the table, JSON and
-plot are ``clsim.traffic.report``, device times and roofs ``verify.timing``.
+plot are ``clsim.traffic.report``, device times and roofs ``verify.timing``. The CLI imports
+it to build its parser, so what only a running report needs (the engine, the kernel library,
+matplotlib, the optional verifier) is imported in the functions that use it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from clsim.commands import options  # bad values are refused before any variant runs
 from clsim.commands.progress import RunProgress
 from clsim.commands.specs import parse_local, parse_shape
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
-from clsim.errors import SimulationError
+from clsim.errors import DeviceError, SimulationError
 from clsim.traffic.roofline import BASES
 
 HELP = "traffic and roofline report of kernel families on a device profile"
@@ -33,8 +36,6 @@ INTERPRETERS = ("oclgrind",)  # its times say nothing of hardware: not in --devi
 
 
 def add_arguments(parser) -> None:
-    from clsim.commands import options  # bad values are refused before any variant runs
-
     parser.add_argument("names", nargs="+", metavar="NAME",
                         help="kernel or family names (a kernel brings its whole family), or "
                              "path/to/file.py::SPEC for a KernelSpec in your own file")
@@ -232,7 +233,6 @@ def measure_on(info, specs: list, rows: list, args, folders: dict) -> tuple:
     """(device, its profile, its rows): each variant's twin timed on ``info``, placed under
     the device's roofs with the traffic counted on the simulator; a variant the device cannot
     run has no measured time (its reason is printed)."""
-    from clsim.errors import DeviceError
     from clsim.traffic.roofline import roofline
     from verify.timing import device_profile, is_cached, variant_time_s
 

@@ -47,6 +47,7 @@ from clsim.compiler.builtins import (
     memory,
     memory_async,
     printf,
+    registry,
     relational,
     vector,
     vector_convert,
@@ -79,13 +80,11 @@ def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:
     return table, helpers
 
 
-TABLE, HELPERS = _build()
+TABLE, HELPERS = registry.TABLE, registry.HELPERS
+for _table, _built in zip((TABLE, HELPERS), _build(), strict=True):
+    _table.update(_built)
 PUBLIC_NAMES = tuple(name for name, entry in TABLE.items() if entry.public)
-
-
-def lookup(name: str | None) -> Builtin | None:
-    """The table entry of builtin ``name`` (None for anything else)."""
-    return TABLE.get(name) if name is not None else None
+lookup = registry.lookup
 
 
 def is_cut(name: str | None) -> bool:

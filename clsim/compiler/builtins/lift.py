@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import vector_convert
 from clsim.compiler.diagnostics import node_error
 
 LIFTED_FAMILIES = ("math", "integer", "relational")
@@ -38,8 +39,6 @@ def vector_form(entry):
     """(rule, emit) for a scalar entry whose vector argument is not taken per component:
     ``as_uint(uchar4)`` reinterprets the whole vector. None for every other entry."""
     if entry.family == "conversion" and entry.name.startswith("as_"):
-        from clsim.compiler.builtins import vector_convert
-
         dtypes = {c: t for t, c in ct.CNAMES.items()}
         return vector_convert.as_scalar_of_vector(dtypes[entry.name.removeprefix("as_")])
     return None

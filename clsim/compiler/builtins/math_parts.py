@@ -17,6 +17,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.builtins.math import FLOATS, unary_helpers
 from clsim.compiler.builtins.math_more import _body_helpers
+from clsim.compiler.builtins.registry import lookup
 from clsim.compiler.builtins.rules import call_helper, float_result, need_float
 from clsim.compiler.diagnostics import builtin_name, compile_error, node_error
 from clsim.compiler.helpers import helper
@@ -116,10 +117,8 @@ def _on_parse(name: str, n_parts: int):
 
 
 def _rewrite(assign: ast.Assign, call: ast.Call, name: str, n_parts: int) -> None:
-    from clsim.compiler import builtins as table
-
     for sub in ast.walk(call):
-        entry = table.lookup(builtin_name(sub))
+        entry = lookup(builtin_name(sub))
         if sub is not call and entry is not None and entry.effects:
             raise compile_error(call.loc, f"{name}(): compute the argument first (it calls "
                                           f"{entry.name}(), which has effects)")

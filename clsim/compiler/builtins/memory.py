@@ -15,6 +15,8 @@ import numpy as np
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.diagnostics import node_error
+from clsim.compiler.structs import struct_of
+from clsim.compiler.vectors import vector_view
 from clsim.runtime import record as rec
 
 FAMILY = "memory"
@@ -122,12 +124,8 @@ def _view_typing(typer, call):
     if kind == "dtype" and what != "bool":
         return ct.PtrT(buf.base, buf.array, what)
     if kind == "struct":
-        from clsim.compiler.structs import struct_of
-
         return ct.PtrT(buf.base, buf.array, struct_of(what))
     if kind == "builtin":  # a vector type: view(x, float4) is (global float4 *)x
-        from clsim.compiler.places import vector_view
-
         return ct.PtrT(buf.base, buf.array, vector_view(what, call.loc))
     raise node_error(call, "view(): the second argument must be a numpy dtype such as "
                            "np.float32, a vector type such as float4, or a structured dtype")

@@ -8,6 +8,7 @@ float", "n numbers of a common type", "call helper _NAME_T on the arguments cast
 from __future__ import annotations
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins.registry import HELPERS
 from clsim.compiler.diagnostics import node_error
 
 
@@ -66,8 +67,6 @@ def call_helper(stem: str, result=float_result):
         to = result(types)
         if to == "float16":  # the float helper, rounded to half (half values are floats)
             args = cast_all(gen, codes, types, "float32")
-            from clsim.compiler.builtins import HELPERS
-
             if f"_{stem}_float16" in HELPERS:  # a half version where rounding twice differs
                 return gen.helper(f"_{stem}_float16") + "(" + ", ".join(args) + ")"
             inner = gen.helper(f"_{stem}_float32") + "(" + ", ".join(args) + ")"

@@ -13,6 +13,8 @@ device clsim targets.
 
 from __future__ import annotations
 
+import numpy as np
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins import conversion_modes as modes
 from clsim.compiler.builtins.entry import Builtin
@@ -59,8 +61,6 @@ def {name}(x):
 
 
 def _int_range(t: str) -> tuple[int, int]:
-    import numpy as np
-
     info = np.iinfo(t)
     return int(info.min), int(info.max)
 
