@@ -76,7 +76,7 @@ class Health:
     cl2_builtins: bool = False
 
 
-_memory: dict[str, Health] = {}
+_memory: dict[tuple[str, bool], Health] = {}  # (device, fault injected) -> verdict
 
 
 def reset() -> None:
@@ -247,18 +247,20 @@ def health_all(devices: Iterable[DeviceInfo]) -> dict[str, Health]:
     (uncached devices are probed in parallel, each in its own child process)."""
     result: dict[str, Health] = {}
     pending = {}
+    faulty = _faulty()
     for info in devices:
-        if info.short_name in _memory:
-            result[info.short_name] = _memory[info.short_name]
+        key = (info.short_name, info.short_name in faulty)  # a fault asked for is a new probe
+        if key in _memory:
+            result[info.short_name] = _memory[key]
         elif (cached := _read_cache(info)) is not None:
-            result[info.short_name] = _memory[info.short_name] = cached
+            result[info.short_name] = _memory[key] = cached
         else:
-            pending[info.short_name] = (info, _start(info))
-    for name, (info, proc) in pending.items():
+            pending[info.short_name] = (info, key, _start(info))
+    for name, (info, key, proc) in pending.items():
         health, keep = _verdict(proc)
         if keep:
             _write_cache(info, health)
-        result[name] = _memory[name] = health
+        result[name] = _memory[key] = health
     return result
 
 

@@ -127,7 +127,7 @@ def main() -> int:
     lines = [
         "Warm, default checks, traffic with the cache model (h200); off/on timed round-robin, "
         "best of 15 each. `run()` runs groups in parallel by default, with traffic on as well "
-        "(each Numba thread counts in its own arena). CPU: the process's CPU time over all "
+        "(each thread counts in its own rows of the arena). CPU: the process's CPU time over all "
         "threads, the steadier figure on a shared machine.",
         "",
         "| kernel | off (default) | traffic (default) | ratio | CPU ratio | target "
