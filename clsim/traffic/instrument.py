@@ -14,9 +14,8 @@ that records the lane's byte address and returns the index unchanged, so results
 change. The work-item loop runs a group's lanes in order, so after each loop every step is
 complete; ``clsim.traffic.steps.end`` counts them then. Each thread running groups counts in
 its own arena row (``clsim.traffic.layout``; ``thread_state``), so groups still run in
-parallel. This module holds the
-compile-time hooks; ``arena`` builds and reads the state, ``counting`` and ``model`` hold the
-rules and records.
+parallel. This module holds the compile-time hooks; ``arena`` builds and reads the state,
+``counting`` and ``model`` hold the rules and records.
 
 Options of ``run()``: ``simd_width`` (steps of that many lanes instead of the sub-group size)
 and ``profile`` (a name or ``DeviceProfile``: its sector, line and bank figures).

@@ -119,8 +119,8 @@ def lanes(T, L, c0, p0, cap, nl, s, x, lid, lx, ly, row, index, base, isz):
 @_jit
 def stage_lanes(T, x, flag):
     """After a pass: stage the lane run at ``T[x:]`` (layout.py ``LANES``) for the step
-    counter, in bytes from its first lane; or flag a run given up, whose lanes it moves into
-    the logs. The step counter clears the run."""
+    counter, in bytes from its first lane; or flag a run given up, whose lanes the step
+    counter then moves into the logs. The step counter clears the run."""
     end, first, row = T[x + L_END], T[x + L_FIRST], T[x + L_ROW]
     if end == -2:
         T[flag] = STAGED_GIVEN_UP
