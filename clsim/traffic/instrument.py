@@ -324,8 +324,9 @@ class TrafficInstrument(Instrument):
         lid = event.lid
         nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
         # Rows of get_local_id(0): a 2-D group's tile index (row * n + lx) is affine per row.
+        # ``_L0``, not the compiled size: the last groups of a non-uniform range are narrower.
         two_d = lid == "_lid" and out.local_size[2] == 1 and min(out.local_size[:2]) > 1
-        row = out.local_size[0] if two_d else nl
+        row = "_L0" if two_d else _int(out, nl)
         self._pass_runs[key] = slot
         self._inline_count += 1
         index = f"_trI{self._inline_count}"
@@ -338,7 +339,7 @@ class TrafficInstrument(Instrument):
                 f"if _trE == 0:\n"
                 f"    {_RECORD}({head}, {lid}, {base} + {index} * {isz})\n"
                 f"elif _trE < 0:\n"
-                f"    {_LANES}({head}, {x}, {lid}, {lx}, {ly}, {_int(out, row)}, {index}, "
+                f"    {_LANES}({head}, {x}, {lid}, {lx}, {ly}, {row}, {index}, "
                 f"{base}, {isz})")
         return (index,) if len(codes) == 1 else codes
 

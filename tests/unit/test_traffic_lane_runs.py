@@ -87,6 +87,20 @@ def two_d(a, out):
     out[g * 64 + ly * 8 + lx] = t[lx, ly]
 
 
+@kernel
+def tile_copy(a, out, w):
+    """A 2-D copy through a local tile; with a width that is no multiple of the group's,
+    the last groups are narrower: their rows are shorter than the compiled group's."""
+    x = get_global_id(0)
+    y = get_global_id(1)
+    lx = get_local_id(0)
+    ly = get_local_id(1)
+    t = local_array((8, 8), np.float32)
+    t[ly, lx] = a[y * w + x]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    out[y * w + x] = t[ly, lx] * 2.0
+
+
 def _patterns_args(n=200):
     rng = np.random.default_rng(3)
     return (rng.standard_normal(n, dtype=np.float32), np.zeros(4 * n, np.float32), np.int32(n))
@@ -100,12 +114,16 @@ CASES = {
                             np.int32(32))),
     "two_d": lambda: (two_d, (16, 8), (8, 8), (np.arange(64, dtype=np.float32),
                                                 np.zeros(128, np.float32))),
+    "tile_partial": lambda: (tile_copy, (12, 16), (8, 8), (np.arange(192, dtype=np.float32),
+                                                           np.zeros(192, np.float32),
+                                                           np.int32(12))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
 # How many accesses each case records as lane runs (the rest by lane).
-RUNS = {"patterns": 13, "patterns_80": 13, "early_exit": 4, "two_d": 4, "gemv": 6, "copy": 2,
+RUNS = {"patterns": 13, "patterns_80": 13, "early_exit": 4, "two_d": 4, "tile_partial": 4, "gemv": 6,
+        "copy": 2,
         "matmul": 5}
 
 
