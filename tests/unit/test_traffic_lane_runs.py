@@ -109,6 +109,7 @@ def _patterns_args(n=200):
 CASES = {
     "patterns": lambda: (patterns, (200,), (40,), _patterns_args()),
     "patterns_80": lambda: (patterns, (240,), (80,), _patterns_args(240)),
+    "patterns_partial": lambda: (patterns, (220,), (40,), _patterns_args(220)),
     "early_exit": lambda: (early_exit, (32,), (8,),
                            (np.arange(32, dtype=np.float32), np.zeros(32, np.float32),
                             np.int32(32))),
@@ -122,15 +123,16 @@ CASES = {
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
 # How many accesses each case records as lane runs (the rest by lane).
-RUNS = {"patterns": 13, "patterns_80": 13, "early_exit": 4, "two_d": 4, "tile_partial": 4, "gemv": 6,
+RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4, "tile_partial": 4, "gemv": 6,
         "copy": 2,
         "matmul": 5}
 
 
 @pytest.fixture
-def fresh(monkeypatch):
-    """Compile afresh (the hooks run) and list the accesses recorded as lane runs."""
-    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, "lanes", os.getpid()))
+def fresh(monkeypatch, request):
+    """Compile afresh (the hooks run) and list the accesses recorded as lane runs. The key
+    names the test: two cases of one kernel at one group size share a compiled module."""
+    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, "lanes", os.getpid(), request.node.name))
     seen = []
     record = tr.TrafficInstrument._record_lanes
 
