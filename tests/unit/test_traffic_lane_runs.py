@@ -123,9 +123,8 @@ CASES = {
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
 # How many accesses each case records as lane runs (the rest by lane).
-RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4, "tile_partial": 4, "gemv": 6,
-        "copy": 2,
-        "matmul": 5}
+RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
+        "tile_partial": 4, "gemv": 6, "copy": 2, "matmul": 5}
 
 
 @pytest.fixture
