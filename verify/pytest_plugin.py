@@ -16,7 +16,8 @@ marker::
 A test that fuzzes (``verify.fuzz``, ``verify.fuzz_spec``) and otherwise passes is reported as
 *skipped*, with the reports' reasons, when every ``FuzzReport`` it made was skipped (the device
 lacks fp16, sub-groups, ...): asserting ``report.equal`` alone would otherwise pass without
-anything having been compared. A test that made at least one report that ran passes as usual.
+anything having been compared. A test that made at least one report that ran passes as usual,
+and so does one marked ``@pytest.mark.fuzz_skip_expected``: it asserts the skip itself.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from verify.fuzz import REPORT_LISTENERS
 from verify.testing import device_params
 
 MARKER = "device_requires"
+SKIP_EXPECTED = "fuzz_skip_expected"
 
 
 def pytest_configure(config: Any) -> None:
@@ -37,6 +39,9 @@ def pytest_configure(config: Any) -> None:
         "markers", f"{MARKER}(*features): run the 'device' parametrization only on devices "
         "with these features (subgroups, fp16, fp64, subgroup_size:<n>, work_group_size:<n>); "
         "others are skipped with the reason")
+    config.addinivalue_line(
+        "markers", f"{SKIP_EXPECTED}: the test's fuzz reports are skipped on purpose and it "
+        "asserts so; it is not reported as skipped")
 
 
 def _explicitly_parametrized(metafunc: Any, name: str) -> bool:
@@ -75,6 +80,6 @@ def pytest_runtest_call(item: Any) -> Generator[None, Any, Any]:
     finally:
         REPORT_LISTENERS.remove(reports.append)
     reason = _skip_reason(reports)
-    if reason is not None:
+    if reason is not None and item.get_closest_marker(SKIP_EXPECTED) is None:
         pytest.skip(reason)
     return result

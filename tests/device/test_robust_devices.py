@@ -86,6 +86,7 @@ def test_probe_verdict_cached_on_disk_by_identity(fresh_probe, monkeypatch):
     assert probe._read_cache(other) is None
 
 
+@pytest.mark.fuzz_skip_expected
 def test_unusable_device_reported_skipped_and_named(fresh_probe, monkeypatch):
     """A device that cannot build the probe is NO in 'clsim devices' with the build log's
     error as the reason, is skipped by the device parametrization and by fuzzing with that
@@ -94,8 +95,10 @@ def test_unusable_device_reported_skipped_and_named(fresh_probe, monkeypatch):
     real = probe.health(pocl)  # the wheel's PoCL is unusable on some CPUs by itself
     monkeypatch.setenv(probe.FAULT_ENV, "pocl")
     verdict = probe.health(pocl)
-    expected = "not_declared" if real.usable else real.reason  # the first build error seen
-    assert not verdict.usable and expected in verdict.reason
+    # The fault is probed afresh. A PoCL that builds reports the broken source's error; one
+    # that cannot build anything (the wheel's on some CPUs) may report its own error first.
+    seen = ("not_declared",) if real.usable else ("not_declared", real.reason)
+    assert not verdict.usable and any(error in verdict.reason for error in seen)
 
     table = format_devices(list_devices())
     row = next(line for line in table.splitlines() if line.startswith("pocl "))

@@ -40,6 +40,15 @@ def test_no_report():
 def test_failure_stays_failed():
     FuzzReport("half_add", "pocl", 1, skipped="pocl lacks cl_khr_fp16")
     assert False
+
+
+import pytest
+
+
+@pytest.mark.fuzz_skip_expected
+def test_skip_expected():
+    report = FuzzReport("vector_add", "pocl", 1, skipped="pocl is unusable")
+    assert report.skipped == "pocl is unusable"
 '''
 
 FP16_ON_POCL = '''
@@ -83,10 +92,11 @@ def _run(tmp_path: Path, source: str) -> str:
 
 
 def test_all_skipped_reports_make_a_skipped_test(tmp_path):
-    """Four user tests: all reports skipped -> skipped with each reason; one report ran ->
-    passed; no report -> passed; an assertion failure -> failed."""
+    """Five user tests: all reports skipped -> skipped with each reason; one report ran ->
+    passed; no report -> passed; an assertion failure -> failed; all reports skipped in a
+    test marked ``fuzz_skip_expected`` (it asserts the skip) -> passed."""
     out = _run(tmp_path, USER_TESTS)
-    assert re.search(r"1 failed, 2 passed, 1 skipped", out), out
+    assert re.search(r"1 failed, 3 passed, 1 skipped", out), out
     assert re.search(r"SKIPPED \[1\] .*nothing was compared: half_add on pocl: pocl lacks "
                      r"cl_khr_fp16", out), out
 
