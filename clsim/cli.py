@@ -11,11 +11,12 @@ adds the traceback and keeps the exit code.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import traceback
 
 from clsim.errors import KernelInterrupted, SimulationError
+from clsim.library import import_module
+from clsim.library import load_library as _load_library
 
 # name -> (module, prefix of its functions); prefix "" means HELP/add_arguments/main.
 COMMANDS = {
@@ -48,10 +49,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def _entry(name: str):
     module_name, prefix = COMMANDS[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        return None
+    module = import_module(module_name)  # a failure names the module and the missing package
     if prefix:
         return (getattr(module, f"{prefix.upper()}_HELP", _FALLBACK_HELP.get(name, "")),
                 getattr(module, f"add_{prefix}_arguments", None),
@@ -72,7 +70,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=_FALLBACK_HELP.get(name, ""), add_help=False)
             continue
         entry = _entry(name)
-        if entry is None or entry[1] is None:
+        if entry[1] is None:
             continue
         help_text, add_arguments, main = entry
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -89,17 +87,21 @@ def _command(argv: list[str]) -> str | None:
 
 
 def load_library() -> None:
-    """Register the shipped kernel library's specs (clsim.spec imports no library itself)."""
-    try:
-        importlib.import_module("kernels_py")
-    except ImportError:
-        pass  # a clsim without its library: user files (path/file.py::NAME) still work
+    """Register the shipped kernel library's specs (clsim.spec imports no library itself). A
+    library module that fails to import raises ``LibraryImportError`` (never a shorter list)."""
+    _load_library()
 
 
 def main(argv: list[str] | None = None) -> int:
-    load_library()
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_command(argv))
+    try:
+        load_library()
+        parser = build_parser(_command(argv))
+    except SimulationError as exc:  # a library or command module that cannot be imported
+        if "--debug" in argv:
+            traceback.print_exc()
+        print(_failure(exc)[1], file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad command line (2), already printed

@@ -97,3 +97,8 @@ class KernelTimeoutError(SimulationError, TimeoutError):
 class KernelInterrupted(SimulationError, KeyboardInterrupt):
     """Ctrl-C (SIGINT) stopped the launch. Also a KeyboardInterrupt, so code that catches
     Exception does not swallow it."""
+
+
+class LibraryImportError(SimulationError):
+    """A module of a kernel library (or a command) failed to import: ``module`` names it and
+    ``package`` the missing package, when one is missing."""
