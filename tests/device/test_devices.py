@@ -14,7 +14,15 @@ import pytest
 
 from clsim.errors import DeviceError, DeviceLacksFeature, DeviceUnavailable, InvalidArgumentError
 from verify.clrun import LocalMem, run_cl
-from verify.devices import format_devices, get_device, list_devices
+import verify.devices as devices_module
+from verify.devices import (
+    DeviceInfo,
+    _wheel_entries,
+    format_devices,
+    get_device,
+    icd_entries,
+    list_devices,
+)
 from verify.probe import health
 from verify.testing import device_params
 
@@ -68,9 +76,43 @@ def test_short_names_unique_and_stable():
     assert get_device(None).short_name == usable[0]
 
 
-def test_get_device_by_substring():
-    """get_device accepts a case-insensitive substring of the platform or full device name."""
-    assert get_device("portable computing").short_name == "pocl"
+def _fake_device(short: str, driver: str, platform: str, version: str, full: str) -> DeviceInfo:
+    return DeviceInfo(short, full, platform, "vendor", "3.0", 2, 1024, (), False, False, True,
+                      65536, frozenset(), platform_version=f"OpenCL 3.0 {version}  Linux",
+                      driver_version=version, driver=driver)
+
+
+@pytest.fixture
+def two_pocls(monkeypatch):
+    """The wheel's PoCL and Debian's beside it (and Oclgrind), whatever this machine has."""
+    monkeypatch.setattr(devices_module, "_devices", [
+        _fake_device("pocl", "pocl", "Portable Computing Language", "PoCL 3.0-rc2", "pthread"),
+        _fake_device("pocl-1", "pocl", "Portable Computing Language", "PoCL 3.1+debian",
+                     "pthread-haswell"),
+        _fake_device("oclgrind", "oclgrind", "Oclgrind", "Oclgrind 21.10", "Oclgrind Simulator"),
+    ])
+
+
+def test_get_device_by_substring(two_pocls):
+    """get_device accepts a case-insensitive substring of the full device name, the platform
+    name or the platform version, when it matches one device."""
+    assert get_device("OCLGRIND SIM").short_name == "oclgrind"
+    assert get_device("3.1+debian").short_name == "pocl-1"
+    assert get_device("haswell").short_name == "pocl-1"
+    assert get_device("pocl-1").short_name == "pocl-1"  # a short name is exact, never a substring
+
+
+def test_a_substring_of_two_devices_is_an_error_listing_both(two_pocls):
+    with pytest.raises(DeviceError) as info:
+        get_device("portable computing")
+    assert info.value.matches == ("pocl", "pocl-1")
+    assert "pocl (Portable Computing Language PoCL 3.0-rc2)" in str(info.value)
+    assert "pocl-1 (Portable Computing Language PoCL 3.1+debian)" in str(info.value)
+
+
+def test_every_device_of_this_machine_is_found_by_its_short_name():
+    for info in list_devices():
+        assert get_device(info.short_name) == info
 
 
 def test_get_device_missing_lists_available():
@@ -96,15 +138,17 @@ def test_format_devices_table():
 
 
 def test_icd_folder_names_absolute_libraries():
-    """The ICD setup points OCL_ICD_VENDORS at our folder, whose wheel entries are absolute
-    paths that exist (the intel-opencl-rt .icd's placeholder path is replaced)."""
+    """The ICD setup points OCL_ICD_VENDORS at our folder, which holds every entry; the wheels'
+    libraries are absolute paths that exist (the intel-opencl-rt .icd's placeholder path is
+    replaced); a system .icd's library stays as its file wrote it (Debian's pocl names a bare
+    libpocl.so.2.10.0, found by the dynamic linker)."""
     list_devices()
     folder = Path(os.environ["OCL_ICD_VENDORS"])
-    libs = [p.read_text().strip() for p in folder.glob("*.icd")]
+    libs = sorted(p.read_text().strip() for p in folder.glob("*.icd"))
+    assert libs == sorted(lib for _, lib in icd_entries())
     assert any("pocl" in lib for lib in libs)
-    for lib in libs:
-        if "pocl" in lib or "oclgrind" in lib or "intelocl" in lib:
-            assert os.path.isabs(lib) and os.path.exists(lib), lib
+    for _, lib in _wheel_entries():
+        assert os.path.isabs(lib) and os.path.exists(lib), lib
     assert not any("anaconda1anaconda2" in lib for lib in libs)
 
 
