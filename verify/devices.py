@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import Any
 
 from clsim.errors import DeviceError, DeviceUnavailable
+from verify.platform_library import library_rank, platform_library
 
 WORKING_POCL_HINT = (
     "Where the PoCL in pyopencl's wheel cannot build (e.g. AMD CPU family 26), install "
@@ -351,20 +352,26 @@ def _distinct_platforms(cl: ModuleType) -> list[Any]:
 def list_devices(refresh: bool = False) -> list[DeviceInfo]:
     """Every OpenCL device on this machine, with stable short names (first ``nvidia``, then
     ``nvidia-1``, ``nvidia-2`` for further devices of the same kind: two GPUs, or two drivers
-    of one vendor such as the wheel's PoCL and Debian's, numbered in ICD loading order, the
-    wheel's first). ``DeviceInfo.driver`` is the kind without the number."""
+    of one vendor such as the wheel's PoCL and Debian's, numbered by where their ICD library
+    stands in ``icd_entries`` (the wheels' first), not by the loader's directory order).
+    ``DeviceInfo.driver`` is the kind without the number."""
     global _devices
     if _devices is None or refresh:
         cl = import_pyopencl()
+        entries = icd_entries()
+        listed = []  # (driver, rank of its ICD library, platform version, order found, ...)
+        for platform in _distinct_platforms(cl):
+            library = library_rank(platform_library(platform), entries)
+            for device in platform.get_devices():
+                listed.append((_base_name(platform, device), library, platform.version,
+                               len(listed), platform, device))
         counts: dict[str, int] = {}
         found = []
-        for platform in _distinct_platforms(cl):
-            for device in platform.get_devices():
-                base = _base_name(platform, device)
-                index = counts.get(base, 0)
-                counts[base] = index + 1
-                name = base if index == 0 else f"{base}-{index}"
-                found.append(_describe(cl, platform, device, name, base))
+        for base, _, _, _, platform, device in sorted(listed, key=lambda row: row[:4]):
+            index = counts.get(base, 0)
+            counts[base] = index + 1
+            name = base if index == 0 else f"{base}-{index}"
+            found.append(_describe(cl, platform, device, name, base))
         rank = {base: i for i, base in enumerate(_PREFERRED_ORDER)}
         _devices = sorted(found, key=lambda d: rank.get(d.driver, len(rank)))
     return list(_devices)

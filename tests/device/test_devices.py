@@ -21,8 +21,10 @@ from verify.devices import (
     format_devices,
     get_device,
     icd_entries,
+    import_pyopencl,
     list_devices,
 )
+from verify.platform_library import library_rank, platform_library
 from verify.probe import health
 from verify.testing import device_params
 
@@ -299,3 +301,27 @@ def test_device_params_skips_have_reasons(monkeypatch):
         assert fp16[0].marks[0].kwargs["reason"] == "pocl lacks cl_khr_fp16"
     none = device_params(only=("intel-cpu",))
     assert none[0].marks[0].kwargs["reason"].startswith("no selected device")
+
+
+def test_each_platform_names_its_icd_library():
+    """dladdr on a platform's dispatch table finds the driver's library file, which ranks at
+    its own entry of the ICD setup (the names' order comes from there)."""
+    cl = import_pyopencl()
+    entries = icd_entries()
+    for platform in cl.get_platforms():
+        library = platform_library(platform)
+        assert os.path.exists(library), (platform.name, library)
+        assert library_rank(library, entries) < len(entries), (library, entries)
+
+
+def test_library_rank_follows_the_entries(tmp_path):
+    """The wheels' entries come first; a bare system library name (Debian's libpocl) matches
+    the loaded file by its name; a symlinked path matches its target; unknown ranks last."""
+    wheel = tmp_path / "libpocl-21062cec.so"
+    wheel.write_bytes(b"")
+    (tmp_path / "link.so").symlink_to(wheel)
+    entries = [("pocl", str(tmp_path / "link.so")), ("pocl", "libpocl.so.2.10.0")]
+    assert library_rank(str(wheel), entries) == 0
+    assert library_rank("/lib/x86_64-linux-gnu/libpocl.so.2.10.0", entries) == 1
+    assert library_rank("/elsewhere/libother.so", entries) == 2
+    assert library_rank("", entries) == 2
