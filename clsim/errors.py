@@ -27,6 +27,11 @@ class KernelCompileError(SimulationError):
     """The kernel uses a Python construct the OpenCL subset does not have."""
 
 
+class IncludeRefused(KernelCompileError):
+    """An OpenCL C ``#include`` that could read a file outside the kernel's folder
+    (``clsim.cl_includes``)."""
+
+
 class InvalidNDRangeError(SimulationError):
     """The ND-range is illegal; ``cl_error`` names the OpenCL status it mirrors."""
 

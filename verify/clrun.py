@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from clsim.cl_includes import resolve_includes
 from clsim.errors import DeviceError, InvalidArgumentError
 from verify.clargs import check_signature, memory_groups
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
@@ -154,6 +155,9 @@ def build_program(info: DeviceInfo, source: str, options: tuple[str, ...],
     """The built ``pyopencl.Program`` for (device, source, options), cached."""
     key = (info.short_name, source, options)
     if key not in _programs:
+        # Files were inlined when the source was read (verify.pairs.read_source); an include
+        # left now would be read by the device compiler, so it is refused.
+        resolve_includes(source, None, f"<source of {kernel_name}>")
         cl = import_pyopencl()
         context, _ = _queue(info)
         try:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from clsim.api import KernelFunction
+from clsim.cl_includes import resolve_includes
 from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.spec import EXACT, KernelSpec, Launch, Policy
 from verify.devices import DeviceInfo
@@ -144,14 +145,16 @@ def kernel_params(kernel: KernelFunction) -> tuple[str, ...]:
 
 
 def read_source(cl_source: str | Path) -> tuple[str, str | None]:
-    """(source text, path or None): a Path or an existing ``*.cl`` path string is read."""
+    """(source text, path or None): a Path or an existing ``*.cl`` path string is read, its
+    ``#include "file"`` lines resolved inside its folder (``clsim.cl_includes``)."""
     if isinstance(cl_source, Path) or (
             "\n" not in cl_source and cl_source.strip().endswith(".cl")):
         path = Path(cl_source).resolve()
         if not path.is_file():
             raise SimulationError(f"{path}: no such .cl file. Write the OpenCL C twin there or "
                                   "fix the path (a spec's cl_file is under kernels_cl/).")
-        return path.read_text(), str(path)
+        # The compiler never reads a file itself: includes are inlined here, or refused.
+        return resolve_includes(path.read_text(), path.parent, path.name), str(path)
     return cl_source, None
 
 

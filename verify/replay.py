@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from clsim.api import KernelFunction
+from clsim.cl_includes import resolve_includes
 from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, all_specs, get_spec
 from verify.devices import DeviceInfo, get_device, list_devices
@@ -348,7 +349,8 @@ def load_plan(plan: ReplayPlan) -> tuple[Pair, Case]:
     if plan.cl_source is not None:
         source, cl_path = read_source(plan.cl_source)
     else:
-        source, cl_path = _saved_cl(failure) or "", str(failure.path / SAVED_CL)
+        source = resolve_includes(_saved_cl(failure) or "", failure.path, SAVED_CL)
+        cl_path = str(failure.path / SAVED_CL)
     return _pair_and_case(plan, kernel, spec, source, cl_path)
 
 

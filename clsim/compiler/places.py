@@ -68,7 +68,7 @@ def rewrite_component_store(typer, s, target, value) -> bool:
     call.func.resolved = ("builtin", "vector_set")
     call.loc = call.func.loc = s.loc
     if isinstance(target, ast.Attribute):
-        call.vector_components = vx.components(target.attr, vec.width, s.loc)
+        call.vector_components = vx.assigned_components(target.attr, vec.width, s.loc)
     else:
         if isinstance(target.slice, ast.Constant):
             if not 0 <= target.slice.value < vec.width:

@@ -91,7 +91,7 @@ class VectorEmitter:
                 if op in ("<<", ">>"):
                     code = f"({a} {op} ({b} & {self.const(ct.bits(t) - 1, t)}))"
                 elif op in ("//", "%"):
-                    helper = self.helper("_idiv" if op == "//" else "_irem")
+                    helper = self.helper(f"_idiv_{t}" if op == "//" else f"_irem_{t}")
                     code = f"{helper}({a}, {b}, {', '.join(names[2:])})"
                 else:
                     code = f"({a} {op} {b})"

@@ -40,6 +40,19 @@ def components(attr: str, width: int, loc) -> list[int]:
     return idx
 
 
+def assigned_components(attr: str, width: int, loc) -> list[int]:
+    """The components ``v.attr = ...`` writes; each at most once (OpenCL C 6.3.7: an l-value
+    swizzle with a repeated component is an error, since which write wins is undefined)."""
+    idx = components(attr, width, loc)
+    repeated = sorted({k for k in idx if idx.count(k) > 1})
+    if repeated:
+        raise compile_error(loc, f"'.{attr}' names component {repeated[0]} more than once, so "
+                                 "it cannot be assigned (OpenCL C refuses a repeated component "
+                                 "in an l-value). Assign each component once, e.g. "
+                                 f"v.s{_HEX[repeated[0]]} = ...")
+    return idx
+
+
 def swizzle_type(base: ct.VecT, idx: list[int]):
     return base.dtype if len(idx) == 1 else ct.VecT(base.dtype, len(idx))
 

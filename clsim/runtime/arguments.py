@@ -2,14 +2,16 @@
 
 ``kernel_arg_types`` turns ``run()``'s argument tuple into the type map the compiler
 specialises on and the values the launch passes, and refuses what no device would take (empty
-or non-contiguous buffers, unsupported dtypes, Python scalars) and what Numba would only refuse
-with a long typing error (a read-only array the kernel stores to). It does not look at sizes
+or non-contiguous buffers, unsupported dtypes, non-native byte order, Python scalars) and what
+Numba would only refuse with a long typing error (a read-only array the kernel stores to).
+``ordered_args`` accepts the arguments as a tuple or as a dict keyed by parameter name. It does not look at sizes
 against the ND-range: out-of-bounds accesses are the bounds checks' concern.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -21,6 +23,24 @@ SUPPORTED_DTYPES = frozenset(set(ct.INT_TYPES) | {"float16", "float32", "float64
 # Builtins that write through a buffer argument, and which argument: atomics take p[i] or
 # (p, i) first, vstoreN(v, offset, p) third.
 _WRITTEN_ARGUMENT = {"atomic_": 0, "atom_": 0, "vstore": 2}
+
+
+def ordered_args(kernel: str, params: list[str], args) -> tuple:
+    """``args`` in parameter order: a tuple or list as it is, a dict by parameter name (as
+    ``verify.compare`` takes them), refusing missing and unknown names."""
+    if not isinstance(args, Mapping):
+        return tuple(args)
+    unknown = [name for name in args if name not in params]
+    missing = [name for name in params if name not in args]
+    if unknown or missing:
+        what = "; ".join(part for part in (
+            f"no parameter named {', '.join(map(repr, unknown))}" if unknown else "",
+            f"missing {', '.join(map(repr, missing))}" if missing else "") if part)
+        raise InvalidArgumentError(
+            f"{kernel}: the arguments dict does not match the parameters ({', '.join(params)})"
+            f": {what} (CL_INVALID_KERNEL_ARGS). Key the dict by the kernel's parameter names",
+            kernel=kernel, argument=(unknown or missing)[0])
+    return tuple(args[name] for name in params)
 
 
 def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
@@ -47,6 +67,7 @@ def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
             values.append(value.reshape(-1).view(ct.storage_dtype(value.dtype.name)))
         elif isinstance(value, np.void | np.ndarray) and value.dtype.names is not None:
             # a struct by value (a structured scalar or 0-d record): its bytes, read-only
+            _check_byte_order(kernel, "argument", name, value)
             types[name] = struct_of(value.dtype, f"{kernel}: argument '{name}': ")
             values.append(np.frombuffer(value.tobytes(), np.uint8).copy())
         elif isinstance(value, np.generic | np.ndarray):
@@ -74,12 +95,25 @@ def _check_buffer(kernel: str, name: str, value: np.ndarray, stored: bool) -> No
         raise InvalidArgumentError(
             f"{kernel}: buffer '{name}' is not C-contiguous, so results could not be "
             "written back in place. Pass np.ascontiguousarray(...)", kernel=kernel, buffer=name)
+    _check_byte_order(kernel, "buffer", name, value)
     if value.dtype.names is None and value.dtype.name not in SUPPORTED_DTYPES:
         raise InvalidArgumentError(
             f"{kernel}: buffer '{name}' has dtype {value.dtype}, which kernels cannot "
             "use yet", kernel=kernel, buffer=name)
     if stored and not value.flags.writeable:
         raise read_only_error(kernel, [name])
+
+
+def _check_byte_order(kernel: str, what: str, name: str, value) -> None:
+    """Generated code reads the bytes in the host's order: a big-endian array would be read as
+    garbage and stored back byte-swapped, silently. Refused rather than converted, since a
+    converted copy would also have to be converted back into the caller's array."""
+    if not value.dtype.isnative:
+        raise InvalidArgumentError(
+            f"{kernel}: {what} '{name}' has non-native byte order (dtype {value.dtype.str}); OpenCL "
+            "devices read memory in the host's byte order. Pass "
+            f"{name}.astype({name}.dtype.newbyteorder('=')) and convert results back if "
+            "needed", kernel=kernel, argument=name)
 
 
 def read_only_error(kernel: str, names: list[str]) -> InvalidArgumentError:

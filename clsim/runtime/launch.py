@@ -27,7 +27,12 @@ from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
 from clsim.runtime import printf, watch
 from clsim.runtime import record as rec
-from clsim.runtime.arguments import kernel_arg_types, read_only_error, stored_buffers
+from clsim.runtime.arguments import (
+    kernel_arg_types,
+    ordered_args,
+    read_only_error,
+    stored_buffers,
+)
 from clsim.runtime.cache import load_source
 from clsim.runtime.config import (
     LaunchConfig,
@@ -159,7 +164,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
                       opencl_version=opencl_version,
                       max_work_group_size=max_work_group_size or sim.max_work_group_size)
-    types, values = kernel_arg_types(kernel.name, parsed.params, tuple(args),
+    args = ordered_args(kernel.name, parsed.params, args)
+    types, values = kernel_arg_types(kernel.name, parsed.params, args,
                                      stored_buffers(parsed.tree, parsed.params))
     config = LaunchConfig(
         kernel.name, nd, sim,

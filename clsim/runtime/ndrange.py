@@ -14,6 +14,9 @@ import numpy as np
 from clsim.errors import InvalidNDRangeError
 
 DEFAULT_MAX_WORK_GROUP_SIZE = 1024
+# Work-item ids, group counts and offsets are 64-bit signed in the generated code (negative
+# indices are errors there, never wrap-around), so a range must stay below 2**63 work-items.
+_MAX_ITEMS = 2**63 - 1
 _AUTO_LIMIT = 256  # what implementations typically pick when the user leaves it to them
 
 
@@ -86,6 +89,23 @@ def _auto_local(global_size: tuple[int, ...], limit: int) -> tuple[int, ...]:
     return tuple(local)
 
 
+def _check_fits(global_size: tuple[int, ...], offset: tuple[int, ...], kernel: str) -> None:
+    items = 1
+    for d, (size, start) in enumerate(zip(global_size, offset, strict=True)):
+        items *= size
+        if start < 0 or size + start > _MAX_ITEMS:
+            raise InvalidNDRangeError(
+                f"{kernel}: global_size[{d}]={size} with global_offset[{d}]={start} gives "
+                "work-item ids outside 0 .. 2**63-1, which clsim's 64-bit ids cannot hold "
+                "(CL_INVALID_GLOBAL_WORK_SIZE). Use a smaller range",
+                cl_error="CL_INVALID_GLOBAL_WORK_SIZE", kernel=kernel)
+    if items > _MAX_ITEMS:
+        raise InvalidNDRangeError(
+            f"{kernel}: global_size {global_size} is {items:,} work-items, more than the "
+            "2**63-1 a 64-bit linear id can count (CL_INVALID_GLOBAL_WORK_SIZE). Use a smaller "
+            "range", cl_error="CL_INVALID_GLOBAL_WORK_SIZE", kernel=kernel)
+
+
 def make_ndrange(global_size, local_size, *, kernel: str, offset=None, opencl_version="3.0",
                  max_work_group_size: int = DEFAULT_MAX_WORK_GROUP_SIZE) -> NDRange:
     g = _as_tuple(global_size, "global_size", kernel)
@@ -128,5 +148,6 @@ def make_ndrange(global_size, local_size, *, kernel: str, offset=None, opencl_ve
     if len(off) != len(g):
         raise InvalidNDRangeError(f"{kernel}: global_offset needs {len(g)} dimensions",
                                   cl_error="CL_INVALID_GLOBAL_OFFSET", kernel=kernel)
+    _check_fits(g, off, kernel)
     pad = (1,) * (3 - len(g))
     return NDRange(g + pad, local + pad, off + (0,) * (3 - len(g)), len(g))

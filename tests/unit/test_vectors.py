@@ -411,7 +411,23 @@ def scalar_updated_by_vector(x, out):
     out[0] = s
 
 
+@kernel
+def repeated_component_store(x, out):
+    v = float4(1.0, 2.0, 3.0, 4.0)
+    v.xx = v.yz  # reading .yx or .xx is fine; writing one component twice is not
+    out[0] = v.x
+
+
+@kernel
+def repeated_component_update(x, out):
+    v = float4(1.0, 2.0, 3.0, 4.0)
+    v.s00 += v.xx
+    out[0] = v.x
+
+
 @pytest.mark.parametrize("kern, words", [
+    (repeated_component_store, "'.xx' names component 0 more than once"),
+    (repeated_component_update, "'.s00' names component 0 more than once"),
     (mixed_types, "between uint2 and float2"),
     (float_into_int, "float scalar cannot widen to an integer vector"),
     (vector_truth, "float2 is not a truth value"),
