@@ -13,21 +13,27 @@ _COMPILE_NOTE_AFTER_S = 0.5  # a warm disk cache loads faster than this: say not
 _BAR_AFTER_S = 1.0  # a bar for a run shorter than this is only flicker
 
 
-def compile_note(what: str, purpose: str = "") -> str:
-    """The line shown while a variant compiles: what, with which instrument, and that it is
-    paid once."""
+def compile_note(what: str, purpose: str = "", also: str = "") -> str:
+    """The line shown while a variant compiles: what, with which instrument, what else compiles
+    with it once per machine (``also``), and that it is paid once."""
     variant = f"{what} {purpose}" if purpose else what
+    if also:
+        return (f"clsim: compiling {variant} and {also} (first run on this machine; cached "
+                "afterwards)...")
     return f"clsim: compiling {variant} (first run; cached afterwards)..."
 
 
 class RunProgress:
     """A ``progress(stage, done, total)`` callback for one launch of ``what`` (a kernel name);
-    ``purpose`` says which variant compiles ("with traffic counting"), ``bar=False`` keeps a
-    launch that runs beside another (a child process) from drawing a second bar."""
+    ``purpose`` says which variant compiles ("with traffic counting"), ``also`` what compiles with
+    it once per machine (``clsim.commands.first_run``), ``bar=False`` keeps a launch that runs
+    beside another (a child process) from drawing a second bar."""
 
-    def __init__(self, what: str, stream=None, purpose: str = "", bar: bool = True):
+    def __init__(self, what: str, stream=None, purpose: str = "", bar: bool = True,
+                 also: str = ""):
         self.what = what
         self.purpose = purpose
+        self.also = also
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = bar and bool(getattr(self.stream, "isatty", lambda: False)())
         self._timer: threading.Timer | None = None
@@ -44,7 +50,7 @@ class RunProgress:
             self._advance(done, total)
 
     def _compile_note(self) -> None:
-        print(compile_note(self.what, self.purpose), file=self.stream, flush=True)
+        print(compile_note(self.what, self.purpose, self.also), file=self.stream, flush=True)
 
     def _cancel_note(self) -> None:
         if self._timer is not None:

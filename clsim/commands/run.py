@@ -2,9 +2,12 @@
 
 Prints what ran (ND-range, groups, time, work-items per second), what was compiled and how
 long each variant took, which checks ran and what they found, the tolerance used and the
-largest error found, and a traffic summary per buffer; on stderr, what is being compiled when
-that takes a while and a progress bar on a terminal (``clsim.commands.progress``). The traffic
-launch compiles and runs beside the main one (``clsim.commands.traffic_launch``). Exit code 1
+largest error found, and with ``--traffic`` the traffic table; on stderr, what is being
+compiled when that takes a while and a progress bar on a terminal (``clsim.commands.progress``).
+Traffic is counted only when asked: its variant is a second compile (seconds on a cold cache,
+once per machine for the step counter), which a first ``clsim run`` must not pay unasked. With
+``--traffic`` that launch compiles and runs beside the main one
+(``clsim.commands.traffic_launch``). Exit code 1
 on a mismatch or a finding; errors from the simulator propagate to the CLI, which prints them
 as one line.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 import clsim
+from clsim.commands import first_run
 from clsim.commands import options as opt
 from clsim.commands import specs
 from clsim.commands.progress import RunProgress
@@ -56,7 +60,9 @@ def add_arguments(parser) -> None:
                         help="run the generated code as plain Python (slow; for pdb)")
     parser.add_argument("--subgroup-size", type=opt.positive_int,
                         help="sub-group size (default: the kernel's, else 32)")
-    parser.add_argument("--traffic", action="store_true", help="print the full traffic table")
+    parser.add_argument("--traffic", action="store_true",
+                        help="also count memory traffic (a second launch, compiled beside the "
+                             "main one) and print its table")
     parser.add_argument("--check", default="default", choices=tuple(CHECKS_RUN),
                         help="which checks to run (default: bounds and barrier divergence)")
     parser.add_argument("--report-all", action="store_true",
@@ -91,18 +97,28 @@ def main(args) -> int:
     if args.report_all:
         options["report_all"] = True
     work = specs.fresh(inputs)
-    request = TrafficRequest(args.name, shape, args.seed, local, options, args.timeout)
-    with PendingTraffic(request) as pending:  # a child compiles it meanwhile (JIT)
+    once_s = first_run.prepare("checks", options["jit"]) if args.check in \
+        first_run.NEEDS_CHECKS else 0.0
+    if args.traffic:
+        request = TrafficRequest(args.name, shape, args.seed, local, options, args.timeout)
+        with PendingTraffic(request) as pending:  # a child compiles it meanwhile (JIT)
+            result = _run(spec, launch, specs.run_args(spec, inputs, work), options,
+                          args.timeout)
+            counted, failure = _traffic_outcome(pending)
+    else:
         result = _run(spec, launch, specs.run_args(spec, inputs, work), options, args.timeout)
-        counted, failure = _traffic_outcome(pending)
+        counted, failure = TrafficOutcome(None, 0.0), None
     _print_run(spec, result, shape)
-    _print_compile(spec.name, args.check, result.compile_s, counted)
+    _print_compile(spec.name, args.check, result.compile_s + once_s, counted)
     findings = getattr(result, "findings", None) or []
     _print_findings(args.check, args.report_all, findings)
     ok = _print_check(spec, inputs, work)
     if failure is not None:  # the main launch's results are out first, as before
         raise failure
-    _print_traffic(counted.traffic, args.traffic)
+    if args.traffic:
+        _print_traffic(counted.traffic)
+    else:
+        print("  traffic: not counted (add --traffic)")
     return 0 if ok and not findings else 1
 
 
@@ -116,7 +132,8 @@ def _traffic_outcome(pending: PendingTraffic) -> tuple[TrafficOutcome, Simulatio
 
 
 def _run(spec, launch, run_args, options, timeout):
-    with RunProgress(spec.name, purpose=PURPOSE[options["checks"]]) as progress:
+    also = first_run.HELPERS[1] if first_run.helpers_pending(options["jit"]) else ""
+    with RunProgress(spec.name, purpose=PURPOSE[options["checks"]], also=also) as progress:
         return clsim.run(spec.kernel, launch.global_size, launch.local_size, run_args,
                          timeout_s=timeout, progress=progress, **options)
 
@@ -188,20 +205,8 @@ def _print_check(spec, inputs, work) -> bool:
     return ok
 
 
-def _print_traffic(traffic, full: bool) -> None:
+def _print_traffic(traffic) -> None:
     if traffic is None:
+        print("  traffic: this launch cannot be counted (see docs/traffic-model.md)")
         return
-    if full:
-        print(traffic.format_table())
-        return
-    per_buffer: dict[tuple[str, str], list[int]] = {}
-    for site in traffic.sites:
-        if site["space"] != "global":
-            continue
-        entry = per_buffer.setdefault((site["buffer"], site["kind"]), [0, 0])
-        entry[0] += site["bytes"]
-        entry[1] += site["sectors"]
-    print("  traffic (global memory):")
-    for (buffer, kind), (nbytes, sectors) in sorted(per_buffer.items()):
-        verb = "loaded" if kind == "load" else ("stored" if kind == "store" else kind)
-        print(f"    {buffer:<12} {verb:<7} {nbytes:>12,} bytes in {sectors:>10,} sectors")
+    print(traffic.format_table())

@@ -27,7 +27,7 @@ from typing import Any
 
 import clsim
 from clsim.cli import load_library
-from clsim.commands import specs
+from clsim.commands import first_run, specs
 from clsim.commands.progress import RunProgress
 from clsim.errors import InvalidArgumentError, SimulationError
 
@@ -82,14 +82,17 @@ def count_traffic(request: TrafficRequest, bar: bool = True) -> TrafficOutcome:
     inputs = specs.make_inputs(spec, dict(request.shape), request.seed)
     launch = spec.launch(inputs, dict(request.shape), request.local_size)
     args = specs.run_args(spec, inputs, specs.fresh(inputs))
+    jit = request.options.get("jit", True)
+    once_s = first_run.prepare("traffic", jit)  # said on stderr, counted below
+    also = first_run.HELPERS[1] if first_run.helpers_pending(jit) else ""
     try:
-        with RunProgress(spec.name, purpose=PURPOSE, bar=bar) as progress:
+        with RunProgress(spec.name, purpose=PURPOSE, bar=bar, also=also) as progress:
             result = clsim.run(spec.kernel, launch.global_size, launch.local_size, args,
                                timeout_s=request.timeout_s, progress=progress,
                                **request.run_options())
     except InvalidArgumentError:  # e.g. an argument kind the counter does not take
-        return TrafficOutcome(None, 0.0)
-    return TrafficOutcome(result.traffic, result.compile_s)
+        return TrafficOutcome(None, once_s)
+    return TrafficOutcome(result.traffic, result.compile_s + once_s)
 
 
 def _child(request: TrafficRequest, conn) -> None:

@@ -39,14 +39,14 @@ def test_a_cold_run_counts_both_variants_in_its_compile_line(tmp_path):
     """Empty kernel cache, fresh process: both variants compile and the compile line lists
     both (the traffic one compiled in the child process, beside the main one); the notes
     said so on stderr (no terminal: the notes are whole lines, no bar)."""
-    argv = ["run", "vector_add", "--shape", "n=300", "--local-size", "64"]
+    argv = ["run", "vector_add", "--shape", "n=300", "--local-size", "64", "--traffic"]
     proc = _cold_cli(argv, str(tmp_path / "kernels"))
     assert proc.returncode == 0, proc.stderr
     line = re.search(r"  compile: vector_add ([\d.]+) s, vector_add with traffic counting "
                      r"([\d.]+) s \(side by side\)", proc.stdout)
     assert line, proc.stdout
     assert float(line[1]) > 0 and float(line[2]) > 0
-    assert "a            loaded" in proc.stdout  # the child's traffic report arrived
+    assert "traffic of vector_add" in proc.stdout  # the child's traffic report arrived
     if float(line[2]) > progress._COMPILE_NOTE_AFTER_S + 0.5:
         assert ("clsim: compiling vector_add with traffic counting (first run; cached "
                 "afterwards)...") in proc.stderr.splitlines()
@@ -183,8 +183,8 @@ def test_a_traffic_launch_error_comes_after_the_main_results(tmp_path):
     (default checks) stops on it: the main run's lines are printed first, then the error as
     one line, exit code 2."""
     (tmp_path / "unguarded.py").write_text(_UNGUARDED)
-    proc = _cold_cli(["run", f"{tmp_path / 'unguarded.py'}::SPEC", "--check", "none"],
-                     str(tmp_path / "kernels"))
+    proc = _cold_cli(["run", f"{tmp_path / 'unguarded.py'}::SPEC", "--check", "none",
+                      "--traffic"], str(tmp_path / "kernels"))
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout.startswith("unguarded: n=50")
     assert "checks: none (--check none)" in proc.stdout

@@ -1,0 +1,66 @@
+"""What a first run on a machine compiles once, said while it happens and counted.
+
+Three parts of clsim are Numba code compiled once per machine and cached on disk (beside their
+files, or under NUMBA_CACHE_DIR): the shared runtime helpers (``clsim/runtime/helper_lib.py``,
+compiled as a kernel first calls them), the checks' shared helpers
+(``clsim/checks/native_lib.py``, race and uninitialised-read checks) and the traffic step
+counter (``clsim/traffic/steps.py``). A cold first ``clsim run`` spent most of its time there
+without a word, and the printed compile seconds left it out. ``prepare`` compiles (imports) the
+last two before the launch, with a note on stderr, and returns the seconds to add to the
+printed compile time; ``helpers_pending`` tells the compile note that the shared helpers come
+with the kernel's own compile (already inside its seconds).
+
+A part counts as cached when Numba's index files for its file exist; a stale index (the file
+edited since) compiles again unannounced, as any kernel would.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from pathlib import Path
+
+_CLSIM = Path(__file__).resolve().parents[1]
+HELPERS = ("runtime/helper_lib.py", "clsim's shared helpers")
+PARTS = {  # name -> (file under clsim/, what the note calls it, module to import)
+    "checks": ("checks/native_lib.py", "the checks' shared helpers", "clsim.checks.native_lib"),
+    "traffic": ("traffic/steps.py", "the traffic step counter", "clsim.traffic.steps"),
+}
+NEEDS_CHECKS = ("races", "uninit", "all")  # --check modes that link the checks' helpers
+
+
+def cached(relative: str) -> bool:
+    """Whether Numba's disk cache holds functions of clsim's file ``relative``."""
+    from numba.core.caching import FunctionCache
+
+    path = _CLSIM / relative
+    scope: dict = {}
+    # a stand-in function "defined in" that file: Numba picks the file's cache folder from it
+    exec(compile("def _clsim_probe():\n    pass\n", str(path), "exec"), scope)
+    try:
+        folder = Path(FunctionCache(scope["_clsim_probe"])._cache_path)
+    except RuntimeError:  # no writable cache location at all: Numba compiles every time
+        return False
+    return any(folder.glob(f"{path.stem}.*.nbi"))
+
+
+def helpers_pending(jit: bool) -> bool:
+    """Whether this run compiles the shared runtime helpers (nothing cached yet)."""
+    return jit and not cached(HELPERS[0])
+
+
+def note(what: str) -> str:
+    return f"clsim: compiling {what} (once per machine; cached afterwards)..."
+
+
+def prepare(part: str, jit: bool, stream=None) -> float:
+    """Compile the once-per-machine ``part`` ("checks" or "traffic") now if its cache is empty,
+    saying so on ``stream`` (stderr); the seconds it took (0.0 when cached or not JIT)."""
+    relative, what, module = PARTS[part]
+    if not jit or module in sys.modules or cached(relative):
+        return 0.0
+    print(note(what), file=stream if stream is not None else sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    importlib.import_module(module)  # its cfuncs compile as the module is imported
+    return time.perf_counter() - t0

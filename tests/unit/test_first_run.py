@@ -1,0 +1,79 @@
+"""A first `clsim run`: traffic is counted only with --traffic, and what compiles once per
+machine is said on stderr while it happens and counted in the printed compile seconds
+(clsim/commands/first_run.py)."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+
+import pytest
+
+from clsim.cli import main
+from clsim.commands import first_run, progress
+
+_TINY = """from numba import cfunc, types
+
+
+@cfunc(types.int64(types.int64), cache=True)
+def twice(x):
+    return 2 * x
+"""
+
+
+def test_no_traffic_launch_without_traffic(capsys, monkeypatch):
+    """Without --traffic no second variant is compiled or run, and the output says how to get
+    the counts."""
+    import clsim.commands.run as run_command
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a traffic launch was started without --traffic")
+
+    monkeypatch.setattr(run_command, "PendingTraffic", refuse)
+    assert main(["run", "vector_add", "--shape", "n=300", "--local-size", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "  traffic: not counted (add --traffic)" in out
+    assert "with traffic counting" not in out
+
+
+def test_a_once_per_machine_part_is_said_and_counted_once(tmp_path, monkeypatch):
+    path = tmp_path / "tiny_part.py"
+    path.write_text(_TINY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(first_run.PARTS, "tiny", (str(path), "the tiny part", "tiny_part"))
+    assert not first_run.cached(str(path))
+    stream = io.StringIO()
+    assert first_run.prepare("tiny", jit=False, stream=stream) == 0.0  # nothing to compile
+    seconds = first_run.prepare("tiny", jit=True, stream=stream)
+    assert seconds > 0
+    assert stream.getvalue() == ("clsim: compiling the tiny part (once per machine; cached "
+                                 "afterwards)...\n")
+    assert first_run.cached(str(path))
+    monkeypatch.delitem(sys.modules, "tiny_part")  # a later process: the disk cache answers
+    again = io.StringIO()
+    assert first_run.prepare("tiny", jit=True, stream=again) == 0.0 and again.getvalue() == ""
+
+
+def test_the_printed_compile_seconds_include_the_once_per_machine_parts(capsys, monkeypatch):
+    """--check all links the checks' shared helpers: their compile seconds are in the line."""
+    monkeypatch.setattr(first_run, "prepare", lambda part, jit, stream=None: 500.0)
+    assert main(["run", "vector_add", "--shape", "n=300", "--local-size", "64",
+                 "--check", "all"]) == 0
+    line = re.search(r"compile: vector_add with race and uninitialised-read checking "
+                     r"([\d.]+) s", capsys.readouterr().out)
+    assert line and float(line[1]) >= 500.0
+
+
+def test_the_compile_note_names_the_shared_helpers_when_they_compile():
+    stream = io.StringIO()
+    with progress.RunProgress("softmax", stream, also=first_run.HELPERS[1]) as show:
+        show._compile_note()
+    assert stream.getvalue() == ("clsim: compiling softmax and clsim's shared helpers (first "
+                                 "run on this machine; cached afterwards)...\n")
+
+
+@pytest.mark.parametrize("relative", [first_run.HELPERS[0],
+                                      *(p[0] for p in first_run.PARTS.values())])
+def test_each_part_names_a_file_of_clsim(relative):
+    assert (first_run._CLSIM / relative).is_file()
