@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             raise  # SystemExit from argparse inside a command: already handled
         if debug:
             traceback.print_exc()
-        print(line, file=sys.stderr)
+        # Messages quote files a user received (a failure folder): no terminal escapes.
+        print("".join(c if c.isprintable() else repr(c)[1:-1] for c in line), file=sys.stderr)
         return code
 
 
