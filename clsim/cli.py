@@ -15,6 +15,7 @@ import importlib
 import sys
 import traceback
 
+from clsim import interrupts
 from clsim.errors import KernelInterrupted, SimulationError
 
 # name -> (module, prefix of its functions); prefix "" means HELP/add_arguments/main.
@@ -109,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     debug = args.debug or getattr(args, "debug_here", False)
     try:
-        return int(args._main(args) or 0)
+        with interrupts.recorded():
+            code = int(args._main(args) or 0)
+            interrupts.raise_if_interrupted()  # a Ctrl-C dropped on the way still ends in 130
+        return code
     except BaseException as exc:  # every way out becomes one line and a documented code
         code, line = _failure(exc)
         if code is None:

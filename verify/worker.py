@@ -36,6 +36,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from clsim.errors import DeviceError
+from clsim.interrupts import raise_if_interrupted
 from verify.devices import DeviceInfo, child_env
 from verify.errors import DeviceCrashed, DeviceTimedOut
 from verify.features import non_uniform
@@ -95,7 +96,11 @@ class DeviceWorker:
         self.starts += 1
         self.prepared = set()
         # Start-up (imports, device discovery) is not part of any launch's time limit.
-        self._answer(self._wait(STARTUP_TIMEOUT_S, f"starting the {self.device} worker"))
+        try:
+            self._answer(self._wait(STARTUP_TIMEOUT_S, f"starting the {self.device} worker"))
+        except BaseException:  # Ctrl-C, or a start-up error: no half-started child is kept
+            self.close()
+            raise
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -155,6 +160,7 @@ class DeviceWorker:
         assert self.from_child is not None and self.proc is not None
         deadline = time.monotonic() + timeout_s
         while True:
+            raise_if_interrupted()  # a Ctrl-C dropped elsewhere (clsim.interrupts)
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()
