@@ -14,6 +14,7 @@ import argparse
 import sys
 import traceback
 
+from clsim import interrupts
 from clsim.errors import KernelInterrupted, SimulationError
 from clsim.library import import_module
 from clsim.library import load_library as _load_library
@@ -111,14 +112,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     debug = args.debug or getattr(args, "debug_here", False)
     try:
-        return int(args._main(args) or 0)
+        with interrupts.recorded():
+            code = int(args._main(args) or 0)
+            interrupts.raise_if_interrupted()  # a Ctrl-C dropped on the way still ends in 130
+        return code
     except BaseException as exc:  # every way out becomes one line and a documented code
         code, line = _failure(exc)
         if code is None:
             raise  # SystemExit from argparse inside a command: already handled
         if debug:
             traceback.print_exc()
-        print(line, file=sys.stderr)
+        # Messages quote files a user received (a failure folder): no terminal escapes.
+        print("".join(c if c.isprintable() else repr(c)[1:-1] for c in line), file=sys.stderr)
         return code
 
 

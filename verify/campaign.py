@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import pickle
 import secrets
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,6 +36,7 @@ from tqdm import tqdm
 from clsim.errors import SimulationError
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, FuzzReport, fuzz_spec
+from verify.lifeline import die_with_parent
 
 LIBRARY = "kernels_py"
 _POOLS: dict[int, ProcessPoolExecutor] = {}
@@ -133,7 +135,10 @@ def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
 def _pool(jobs: int) -> ProcessPoolExecutor:
     pool = _POOLS.get(jobs)
     if pool is None:
-        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+        # Its processes die with this one (verify.lifeline), as the device workers do.
+        pool = ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent,
+            initargs=(os.getpid(), threading.current_thread() is threading.main_thread()))
         _POOLS[jobs] = pool
     return pool
 

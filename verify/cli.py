@@ -30,6 +30,7 @@ from verify.pairs import Case, Pair, default_case
 from verify.policy import Difference
 from verify.probe import health_fields
 from verify.replay import ReplayOutcome, replay, spec_ref_pair
+from verify.replay_meta import terminal_safe
 from verify.runner import time_on_device
 
 DEVICES_HELP = "list the OpenCL devices: platform, version, limits, sub-groups, fp16/fp64"
@@ -322,18 +323,21 @@ def _outcome_line(outcome: ReplayOutcome, debug: bool = False) -> tuple[str, boo
 
 
 def replay_main(args: argparse.Namespace) -> int:
+    def say(text: str) -> None:  # what a folder holds may hold terminal escapes
+        print(terminal_safe(text))
+
     with damaged_failure_files(args.path), opencl_errors():
         failure, case, outcomes = replay(args.path, args.devices,
                                          all_devices=args.all_devices, cl_source=args.cl,
                                          kernel=args.kernel,
-                                         announce=lambda plan: print(f"replay: {plan}"))
-    print(f"replay {failure.path}: {failure.spec_name}, failed on {failure.device} "
-          f"(seed {failure.seed}); {case.describe()}")
+                                         announce=lambda plan: say(f"replay: {plan}"))
+    say(f"replay {failure.path}: {failure.spec_name}, failed on {failure.device} "
+        f"(seed {failure.seed}); {case.describe()}")
     failed = False
     for outcome in outcomes:
         line, bad = _outcome_line(outcome, _debug(args))
         failed |= bad
-        print(line)
+        say(line)
     return 1 if failed else 0
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from clsim.cl_includes import resolve_includes
 from clsim.errors import DeviceError, InvalidArgumentError
+from verify.cl_cache import cache_dir
 from verify.clargs import check_signature, memory_groups
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
 from verify.features import (  # noqa: F401  (re-exported: the launch API's feature names)
@@ -165,7 +166,7 @@ def build_program(info: DeviceInfo, source: str, options: tuple[str, ...],
                 # Intel's runtime logs "Compilation started" on every build; not a warning.
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 program = cl.Program(context, source).build(
-                    options=list(options), devices=[info.cl_device])
+                    options=list(options), devices=[info.cl_device], cache_dir=cache_dir())
         except cl.Error as err:
             raise _build_error(cl, err, info, source, options, kernel_name) from err
         _programs[key] = program

@@ -318,7 +318,10 @@ def load_failure(path: str | os.PathLike[str]) -> Failure:
         folder = folder.parent
     if not (folder / META).exists():
         raise FileNotFoundError(f"{folder}: no {META}; not a saved failure folder.")
-    meta = json.loads(inside(folder, META).read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(inside(folder, META).read_text(encoding="utf-8"))
+    except RecursionError:  # a crafted file: JSON nested thousands deep
+        raise ValueError(f"{folder / META}: nested too deeply to be a saved failure") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("inputs"), dict):
         raise ValueError(f"{folder / META}: not a saved failure's meta.json (no inputs).")
     arrays: dict[str, np.ndarray] = {}

@@ -45,11 +45,27 @@ def sync(f: Any) -> None:
     os.fsync(f.fileno())
 
 
+def umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (os.umask can only
+    set it, and setting it back and forth races with other threads creating files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def new_partial(root: Path) -> Path:
-    """An empty partial folder under ``root``, named after this host and process, readable
-    by others (a failure is meant to be shared)."""
+    """An empty partial folder under ``root``, named after this host and process, with the
+    permissions the umask gives a new folder (mkdtemp makes it private, but a failure is
+    meant to be shared where the umask shares)."""
     tmp = Path(tempfile.mkdtemp(prefix=f"{PARTIAL}{host()}-{os.getpid()}-", dir=root))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it private
+    os.chmod(tmp, 0o777 & ~umask())
     return tmp
 
 

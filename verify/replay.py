@@ -39,6 +39,8 @@ from verify.failures import Failure, load_failure, saved_text
 from verify.pairs import Case, Pair, kernel_params, read_source
 from verify.pairs import spec_pair as _spec_pair
 from verify.policy import parse_policy
+from verify.replay_meta import check_meta
+from verify.replay_meta import shown as _shown
 from verify.runner import LaunchComparison, run_pair
 
 
@@ -172,19 +174,12 @@ class ReplayPlan:
         return f"loading Python kernel: {py}; OpenCL C: {cl}"
 
 
-def _shown(value: Any, limit: int = 200) -> str:
-    """Text from a folder, safe to print: no control characters (no terminal escapes)."""
-    text = str(value)
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def _load(path: str | Path) -> Failure:
     try:
         return load_failure(path)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise SimulationError(f"{path}: cannot load a saved failure ({err}). Give a folder "
-                              "under .clsim/failures/ (or its meta.json).") from err
+        raise SimulationError(f"{path}: cannot load a saved failure ({_shown(err)}). The "
+                              "folder is damaged, or not one under .clsim/failures/") from err
 
 
 def _origin(failure: Failure) -> dict[str, Any]:
@@ -210,6 +205,7 @@ def plan_replay(path: str | Path, kernel: str | None = None,
     """What replaying ``path`` would load; raises SimulationError when the folder needs a
     kernel the user must name (``kernel``) or has no saved ``kernel.cl`` and no ``cl_source``."""
     failure = _load(path)
+    check_meta(failure.path, failure.meta, failure.launch)
     origin = _origin(failure)
     recorded = failure.launch.get("cl_path")
     recorded = str(recorded) if recorded else None

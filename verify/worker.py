@@ -12,6 +12,9 @@ kernel ``printf`` never corrupt the protocol. The child inherits our ICD folder 
 - No answer within ``timeout_s`` (default ``DEFAULT_TIMEOUT_S``, or ``CLSIM_DEVICE_TIMEOUT_S``):
   the child is killed, ``DeviceTimedOut``.
 - Ctrl-C in the parent kills the child and propagates.
+- The parent killed (even by SIGKILL): the child dies too (``verify.lifeline``).
+- The child's data memory is capped (``RLIMIT_DATA``, half of physical memory, or
+  ``CLSIM_WORKER_MEMORY_MB``; 0 for none): a runaway driver fails there, not in the OOM killer.
 
 ``CLSIM_TEST_DEVICE_CRASH=<kernel name>`` (a test hook, read per launch) makes the child kill
 itself with SIGSEGV instead of launching that kernel: a deterministic crash for tests.
@@ -33,15 +36,19 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from clsim.errors import DeviceError
+from clsim.interrupts import raise_if_interrupted
 from verify.devices import DeviceInfo, child_env
 from verify.errors import DeviceCrashed, DeviceTimedOut
 from verify.features import non_uniform
+from verify.lifeline import die_with_parent, spawn
 
 DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = "CLSIM_DEVICE_TIMEOUT_S"
 CRASH_ENV = "CLSIM_TEST_DEVICE_CRASH"
 _POLL_S = 0.5
 STARTUP_TIMEOUT_S = 180.0
+MEMORY_ENV = "CLSIM_WORKER_MEMORY_MB"
+MEMORY_SHARE = 0.5  # of physical memory, a worker's data limit unless MEMORY_ENV says
 # Not "-m verify.worker": the verify package imports this module first, and runpy would then
 # run a second copy of it.
 _CHILD = "import sys; from verify.worker import main; sys.exit(main())"
@@ -78,9 +85,9 @@ class DeviceWorker:
         self.prepared: set[Any] = set()  # launches already built in this child
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", _CHILD],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=child_env())
+        memory_limit()  # a bad setting is an error here, not a worker dying at start
+        self.proc = spawn([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, env=child_env())
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.to_child = Connection(os.dup(self.proc.stdin.fileno()), readable=False)
         self.from_child = Connection(os.dup(self.proc.stdout.fileno()), writable=False)
@@ -89,7 +96,11 @@ class DeviceWorker:
         self.starts += 1
         self.prepared = set()
         # Start-up (imports, device discovery) is not part of any launch's time limit.
-        self._answer(self._wait(STARTUP_TIMEOUT_S, f"starting the {self.device} worker"))
+        try:
+            self._answer(self._wait(STARTUP_TIMEOUT_S, f"starting the {self.device} worker"))
+        except BaseException:  # Ctrl-C, or a start-up error: no half-started child is kept
+            self.close()
+            raise
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -149,6 +160,7 @@ class DeviceWorker:
         assert self.from_child is not None and self.proc is not None
         deadline = time.monotonic() + timeout_s
         while True:
+            raise_if_interrupted()  # a Ctrl-C dropped elsewhere (clsim.interrupts)
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()
@@ -260,13 +272,36 @@ def _serve(reader: Connection, writer: Connection) -> int:
                                               if answer[0] == "error" else str(err))))
 
 
-def main() -> int:
-    try:  # a driver crash should not leave core files in the user's folder
-        import resource
+def memory_limit() -> int | None:
+    """The most data memory a worker may hold, in bytes (None: no limit)."""
+    value = os.environ.get(MEMORY_ENV)
+    if value is not None:
+        try:
+            megabytes = float(value)
+        except ValueError:
+            raise DeviceError(f"{MEMORY_ENV}={value!r}: not a number of megabytes. Give the "
+                              "most memory a device worker may use, or 0 for no limit") from None
+        return int(megabytes * 2**20) if megabytes > 0 else None
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE)
 
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ImportError, ValueError, OSError):
-        pass
+
+def _limit(resource_id: int, value: int) -> None:
+    import resource
+
+    hard = resource.getrlimit(resource_id)[1]
+    soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(resource_id, (soft, hard))
+
+
+def main() -> int:
+    die_with_parent()  # a worker stuck in a kernel must not outlive a killed verifier
+    import resource
+
+    _limit(resource.RLIMIT_CORE, 0)  # a driver crash should leave no core file behind
+    limit = memory_limit()
+    if limit is not None:
+        # RLIMIT_DATA, not RLIMIT_AS: GPU drivers reserve address space far beyond memory.
+        _limit(resource.RLIMIT_DATA, limit)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
     protocol_out = os.dup(1)
     os.dup2(2, 1)

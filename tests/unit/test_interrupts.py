@@ -1,0 +1,58 @@
+"""Ctrl-C is never lost (clsim.interrupts): a SIGINT whose KeyboardInterrupt Python drops (it
+was raised inside a garbage-collector callback, as Hypothesis's, and printed as "Exception
+ignored") still ends the command with exit 130, and only within the CLI."""
+
+from __future__ import annotations
+
+import gc
+import signal
+import sys
+
+import pytest
+
+from clsim import cli, interrupts
+from verify import cli as verify_cli
+
+
+def _interrupt_inside_a_gc_callback() -> None:
+    """SIGINT arrives while a gc callback runs: its KeyboardInterrupt is dropped by gc."""
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc.callbacks.remove(callback)
+            signal.raise_signal(signal.SIGINT)  # the handler runs here, in the callback
+            sum(range(100))
+
+    gc.callbacks.append(callback)
+    gc.collect()
+
+
+def test_ctrl_c_dropped_in_a_gc_callback_still_exits_130(monkeypatch, capsys):
+    def verify_one(*_args, **_kwargs):
+        _interrupt_inside_a_gc_callback()
+        return "  fake        agree   1 examples, seed 0", False
+
+    dropped: list[type] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: dropped.append(info.exc_type))
+    monkeypatch.setattr(verify_cli, "_devices", lambda names: [object()])
+    monkeypatch.setattr(verify_cli, "_verify_one", verify_one)
+    assert cli.main(["verify", "vector_add", "-n", "1"]) == 130
+    assert dropped == [KeyboardInterrupt]  # the interrupt really was dropped on the way
+    assert capsys.readouterr().err.strip().endswith("clsim: interrupted")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert not interrupts.interrupted()
+
+
+def test_recorded_leaves_other_handlers_and_library_use_alone():
+    def mine(signum, frame):
+        raise KeyboardInterrupt
+
+    interrupts.raise_if_interrupted()  # nothing recorded outside the CLI: no raise
+    old = signal.signal(signal.SIGINT, mine)
+    try:
+        with interrupts.recorded():
+            assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, old)
+    with pytest.raises(KeyboardInterrupt), interrupts.recorded():
+        signal.raise_signal(signal.SIGINT)
+    assert not interrupts.interrupted()
