@@ -1,13 +1,17 @@
 """Kernel arguments before a device launch: one buffer per host memory, and the ``.cl``
 signature checked against the values given.
 
-- ``memory_groups``: arguments that are one numpy array (the same object, or views of the same
-  memory with the same offset, shape and strides) share one ``cl_mem``, as they share memory on
-  the host: OpenCL code may rely on it (ggml passes one buffer for "no mask"). Views that
-  overlap otherwise (``base[0:256]`` and ``base[1:257]``) are refused with an error naming both,
-  since a sub-buffer must start at the device's base-address alignment.
+- ``memory_groups``: arguments that are one numpy array (the same object, views of the same
+  memory with the same offset, shape and strides, or contiguous views of the same bytes as
+  other dtypes, ``raw`` and ``raw.view(np.float32)``) share one ``cl_mem``, as they share memory
+  on the host: OpenCL code may rely on it (ggml passes one buffer for "no mask", and rope binds
+  src0's buffer, a ``char*``, again as the ``float*`` src2). Views that overlap otherwise
+  (``base[0:256]`` and ``base[1:257]``) are refused with an error naming both: binding the
+  second as a sub-buffer would need its offset aligned to the device's base-address alignment
+  (CL_DEVICE_MEM_BASE_ADDR_ALIGN, 128 bytes and more), which numpy views do not give.
 - ``copy_args``: copies of the arguments that keep that sharing (the verifier gives each side
-  its own copy).
+  its own copy); ``view_as`` re-views one buffer's array as another argument's dtype and shape;
+  ``pack_shared``/``unpack_shared`` keep the sharing across the pickling to a worker process.
 - ``check_signature``: the number of arguments, each address space, and each element type
   against the kernel's argument info (built with ``-cl-kernel-arg-info``), so a float64 array
   sent to a ``float*`` is an error naming the parameter, not a wrong result.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,6 +53,45 @@ def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
             and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
 
 
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Both C-contiguous over exactly the same bytes, whatever their dtypes and shapes."""
+    return (a.flags.c_contiguous and b.flags.c_contiguous and a.nbytes == b.nbytes
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
+def view_as(array: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` (a buffer's host array) seen as ``dtype`` and ``shape``: the argument that
+    shares its memory (``memory_groups``) gets its own view of the one copy."""
+    if array.dtype == dtype and array.shape == shape:
+        return array
+    return array.reshape(-1).view(np.uint8).view(dtype).reshape(shape)
+
+
+@dataclass(frozen=True)
+class SharedMemory:
+    """An argument sent to a worker process as "argument ``index``'s memory, seen as ``dtype``
+    and ``shape``": pickling would make a view an array of its own, two buffers on the device."""
+    index: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+
+def pack_shared(args: Sequence[Any], kernel_name: str = "kernel") -> list[Any]:
+    """``args`` with each argument that shares an earlier one's memory as a SharedMemory."""
+    groups = memory_groups(args, kernel_name)
+    return [SharedMemory(group, arg.dtype, arg.shape) if group not in (None, index) else arg
+            for index, (arg, group) in enumerate(zip(args, groups, strict=True))]
+
+
+def unpack_shared(args: Sequence[Any]) -> list[Any]:
+    """The arguments ``pack_shared`` packed, the shared ones as views again."""
+    out: list[Any] = []
+    for arg in args:
+        out.append(view_as(out[arg.index], arg.dtype, arg.shape)
+                   if isinstance(arg, SharedMemory) else arg)
+    return out
+
+
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
     try:
         return bool(np.shares_memory(a, b, max_work=10**6))
@@ -68,16 +112,17 @@ def memory_groups(args: Sequence[Any], kernel_name: str = "kernel",
             continue
         group = index
         for other, seen in arrays:
-            if _same_view(arg, seen):
+            if _same_view(arg, seen) or _same_bytes(arg, seen):
                 group = other
                 break
             if _overlap(arg, seen):
                 label = names or [f"argument {i}" for i in range(len(args))]
                 raise InvalidArgumentError(
                     f"{kernel_name}: {label[other]!s} and {label[index]!s} are overlapping "
-                    "views of one array at different offsets (or with different shapes). Pass "
-                    "the same array for both, or the whole array once plus an offset "
-                    "argument.", kernel=kernel_name, index=index, other=other)
+                    "views of one array at different offsets (or over different bytes). Pass "
+                    "the same array for both (x.view(np.float32) to read it as another type), "
+                    "or the whole array once plus an offset argument.", kernel=kernel_name,
+                    index=index, other=other)
         groups.append(group)
         if group == index:
             arrays.append((index, arg))
@@ -92,7 +137,7 @@ def copy_args(args: Sequence[Any]) -> list[Any]:
     for index, arg in enumerate(args):
         group = groups[index]
         if group is not None and group != index:
-            copies.append(copies[group])
+            copies.append(view_as(copies[group], arg.dtype, arg.shape))
         else:
             copies.append(arg.copy() if isinstance(arg, np.ndarray) else arg)
     return copies
@@ -121,7 +166,9 @@ def _type_mismatch(c_type: str, dtype: np.dtype, pointer: bool) -> str | None:
     base = _scalar_base(dtype)
     if pointer or not vector:
         if base is None or _CLASS[base.kind] != kind or base.itemsize != size:
-            return f"holds {dtype} but the .cl kernel reads {scalar} ({size} bytes)"
+            view = (f"; x.view(np.{np.dtype(kind + str(size)).name}) is the same memory as "
+                    f"{scalar} (one buffer, as a pointer cast is)") if pointer else ""
+            return f"holds {dtype} but the .cl kernel reads {scalar} ({size} bytes){view}"
         return None
     lanes = int(vector.group(2))
     nbytes = size * (4 if lanes == 3 else lanes)

@@ -26,7 +26,7 @@ import numpy as np
 from clsim.cl_includes import resolve_includes
 from clsim.errors import DeviceError, InvalidArgumentError
 from verify.cl_cache import cache_dir
-from verify.clargs import check_signature, memory_groups
+from verify.clargs import check_signature, memory_groups, unpack_shared, view_as
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
 from verify.features import (  # noqa: F401  (re-exported: the launch API's feature names)
     CL2_FEATURES,
@@ -213,8 +213,8 @@ def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any], info: DeviceI
     bound: list[tuple[Any, np.ndarray] | None] = []
     for index, arg in enumerate(args):
         group = groups[index]
-        if group is not None and group != index:
-            bound.append(bound[group])
+        if group is not None and group != index:  # the same buffer, read back as this arg
+            bound.append((bound[group][0], view_as(bound[group][1], arg.dtype, arg.shape)))
             kernel.set_arg(index, bound[group][0])
         elif isinstance(arg, np.ndarray) and arg.ndim > 0:
             host = np.ascontiguousarray(arg)  # C order: what a flat __global pointer sees
@@ -248,7 +248,7 @@ def _read_back(cl: Any, queue: Any, bound: list[tuple[Any, np.ndarray] | None]
             if out.nbytes:
                 cl.enqueue_copy(queue, out, buf)
             read[id(buf)] = out
-        buffers.append(read[id(buf)])
+        buffers.append(view_as(read[id(buf)], host.dtype, host.shape))
     return buffers
 
 
@@ -323,6 +323,7 @@ def run_cl(device: str | DeviceInfo, source: str, kernel_name: str,
     this first, so a launch's time limit does not include the build).
     """
     info = device if isinstance(device, DeviceInfo) else get_device(device)
+    args = unpack_shared(args)  # views of one array, as verify.worker sent them
     global_tuple, local = _as_tuple(global_size), _as_tuple(local_size)
     assert global_tuple is not None
     features = list(required_features)

@@ -30,10 +30,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from clsim.api import KernelFunction
 from clsim.cl_includes import resolve_includes
 from clsim.errors import DeviceLacksFeature, SimulationError
 from clsim.spec import KernelSpec, all_specs, get_spec
+from verify.clargs import view_as
 from verify.devices import DeviceInfo, get_device, list_devices
 from verify.failures import Failure, load_failure, saved_text
 from verify.pairs import Case, Pair, kernel_params, read_source
@@ -297,6 +300,15 @@ def _policies(launch: Mapping[str, Any], failure: Failure) -> tuple[Any, Any]:
         raise SimulationError(f"{failure.path}/meta.json: {err}") from err
 
 
+def _alias(first: np.ndarray, saved: np.ndarray, path) -> np.ndarray:
+    """The array of an earlier parameter, seen as this parameter's saved dtype and shape (one
+    buffer bound as two pointee types); a saved copy over other bytes is a damaged folder."""
+    if not isinstance(saved, np.ndarray) or saved.nbytes != first.nbytes:
+        raise SimulationError(f"{path}: meta.json's launch.aliases pairs inputs of different "
+                              "sizes. The folder is damaged.")
+    return view_as(first, saved.dtype, saved.shape)
+
+
 def _pair_and_case(plan: ReplayPlan, kernel: KernelFunction, spec: KernelSpec | None,
                    source: str, cl_path: str | None) -> tuple[Pair, Case]:
     failure, launch = plan.failure, plan.failure.launch
@@ -323,7 +335,7 @@ def _pair_and_case(plan: ReplayPlan, kernel: KernelFunction, spec: KernelSpec | 
         raise SimulationError(f"{failure.path}: meta.json's launch.aliases "
                               f"{_shown(aliases)} does not name the kernel's parameters.")
     for name, first in aliases.items():  # one array passed twice, as when it was found
-        args[name] = args[first]
+        args[name] = _alias(args[first], failure.inputs[name], failure.path)
     case = Case(args,
                 _sizes(launch.get("global_size"), "global_size", failure),
                 None if local is None else _sizes(local, "local_size", failure),

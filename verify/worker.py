@@ -37,6 +37,7 @@ from typing import Any
 
 from clsim.errors import DeviceError
 from clsim.interrupts import raise_if_interrupted
+from verify.clargs import pack_shared
 from verify.devices import DeviceInfo, child_env
 from verify.errors import DeviceCrashed, DeviceTimedOut
 from verify.features import non_uniform
@@ -204,7 +205,8 @@ def run_isolated(info: DeviceInfo, source: str, kernel_name: str, global_size: A
     """``verify.clrun.run_cl`` in the device's worker; returns its ClRun. Raises DeviceCrashed
     or DeviceTimedOut for a fault, and whatever run_cl raised (DeviceError...) otherwise."""
     kwargs = dict(device=info.short_name, source=source, kernel_name=kernel_name,
-                  global_size=global_size, local_size=local_size, args=list(args), **options)
+                  global_size=global_size, local_size=local_size,
+                  args=pack_shared(args, kernel_name), **options)
     what = _what(kernel_name, info.short_name, global_size, local_size)
     child = worker(info.short_name)
     if not child.alive():

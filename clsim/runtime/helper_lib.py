@@ -1231,15 +1231,13 @@ def _clz_uint8(x):
 
 
 def _copysign_float32(x, y):
-    if x != x:
-        return np.float32(math.nan)
-    return np.float32(math.copysign(np.float64(x), np.float64(y)))
+    magnitude = _bitcast_uint32(np.float32(x)) & np.uint32(0x7fffffff)
+    return _bitcast_float32(np.uint32(magnitude | (_bitcast_uint32(np.float32(y)) & np.uint32(0x80000000))))
 
 
 def _copysign_float64(x, y):
-    if x != x:
-        return np.float64(math.nan)
-    return np.float64(math.copysign(np.float64(x), np.float64(y)))
+    magnitude = _bitcast_uint64(np.float64(x)) & np.uint64(0x7fffffffffffffff)
+    return _bitcast_float64(np.uint64(magnitude | (_bitcast_uint64(np.float64(y)) & np.uint64(0x8000000000000000))))
 
 
 def _cosh_float32(x):
@@ -2454,17 +2452,11 @@ def _f2i_uint8(x):
 
 
 def _fabs_float32(x):
-    v = np.float64(x)
-    if v != v:
-        return np.float32(math.nan)
-    return np.float32(abs(v))
+    return _bitcast_float32(np.uint32(_bitcast_uint32(np.float32(x)) & np.uint32(0x7fffffff)))
 
 
 def _fabs_float64(x):
-    v = np.float64(x)
-    if v != v:
-        return np.float64(math.nan)
-    return np.float64(abs(v))
+    return _bitcast_float64(np.uint64(_bitcast_uint64(np.float64(x)) & np.uint64(0x7fffffffffffffff)))
 
 
 def _fdim_float32(x, y):

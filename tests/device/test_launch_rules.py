@@ -31,6 +31,14 @@ __kernel void alias(__global float* a, __global float* b)
     b[i] = b[i] + 1.0f;
 }
 """
+REINTERPRET_CL = """
+__kernel void reinterpret(__global uchar* src0, __global float* dst, __global float* src2)
+{
+    int i = get_global_id(0);
+    src2[i] = src2[i] + 1.0f;
+    dst[i] = (float)src0[4 * i + 3];
+}
+"""
 LOCAL_SIZE_CL = """
 __kernel void local_size(__global int* out, int n)
 {
@@ -45,6 +53,13 @@ def alias(a, b):
     i = get_global_id(0)
     a[i] = a[i] * np.float32(2.0)
     b[i] = b[i] + np.float32(1.0)
+
+
+@clsim.kernel
+def reinterpret(src0, dst, src2):
+    i = get_global_id(0)
+    src2[i] = src2[i] + np.float32(1.0)
+    dst[i] = np.float32(src0[4 * i + 3])  # the top byte of the float just written
 
 
 @clsim.kernel
@@ -125,6 +140,25 @@ def test_one_array_passed_twice_is_one_buffer(device):
     with pytest.raises(InvalidArgumentError, match="alias: 'a' and 'b' are overlapping views"):
         verify.compare(alias, ALIAS_CL, global_size=16, local_size=16,
                        args=[base[0:16], base[1:17]], device=device)
+
+
+@pytest.mark.parametrize("device", device_params())
+def test_one_array_as_two_pointee_types_is_one_buffer(device):
+    """Views of one array's bytes as other dtypes (ggml's rope binds src0's buffer, a char*,
+    again as the float* src2) are one cl_mem: the float written through src2 is read back as
+    bytes through src0 in the same work-item, on the device as in the simulator."""
+    data = np.ones(16, np.float32)
+    raw = data.view(np.uint8)
+    result = verify.compare(reinterpret, REINTERPRET_CL, global_size=16, local_size=16,
+                            args=[raw, np.zeros(16, np.float32), data], device=device)
+    assert result.equal
+    assert np.array_equal(result.device_outputs["dst"], np.full(16, 0x40))  # 2.0f is 0x40000000
+    assert result.device_outputs["src2"].dtype == np.float32
+    assert np.array_equal(result.device_outputs["src2"], np.full(16, 2.0))
+    assert result.device_outputs["src0"].dtype == np.uint8
+    assert np.array_equal(data, np.ones(16))  # the caller's array untouched
+    with pytest.raises(InvalidArgumentError, match=r"x\.view\(np\.float32\) is the same memory"):
+        run_cl(device, REINTERPRET_CL, "reinterpret", 16, 16, [raw, np.zeros(16, np.float32), raw])
 
 
 # --- -cl-std for partial work-groups ---------------------------------------------------------

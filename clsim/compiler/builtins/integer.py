@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
-from clsim.compiler.builtins.math import unary_helpers
+from clsim.compiler.builtins.math import FABS
+from clsim.compiler.builtins.rules import call_helper
 from clsim.compiler.diagnostics import node_error
 from clsim.compiler.helpers import helper
 
 FAMILY = "integer"
 
 _IABS = helper("_iabs", "def _iabs(x):\n    return -x if x < 0 else x")
-_FABS = unary_helpers("fabs")
 
 
 def _abs_rule(types, call):
@@ -23,15 +23,15 @@ def _abs_rule(types, call):
 
 def _emit_abs(gen, codes, types, call):
     t = ct.promote(types[0])
-    x = gen.cast(codes[0], types[0], t)
     if ct.is_float(t):
-        return gen.helper(f"_fabs_{t}") + f"({x})"
+        return call_helper("fabs")(gen, codes, types, call)  # half through the float helper
+    x = gen.cast(codes[0], types[0], t)
     # OpenCL abs of an int returns the unsigned type, so abs(INT_MIN) is 2**31.
     return gen.cast(gen.helper("_iabs") + f"({x})", t, call.ctype)
 
 
 ENTRIES = [
-    Builtin("abs", FAMILY, _abs_rule, _emit_abs, helpers=(_IABS, *_FABS), flop="add",
+    Builtin("abs", FAMILY, _abs_rule, _emit_abs, helpers=(_IABS, *FABS), flop="add",
             c="abs(x)", types="any number",
             note="integers give the unsigned type; Python's abs() is the same builtin"),
 ]

@@ -62,12 +62,9 @@ UNARY = {
     "floor": "np.floor(v)",
     "ceil": "np.ceil(v)",
     "trunc": "np.trunc(v)",
-    "fabs": "abs(v)",
     "logb": "math.frexp(v)[1] - 1.0 if v != 0.0 and abs(v) != math.inf else "
             "(-math.inf if v == 0.0 else math.inf)",
 }
-# What a NaN argument gives: the NaN itself, except where devices clear its sign bit.
-_NAN_RESULT = {"fabs": "math.nan"}
 # Helpers a UNARY expression calls beyond math/np.
 _UNARY_DEPS = {"cbrt": ("_cbrt_core",)}
 _UNARY_FLOP = {"sqrt": "sqrt", "rsqrt": "sqrt", "fabs": "add", "floor": "add", "ceil": "add",
@@ -80,13 +77,12 @@ def _per_type(stem: str, template: str) -> tuple:
 
 
 def unary_helpers(name: str) -> tuple:
-    nan = _NAN_RESULT.get(name, "v")
     deps = _UNARY_DEPS.get(name, ())
     template = f"""
 def _{name}_{{t}}(x):
     v = np.float64(x)
     if v != v:
-        return np.{{t}}({nan})
+        return np.{{t}}(v)
     return np.{{t}}({UNARY[name]})
 """
     return tuple(helper(f"_{name}_{t}", template.format(t=t), deps) for t in ("float32", "float64"))
@@ -188,12 +184,25 @@ def _sign_{t}(x):
         return np.{t}(-1.0)
     return x
 """)
-# copysign of a NaN gives the canonical (positive) NaN, as the devices do (fabs too).
-_COPYSIGN = _per_type("copysign", """
+# fabs and copysign only touch the sign bit (IEEE 754-2008 5.5.1, and every device measured):
+# a NaN keeps its payload and gets the sign asked for, so they work on the bits.
+_SIGN_BIT = {"float32": ("uint32", 0x80000000), "float64": ("uint64", 0x8000000000000000)}
+
+
+def _sign_bit_helpers(stem: str, template: str) -> tuple:
+    return tuple(helper(f"_{stem}_{t}", template.format(t=t, u=u, sign=hex(sign),
+                                                        magnitude=hex(sign - 1)))
+                 for t, (u, sign) in _SIGN_BIT.items())
+
+
+FABS = _sign_bit_helpers("fabs", """
+def _fabs_{t}(x):
+    return _bitcast_{t}(np.{u}(_bitcast_{u}(np.{t}(x)) & np.{u}({magnitude})))
+""")
+_COPYSIGN = _sign_bit_helpers("copysign", """
 def _copysign_{t}(x, y):
-    if x != x:
-        return np.{t}(math.nan)
-    return np.{t}(math.copysign(np.float64(x), np.float64(y)))
+    magnitude = _bitcast_{u}(np.{t}(x)) & np.{u}({magnitude})
+    return _bitcast_{t}(np.{u}(magnitude | (_bitcast_{u}(np.{t}(y)) & np.{u}({sign}))))
 """)
 MIN = helper("_min", "def _min(a, b):\n    return b if b < a else a")
 MAX = helper("_max", "def _max(a, b):\n    return b if a < b else a")
@@ -277,7 +286,10 @@ def _entries() -> list[Builtin]:
                   note="multiply and add, rounded apart (on half: rounded once, as fma)"),
         _float_fn("native_recip", 1, _emit_recip, (), "div"),
         _float_fn("native_divide", 2, _emit_divide, (), "div"),
-        _float_fn("copysign", 2, call_helper("copysign"), _COPYSIGN),
+        _float_fn("copysign", 2, call_helper("copysign"), _COPYSIGN,
+                  note="the sign bit only: a NaN keeps its payload"),
+        _float_fn("fabs", 1, call_helper("fabs"), FABS, "add",
+                  note="clears the sign bit only: a NaN keeps its payload"),
         _float_fn("mix", 3, _emit_mix, (_MIX,), "fma",
                   note="x + (y - x) * a (on half: fma(y - x, a, x), y - x rounded to half)"),
         _float_fn("sign", 1, call_helper("sign"), _SIGN),
