@@ -15,6 +15,7 @@ kernels_cl/planted/ and says what is wrong with it.
 """
 
 import numpy as np
+from hypothesis import strategies as st
 
 from clsim import (CLK_LOCAL_MEM_FENCE, barrier, get_global_id, get_group_id, get_local_id,
                    get_local_size, kernel, local_array)
@@ -112,7 +113,9 @@ def _spec(name, kernel_fn, names, reference, scratch=False):
         make_inputs=lambda rng, shape: _inputs(rng, shape, scratch),
         launch=_launch(names), reference=reference, outputs={"y": EXACT},
         default_shape={"n": 4 * WG},
-        fuzz_floats={"allow_nan": False, "allow_inf": False})
+        fuzz_floats={"allow_nan": False, "allow_inf": False},
+        # up to four work-groups: each bug shows in every group, and small cases shrink fast
+        fuzz_shapes=st.fixed_dictionaries({"n": st.integers(1, 4 * WG)}))
 
 
 MISSING_BARRIER = _spec("missing_barrier", missing_barrier, ("x", "y", "n"), _reversed_blocks)
