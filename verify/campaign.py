@@ -37,6 +37,7 @@ from clsim.errors import SimulationError
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, FuzzReport, fuzz_spec
 from verify.lifeline import die_with_parent
+from verify.runner import CHECKS
 
 LIBRARY = "kernels_py"
 _POOLS: dict[int, ProcessPoolExecutor] = {}
@@ -53,6 +54,7 @@ class Task:
     failures_dir: str
     max_elements: int = MAX_ELEMENTS
     cl_source: str | None = None
+    checks: str = CHECKS
 
 
 def jobs_count(text: str) -> int:
@@ -84,12 +86,13 @@ def worker_seeds(seed: int, count: int) -> list[int]:
 
 def tasks(ref: str, device: str, *, jobs: int, examples: int = DEFAULT_EXAMPLES,
           seed: int | None = None, failures_dir: str | Path = DEFAULT_DIR,
-          max_elements: int = MAX_ELEMENTS, cl_source: str | Path | None = None) -> list[Task]:
+          max_elements: int = MAX_ELEMENTS, cl_source: str | Path | None = None,
+          checks: str = CHECKS) -> list[Task]:
     """The workers' shares of fuzzing ``ref`` on ``device``."""
     base = secrets.randbits(32) if seed is None else int(seed)
     shares = split_examples(examples, jobs)
     return [Task(ref, device, share, s, str(failures_dir), max_elements,
-                 None if cl_source is None else str(cl_source))
+                 None if cl_source is None else str(cl_source), checks)
             for share, s in zip(shares, worker_seeds(base, len(shares)), strict=True)]
 
 
@@ -105,7 +108,7 @@ def run_task(task: Task) -> FuzzReport:
     try:
         return fuzz_spec(spec, task.device, examples=task.examples, seed=task.seed,
                          failures_dir=task.failures_dir, progress=False,
-                         max_elements=task.max_elements, pair=pair)
+                         max_elements=task.max_elements, pair=pair, checks=task.checks)
     except SimulationError as err:
         try:
             pickle.loads(pickle.dumps(err))
@@ -154,11 +157,12 @@ def shutdown() -> None:
 def fuzz_jobs(ref: str, device: str, *, jobs: int, examples: int = DEFAULT_EXAMPLES,
               seed: int | None = None, failures_dir: str | Path = DEFAULT_DIR,
               max_elements: int = MAX_ELEMENTS, cl_source: str | Path | None = None,
-              progress: bool = False) -> FuzzReport:
+              progress: bool = False, checks: str = CHECKS) -> FuzzReport:
     """``fuzz_spec`` of ``ref`` on ``device`` spread over ``jobs`` processes; one merged
     report. ``jobs=1`` runs in this process."""
     shares = tasks(ref, device, jobs=jobs, examples=examples, seed=seed,
-                   failures_dir=failures_dir, max_elements=max_elements, cl_source=cl_source)
+                   failures_dir=failures_dir, max_elements=max_elements, cl_source=cl_source,
+                   checks=checks)
     if len(shares) == 1:
         return run_task(shares[0])
     pool = _pool(jobs)

@@ -31,12 +31,15 @@ from verify.policy import Difference
 from verify.probe import health_fields
 from verify.replay import ReplayOutcome, replay, spec_ref_pair
 from verify.replay_meta import terminal_safe
-from verify.runner import time_on_device
+from verify.runner import CHECKS, describe_findings, time_on_device
 
 DEVICES_HELP = "list the OpenCL devices: platform, version, limits, sub-groups, fp16/fp64"
 VERIFY_HELP = "compare the simulator with OpenCL devices on drawn inputs; shrink and save failures"
 REPLAY_HELP = "re-run a saved failure (.clsim/failures/...) on the simulator and devices"
 _EXCERPT = 8
+VERIFY_CHECKS = ("all", "races", "uninit", "default")
+_LABELS = {"differ": "DIFFER ", "crashed": "CRASHED", "timed out": "TIMEOUT", "flaky": "FLAKY  ",
+           "checks": "FOUND  "}
 def _debug(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "debug", False) or getattr(args, "debug_here", False))
 
@@ -99,6 +102,12 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-elements", type=int, default=MAX_ELEMENTS,
                         help=f"largest drawn problem, in elements (default {MAX_ELEMENTS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--check", default=CHECKS, choices=VERIFY_CHECKS, dest="checks",
+                        help="the simulator's checks on every case (default all: a data race "
+                             "or uninitialised read fails even where the device agrees)")
+    parser.add_argument("--no-checks", action="store_const", const="default", dest="checks",
+                        help="leave out the race and uninitialised-read checks (faster; "
+                             "bounds and barrier divergence are still checked)")
     parser.add_argument("-j", "--jobs", type=jobs_count, default=1, metavar="N",
                         help="fuzz each kernel and device in N processes (or 'auto': one per "
                              "CPU), worker i under seed S+i with its share of the examples")
@@ -125,7 +134,7 @@ def verify_main(args: argparse.Namespace) -> int:
     loaded = [spec_ref_pair(ref, args.cl) for ref in refs]  # fail fast on a bad name
     failed = False
     for ref, (spec, pair) in zip(refs, loaded, strict=True):
-        print(_heading(pair, args.examples))
+        print(_heading(pair, args.examples, _checks(args)))
         for info in devices:
             line, bad = _verify_one(spec, pair, info, args, ref)
             failed |= bad
@@ -135,9 +144,11 @@ def verify_main(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _heading(pair: Pair, examples: int) -> str:
+def _heading(pair: Pair, examples: int, checks: str = CHECKS) -> str:
     policies = ", ".join(f"{k}: {v}" for k, v in (pair.policies or {}).items())
-    return f"{pair.name} ({policies}): {examples} examples per device"
+    against = "simulator" + (f' (checks="{checks}")' if checks != "default" else "")
+    against += " and reference" if pair.reference is not None else ""
+    return f"{pair.name} ({policies}): {examples} examples per device, against the {against}"
 
 
 def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespace,
@@ -148,11 +159,12 @@ def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespac
             report = fuzz_jobs(ref, info.short_name, jobs=args.jobs, examples=args.examples,
                                seed=args.seed, failures_dir=args.failures_dir,
                                max_elements=args.max_elements, cl_source=args.cl,
-                               progress=_progress(args))
+                               progress=_progress(args), checks=_checks(args))
         else:
             report = fuzz_spec(spec, info, examples=args.examples, seed=args.seed,
                                failures_dir=args.failures_dir, progress=_progress(args),
-                               max_elements=args.max_elements, pair=pair)
+                               max_elements=args.max_elements, pair=pair,
+                               checks=_checks(args))
     except SimulationError as err:  # a build failure: one line (--debug: the whole log)
         return name + "ERROR   " + one_line(f"{type(err).__name__}: {err}", _debug(args)), True
     if report.skipped:
@@ -160,10 +172,13 @@ def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespac
     if report.found is None:
         return name + f"agree   {report.examples} examples, seed {report.seed}" + _ulps(report), \
             False
-    label = {"differ": "DIFFER ", "crashed": "CRASHED", "timed out": "TIMEOUT"}[
-        report.found.outcome]
+    label = _LABELS[report.found.outcome]
     text = name + f"{label} {report.examples} examples, seed {report.seed}; minimal example:\n"
     return text + _indent(format_found(report.found), 6), True
+
+
+def _checks(args: argparse.Namespace) -> str:
+    return getattr(args, "checks", None) or CHECKS
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -214,12 +229,16 @@ def format_found(found: Found) -> str:
     lines = [case.describe() + (f"; input seed {case.seed}" if case.seed is not None else "")]
     lines += ["  " + _excerpt(k, v, diff, size) for k, v in case.args.items()]
     if comparison is not None:
+        lines.append("disagree: " + ", ".join(comparison.disagreeing))
         for c in comparison.outputs.comparisons.values():
             if not c.equal:
                 lines.append(c.describe())
+        if comparison.reference is not None and not comparison.reference.equal:
+            lines.append(comparison.reference.describe())
+        lines += describe_findings(comparison.findings, comparison.checks)
     if found.error:
         lines.append(found.error)
-    if found.checks:
+    if found.checks and not (comparison is not None and comparison.findings):
         lines.append(f"simulator with {found.checks}")
     if found.not_saved is not None:
         lines.append(f"NOT SAVED ({found.not_saved}): copy the example above to keep it")
@@ -317,9 +336,13 @@ def _outcome_line(outcome: ReplayOutcome, debug: bool = False) -> tuple[str, boo
     if comparison.equal:
         return name + "agree" + (f" ({_ms(comparison.time_ns)})" if comparison.time_ns else ""), \
             False
-    body = "\n".join(c.describe() for c in comparison.outputs.comparisons.values()
-                     if not c.equal)
-    return name + "DIFFER\n" + _indent(body, 6), True
+    lines = [c.describe() for c in comparison.outputs.comparisons.values() if not c.equal]
+    if comparison.reference is not None and not comparison.reference.equal:
+        lines.append(comparison.reference.describe())
+    lines += describe_findings(comparison.findings, comparison.checks)
+    label = "DIFFER" if not comparison.outputs.equal else "FOUND"
+    return name + f"{label} ({', '.join(comparison.disagreeing)})\n" + _indent(
+        "\n".join(lines), 6), True
 
 
 def replay_main(args: argparse.Namespace) -> int:

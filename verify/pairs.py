@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,8 @@ class Pair:
     ``policies`` names the output buffers (by kernel parameter name); None means every array
     argument, under ``default_policy``. ``origin`` tells ``clsim replay`` how to find the Python
     kernel again (``{"kind": "spec", "name": ...}``, ``{"kind": "file", ...}``,
-    ``{"kind": "kernel", ...}``).
+    ``{"kind": "kernel", ...}``). ``reference`` (a spec's) is compared with the simulator on
+    every case, within ``tolerance`` or the output's policy (``verify.reference``).
     """
 
     name: str
@@ -60,6 +61,9 @@ class Pair:
     options: tuple[str, ...] = ()
     cl_path: str | None = None
     origin: Mapping[str, Any] = field(default_factory=dict)
+    # A spec's numpy reference and its (rtol, atol): the verifier's third side
+    reference: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    tolerance: tuple[float, float] = (0.0, 0.0)
 
     @property
     def uses_subgroups(self) -> bool:
@@ -225,7 +229,8 @@ def spec_pair(spec: KernelSpec, cl_source: str | Path | None = None,
                                else spec_cl_path(spec, base_dir))
     return Pair(spec.name, spec.kernel, source, spec.cl_kernel_name, kernel_params(spec.kernel),
                 dict(spec.outputs), EXACT, spec.subgroup_size, frozenset(spec.requires), (),
-                path, dict(origin or {"kind": "spec", "name": spec.name}))
+                path, dict(origin or {"kind": "spec", "name": spec.name}), spec.reference,
+                tuple(spec.tolerance))
 
 
 def spec_case(spec: KernelSpec, inputs: Mapping[str, Any], shape: Mapping[str, int],

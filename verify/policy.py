@@ -1,7 +1,9 @@
 """Compare an output buffer of the simulator with the same buffer from a device, under a Policy.
 
-By convention ``expected`` is the simulator's buffer and ``actual`` the device's. Two policies
-exist (``clsim.spec.Policy``):
+By convention ``expected`` is the simulator's buffer and ``actual`` the device's; messages name
+the sides (``sides``, default "simulator" and "device"; the runner passes "device pocl"), never
+"expected"/"actual", since either side may be the wrong one. Three policies exist
+(``clsim.spec.Policy``):
 
 - ``exact``: bitwise on the raw bytes, except that NaN equals NaN whatever its payload or sign
   bit (devices are free to quieten or rewrite NaN payloads; OpenCL does not specify them).
@@ -39,6 +41,7 @@ from clsim.spec import EXACT, MagnitudePolicy, Policy, magnitude, ulp  # noqa: F
 NAN_DISTANCE = int(np.iinfo(np.uint64).max)
 
 _FLOAT_KINDS = {2: np.int16, 4: np.int32, 8: np.int64}
+SIDES = ("simulator", "device")
 
 
 def _c(x: np.ndarray) -> np.ndarray:
@@ -136,20 +139,52 @@ class Difference:
     ulp: int | None
     reason: str = "value"
     detail: str = ""
+    sides: tuple[str, str] = SIDES
+    bound: MagnitudeBound | None = None
 
     def describe(self) -> str:
         if self.reason != "value":
             return f"buffer {self.buffer!r}: {self.detail}"
         where = f"index {self.index}" if self.index else "the scalar"
+        width = max(len(side) for side in self.sides) + 1
+        first, second = (f"{side + ':':<{width}}" for side in self.sides)
         lines = [
             f"buffer {self.buffer!r} differs at {where} (flat index {self.flat_index}):",
-            f"  expected: {_show(self.expected)}  [{self.expected_hex}]",
-            f"  actual:   {_show(self.actual)}  [{self.actual_hex}]",
+            f"  {first} {_show(self.expected)}  [{self.expected_hex}]",
+            f"  {second} {_show(self.actual)}  [{self.actual_hex}]",
         ]
         if self.ulp is not None:
             shown = "NaN vs number" if self.ulp == NAN_DISTANCE else str(self.ulp)
             lines.append(f"  ULP distance: {shown}")
+        if self.bound is not None:
+            lines.append("  " + self.bound.describe())
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MagnitudeBound:
+    """A magnitude policy at one element: ``gap = |a - b|`` against ``bound = k * eps *
+    scale``; ``margin = bound - gap`` (negative: over the bound)."""
+
+    k: float
+    eps: float
+    scale: float
+    gap: float
+
+    @property
+    def bound(self) -> float:
+        return self.k * self.eps * self.scale
+
+    @property
+    def margin(self) -> float:
+        return self.bound - self.gap
+
+    def describe(self) -> str:
+        times = (f", {self.gap / self.bound:.3g}x the bound" if self.bound > 0
+                 and np.isfinite(self.gap) else "")
+        return (f"bound k*eps*scale = {self.k:g} * {self.eps:.3g} * {self.scale:.6g} = "
+                f"{self.bound:.6g}; |difference| {self.gap:.6g}; margin {self.margin:.6g}"
+                + times)
 
 
 @dataclass(frozen=True)
@@ -166,6 +201,8 @@ class Comparison:
     max_ulp: int | None
     policy: Policy
     size: int = 0
+    # magnitude policies: the element with the least margin (the closest to its bound)
+    tightest: MagnitudeBound | None = None
 
     def describe(self) -> str:
         head = f"buffer {self.name!r} under {self.policy}: "
@@ -175,6 +212,8 @@ class Comparison:
         if self.equal:
             head += f"equal ({_count(self.size)}"
             head += f", max {self.max_ulp} ulp)" if self.max_ulp is not None else ")"
+            if self.tightest is not None:
+                head += "; least margin: " + self.tightest.describe()
             return head
         head += f"{self.n_different} of {_count(self.size)} differ"
         if self.max_ulp is not None:
@@ -227,7 +266,7 @@ def _hex(arr: np.ndarray, flat: int) -> str:
 
 
 def _mismatch(name: str, policy: Policy, reason: str, detail: str, size: int) -> Comparison:
-    diff = Difference(name, None, None, None, None, "", "", None, reason, detail)
+    diff = Difference(name, None, None, None, None, "", "", None, reason, detail, SIDES)
     return Comparison(name, False, diff, 1, None, policy, size)
 
 
@@ -282,6 +321,15 @@ def _differs(
     return (eb != ab).any(axis=-1), None
 
 
+def differing(expected: Any, actual: Any, policy: Policy, scale: Any = None) -> np.ndarray:
+    """Boolean mask of the elements of two same-shaped float arrays that ``policy`` rejects
+    (``scale``: the magnitude policy's sum of |terms|, broadcastable to the arrays)."""
+    exp, act = np.asarray(expected), np.asarray(actual)
+    if scale is not None:
+        scale = np.broadcast_to(np.asarray(scale, np.float64), exp.shape)
+    return _differs(exp, act, policy, scale)[0]
+
+
 def _scale_for(name: str, policy: Policy, shape: tuple[int, ...], scale: Any) -> Any:
     if policy.kind != "magnitude":
         return None
@@ -298,8 +346,9 @@ def _scale_for(name: str, policy: Policy, shape: tuple[int, ...], scale: Any) ->
 
 
 def compare(name: str, expected: Any, actual: Any, policy: Policy,
-            scale: Any = None) -> Comparison:
-    """Compare one buffer (``expected``: simulator, ``actual``: device) under ``policy``.
+            scale: Any = None, sides: tuple[str, str] = SIDES) -> Comparison:
+    """Compare one buffer (``expected``: simulator, ``actual``: device) under ``policy``;
+    ``sides`` names the two in messages (e.g. ``("simulator", "device pocl")``).
 
     ``exact`` is bitwise on the raw bytes except that NaN equals NaN whatever the payload;
     ``ulp(N)`` allows N ULPs on floats and means exact on integers; ``magnitude(k, ...)``
@@ -314,28 +363,57 @@ def compare(name: str, expected: Any, actual: Any, policy: Policy,
     exp, act = np.asarray(expected), np.asarray(actual)
     if exp.dtype != act.dtype:
         detail = (
-            f"dtype differs: expected {exp.dtype}, actual {act.dtype}. "
-            "The device buffer must have the simulator's element type."
+            f"dtype differs: {sides[0]} {exp.dtype}, {sides[1]} {act.dtype}. "
+            "Both sides must have one element type."
         )
         return _mismatch(name, policy, "dtype", detail, exp.size)
     if exp.shape != act.shape:
-        detail = f"shape differs: expected {exp.shape}, actual {act.shape}."
+        detail = f"shape differs: {sides[0]} {exp.shape}, {sides[1]} {act.shape}."
         if exp.size == act.size:
             detail += " Same size: reshape the device buffer if only the layout differs."
         return _mismatch(name, policy, "shape", detail, exp.size)
     pe, pa = _plain(exp), _plain(act)
-    mask, dist = _differs(pe, pa, policy, _scale_for(name, policy, pe.shape, scale)
-                          if _is_ieee_float(pe.dtype) else None)
+    scale = _scale_for(name, policy, pe.shape, scale) if _is_ieee_float(pe.dtype) else None
+    mask, dist = _differs(pe, pa, policy, scale)
     max_ulp = None if dist is None else int(dist.max(initial=0))
     n_diff = int(np.count_nonzero(mask))
     if n_diff == 0:
-        return Comparison(name, True, None, 0, max_ulp, policy, pe.size)
+        return Comparison(name, True, None, 0, max_ulp, policy, pe.size,
+                          _tightest(pe, pa, policy, scale))
     flat = int(np.flatnonzero(mask.reshape(-1))[0])
     index = tuple(int(i) for i in np.unravel_index(flat, mask.shape)) if mask.ndim else ()
     fe, fa = pe.reshape(-1)[flat], pa.reshape(-1)[flat]
     d = int(dist.reshape(-1)[flat]) if dist is not None else None
-    diff = Difference(name, flat, index, fe, fa, _hex(pe, flat), _hex(pa, flat), d)
+    bound = _bound_at(pe, pa, policy, scale, flat) if scale is not None else None
+    diff = Difference(name, flat, index, fe, fa, _hex(pe, flat), _hex(pa, flat), d,
+                      sides=sides, bound=bound)
     return Comparison(name, False, diff, n_diff, max_ulp, policy, pe.size)
+
+
+def _gaps(exp: np.ndarray, act: np.ndarray) -> np.ndarray:
+    e, a = exp.astype(np.float64).reshape(-1), act.astype(np.float64).reshape(-1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where((e == a) | (np.isnan(e) & np.isnan(a)), 0.0, np.abs(e - a))
+
+
+def _bound_at(exp: np.ndarray, act: np.ndarray, policy: Policy, scale: Any,
+              flat: int) -> MagnitudeBound:
+    eps = float(np.finfo(exp.dtype).eps)
+    return MagnitudeBound(policy.ulps, eps, float(np.abs(np.asarray(scale).reshape(-1)[flat])),
+                          float(_gaps(exp, act)[flat]))
+
+
+def _tightest(exp: np.ndarray, act: np.ndarray, policy: Policy,
+              scale: Any) -> MagnitudeBound | None:
+    """Under a magnitude policy, the element closest to its bound (None for other policies
+    or an empty buffer)."""
+    if scale is None or exp.size == 0:
+        return None
+    eps = float(np.finfo(exp.dtype).eps)
+    bounds = policy.ulps * eps * np.abs(np.asarray(scale, np.float64).reshape(-1))
+    margins = bounds - _gaps(exp, act)
+    return _bound_at(exp, act, policy, scale, int(np.nanargmin(margins))
+                     if not np.isnan(margins).all() else 0)
 
 
 def compare_outputs(
@@ -343,6 +421,7 @@ def compare_outputs(
     actual: Mapping[str, Any],
     policies: Mapping[str, Policy] | Policy,
     inputs: Mapping[str, Any] | None = None,
+    sides: tuple[str, str] = SIDES,
 ) -> OutputsComparison:
     """Compare every output buffer named in ``policies`` (a mapping, or one Policy for every
     buffer of ``expected``). Buffers absent from either side are reported as ``missing``;
@@ -352,12 +431,14 @@ def compare_outputs(
         policies = dict.fromkeys(expected, policies)
     out: dict[str, Comparison] = {}
     for name, policy in policies.items():
-        absent = [side for side, d in (("expected", expected), ("actual", actual)) if name not in d]
+        absent = [side for side, d in zip(sides, (expected, actual), strict=True)
+                  if name not in d]
         if absent:
-            detail = f"missing from the {' and '.join(absent)} outputs. Return every output buffer."
+            detail = (f"missing from the {' and '.join(absent)} outputs. Return every output "
+                      "buffer.")
             out[name] = _mismatch(name, policy, "missing", detail, 0)
         else:
             scale = policy.scale(inputs or {}) if isinstance(policy, MagnitudePolicy) \
                 and policy.scale is not None else None
-            out[name] = compare(name, expected[name], actual[name], policy, scale)
+            out[name] = compare(name, expected[name], actual[name], policy, scale, sides)
     return OutputsComparison(out)

@@ -31,6 +31,7 @@ import numpy as np
 
 import clsim
 from clsim.api import KernelFunction
+from clsim.checks import Finding
 from clsim.errors import InvalidArgumentError
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
@@ -42,6 +43,7 @@ from verify.orders import device_reduction_order, uses_work_group_sums
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair
 from verify.policy import Difference, OutputsComparison, compare_outputs
 from verify.probe import health
+from verify.reference import ReferenceComparison, compare_reference
 from verify.worker import run_isolated
 
 # Launches up to this many work-items plus buffer elements run on the simulator as plain Python
@@ -49,6 +51,10 @@ from verify.worker import run_isolated
 PYTHON_LIMIT = 1 << 17
 _MEMO_SIZE = 32
 SLOW_NS = 10**9
+# The simulator's checks while verifying: a race or an uninitialised read in both twins makes
+# device and simulator agree on garbage (or on luck), so every case is checked unless a caller
+# passes checks="default" for speed.
+CHECKS = "all"
 
 
 @dataclass(frozen=True)
@@ -68,10 +74,29 @@ class LaunchComparison:
     subgroup_size: int | None = None
     options: tuple[str, ...] = ()
     local_size: tuple[int, ...] | None = None
+    checks: str = "default"
+    findings: tuple[Finding, ...] = ()
+    reference: ReferenceComparison | None = None
 
     @property
     def equal(self) -> bool:
-        return self.outputs.equal
+        """Device and simulator agree, the simulator's checks found nothing, and the
+        simulator agrees with the spec's reference (where there is one)."""
+        return self.outputs.equal and not self.findings and (
+            self.reference is None or self.reference.equal)
+
+    @property
+    def disagreeing(self) -> list[str]:
+        """Who disagreed, in words: "simulator vs device pocl", "simulator vs reference",
+        "simulator checks"; empty when all agree."""
+        sides = []
+        if not self.outputs.equal:
+            sides.append(f"simulator vs device {self.device}")
+        if self.reference is not None and not self.reference.equal:
+            sides.append("simulator vs reference")
+        if self.findings:
+            sides.append(f'simulator checks="{self.checks}"')
+        return sides
 
     @property
     def first_difference(self) -> Difference | None:
@@ -88,8 +113,28 @@ class LaunchComparison:
                 if c.max_ulp is not None}
 
     def describe(self) -> str:
-        head = f"simulator vs {self.device}: " + ("agree" if self.equal else "DIFFER")
-        return head + "\n" + self.outputs.describe()
+        head = f"simulator vs device {self.device}: " + (
+            "agree" if self.outputs.equal else "DIFFER")
+        lines = [head, self.outputs.describe()]
+        if self.reference is not None:
+            lines.append(self.reference.describe())
+        lines += describe_findings(self.findings, self.checks)
+        return "\n".join(lines)
+
+
+def describe_findings(findings: Sequence[Finding], checks: str) -> list[str]:
+    """The simulator's findings, first in full (its accesses and source lines), the rest by
+    their first line."""
+    if not findings:
+        return []
+    races = sum(1 for f in findings if f.category == "race")
+    lines = [f'simulator with checks="{checks}": {races} data race(s), '
+             f"{len(findings) - races} uninitialised read(s)"]
+    lines += ["  " + line for line in findings[0].describe().splitlines()]
+    lines += ["  also: " + f.message.splitlines()[0] for f in findings[1:4]]
+    if len(findings) > 4:
+        lines.append(f"  ... and {len(findings) - 4} more")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,13 +150,13 @@ def _digest(args: Sequence[Any]) -> str:
     return h.hexdigest()
 
 
-_memo: OrderedDict[tuple, list[Any]] = OrderedDict()
+_memo: OrderedDict[tuple, tuple[list[Any], tuple[Finding, ...]]] = OrderedDict()
 
 
 def simulate(kernel: KernelFunction, global_size: Sequence[int],
              local_size: Sequence[int] | None, args: Sequence[Any],
              subgroup_size: int | None = None, jit: bool | None = None,
-             reduction_order: str | None = None) -> list[Any]:
+             reduction_order: str | None = None, checks: str = "default") -> list[Any]:
     """Run the simulator on copies of ``args``; returns the arguments after the launch.
     ``reduction_order``: the order of float sub-group sums (None: the simulator's default).
 
@@ -119,22 +164,36 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
     Python and larger ones with Numba; both give identical results. Results are memoised on the
     argument bytes, so verifying one example on several devices simulates it once.
     """
+    return simulate_checked(kernel, global_size, local_size, args, subgroup_size, jit,
+                            reduction_order, checks)[0]
+
+
+def simulate_checked(kernel: KernelFunction, global_size: Sequence[int],
+                     local_size: Sequence[int] | None, args: Sequence[Any],
+                     subgroup_size: int | None = None, jit: bool | None = None,
+                     reduction_order: str | None = None, checks: str = CHECKS
+                     ) -> tuple[list[Any], tuple[Finding, ...]]:
+    """``simulate`` under ``checks`` (``clsim.run``'s: "all" adds the race and uninitialised-
+    read checks), also returning every race or uninitialised read found (``report_all``)."""
     key = (kernel, tuple(global_size), None if local_size is None else tuple(local_size),
-           subgroup_size, reduction_order, _digest(args))
+           subgroup_size, reduction_order, checks, _digest(args))
     if key in _memo:
         _memo.move_to_end(key)
-        return copy_args(_memo[key])
+        after, findings = _memo[key]
+        return copy_args(after), findings
     copies = copy_args(args)
     if jit is None:
         size = math.prod(global_size) + sum(
             v.size for v in copies if isinstance(v, np.ndarray))
         jit = False if size <= PYTHON_LIMIT else None
-    clsim.run(kernel, tuple(global_size), local_size, copies, jit=jit,
-              subgroup_size=subgroup_size, reduction_order=reduction_order)
-    _memo[key] = copies
+    result = clsim.run(kernel, tuple(global_size), local_size, copies, jit=jit,
+                       subgroup_size=subgroup_size, reduction_order=reduction_order,
+                       checks=checks, report_all=checks not in ("default", "none", "bounds"))
+    findings = tuple(getattr(result, "findings", None) or ())
+    _memo[key] = (copies, findings)
     while len(_memo) > _MEMO_SIZE:
         _memo.popitem(last=False)
-    return copy_args(copies)
+    return copy_args(copies), findings
 
 
 def resolve_local(pair: Pair, case: Case, device: DeviceInfo) -> tuple[int, ...]:
@@ -193,7 +252,7 @@ def launch_device(pair: Pair, case: Case, info: DeviceInfo, local: tuple[int, ..
 
 def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
              jit: bool | None = None, *, isolate: bool = True,
-             timeout_s: float | None = None) -> LaunchComparison:
+             timeout_s: float | None = None, checks: str = CHECKS) -> LaunchComparison:
     """Run ``case`` on ``device`` (default: the first usable) and on the simulator (separate
     copies; arguments that are one array stay one on each side) and compare.
 
@@ -202,6 +261,10 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     DeviceLacksFeature (a missing feature, before building), DeviceError (build or launch
     failures, with the build log), DeviceCrashed / DeviceTimedOut (the launch took the worker
     down or ran past ``timeout_s``) and the simulator's own SimulationErrors.
+
+    The simulator runs under ``checks`` (default "all": races and uninitialised reads are
+    findings that fail the comparison even where the device agrees; "default" leaves them
+    out), and its outputs are compared with the pair's reference where it has one.
     """
     info = usable_device(device)
     args = _check_args(pair, case)
@@ -215,15 +278,20 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     if size is None and folds:
         size = run.subgroup_size
     order = device_reduction_order(info) if folds else None
-    after = simulate(pair.kernel, case.global_size, local, args, size, jit, order)
+    after, findings = simulate_checked(pair.kernel, case.global_size, local, args, size, jit,
+                                       order, checks)
     policies = pair.policy_map(case.args)
     index = {p: i for i, p in enumerate(pair.params)}
     expected = {name: after[index[name]] for name in policies}
     actual = {name: run.buffers[index[name]] for name in policies
               if run.buffers[index[name]] is not None}
+    reference = None if pair.reference is None else compare_reference(
+        pair.reference, case.args, expected, pair.tolerance, policies)
     return LaunchComparison(info.short_name,
-                            compare_outputs(expected, actual, policies, case.args),
-                            expected, actual, run.time_ns, size, run.options, local)
+                            compare_outputs(expected, actual, policies, case.args,
+                                            sides=("simulator", f"device {info.short_name}")),
+                            expected, actual, run.time_ns, size, run.options, local, checks,
+                            findings, reference)
 
 
 def diagnose(pair: Pair, case: Case, device: DeviceInfo,
@@ -231,17 +299,20 @@ def diagnose(pair: Pair, case: Case, device: DeviceInfo,
     """What the simulator's ``checks="all"`` finds on ``case`` (same local and sub-group
     sizes as the device run), in one line: races and uninitialised reads hide in the default
     simulation, and a missing barrier is the usual cause of a device disagreeing."""
-    local = comparison.local_size if comparison is not None else None
-    local = local or resolve_local(pair, case, device)
-    size = comparison.subgroup_size if comparison is not None else pair.subgroup_size
-    args = copy_args(_check_args(pair, case))
-    try:
-        result = clsim.run(pair.kernel, tuple(case.global_size), local, args, checks="all",
-                           report_all=True, subgroup_size=size)
-    except Exception as err:  # any failure of the diagnosis must not hide the finding
-        first = str(err).splitlines()[0] if str(err) else ""
-        return f'checks="all" stopped the simulation: {type(err).__name__}: {first}'
-    findings = list(getattr(result, "findings", None) or [])
+    if comparison is not None and comparison.checks == "all":  # already checked: no rerun
+        findings = list(comparison.findings)
+    else:
+        local = comparison.local_size if comparison is not None else None
+        local = local or resolve_local(pair, case, device)
+        size = comparison.subgroup_size if comparison is not None else pair.subgroup_size
+        args = copy_args(_check_args(pair, case))
+        try:
+            result = clsim.run(pair.kernel, tuple(case.global_size), local, args,
+                               checks="all", report_all=True, subgroup_size=size)
+        except Exception as err:  # any failure of the diagnosis must not hide the finding
+            first = str(err).splitlines()[0] if str(err) else ""
+            return f'checks="all" stopped the simulation: {type(err).__name__}: {first}'
+        findings = list(getattr(result, "findings", None) or [])
     if not findings:
         return 'checks="all": no data race or uninitialised read on this case'
     races = sum(1 for f in findings if f.category == "race")
@@ -274,7 +345,8 @@ def compare(kernel: KernelFunction, cl_source: str | Path, *, kernel_name: str |
             policy: Policy | str | Mapping[str, Policy | str] = "exact",
             outputs: Sequence[str] | Mapping[str, Policy | str] | None = None,
             subgroup_size: int | None = None, options: str | Sequence[str] = (),
-            jit: bool | None = None, timeout_s: float | None = None) -> LaunchComparison:
+            jit: bool | None = None, timeout_s: float | None = None,
+            checks: str = CHECKS) -> LaunchComparison:
     """Run one launch of ``kernel`` (simulator) and ``cl_source`` (``device``, default the
     first usable one) and compare. The device runs in a worker process: a crash raises
     DeviceCrashed, a launch past ``timeout_s`` DeviceTimedOut.
@@ -282,10 +354,13 @@ def compare(kernel: KernelFunction, cl_source: str | Path, *, kernel_name: str |
     ``args`` in parameter order (or by name): numpy arrays and numpy scalars, as for
     ``clsim.run``; neither side modifies them. ``policy``: "exact", "ulp(N)", a Policy, or a
     mapping buffer -> policy. ``outputs`` names the buffers to compare (default: every array
-    argument, so a kernel writing an input is caught too). Returns a LaunchComparison
-    (``.equal``, ``.first_difference`` with buffer, index, both values, hex and ULP distance).
+    argument, so a kernel writing an input is caught too). ``checks`` is the simulator's
+    (default "all": a data race or uninitialised read makes ``.equal`` False and is listed in
+    ``.findings`` even where the device agrees; "default" for speed). Returns a
+    LaunchComparison (``.equal``, ``.first_difference`` with buffer, index, both values, hex and
+    ULP distance, ``.findings``, ``.disagreeing``).
     """
     pair = make_pair(kernel, cl_source, kernel_name=kernel_name, policy=policy, outputs=outputs,
                      subgroup_size=subgroup_size, options=options)
     case = make_case(pair, global_size, local_size, args)
-    return run_pair(pair, case, device, jit, timeout_s=timeout_s)
+    return run_pair(pair, case, device, jit, timeout_s=timeout_s, checks=checks)

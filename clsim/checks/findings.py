@@ -211,16 +211,20 @@ def _race_message(where, kind, pkind, target, space, other, there, hint, sg_size
         why, fix = _cross_group(both_store)
     elif both_store and same_site:
         why, fix = _one_statement(across_subgroups, fence, sg_size)
-    elif hint & ly.H_SUBGROUP:
-        why = (f" are separated only by a sub_group_barrier, but the two work-items are in "
-               f"different sub-groups (size {sg_size})")
-        fix = f"Use a work-group barrier({fence}) instead"
     elif hint & ly.H_WRONG_FENCE:
+        # Checked before H_SUBGROUP: a work-group barrier also synchronises each sub-group,
+        # so both bits are set, and the barrier that is there is the one to name.
         other_fence = ("CLK_LOCAL_MEM_FENCE" if fence == "CLK_GLOBAL_MEM_FENCE"
                        else "CLK_GLOBAL_MEM_FENCE")
         why = (f" are separated only by a barrier({other_fence}), which does not order "
                f"{space} memory")
         fix = f"Add {fence} to that barrier's flags"
+    elif hint & ly.H_SUBGROUP:
+        why = (" are separated only by sub-group synchronisation (a sub_group_barrier or a "
+               "sub-group collective such as sub_group_reduce_add), which orders the lanes of "
+               f"one sub-group, but the two work-items are in different sub-groups (size "
+               f"{sg_size})")
+        fix = f"Put a work-group barrier({fence}) between the two accesses"
     else:
         why = " in the same work-group are not separated by a barrier"
         fix = f"Put barrier({fence}) between the two accesses"
