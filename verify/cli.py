@@ -136,7 +136,8 @@ def verify_main(args: argparse.Namespace) -> int:
 
 def _heading(pair: Pair, examples: int) -> str:
     policies = ", ".join(f"{k}: {v}" for k, v in (pair.policies or {}).items())
-    return f"{pair.name} ({policies}): {examples} examples per device"
+    return f"{pair.name} ({policies}): {examples} examples per device, against " \
+        f"{pair.cl_origin}"
 
 
 def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespace,

@@ -22,11 +22,15 @@ DEFAULT_LOCAL = (1,)
 
 
 def to_cl(kernel, args=None, *, local_size=None, subgroup_size=None) -> str:
-    """OpenCL C source of ``kernel`` (a ``@clsim.kernel``) for arguments like ``args``
-    (a tuple in parameter order, or a dict by name, as ``clsim.run`` takes them; only their
-    types matter). Without ``args``, the arguments of the registered ``KernelSpec`` whose
-    kernel this is (its default shape). A construct OpenCL C cannot express is a
-    ``KernelCompileError`` naming it and its line."""
+    """OpenCL C source of ``kernel`` (a ``@clsim.kernel``, or a ``KernelSpec``) for
+    arguments like ``args`` (a tuple in parameter order, or a dict by name, as ``clsim.run``
+    takes them; only their types matter). Without ``args``, the arguments of the spec (its
+    default shape): the one given, or the registered one whose kernel this is. A construct
+    OpenCL C cannot express is a ``KernelCompileError`` naming it and its line."""
+    from clsim.spec import KernelSpec
+
+    spec = kernel if isinstance(kernel, KernelSpec) else None
+    kernel = spec.kernel if spec is not None else kernel
     if not isinstance(kernel, KernelFunction) or not kernel.is_kernel:
         raise KernelCompileError(f"to_cl: {kernel!r} is not a @clsim.kernel")
     from clsim.compiler.frontend import parse
@@ -34,7 +38,7 @@ def to_cl(kernel, args=None, *, local_size=None, subgroup_size=None) -> str:
 
     params = parse(kernel).params
     if args is None:
-        args, spec_local, spec_sg = _spec_arguments(kernel, params)
+        args, spec_local, spec_sg = _spec_arguments(spec or _registered_spec(kernel))
         local_size = local_size or spec_local
         subgroup_size = subgroup_size or spec_sg
     if isinstance(args, dict):
@@ -49,7 +53,7 @@ def to_cl(kernel, args=None, *, local_size=None, subgroup_size=None) -> str:
     return Unit(typed, subgroup_size).render(_source_name(kernel))
 
 
-def _spec_arguments(kernel, params):
+def _registered_spec(kernel):
     from clsim.spec import all_specs
 
     spec = next((s for s in all_specs().values() if s.kernel is kernel), None)
@@ -58,6 +62,10 @@ def _spec_arguments(kernel, params):
             f"to_cl({kernel.name}): the argument types are unknown. Pass args=(...) (example "
             "arguments, as clsim.run takes them) or register a KernelSpec for this kernel",
             kernel=kernel.name)
+    return spec
+
+
+def _spec_arguments(spec):
     import numpy as np
 
     shape = dict(spec.default_shape)

@@ -43,6 +43,7 @@ class ExprPrinter:
     def __init__(self, unit, env: dict):
         self.unit = unit  # the translation unit: defines, tables, structs, features
         self.env = env
+        self.loop_names: dict[str, str] = {}
         self.half_read = False  # printing the place of a vload_half / vstore_half
 
     # -- helpers ----------------------------------------------------------------------------
@@ -67,6 +68,22 @@ class ExprPrinter:
         if isinstance(t, ct.PtrT):
             return t.array.space
         return t.space if isinstance(t, ct.ArrayT) else "private"
+
+    def place_space(self, node) -> str:
+        """The address-space qualifier (with a trailing space) of the memory ``node``, an
+        element or field, lives in."""
+        space = "private"
+        while isinstance(node, ast.Subscript | ast.Attribute):
+            t = getattr(node.value, "ctype", None)
+            if isinstance(t, ct.PtrT):
+                space = "private" if t.record_copy else t.array.space
+                break
+            if isinstance(t, ct.ArrayT) and t.space != "field":
+                space = t.space
+                break
+            node = node.value
+        qual = {"global": "__global ", "local": "__local ", "constant": "__constant "}
+        return qual.get(space, "")
 
     # -- expressions ------------------------------------------------------------------------
     def expr(self, node) -> str:
@@ -96,7 +113,7 @@ class ExprPrinter:
         resolved = getattr(node, "resolved", None)
         if resolved is not None:
             return self.unit.named_value(node, resolved), _PRIMARY
-        return c_name(node.id), _PRIMARY
+        return self.loop_names.get(node.id) or c_name(node.id), _PRIMARY
 
     def _BinOp(self, node):
         sym, p = _BINOPS[type(node.op)]

@@ -33,6 +33,8 @@ class FunctionPrinter(ExprPrinter):
         self.temps = 0
         self.loop_declared: set[str] = set()
         self.uses = _name_counts(fn.body)
+        self.loop_names: dict[str, str] = {}  # scoped loop variable -> its C name
+        self.open_loops: list[str] = []
 
     # -- output -----------------------------------------------------------------------------
     def emit(self, text: str, node=None) -> None:
@@ -122,6 +124,12 @@ class FunctionPrinter(ExprPrinter):
         it rounds to nearest even, as the simulator's conversion does."""
         if isinstance(target, ast.Name):
             return False
+        if _is_place(value) and getattr(value, "ctype", None) == "float16":
+            # a half copied as its 16 bits: through float a NaN's payload could change
+            dst = f"*({self.place_space(target)}ushort*)&{self.half_place(target)}"
+            src = f"*({self.place_space(value)}ushort*)&{self.half_place(value)}"
+            self.emit(f"{dst} = {src};", s)
+            return True
         kind, dtype = getattr(getattr(value, "func", None), "resolved", (None, None))
         if kind != "dtype" or dtype != "float16" or \
                 getattr(value.args[0], "ctype", None) != "float32":
@@ -220,11 +228,17 @@ class FunctionPrinter(ExprPrinter):
             self.emit(f"{ct.cname(t)} {tmp} = {self.expr(node)};")
             bounds.append(tmp)
         stop_c, step_c = bounds
-        name = c_name(var)
         inside_only = self.uses.get(var, 0) == _name_counts([s]).get(var, 0)
-        head = f"{ct.cname(t)} {name}" if inside_only else name
+        name = c_name(var)
         if inside_only:
             self.loop_declared.add(var)
+            # scopes.py named it c__s1 to keep Python's one-variable-per-name apart; C's
+            # for-scope does that itself, so the loop keeps the Python name
+            plain = c_name(var.split("__s")[0])
+            if "__s" in var and plain not in self.open_loops and plain not in self.fn.env:
+                name = plain
+            self.loop_names[var] = name
+        head = f"{ct.cname(t)} {name}" if inside_only else name
         first = "0" if start is None else self.expr(start)
         sign = _sign(step)
         if step_c is None:
@@ -238,11 +252,17 @@ class FunctionPrinter(ExprPrinter):
             else:
                 cond = f"({step_c} > 0 ? {name} < {stop_c} : {name} > {stop_c})"
         self.emit(f"for ({head} = {first}; {cond}; {inc}) {{", s)
+        self.open_loops.append(name)
         self.nested(s.body)
+        self.open_loops.pop()
         self.emit("}")
         if opened:
             self.depth -= 1
             self.emit("}")
+
+
+def _is_place(node) -> bool:
+    return isinstance(node, ast.Subscript | ast.Attribute) and not hasattr(node, "resolved")
 
 
 def _is_half_type(t) -> bool:
