@@ -205,9 +205,12 @@ class Unit:
         t = value.dtype.name
         dims = "".join(f"[{n}]" for n in value.shape)
 
+        def item(v) -> str:  # an initialiser converts to the element type: plain numbers
+            return str(int(v)) if ct.is_int(t) else literal(v, t)
+
         def items(a):
             if a.ndim == 1:
-                return "{" + ", ".join(literal(v, t) for v in a.tolist()) + "}"
+                return "{" + ", ".join(item(v) for v in a.tolist()) + "}"
             return "{" + ", ".join(items(row) for row in a) + "}"
 
         return f"__constant {self.type_name(t)} {c_name(name)}{dims} = {items(value)};"
