@@ -28,6 +28,7 @@ COMMANDS = {
     "verify": ("verify.cli", "verify"),
     "replay": ("verify.cli", "replay"),
     "conformance": ("verify.conformance", "conformance"),
+    "translate": ("clsim.commands.translate", ""),
 }
 _FALLBACK_HELP = {  # what `clsim --help` lists without importing each command
     "list": "list the library's kernels",
@@ -37,6 +38,7 @@ _FALLBACK_HELP = {  # what `clsim --help` lists without importing each command
     "verify": "fuzz a kernel on real OpenCL devices against the simulator",
     "replay": "re-run a saved failing example",
     "conformance": "max ULP of every scalar builtin on the simulator and each device",
+    "translate": "print the OpenCL C twin of a Python kernel",
 }
 
 

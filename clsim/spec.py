@@ -94,7 +94,7 @@ class KernelSpec:
     name: str
     description: str
     kernel: Any
-    cl_file: str
+    cl_file: str | None  # None: verified against the OpenCL C clsim.to_cl prints
     make_inputs: Callable[[np.random.Generator, Mapping[str, int]], dict[str, Any]]
     launch: Callable[[Mapping[str, Any], Mapping[str, int], tuple[int, ...] | None], Launch]
     reference: Callable[[Mapping[str, Any]], dict[str, np.ndarray]]
@@ -115,8 +115,8 @@ class KernelSpec:
         return self.cl_kernel or self.kernel.name
 
     @property
-    def cl_path(self) -> Path:
-        return KERNELS_CL_DIR / self.cl_file
+    def cl_path(self) -> Path | None:
+        return KERNELS_CL_DIR / self.cl_file if self.cl_file else None
 
     @property
     def family_name(self) -> str:

@@ -148,7 +148,8 @@ def _heading(pair: Pair, examples: int, checks: str = CHECKS) -> str:
     policies = ", ".join(f"{k}: {v}" for k, v in (pair.policies or {}).items())
     against = "simulator" + (f' (checks="{checks}")' if checks != "default" else "")
     against += " and reference" if pair.reference is not None else ""
-    return f"{pair.name} ({policies}): {examples} examples per device, against the {against}"
+    return (f"{pair.name} ({policies}): {examples} examples per device on {pair.cl_origin}, "
+            f"against the {against}")
 
 
 def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespace,

@@ -64,6 +64,14 @@ class Pair:
     # A spec's numpy reference and its (rtol, atol): the verifier's third side
     reference: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     tolerance: tuple[float, float] = (0.0, 0.0)
+    generated: bool = False  # the source is clsim.to_cl's (a spec without a cl_file)
+
+    @property
+    def cl_origin(self) -> str:
+        """Which OpenCL C this pair runs on devices, for messages."""
+        if self.generated:
+            return "OpenCL C printed by clsim.to_cl (the spec has no cl_file)"
+        return self.cl_path or "the OpenCL C source given"
 
     @property
     def uses_subgroups(self) -> bool:
@@ -224,13 +232,20 @@ def spec_cl_path(spec: KernelSpec, base_dir: Path | None = None) -> Path:
 
 def spec_pair(spec: KernelSpec, cl_source: str | Path | None = None,
               origin: Mapping[str, Any] | None = None, base_dir: Path | None = None) -> Pair:
-    """The pair a spec describes; ``cl_source`` (text or path) replaces its ``.cl`` file."""
-    source, path = read_source(cl_source if cl_source is not None
-                               else spec_cl_path(spec, base_dir))
+    """The pair a spec describes; ``cl_source`` (text or path) replaces its ``.cl`` file. A
+    spec without a ``cl_file`` is paired with the OpenCL C ``clsim.to_cl`` prints."""
+    generated = cl_source is None and not spec.cl_file
+    if generated:
+        from clsim.backends.opencl_c import to_cl
+
+        source, path = to_cl(spec), None
+    else:
+        source, path = read_source(cl_source if cl_source is not None
+                                   else spec_cl_path(spec, base_dir))
     return Pair(spec.name, spec.kernel, source, spec.cl_kernel_name, kernel_params(spec.kernel),
                 dict(spec.outputs), EXACT, spec.subgroup_size, frozenset(spec.requires), (),
                 path, dict(origin or {"kind": "spec", "name": spec.name}), spec.reference,
-                tuple(spec.tolerance))
+                tuple(spec.tolerance), generated)
 
 
 def spec_case(spec: KernelSpec, inputs: Mapping[str, Any], shape: Mapping[str, int],

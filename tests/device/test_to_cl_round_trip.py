@@ -1,0 +1,59 @@
+"""Every library kernel's ``clsim.to_cl`` output builds on the devices that have the features
+it uses and agrees with the simulator under the spec's policies (bit for bit for exact
+outputs) on the spec's drawn cases, through the verifier (``verify.fuzz_spec`` with the
+printed source in place of the hand-written ``.cl`` twin).
+
+Cost: the default profiles run ``DEFAULT_EXAMPLES`` drawn cases per kernel on one device (the
+first present of intel-cpu, pocl, oclgrind whose features the spec's ``requires`` allow);
+``CLSIM_HYPOTHESIS_PROFILE=thorough`` runs the profile's examples on each of intel-cpu, pocl and
+oclgrind. A device lacking a feature (sub-groups, fp16) is a skip with the reason.
+``CLSIM_TEST_DEVICES`` narrows the devices as everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import settings
+
+from clsim.backends.opencl_c import to_cl
+from clsim.spec import all_specs
+from verify.cli import format_found
+from verify.fuzz import fuzz_spec
+from verify.testing import device_params
+
+SPECS = all_specs()
+THOROUGH = os.environ.get("CLSIM_HYPOTHESIS_PROFILE") == "thorough"
+DEFAULT_EXAMPLES = 2
+EXAMPLES = settings.default.max_examples if THOROUGH else DEFAULT_EXAMPLES
+DEVICES = ("intel-cpu", "pocl", "oclgrind")
+# Oclgrind interprets every work-item: drawn shapes stay small there.
+OCLGRIND_ELEMENTS = 1 << 12
+
+
+def _devices_for(spec) -> list:
+    params = device_params(requires=tuple(spec.requires), only=DEVICES)
+    if THOROUGH:
+        return params
+    ready = [p for p in params if not p.marks]
+    return ready[:1] or params[:1]  # none ready: the first, with its skip reason
+
+
+def _cases():
+    for name, spec in SPECS.items():
+        for param in _devices_for(spec):
+            yield pytest.param(name, param.values[0], marks=param.marks,
+                               id=f"{name}-{param.values[0]}")
+
+
+@pytest.mark.parametrize(("name", "device"), list(_cases()))
+def test_to_cl_agrees_with_the_simulator(name, device, tmp_path):
+    spec = SPECS[name]
+    source = to_cl(spec)
+    limit = {"max_elements": OCLGRIND_ELEMENTS} if device == "oclgrind" else {}
+    report = fuzz_spec(spec, device, examples=EXAMPLES, seed=20261206, cl_source=source,
+                       failures_dir=tmp_path, **limit)
+    if report.skipped:
+        pytest.skip(report.skipped)
+    assert report.found is None, format_found(report.found)
