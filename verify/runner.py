@@ -32,6 +32,7 @@ import numpy as np
 import clsim
 from clsim.api import KernelFunction
 from clsim.errors import InvalidArgumentError
+from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
 from verify.clargs import copy_args, memory_groups
@@ -99,6 +100,9 @@ class LaunchComparison:
 def _digest(args: Sequence[Any]) -> str:
     h = hashlib.sha256(repr(memory_groups(args)).encode())
     for value in args:
+        if isinstance(value, Image):
+            h.update(repr(value).encode())
+            value = value.data
         arr = np.asarray(value)
         h.update(f"{arr.dtype.str}{arr.shape}".encode())
         h.update(np.ascontiguousarray(arr).tobytes())
@@ -135,6 +139,12 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
     while len(_memo) > _MEMO_SIZE:
         _memo.popitem(last=False)
     return copy_args(copies)
+
+
+def _host_array(value: Any) -> Any:
+    """What the comparison reads of an argument: an image's pixels (the device side reads
+    its image back into the same shape, ``verify.climages``)."""
+    return value.data if isinstance(value, Image) else value
 
 
 def resolve_local(pair: Pair, case: Case, device: DeviceInfo) -> tuple[int, ...]:
@@ -218,7 +228,7 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     after = simulate(pair.kernel, case.global_size, local, args, size, jit, order)
     policies = pair.policy_map(case.args)
     index = {p: i for i, p in enumerate(pair.params)}
-    expected = {name: after[index[name]] for name in policies}
+    expected = {name: _host_array(after[index[name]]) for name in policies}
     actual = {name: run.buffers[index[name]] for name in policies
               if run.buffers[index[name]] is not None}
     return LaunchComparison(info.short_name,

@@ -146,6 +146,10 @@ class Image:
         flat = self.data.reshape(self.height, self.width * self.channels)
         return flat.view(self.format.storage)
 
+    def copy(self) -> Image:
+        """The same image over a copy of ``data`` (what the verifier gives each side)."""
+        return Image(self.data.copy(), self.order, self.channel_type, self.kind, self.access)
+
     def __repr__(self) -> str:
         size = f"{self.width}x{self.height}" if self.kind == "image2d" else str(self.width)
         return (f"Image({self.kind}, {self.order}, {self.channel_type}, {size}, "
