@@ -1,7 +1,7 @@
 """Kernels with OpenCL images, written here, and their OpenCL C twins (tests only).
 
-``image_mix`` reads an image1d_buffer_t of float4 and one of half4 (read_imagef and
-read_imageh) and writes buffers; ``edge_blur`` reads an image2d_t through clamp-to-edge and
+``image_mix`` reads an image1d_buffer_t of float4 and one of half4 (read_imagef) and writes
+a buffer, ``half_mix`` reads both with read_imageh (float rounded to half); ``edge_blur`` reads an image2d_t through clamp-to-edge and
 clamp (border) samplers at and past the border; ``gather_uint`` reads a CL_R uint32
 image1d_buffer_t (ggml's quantised-weight pattern); ``scale_into`` writes a write_only
 image2d_t of half with write_imageh and one of float with write_imagef.
@@ -33,18 +33,24 @@ BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
 
 
 @clsim.kernel
-def image_mix(a, h, out, out_h):
+def image_mix(a, h, out):
     i = get_global_id(0)
     v = read_imagef(a, i)
     w = read_imagef(h, i)
-    hv = read_imageh(h, i)
     s = v * 2.0 + w
     out[4 * i] = s.x
     out[4 * i + 1] = s.y
     out[4 * i + 2] = s.z
     out[4 * i + 3] = s.w
+
+
+@clsim.kernel
+def half_mix(a, h, out_h):
+    i = get_global_id(0)
+    hv = read_imageh(h, i)
+    av = read_imageh(a, i)
     out_h[2 * i] = hv.x + hv.y
-    out_h[2 * i + 1] = hv.z * hv.w
+    out_h[2 * i + 1] = hv.z * hv.w + av.x
 
 
 @clsim.kernel
@@ -76,26 +82,22 @@ def scale_into(src, dst_h, dst_f):
 
 
 IMAGES_CL = r"""
-#pragma OPENCL EXTENSION cl_khr_fp16 : enable
 __constant sampler_t EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
                             CLK_FILTER_NEAREST;
 __constant sampler_t BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP |
                               CLK_FILTER_NEAREST;
 
 __kernel void image_mix(read_only image1d_buffer_t a, read_only image1d_buffer_t h,
-                        __global float *out, __global half *out_h)
+                        __global float *out)
 {
     int i = get_global_id(0);
     float4 v = read_imagef(a, i);
     float4 w = read_imagef(h, i);
-    half4 hv = read_imageh(h, i);
     float4 s = v * 2.0f + w;
     out[4 * i] = s.x;
     out[4 * i + 1] = s.y;
     out[4 * i + 2] = s.z;
     out[4 * i + 3] = s.w;
-    out_h[2 * i] = hv.x + hv.y;
-    out_h[2 * i + 1] = hv.z * hv.w;
 }
 
 __kernel void edge_blur(read_only image2d_t img, __global float *out)
@@ -118,11 +120,21 @@ __kernel void gather_uint(read_only image1d_buffer_t q, __global uint *out)
 }
 """
 
-# A separate program: it needs cl_khr_fp16 for half4 arithmetic on the written values.
-SCALE_CL = r"""
+# read_imageh, write_imageh and half4 need cl_khr_fp16: a program of their own.
+HALF_CL = r"""
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 __constant sampler_t EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
                             CLK_FILTER_NEAREST;
+
+__kernel void half_mix(read_only image1d_buffer_t a, read_only image1d_buffer_t h,
+                       __global half *out_h)
+{
+    int i = get_global_id(0);
+    half4 hv = read_imageh(h, i);
+    half4 av = read_imageh(a, i);
+    out_h[2 * i] = hv.x + hv.y;
+    out_h[2 * i + 1] = hv.z * hv.w + av.x;
+}
 
 __kernel void scale_into(read_only image2d_t src, write_only image2d_t dst_h,
                          write_only image2d_t dst_f)
