@@ -79,7 +79,7 @@ def channel_type_name(dtype) -> str:
         name = str(dtype)
     if name not in CHANNEL_TYPES:
         raise InvalidArgumentError(
-            f"clsim.Image: channel type {dtype!r} is not supported; use one of "
+            f"clsim.Image: channel type {name!r} is not supported; use one of "
             f"{', '.join(CHANNEL_TYPES)}")
     return name
 
