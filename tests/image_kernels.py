@@ -3,7 +3,8 @@
 ``image_mix`` reads an image1d_buffer_t of float4 and one of half4 (read_imagef) and writes
 a buffer, ``half_mix`` reads both with read_imageh (float rounded to half); ``edge_blur`` reads an image2d_t through clamp-to-edge and
 clamp (border) samplers at and past the border; ``gather_uint`` reads a CL_R uint32
-image1d_buffer_t (ggml's quantised-weight pattern); ``scale_into`` writes a write_only
+image1d_buffer_t (ggml's quantised-weight pattern; not its alpha: PoCL 3 reads 0 where
+the spec, Intel's runtime and Oclgrind read 1); ``scale_into`` writes a write_only
 image2d_t of half with write_imageh and one of float with write_imagef.
 """
 
@@ -69,7 +70,7 @@ def gather_uint(q, out):
     i = get_global_id(0)
     a = read_imageui(q, i)
     b = read_imageui(q, 2 * i + 1)
-    out[i] = (a.x >> 4) ^ (b.x * 3) + a.w
+    out[i] = (a.x >> 4) ^ (b.x * 3) + a.y + a.z
 
 
 @clsim.kernel
@@ -116,7 +117,7 @@ __kernel void gather_uint(read_only image1d_buffer_t q, __global uint *out)
     int i = get_global_id(0);
     uint4 a = read_imageui(q, i);
     uint4 b = read_imageui(q, 2 * i + 1);
-    out[i] = (a.x >> 4) ^ (b.x * 3) + a.w;
+    out[i] = (a.x >> 4) ^ (b.x * 3) + a.y + a.z;
 }
 """
 

@@ -80,11 +80,23 @@ def test_image2d_clamp_to_edge_and_border_at_every_edge():
     np.testing.assert_array_equal(out.reshape(h, w), want)
 
 
+@clsim.kernel
+def uint_channels(img, out):
+    v = read_imageui(img, 1)
+    out[0] = v.x
+    out[1] = v.y
+    out[2] = v.z
+    out[3] = v.w
+
+
 def test_r_uint32_image_reads_zero_fill_and_alpha_one():
     q = RNG.integers(0, 2**32, 64, dtype=np.uint32)
     out = np.zeros(32, np.uint32)
     clsim.run(gather_uint, (32,), (8,), (clsim.Image(q, "R"), out), jit=False)
-    np.testing.assert_array_equal(out, (q[:32] >> 4) ^ (q[1::2] * np.uint32(3) + 1))
+    np.testing.assert_array_equal(out, (q[:32] >> 4) ^ (q[1::2] * np.uint32(3)))
+    channels = np.zeros(4, np.uint32)
+    clsim.run(uint_channels, (1,), (1,), (clsim.Image(q, "R"), channels), jit=False)
+    assert list(channels) == [q[1], 0, 0, 1]  # (r, 0, 0, 1), as the spec's table says
 
 
 def test_write_only_images_half_and_float():
