@@ -281,3 +281,14 @@ def test_traffic_counts_image_reads_as_image_space():
     assert totals["image_load_bytes"] == a.nbytes + h.nbytes
     assert totals["global_load_bytes"] == a.nbytes + h.nbytes  # folded into the totals
     assert result.traffic.unique_read_bytes["a"] == a.nbytes
+
+
+def test_a_failure_folder_keeps_an_image_argument(tmp_path):
+    from verify.failures import load_failure, save_failure
+
+    img = clsim.Image(RNG.standard_normal((3, 2, 4)).astype(np.float16), access="write_only")
+    folder = save_failure(tmp_path, spec_name="img", inputs={"dst": img},
+                          launch={"global_size": (2, 3)})
+    back = load_failure(folder).inputs["dst"]
+    assert isinstance(back, clsim.Image) and repr(back) == repr(img)
+    np.testing.assert_array_equal(back.data, img.data)
