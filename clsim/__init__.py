@@ -26,12 +26,13 @@ from clsim.errors import (
     UninitializedReadError,
     VerificationError,
 )
+from clsim.runtime.images import Image
 from clsim.runtime.launch import RunResult, run
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BarrierDivergenceError", "DataRaceError", "DeviceError", "DivisionByZeroError",
+    "BarrierDivergenceError", "DataRaceError", "Image", "DeviceError", "DivisionByZeroError",
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
     "KernelTimeoutError", "MisalignedAccessError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",

@@ -15,6 +15,7 @@ import numpy as np
 from clsim.compiler.builtins import PUBLIC_NAMES
 from clsim.compiler.builtins import atomics_c11 as _atomics_c11
 from clsim.errors import KernelCompileError
+from clsim.runtime import images as _images
 
 
 class Builtin:
@@ -86,6 +87,8 @@ def builtin_by_identity(obj) -> str | None:
 CLK_LOCAL_MEM_FENCE = 1
 CLK_GLOBAL_MEM_FENCE = 2
 CLK_IMAGE_MEM_FENCE = 4
+# Sampler bits (a module-level SMP = CLK_... | CLK_... is a const sampler_t).
+globals().update(_images.SAMPLER_CONSTANTS)
 
 # memory_order_* and memory_scope_* of the OpenCL 2.0 atomics (values as clang defines them).
 atomic_constant_names = tuple(_atomics_c11.CONSTANTS)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from clsim.errors import InvalidArgumentError
+from clsim.runtime.images import Image
 
 # OpenCL C scalar type -> (numpy kind class, bytes). Signedness is not checked: the bits are
 # the same and kernels pass offsets as either.
@@ -139,7 +140,7 @@ def copy_args(args: Sequence[Any]) -> list[Any]:
         if group is not None and group != index:
             copies.append(view_as(copies[group], arg.dtype, arg.shape))
         else:
-            copies.append(arg.copy() if isinstance(arg, np.ndarray) else arg)
+            copies.append(arg.copy() if isinstance(arg, np.ndarray | Image) else arg)
     return copies
 
 
@@ -191,6 +192,9 @@ def _param_problem(arg: Any, c_type: str, qualifier: int, local_mem: type) -> st
             f"is a __local pointer but got {type(arg).__name__}; pass LocalMem(nbytes)")
     if isinstance(arg, local_mem):
         return "got LocalMem but is not a __local pointer"
+    image = _image_problem(arg, base)
+    if image is not None:
+        return image or None
     value = np.asarray(arg)
     if pointer:
         if not isinstance(arg, np.ndarray) or arg.ndim == 0:
@@ -199,6 +203,21 @@ def _param_problem(arg: Any, c_type: str, qualifier: int, local_mem: type) -> st
     if qualifier == _QUALIFIER_PRIVATE and isinstance(arg, np.ndarray) and arg.ndim > 0:
         return f"is a {c_type} value but got a {arg.dtype} array"
     return _type_mismatch(base, value.dtype, False)
+
+
+def _image_problem(arg: Any, c_type: str) -> str | None:
+    """"" (fits) or why not when the parameter or the argument is an image; None when
+    neither is."""
+    is_image = c_type.startswith("image")
+    if not is_image and not isinstance(arg, Image):
+        return None
+    if not isinstance(arg, Image):
+        return f"is an image but got {type(arg).__name__}; pass a clsim.Image"
+    if not is_image:
+        return f"got a clsim.Image ({arg.kind}) but is not an image"
+    if c_type.removesuffix("_t") != arg.kind:
+        return f"got a clsim.Image of kind {arg.kind!r}; pass kind={c_type.removesuffix('_t')!r}"
+    return ""
 
 
 _QUALIFIERS = {"__global": 0x119B, "global": 0x119B, "__constant": 0x119D,

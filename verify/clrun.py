@@ -25,8 +25,10 @@ import numpy as np
 
 from clsim.cl_includes import resolve_includes
 from clsim.errors import DeviceError, InvalidArgumentError
+from clsim.runtime.images import Image
 from verify.cl_cache import cache_dir
 from verify.clargs import check_signature, memory_groups, unpack_shared, view_as
+from verify.climages import bind_image
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
 from verify.features import (  # noqa: F401  (re-exported: the launch API's feature names)
     CL2_FEATURES,
@@ -186,11 +188,11 @@ def _as_tuple(size: int | Sequence[int] | None) -> tuple[int, ...] | None:
 def _check_args(args: Sequence[Any], kernel_name: str) -> None:
     # Before building: a Python int has no C type, and guessing one hides width bugs.
     for index, arg in enumerate(args):
-        if not isinstance(arg, np.ndarray | np.generic | LocalMem):
+        if not isinstance(arg, np.ndarray | np.generic | LocalMem | Image):
             raise InvalidArgumentError(
                 f"{kernel_name}: argument {index} is a {type(arg).__name__}; pass a numpy array, "
                 "a numpy scalar (np.int32(n), np.float32(x): the C type must be explicit) or "
-                "LocalMem(nbytes).", kernel=kernel_name, index=index)
+                "LocalMem(nbytes) (or a clsim.Image).", kernel=kernel_name, index=index)
 
 
 def _set_arg(cl: Any, kernel: Any, index: int, value: Any, info: DeviceInfo,
@@ -205,8 +207,9 @@ def _set_arg(cl: Any, kernel: Any, index: int, value: Any, info: DeviceInfo,
 
 
 def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any], info: DeviceInfo,
-          kernel_name: str) -> list[tuple[Any, np.ndarray] | None]:
-    """Set every argument; returns (buffer, host array) per array argument, else None.
+          kernel_name: str) -> list[tuple | None]:
+    """Set every argument; returns (buffer, host array) per array argument, (image, host
+    array, read-back) per image (``verify.climages``), else None.
     Arguments that are one host array get one buffer (``verify.clargs.memory_groups``)."""
     flags = cl.mem_flags
     groups = memory_groups(args, kernel_name)
@@ -216,6 +219,10 @@ def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any], info: DeviceI
         if group is not None and group != index:  # the same buffer, read back as this arg
             bound.append((bound[group][0], view_as(bound[group][1], arg.dtype, arg.shape)))
             kernel.set_arg(index, bound[group][0])
+        elif isinstance(arg, Image):
+            mem, host, read = bind_image(cl, context, arg, kernel_name, index)
+            kernel.set_arg(index, mem)
+            bound.append((mem, host, read))
         elif isinstance(arg, np.ndarray) and arg.ndim > 0:
             host = np.ascontiguousarray(arg)  # C order: what a flat __global pointer sees
             if host.nbytes:
@@ -233,8 +240,7 @@ def _bind(cl: Any, kernel: Any, context: Any, args: Sequence[Any], info: DeviceI
     return bound
 
 
-def _read_back(cl: Any, queue: Any, bound: list[tuple[Any, np.ndarray] | None]
-               ) -> list[np.ndarray | None]:
+def _read_back(cl: Any, queue: Any, bound: list[tuple | None]) -> list[np.ndarray | None]:
     # One read per buffer: aliased arguments get the same array back.
     read: dict[int, np.ndarray] = {}
     buffers: list[np.ndarray | None] = []
@@ -242,10 +248,12 @@ def _read_back(cl: Any, queue: Any, bound: list[tuple[Any, np.ndarray] | None]
         if item is None:
             buffers.append(None)
             continue
-        buf, host = item
+        buf, host = item[:2]
         if id(buf) not in read:
             out = np.empty_like(host)
-            if out.nbytes:
+            if len(item) == 3:  # an image: its own read-back
+                item[2](queue, out)
+            elif out.nbytes:
                 cl.enqueue_copy(queue, out, buf)
             read[id(buf)] = out
         buffers.append(view_as(read[id(buf)], host.dtype, host.shape))

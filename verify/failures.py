@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from clsim.errors import SimulationError
+from clsim.runtime.images import Image
 from verify.folders import (
     PARTIAL,
     STALE_PARTIAL_S,
@@ -114,6 +115,10 @@ def _tuples(value: Any) -> Any:
 
 def _encode_input(value: Any) -> tuple[dict[str, Any], np.ndarray | None]:
     """How to restore one input, and the array that stores it (None: kept as text)."""
+    if isinstance(value, Image):  # its pixels, and its format as plain strings
+        return {"kind": "image", "dtype": value.data.dtype.str, "shape": list(value.data.shape),
+                "order": value.order, "channel_type": value.channel_type,
+                "image_kind": value.kind, "access": value.access}, value.data
     if isinstance(value, np.ndarray):
         kind = "array"
         arr = value
@@ -140,6 +145,9 @@ def _decode_input(info: Mapping[str, Any], arrays: Mapping[str, np.ndarray], key
     arr = arrays[key]
     if kind == "array":
         return arr
+    if kind == "image":  # the format strings are checked again by Image itself
+        return Image(arr, info["order"], info["channel_type"], info["image_kind"],
+                     info["access"])
     if kind == "numpy_scalar":
         return arr[()]  # indexing a 0-d array with () gives the numpy scalar of its dtype
     return arr.item()  # Python bool/int/float/complex

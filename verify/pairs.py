@@ -25,6 +25,7 @@ import numpy as np
 from clsim.api import KernelFunction
 from clsim.cl_includes import resolve_includes
 from clsim.errors import InvalidArgumentError, SimulationError
+from clsim.runtime.images import Image
 from clsim.spec import EXACT, KernelSpec, Launch, Policy
 from verify.devices import DeviceInfo
 from verify.features import launch_features, missing_feature
@@ -83,7 +84,8 @@ class Pair:
         if self.policies is not None:
             return dict(self.policies)
         return {name: self.default_policy for name, value in args.items()
-                if isinstance(value, np.ndarray) and value.ndim > 0}
+                if isinstance(value, np.ndarray) and value.ndim > 0
+                or isinstance(value, Image) and value.access == "write_only"}
 
     def features(self, local_size: Sequence[int] | None = None,
                  global_size: Sequence[int] | None = None) -> list[str]:

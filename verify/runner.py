@@ -33,6 +33,7 @@ import clsim
 from clsim.api import KernelFunction
 from clsim.checks import Finding
 from clsim.errors import InvalidArgumentError
+from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
 from verify.clargs import copy_args, memory_groups
@@ -144,6 +145,9 @@ def describe_findings(findings: Sequence[Finding], checks: str) -> list[str]:
 def _digest(args: Sequence[Any]) -> str:
     h = hashlib.sha256(repr(memory_groups(args)).encode())
     for value in args:
+        if isinstance(value, Image):
+            h.update(repr(value).encode())
+            value = value.data
         arr = np.asarray(value)
         h.update(f"{arr.dtype.str}{arr.shape}".encode())
         h.update(np.ascontiguousarray(arr).tobytes())
@@ -194,6 +198,12 @@ def simulate_checked(kernel: KernelFunction, global_size: Sequence[int],
     while len(_memo) > _MEMO_SIZE:
         _memo.popitem(last=False)
     return copy_args(copies), findings
+
+
+def _host_array(value: Any) -> Any:
+    """What the comparison reads of an argument: an image's pixels (the device side reads
+    its image back into the same shape, ``verify.climages``)."""
+    return value.data if isinstance(value, Image) else value
 
 
 def resolve_local(pair: Pair, case: Case, device: DeviceInfo) -> tuple[int, ...]:
@@ -282,7 +292,7 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
                                        order, checks)
     policies = pair.policy_map(case.args)
     index = {p: i for i, p in enumerate(pair.params)}
-    expected = {name: after[index[name]] for name in policies}
+    expected = {name: _host_array(after[index[name]]) for name in policies}
     actual = {name: run.buffers[index[name]] for name in policies
               if run.buffers[index[name]] is not None}
     reference = None if pair.reference is None else compare_reference(

@@ -67,6 +67,23 @@ class PtrT:
         return f"{self.array.space} {cname(self.dtype)}* (into '{self.base}')"
 
 
+@dataclass(frozen=True)
+class ImageT:
+    """An image parameter (``clsim.Image``): kind ("image1d_buffer", "image1d", "image2d"),
+    channel order ("R", "RG", "RGBA"), channel type ("float32", "float16", "uint32",
+    "unorm_int8"...) and access ("read_only", "write_only"). Its value in generated code is a
+    2-D array of rows of ``width * channels`` stored values (clsim.runtime.images); only the
+    image builtins (clsim.compiler.builtins.images) take it."""
+
+    kind: str
+    order: str
+    channel_type: str
+    access: str
+
+    def __str__(self) -> str:
+        return f"{self.access} {self.kind}_t ({self.order}, {self.channel_type})"
+
+
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 # The element types vectors exist for (OpenCL has no bool vectors).
 VECTOR_ELEMENTS = (*INT_TYPES, *FLOAT_TYPES)
@@ -197,6 +214,6 @@ def short(t) -> str:
     """Readable C-ish name for messages."""
     if isinstance(t, ArrayT):
         return f"{t.space} {t.dtype}[]"
-    if isinstance(t, VecT | PtrT):
+    if isinstance(t, VecT | PtrT | ImageT):
         return str(t)
     return CNAMES.get(t, str(t)) if isinstance(t, str) else str(t)

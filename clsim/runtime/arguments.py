@@ -18,6 +18,7 @@ import numpy as np
 from clsim.compiler import ctypes as ct
 from clsim.compiler.structs import struct_of
 from clsim.errors import InvalidArgumentError
+from clsim.runtime.images import Image
 
 SUPPORTED_DTYPES = frozenset(set(ct.INT_TYPES) | {"float16", "float32", "float64", "bool"})
 # Builtins that write through a buffer argument, and which argument: atomics take p[i] or
@@ -55,6 +56,11 @@ def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
         if value is None:  # a null pointer (compiler/nulls.py); the code never reads it
             types[name] = "null"
             values.append(np.zeros(1, np.uint8))
+        elif isinstance(value, Image):  # its pixels' rows, viewing the user's array
+            if value.access == "write_only" and not value.data.flags.writeable:
+                raise read_only_error(kernel, [name])
+            types[name] = ct.ImageT(value.kind, value.order, value.channel_type, value.access)
+            values.append(value.pixels())
         elif isinstance(value, np.ndarray) and value.ndim > 0:
             _check_buffer(kernel, name, value, name in stored)
             if value.dtype.names is not None:  # a packed struct buffer: its bytes

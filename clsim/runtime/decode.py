@@ -71,6 +71,9 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
             f"view's byte offset.{src}",
             buffer=buffer, index=index, length=length + a - 1, gid=gid_t, lid=lid_t,
             access=access, **fields)
+    if code in (rec.OOB_IMAGE_READ, rec.OOB_IMAGE_WRITE):
+        return _image_error(code, buffer, index, a, length, b, where, src, gid_t, lid_t,
+                            fields)
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
@@ -109,6 +112,22 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
             f"collectives must be reached by all work-items of the (sub-)group.{src}",
             taken=a, not_taken=b, **fields)
     return SimulationError(f"{where}: kernel error code {code}{src}", **fields)
+
+
+def _image_error(code, image, x, y, width, height, where, src, gid, lid, fields):
+    """A read with CLK_ADDRESS_NONE (or no sampler) or a write outside the image."""
+    read = code == rec.OOB_IMAGE_READ
+    coord = f"({x}, {y})" if height > 1 or y != 0 else f"{x}"
+    size = f"{width}x{height}" if height > 1 else f"width {width}"
+    hint = ("Guard the read, or read through a sampler with CLK_ADDRESS_CLAMP_TO_EDGE or "
+            "CLK_ADDRESS_CLAMP (without a sampler, or with CLK_ADDRESS_NONE, the result is "
+            "undefined in OpenCL)" if read else "Guard the write with the image's size "
+            "(get_image_width)")
+    return OutOfBoundsError(
+        f"{where}, gid={gid}, lid={lid}: {'read of' if read else 'write to'} image "
+        f"'{image}' at {coord} out of range ({size}). {hint}.{src}",
+        buffer=image, index=x, length=width, gid=gid, lid=lid,
+        access="load" if read else "store", **fields)
 
 
 _SUBGROUP_CODES = (rec.SG_BRANCH, rec.SG_PARTIAL, rec.SG_NONUNIFORM_ARG, rec.SG_RANGE,

@@ -3201,6 +3201,572 @@ def _ilogb_float64(x):
     return np.int32(math.frexp(a)[1] - 1)
 
 
+def _imaddr(img, nch, x, y, mode, code, err, site, lid):
+    w = np.int64(img.shape[1] // nch)
+    h = np.int64(img.shape[0])
+    if x >= 0 and x < w and y >= 0 and y < h:
+        return np.int64(x), np.int64(y), np.int64(0)
+    if mode == 2:
+        return np.int64(min(max(x, 0), w - 1)), np.int64(min(max(y, 0), h - 1)), np.int64(0)
+    if code != 0 and mode == 0 and err[0] == 0:
+        err[0] = code
+        err[1] = site
+        err[2] = x
+        err[3] = w
+        err[5] = y
+        err[6] = h
+        err[4] = lid
+    return np.int64(0), np.int64(0), np.int64(1)
+
+
+def _imfloor(x):
+    v = np.float64(x)
+    if v != v or v < -1e15 or v > 1e15:
+        return np.int64(-(2 ** 50))
+    return np.int64(math.floor(v))
+
+
+def _imrf_float16(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = _h2f(s)
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = _h2f(s)
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = _h2f(s)
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = _h2f(s)
+    return (c0, c1, c2, c3)
+
+
+def _imrf_float32(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = np.float32(s)
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = np.float32(s)
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = np.float32(s)
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = np.float32(s)
+    return (c0, c1, c2, c3)
+
+
+def _imrf_unorm_int16(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = (np.float32(s) / np.float32(65535.0))
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = (np.float32(s) / np.float32(65535.0))
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = (np.float32(s) / np.float32(65535.0))
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = (np.float32(s) / np.float32(65535.0))
+    return (c0, c1, c2, c3)
+
+
+def _imrf_unorm_int8(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = (np.float32(s) / np.float32(255.0))
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = (np.float32(s) / np.float32(255.0))
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = (np.float32(s) / np.float32(255.0))
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = (np.float32(s) / np.float32(255.0))
+    return (c0, c1, c2, c3)
+
+
+def _imrh_float16(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = _h2f(s)
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = _h2f(s)
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = _h2f(s)
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = _h2f(s)
+    return (c0, c1, c2, c3)
+
+
+def _imrh_float32(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = _rh(np.float32(s))
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = _rh(np.float32(s))
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = _rh(np.float32(s))
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = _rh(np.float32(s))
+    return (c0, c1, c2, c3)
+
+
+def _imrh_unorm_int16(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = _rh((np.float32(s) / np.float32(65535.0)))
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = _rh((np.float32(s) / np.float32(65535.0)))
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = _rh((np.float32(s) / np.float32(65535.0)))
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = _rh((np.float32(s) / np.float32(65535.0)))
+    return (c0, c1, c2, c3)
+
+
+def _imrh_unorm_int8(img, x, y, nch, border):
+    if border != 0:
+        return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = _rh((np.float32(s) / np.float32(255.0)))
+    c1 = np.float32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = _rh((np.float32(s) / np.float32(255.0)))
+    c2 = np.float32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = _rh((np.float32(s) / np.float32(255.0)))
+    c3 = np.float32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = _rh((np.float32(s) / np.float32(255.0)))
+    return (c0, c1, c2, c3)
+
+
+def _imri_int16(img, x, y, nch, border):
+    if border != 0:
+        return (np.int32(0), np.int32(0), np.int32(0), np.int32(0) if nch == 4 else np.int32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = np.int32(s)
+    c1 = np.int32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = np.int32(s)
+    c2 = np.int32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = np.int32(s)
+    c3 = np.int32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = np.int32(s)
+    return (c0, c1, c2, c3)
+
+
+def _imri_int32(img, x, y, nch, border):
+    if border != 0:
+        return (np.int32(0), np.int32(0), np.int32(0), np.int32(0) if nch == 4 else np.int32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = np.int32(s)
+    c1 = np.int32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = np.int32(s)
+    c2 = np.int32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = np.int32(s)
+    c3 = np.int32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = np.int32(s)
+    return (c0, c1, c2, c3)
+
+
+def _imri_int8(img, x, y, nch, border):
+    if border != 0:
+        return (np.int32(0), np.int32(0), np.int32(0), np.int32(0) if nch == 4 else np.int32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = np.int32(s)
+    c1 = np.int32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = np.int32(s)
+    c2 = np.int32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = np.int32(s)
+    c3 = np.int32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = np.int32(s)
+    return (c0, c1, c2, c3)
+
+
+def _imrui_uint16(img, x, y, nch, border):
+    if border != 0:
+        return (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0) if nch == 4 else np.uint32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = np.uint32(s)
+    c1 = np.uint32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = np.uint32(s)
+    c2 = np.uint32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = np.uint32(s)
+    c3 = np.uint32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = np.uint32(s)
+    return (c0, c1, c2, c3)
+
+
+def _imrui_uint32(img, x, y, nch, border):
+    if border != 0:
+        return (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0) if nch == 4 else np.uint32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = np.uint32(s)
+    c1 = np.uint32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = np.uint32(s)
+    c2 = np.uint32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = np.uint32(s)
+    c3 = np.uint32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = np.uint32(s)
+    return (c0, c1, c2, c3)
+
+
+def _imrui_uint8(img, x, y, nch, border):
+    if border != 0:
+        return (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0) if nch == 4 else np.uint32(1))
+    o = x * nch
+    s = img[y, o + 0]
+    c0 = np.uint32(s)
+    c1 = np.uint32(0)
+    if nch > 1:
+        s = img[y, o + 1]
+        c1 = np.uint32(s)
+    c2 = np.uint32(0)
+    if nch > 2:
+        s = img[y, o + 2]
+        c2 = np.uint32(s)
+    c3 = np.uint32(1)
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = np.uint32(s)
+    return (c0, c1, c2, c3)
+
+
+def _imunorm(v, scale):
+    f = np.float32(v) * np.float32(scale)
+    if f != f or f <= np.float32(0.0):
+        return np.float64(0.0)
+    if f >= np.float32(scale):
+        return np.float64(scale)
+    return np.rint(np.float64(f))
+
+
+def _imwf_float16(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = _f2h_mode(v, 0)
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = _f2h_mode(v, 0)
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = _f2h_mode(v, 0)
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = _f2h_mode(v, 0)
+
+
+def _imwf_float32(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.float32(v)
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.float32(v)
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.float32(v)
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.float32(v)
+
+
+def _imwf_unorm_int16(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.uint16(_imunorm(v, 65535.0))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.uint16(_imunorm(v, 65535.0))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.uint16(_imunorm(v, 65535.0))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.uint16(_imunorm(v, 65535.0))
+
+
+def _imwf_unorm_int8(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.uint8(_imunorm(v, 255.0))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.uint8(_imunorm(v, 255.0))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.uint8(_imunorm(v, 255.0))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.uint8(_imunorm(v, 255.0))
+
+
+def _imwh_float16(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = _f2h_mode(v, 0)
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = _f2h_mode(v, 0)
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = _f2h_mode(v, 0)
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = _f2h_mode(v, 0)
+
+
+def _imwh_float32(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.float32(v)
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.float32(v)
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.float32(v)
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.float32(v)
+
+
+def _imwh_unorm_int16(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.uint16(_imunorm(v, 65535.0))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.uint16(_imunorm(v, 65535.0))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.uint16(_imunorm(v, 65535.0))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.uint16(_imunorm(v, 65535.0))
+
+
+def _imwh_unorm_int8(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.uint8(_imunorm(v, 255.0))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.uint8(_imunorm(v, 255.0))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.uint8(_imunorm(v, 255.0))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.uint8(_imunorm(v, 255.0))
+
+
+def _imwi_int16(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.int16(min(max(np.int64(v), -32768), 32767))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.int16(min(max(np.int64(v), -32768), 32767))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.int16(min(max(np.int64(v), -32768), 32767))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.int16(min(max(np.int64(v), -32768), 32767))
+
+
+def _imwi_int32(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.int32(v)
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.int32(v)
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.int32(v)
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.int32(v)
+
+
+def _imwi_int8(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.int8(min(max(np.int64(v), -128), 127))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.int8(min(max(np.int64(v), -128), 127))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.int8(min(max(np.int64(v), -128), 127))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.int8(min(max(np.int64(v), -128), 127))
+
+
+def _imwui_uint16(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.uint16(min(max(np.int64(v), 0), 65535))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.uint16(min(max(np.int64(v), 0), 65535))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.uint16(min(max(np.int64(v), 0), 65535))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.uint16(min(max(np.int64(v), 0), 65535))
+
+
+def _imwui_uint32(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.uint32(v)
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.uint32(v)
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.uint32(v)
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.uint32(v)
+
+
+def _imwui_uint8(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+    v = v0
+    img[y, o + 0] = np.uint8(min(max(np.int64(v), 0), 255))
+    if nch > 1:
+        v = v1
+        img[y, o + 1] = np.uint8(min(max(np.int64(v), 0), 255))
+    if nch > 2:
+        v = v2
+        img[y, o + 2] = np.uint8(min(max(np.int64(v), 0), 255))
+    if nch > 3:
+        v = v3
+        img[y, o + 3] = np.uint8(min(max(np.int64(v), 0), 255))
+
+
 def _irem_int16(a, b, err, site, lid):
     if b == 0:
         _oob(err, np.int64(5), site, np.int64(0), np.int64(0), lid)
@@ -4992,6 +5558,34 @@ DEPS = {
     '_idiv_uint32': ('_oob',),
     '_idiv_uint64': ('_oob',),
     '_idiv_uint8': ('_oob',),
+    '_imrf_float16': ('_h2f', '_rh'),
+    '_imrf_float32': ('_h2f', '_rh'),
+    '_imrf_unorm_int16': ('_h2f', '_rh'),
+    '_imrf_unorm_int8': ('_h2f', '_rh'),
+    '_imrh_float16': ('_h2f', '_rh'),
+    '_imrh_float32': ('_h2f', '_rh'),
+    '_imrh_unorm_int16': ('_h2f', '_rh'),
+    '_imrh_unorm_int8': ('_h2f', '_rh'),
+    '_imri_int16': ('_h2f', '_rh'),
+    '_imri_int32': ('_h2f', '_rh'),
+    '_imri_int8': ('_h2f', '_rh'),
+    '_imrui_uint16': ('_h2f', '_rh'),
+    '_imrui_uint32': ('_h2f', '_rh'),
+    '_imrui_uint8': ('_h2f', '_rh'),
+    '_imwf_float16': ('_f2h_mode', '_imunorm'),
+    '_imwf_float32': ('_f2h_mode', '_imunorm'),
+    '_imwf_unorm_int16': ('_f2h_mode', '_imunorm'),
+    '_imwf_unorm_int8': ('_f2h_mode', '_imunorm'),
+    '_imwh_float16': ('_f2h_mode', '_imunorm'),
+    '_imwh_float32': ('_f2h_mode', '_imunorm'),
+    '_imwh_unorm_int16': ('_f2h_mode', '_imunorm'),
+    '_imwh_unorm_int8': ('_f2h_mode', '_imunorm'),
+    '_imwi_int16': ('_f2h_mode', '_imunorm'),
+    '_imwi_int32': ('_f2h_mode', '_imunorm'),
+    '_imwi_int8': ('_f2h_mode', '_imunorm'),
+    '_imwui_uint16': ('_f2h_mode', '_imunorm'),
+    '_imwui_uint32': ('_f2h_mode', '_imunorm'),
+    '_imwui_uint8': ('_f2h_mode', '_imunorm'),
     '_irem_int16': ('_oob',),
     '_irem_int32': ('_oob',),
     '_irem_int64': ('_oob',),

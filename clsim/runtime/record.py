@@ -52,6 +52,10 @@ MISALIGNED = 14  # an access through a view at a byte offset it is not aligned t
 # through a view: INDEX the byte offset, LENGTH the last start + 1, COUNT_A the access's bytes
 OOB_VIEW_LOAD = 15
 OOB_VIEW_STORE = 16
+# an image read (CLK_ADDRESS_NONE, no sampler) or write outside the image: INDEX x, LENGTH
+# the width, COUNT_A y, COUNT_B the height (clsim.compiler.builtins.images)
+OOB_IMAGE_READ = 17
+OOB_IMAGE_WRITE = 18
 INSTRUMENT_CODES = 20  # codes from here on belong to instruments (their ``decoders``)
 
 

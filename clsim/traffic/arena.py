@@ -19,7 +19,7 @@ import numpy as np
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS, TrafficReport, TrafficSite
 
-COUNTED_SPACES = ("global", "constant", "local")
+COUNTED_SPACES = ("global", "constant", "local", "image")
 # Virtual size of the lane logs and of the sector streams (all threads): pages are only touched
 # as far as the launch goes, so these bound address space, not memory. A lane running one site
 # more than cap times in one work-item loop pass has its extra runs counted as single-lane
@@ -107,7 +107,7 @@ def build(info, dev: Device) -> list[np.ndarray]:
     args = np.zeros((len(info.values) + 1, lay.B_COLS), np.int64)
     flags = 0
     for p, value in enumerate(info.values):
-        if isinstance(value, np.ndarray) and value.ndim == 1:
+        if isinstance(value, np.ndarray) and value.ndim >= 1:  # an image's pixels: 2-D
             args[p] = (flags, value.ctypes.data, value.size)
             flags += value.size
     args[-1] = (flags, 0, 1)
@@ -161,7 +161,7 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
     half, b0 = int(T[lay.C_M_WRITE]), int(T[lay.C_B0])
     buffers = []
     for p, (name, value) in enumerate(zip(info.params, info.values, strict=True)):
-        if isinstance(value, np.ndarray) and value.ndim == 1:
+        if isinstance(value, np.ndarray) and value.ndim >= 1:
             off = int(T[b0 + p * lay.B_COLS])
             reads[name] = int(np.count_nonzero(M[off:off + value.size])) * value.itemsize
             writes[name] = int(np.count_nonzero(M[half + off:half + off + value.size])) * (

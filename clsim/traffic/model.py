@@ -21,8 +21,10 @@ from typing import Any
 from clsim.errors import SimulationError
 
 KINDS = ("load", "store")
-# "constant" is __constant memory: it lives in DRAM, so it is folded into the global totals.
-SPACES = ("global", "local", "constant")
+# "constant" is __constant memory: it lives in DRAM, so it is folded into the global totals;
+# "image" is an image's pixels, read through the texture cache: folded in too, and also
+# totalled on its own (image_*).
+SPACES = ("global", "local", "constant", "image")
 FLOP_KINDS = ("add", "mul", "fma", "div", "sqrt", "transcendental", "int")
 REPORT_VERSION = 1
 
@@ -168,6 +170,8 @@ class TrafficReport:
             "global_load_executions": 0, "global_store_executions": 0,
             "local_load_bytes": 0, "local_store_bytes": 0,
             "local_bank_conflicts": 0,
+            "image_load_bytes": 0, "image_store_bytes": 0,
+            "image_load_sectors": 0, "image_store_sectors": 0,
         }
         for s in self.site_records:
             if s.space == "local":
@@ -178,6 +182,9 @@ class TrafficReport:
                 t[f"global_{s.kind}_sectors"] += s.sectors
                 t[f"global_{s.kind}_lines"] += s.lines
                 t[f"global_{s.kind}_executions"] += s.executions
+            if s.space == "image":
+                t[f"image_{s.kind}_bytes"] += s.bytes
+                t[f"image_{s.kind}_sectors"] += s.sectors
         sectors = t["global_load_sectors"] + t["global_store_sectors"]
         requested = t["global_load_bytes"] + t["global_store_bytes"]
         t["global_sector_bytes"] = sectors * self.sector_bytes

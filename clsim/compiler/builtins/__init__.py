@@ -2,7 +2,7 @@
 
 One module per family (``workitem``, ``math``, ``integer``, ``relational``, ``conversion``,
 ``vector`` (+ ``vector_convert``, ``geometric``), ``half``, ``memory``, ``atomics``,
-``collectives``), each with a list ``ENTRIES`` of frozen
+``collectives``, ``images``), each with a list ``ENTRIES`` of frozen
 ``Builtin`` records (``entry.py`` documents every field). Every pass reads this table and
 nothing else: ``clsim.api`` exports a marker per public name, the front end reads ``cut``,
 ``effects`` and ``on_parse``, typing calls ``result`` (or ``typing``), the region builder reads
@@ -39,6 +39,7 @@ from clsim.compiler.builtins import (
     conversion_modes,
     geometric,
     half,
+    images,
     intbits,
     integer,
     math,
@@ -59,7 +60,7 @@ from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
 _MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, relational,
             conversion, conversion_modes, vector, geometric, vector_convert, half, memory,
-            memory_async, printf, atomics, atomics_c11, collectives)
+            memory_async, printf, atomics, atomics_c11, collectives, images)
 
 
 def _build() -> tuple[dict[str, Builtin], dict[str, Helper]]:

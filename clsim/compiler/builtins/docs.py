@@ -23,7 +23,7 @@ _TITLES = {
     "conversion": "Conversions and reinterpretation", "vector": "Vectors",
     "half": "Half precision (cl_khr_fp16)",
     "memory": "Synchronisation and memory", "atomics": "Atomics",
-    "collectives": "Sub-group and work-group collectives",
+    "collectives": "Sub-group and work-group collectives", "image": "Images",
 }
 _FLOP_WORDS = {"add": "1 add", "mul": "1 mul", "fma": "1 fma (2 flops)", "div": "1 div",
                "sqrt": "1 sqrt", "transcendental": "1 transcendental", "int": "1 int op"}

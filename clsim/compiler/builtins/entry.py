@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from clsim.compiler.helpers import Helper
 
 FAMILIES = ("work-item", "math", "integer", "relational", "conversion", "vector", "half",
-            "memory", "atomics", "collectives")
+            "memory", "atomics", "collectives", "image")
 
 
 @dataclass(frozen=True)

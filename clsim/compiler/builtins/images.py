@@ -1,0 +1,365 @@
+"""Image builtins: read_imagef/h/i/ui, write_imagef/h/i/ui, get_image_width/height.
+
+An image parameter (``ct.ImageT``, from a ``clsim.Image`` argument) is, in generated code, a
+2-D array of rows of ``width * channels`` stored values. A read or write first maps its
+coordinate through ``_imaddr``: in range it is the pixel; out of range the sampler's
+addressing mode decides (clamp-to-edge clamps, clamp gives the border colour, none and
+samplerless reads are undefined in OpenCL, so with bounds checks on they are an error naming
+the image and the coordinate; an out-of-range write is always such an error). The pixel's
+channels are then converted by the spec's rules for the channel type (half -> float exact,
+unorm -> value / 255, float -> half to nearest even on write...), and missing channels read
+as 0 (alpha 1). The sampler must be a compile-time constant (a module-level
+``CLK_... | CLK_...`` int, as ggml's ``const sampler_t``): its bits choose the code.
+
+Instruments see each pixel access as one access of ``channels`` elements in space "image"
+(the traffic model counts it as texture-cache traffic; docs/traffic-model.md).
+Not here: normalised coordinates, linear filtering, repeat addressing, 3-D and array images,
+images passed to helper functions, read_write images (each is a compile error that says so).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins.entry import Builtin
+from clsim.compiler.builtins.half import F2H_DEPS
+from clsim.compiler.diagnostics import compile_error, node_error
+from clsim.compiler.helpers import helper
+from clsim.runtime import images as im
+from clsim.runtime import record as rec
+
+FAMILY = "image"
+# read/write suffix -> (channel-type family it needs, the vector element type it returns/takes)
+SUFFIXES = {"f": ("f", "float32"), "h": ("f", "float16"), "i": ("i", "int32"),
+            "ui": ("ui", "uint32")}
+_NONE, _DROP, _EDGE, _BORDER = 0, 1, 2, 4  # _imaddr's modes (_DROP: skip a write)
+
+_ADDR = helper("_imaddr", rec.fill("""
+def _imaddr(img, nch, x, y, mode, code, err, site, lid):
+    w = np.int64(img.shape[1] // nch)
+    h = np.int64(img.shape[0])
+    if x >= 0 and x < w and y >= 0 and y < h:
+        return np.int64(x), np.int64(y), np.int64(0)
+    if mode == 2:
+        return np.int64(min(max(x, 0), w - 1)), np.int64(min(max(y, 0), h - 1)), np.int64(0)
+    if code != 0 and mode == 0 and err[{CODE}] == 0:
+        err[{CODE}] = code
+        err[{SITE}] = site
+        err[{INDEX}] = x
+        err[{LENGTH}] = w
+        err[{COUNT_A}] = y
+        err[{COUNT_B}] = h
+        err[{LID}] = lid
+    return np.int64(0), np.int64(0), np.int64(1)
+"""))
+# A float coordinate (unnormalised, nearest): the pixel it falls in; NaN and huge values
+# land far outside, where the addressing mode decides.
+_FLOOR = helper("_imfloor", """
+def _imfloor(x):
+    v = np.float64(x)
+    if v != v or v < -1e15 or v > 1e15:
+        return np.int64(-(2 ** 50))
+    return np.int64(math.floor(v))
+""")
+_UNORM_W = helper("_imunorm", """
+def _imunorm(v, scale):
+    f = np.float32(v) * np.float32(scale)
+    if f != f or f <= np.float32(0.0):
+        return np.float64(0.0)
+    if f >= np.float32(scale):
+        return np.float64(scale)
+    return np.rint(np.float64(f))
+""")
+
+
+def _read_conv(suffix: str, t: im.ChannelType) -> str:
+    """Code converting one stored channel ``s`` to the read's element (a half is held in a
+    float32)."""
+    if suffix in ("i", "ui"):
+        return f"np.{SUFFIXES[suffix][1]}(s)"
+    if t.name == "float16":
+        return "_h2f(s)"
+    f = "np.float32(s)" if t.scale == 0 else \
+        f"(np.float32(s) / np.float32({float(t.scale)!r}))"
+    return f if suffix == "f" else f"_rh({f})"
+
+
+def _write_conv(suffix: str, t: im.ChannelType) -> str:
+    """Code converting one component ``v`` of the written vector to the stored channel."""
+    if t.name == "float16":
+        return "_f2h_mode(v, 0)"
+    if t.scale:
+        return f"np.{t.storage}(_imunorm(v, {float(t.scale)!r}))"
+    if t.family == "f":
+        return "np.float32(v)"
+    info = {"int8": (-128, 127), "int16": (-32768, 32767), "uint8": (0, 255),
+            "uint16": (0, 65535)}.get(t.name)
+    if info is None:  # 32-bit: the value as it is
+        return f"np.{t.storage}(v)"
+    return f"np.{t.storage}(min(max(np.int64(v), {info[0]}), {info[1]}))"
+
+
+def _reader(suffix: str, t: im.ChannelType):
+    elem = "float32" if suffix in ("f", "h") else SUFFIXES[suffix][1]
+    name = f"_imr{suffix}_{t.name}"
+    conv = _read_conv(suffix, t)
+    zero, one = f"np.{elem}(0)", f"np.{elem}(1)"
+    chans = "\n".join(f"    s = img[y, o + {k}]\n    c{k} = {conv}" if k == 0 else
+                      f"    c{k} = {zero}\n    if nch > {k}:\n        s = img[y, o + {k}]\n"
+                      f"        c{k} = {conv}" for k in range(3))
+    source = f"""
+def {name}(img, x, y, nch, border):
+    if border != 0:
+        return ({zero}, {zero}, {zero}, {zero} if nch == 4 else {one})
+    o = x * nch
+{chans}
+    c3 = {one}
+    if nch == 4:
+        s = img[y, o + 3]
+        c3 = {conv}
+    return (c0, c1, c2, c3)
+"""
+    return helper(name, source, ("_h2f", "_rh"))
+
+
+def _writer(suffix: str, t: im.ChannelType):
+    name = f"_imw{suffix}_{t.name}"
+    conv = _write_conv(suffix, t)
+    stores = "\n".join(f"    v = v{k}\n    img[y, o + {k}] = {conv}" if k == 0 else
+                       f"    if nch > {k}:\n        v = v{k}\n        img[y, o + {k}] = {conv}"
+                       for k in range(4))
+    source = f"""
+def {name}(img, x, y, nch, border, v0, v1, v2, v3):
+    if border != 0:
+        return
+    o = x * nch
+{stores}
+"""
+    return helper(name, source, ("_f2h_mode", "_imunorm"))
+
+
+def _image_of(call, types, what: str) -> ct.ImageT:
+    node = call.args[0] if call.args else None
+    if not types or not isinstance(types[0], ct.ImageT) or not isinstance(node, ast.Name):
+        raise node_error(call, f"{what}: the first argument must be an image parameter "
+                               "(a clsim.Image argument, by name)")
+    return types[0]
+
+
+def _sampler_value(call) -> int | None:
+    """The sampler of a 3-argument read (a compile-time constant), else None."""
+    if len(call.args) != 3:
+        return None
+    resolved = getattr(call.args[1], "resolved", None)
+    if resolved is None or resolved[0] != "const" or isinstance(resolved[1], float):
+        raise node_error(call, "the sampler must be a module-level constant such as "
+                               "SMP = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE "
+                               "| CLK_FILTER_NEAREST (a const sampler_t in OpenCL C)")
+    value = int(resolved[1])
+    if value & im.NORMALIZED_MASK:
+        raise node_error(call, "normalised sampler coordinates (CLK_NORMALIZED_COORDS_TRUE) "
+                               "are not supported yet; use CLK_NORMALIZED_COORDS_FALSE")
+    if value & im.FILTER_MASK == im.SAMPLER_CONSTANTS["CLK_FILTER_LINEAR"]:
+        raise node_error(call, "CLK_FILTER_LINEAR is not supported yet; use "
+                               "CLK_FILTER_NEAREST")
+    if value & im.ADDRESS_MASK not in (_NONE, _EDGE, _BORDER):
+        raise node_error(call, "repeat addressing needs normalised coordinates; use "
+                               "CLK_ADDRESS_CLAMP_TO_EDGE, CLK_ADDRESS_CLAMP or "
+                               "CLK_ADDRESS_NONE")
+    return value
+
+
+def _coord_rule(call, img: ct.ImageT, coord, what: str, sampler: bool) -> None:
+    dims = 2 if img.kind == "image2d" else 1
+    kinds = "int or float (with a sampler)" if sampler else "int"
+
+    def ok_elem(t):
+        return ct.is_int(ct.promote(t)) or (sampler and t == "float32")
+
+    if dims == 1:
+        good = ct.is_scalar(coord) and ok_elem(coord)
+        want = f"an {kinds}"
+    else:
+        good = isinstance(coord, ct.VecT) and coord.width == 2 and ok_elem(coord.dtype)
+        want = "an int2" + (" or float2 (with a sampler)" if sampler else "")
+    if not good:
+        raise node_error(call, f"{what}: the coordinate of an {img.kind} must be {want}, "
+                               f"got {ct.short(coord)}")
+
+
+def _read_rule(suffix: str):
+    name = f"read_image{suffix}"
+
+    def rule(types, call):
+        if len(types) not in (2, 3):
+            raise node_error(call, f"{name}(image, coord) or {name}(image, sampler, coord)")
+        img = _image_of(call, types, name)
+        if img.access != "read_only":
+            raise node_error(call, f"{name}: image '{call.args[0].id}' is {img.access}; "
+                                   "pass it as clsim.Image(..., access='read_only')")
+        _check_family(call, img, suffix, name)
+        if len(types) == 3 and img.kind == "image1d_buffer":
+            raise node_error(call, f"{name}: an image1d_buffer_t is read without a sampler "
+                                   f"({name}(image, coord))")
+        sampler = _sampler_value(call) is not None
+        _coord_rule(call, img, types[-1], name, sampler)
+        return ct.VecT(SUFFIXES[suffix][1], 4)
+
+    return rule
+
+
+def _check_family(call, img: ct.ImageT, suffix: str, name: str) -> None:
+    t = im.CHANNEL_TYPES[img.channel_type]
+    if t.family != SUFFIXES[suffix][0]:
+        right = {"f": "read_imagef/read_imageh", "i": "read_imagei",
+                 "ui": "read_imageui"}[t.family]
+        raise node_error(call, f"{name} on an image of {t.cl} channels is undefined in "
+                               f"OpenCL; use {right.replace('read', name.split('_')[0])}")
+
+
+def _write_rule(suffix: str):
+    name = f"write_image{suffix}"
+    vec = ct.VecT(SUFFIXES[suffix][1], 4)
+
+    def rule(types, call):
+        if len(types) != 3:
+            raise node_error(call, f"{name}(image, coord, value) takes 3 arguments")
+        img = _image_of(call, types, name)
+        if img.access != "write_only":
+            raise node_error(call, f"{name}: image '{call.args[0].id}' is {img.access}; "
+                                   "pass it as clsim.Image(..., access='write_only')")
+        _check_family(call, img, suffix, name)
+        _coord_rule(call, img, types[1], name, False)
+        if types[2] != vec:
+            raise node_error(call, f"{name}: the value must be a {vec}, got "
+                                   f"{ct.short(types[2])}")
+        return None
+
+    return rule
+
+
+def _base(gen, call) -> tuple[str, str, ct.ImageT]:
+    node = call.args[0]
+    if not gen.in_group_fn or node.id not in gen.module.program.arg_types:
+        raise compile_error(call.loc, "images can be used in the kernel body only (not "
+                                      "passed to helper functions yet)")
+    return node.id, f"v_{node.id}", node.ctype
+
+
+def _coords(gen, node, dims: int) -> tuple[str, str]:
+    """int64 codes of x and y (0 for 1-D) of the coordinate ``node``."""
+    t = node.ctype
+    if dims == 1:
+        code = gen.expr(node)
+        return (_to_int(gen, code, t), gen.const(0, "int64"))
+    c = gen.fresh("_imc")
+    gen.pre(f"{c} = {gen.expr(node)}")
+    return tuple(_to_int(gen, f"{c}[{k}]", t.dtype) for k in range(2))
+
+
+def _to_int(gen, code: str, t) -> str:
+    return f"{gen.helper('_imfloor')}({code})" if ct.is_float(t) else f"np.int64({code})"
+
+
+def _address(gen, call, name, base, img, coord, mode: int, code: int, kind: str):
+    """Pre-lines mapping the coordinate to (x, y, border) and telling the instruments; returns
+    the three locals."""
+    nch = im.ORDERS[img.order]
+    storage = im.CHANNEL_TYPES[img.channel_type].storage
+    x, y = _coords(gen, coord, 2 if img.kind == "image2d" else 1)
+    site = gen.module.site(call, name, kind, "image", storage, width=nch)
+    ax, ay, ab = gen.fresh("_imx"), gen.fresh("_imy"), gen.fresh("_imb")
+    checked = gen.bounds_checks and code != 0
+    gen.pre(f"{ax}, {ay}, {ab} = {gen.helper('_imaddr')}({base}, {gen.const(nch, 'int64')}, "
+            f"{x}, {y}, {gen.const(mode, 'int64')}, "
+            f"{gen.const(code if checked else 0, 'int64')}, _err, "
+            f"{gen.const(site, 'int64')}, {gen.lid_code()})")
+    if checked and mode == _NONE:
+        gen.checked()
+        gen.pre(f"if _err[{rec.CODE}] != 0:\n    {gen.err_return}")
+    flat = f"{ay} * {base}.shape[1] + {ax} * {gen.const(nch, 'int64')}"
+    arrt = ct.ArrayT(storage, 1, "image")
+    wrapped = gen.module.access(gen, site, name, arrt, [flat], kind)[0]
+    if wrapped != flat:  # an instrument records the pixel (never the border colour)
+        gen.pre(f"if {ab} == 0:\n    {gen.fresh('_imt')} = {wrapped}")
+    return ax, ay, ab, nch
+
+
+def _read_lower(suffix: str):
+    def lower(gen, call):
+        name, base, img = _base(gen, call)
+        sampler = _sampler_value(call)
+        mode = _NONE if sampler is None else sampler & im.ADDRESS_MASK
+        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[-1], mode,
+                                   rec.OOB_IMAGE_READ, "load")
+        reader = gen.helper(f"_imr{suffix}_{img.channel_type}")
+        return f"{reader}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab})"
+
+    return lower
+
+
+def _write_lower(suffix: str):
+    def lower(gen, call):
+        name, base, img = _base(gen, call)
+        value = gen.fresh("_imv")
+        gen.pre(f"{value} = {gen.expr(call.args[2])}")
+        mode = _NONE if gen.bounds_checks else _DROP
+        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[1], mode,
+                                   rec.OOB_IMAGE_WRITE, "store")
+        comps = ", ".join(f"{value}[{k}]" for k in range(4))
+        writer = gen.helper(f"_imw{suffix}_{img.channel_type}")
+        gen.pre(f"{writer}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab}, {comps})")
+        return None
+
+    return lower
+
+
+def _size_rule(what: str):
+    def rule(types, call):
+        img = _image_of(call, types, f"get_image_{what}")
+        if len(types) != 1:
+            raise node_error(call, f"get_image_{what}(image) takes one image")
+        if what == "height" and img.kind != "image2d":
+            raise node_error(call, f"get_image_height: '{call.args[0].id}' is an {img.kind} "
+                                   "(1-D images have no height)")
+        return "int32"
+
+    return rule
+
+
+def _size_lower(what: str):
+    def lower(gen, call):
+        _name, base, img = _base(gen, call)
+        if what == "height":
+            return f"np.int32({base}.shape[0])"
+        return f"np.int32({base}.shape[1] // {gen.const(im.ORDERS[img.order], 'int64')})"
+
+    return lower
+
+
+READERS = tuple(_reader(s, t) for s in SUFFIXES for t in im.CHANNEL_TYPES.values()
+                if t.family == SUFFIXES[s][0])
+WRITERS = tuple(_writer(s, t) for s in SUFFIXES for t in im.CHANNEL_TYPES.values()
+                if t.family == SUFFIXES[s][0])
+_COMMON = (_ADDR, _FLOOR, _UNORM_W, *F2H_DEPS)
+_TYPES = {"f": "float, half, unorm images", "h": "float, half, unorm images",
+          "i": "signed integer images", "ui": "unsigned integer images"}
+
+ENTRIES = [
+    *(Builtin(f"read_image{s}", FAMILY, _read_rule(s), lower=_read_lower(s), varying=True,
+              access="load", helpers=(*_COMMON, *READERS),
+              c=f"read_image{s}(img, [sampler,] coord)",
+              py=f"read_image{s}(img, coord) / read_image{s}(img, SMP, coord)",
+              types=_TYPES[s],
+              note=f"a {ct.VecT(SUFFIXES[s][1], 4)}; coord int (1-D) or int2 (image2d), "
+                   "float with a sampler (nearest)") for s in SUFFIXES),
+    *(Builtin(f"write_image{s}", FAMILY, _write_rule(s), lower=_write_lower(s), varying=True,
+              access="store", effects=True, helpers=(*_COMMON, *WRITERS),
+              c=f"write_image{s}(img, coord, value)", types=_TYPES[s],
+              note=f"value a {ct.VecT(SUFFIXES[s][1], 4)}; write_only images; a statement")
+      for s in SUFFIXES),
+    *(Builtin(f"get_image_{w}", FAMILY, _size_rule(w), lower=_size_lower(w),
+              c=f"get_image_{w}(img)", types="image2d" if w == "height" else "any image",
+              note="int, in pixels") for w in ("width", "height")),
+]

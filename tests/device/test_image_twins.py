@@ -1,0 +1,95 @@
+"""Kernels with images against their OpenCL C twins on every device that takes images.
+
+Contract: the simulator and the device agree bit for bit (``verify.compare``, the verifier's
+own path: ``clsim.Image`` arguments become pyopencl images, write_only images are read back
+and compared) on an image1d_buffer_t of float4 and of half4, an image2d_t read through
+clamp-to-edge and clamp samplers past every edge, a CL_R uint32 image1d_buffer_t, and
+write_only image2d_t of half and float. A device without images, or without the format,
+is skipped with the reason (``verify.climages.image_support``).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import clsim
+from tests.image_kernels import (
+    HALF_CL,
+    IMAGES_CL,
+    edge_blur,
+    gather_uint,
+    half_mix,
+    image_mix,
+    scale_into,
+)
+from verify.climages import image_support
+from verify.clrun import _queue
+from verify.devices import get_device, import_pyopencl
+from verify.runner import compare
+from verify.testing import device_params
+
+RNG = np.random.default_rng(11)
+H, W = 5, 7
+
+
+def _cases():
+    a = RNG.standard_normal((32, 4)).astype(np.float32)
+    h = RNG.standard_normal((32, 4)).astype(np.float16)
+    img = RNG.standard_normal((H, W, 4)).astype(np.float32)
+    q = RNG.integers(0, 2**32, 64, dtype=np.uint32)
+    return {
+        "image_mix": (image_mix, IMAGES_CL, (32,), (8,),
+                      (clsim.Image(a), clsim.Image(h), np.zeros(128, np.float32))),
+        "edge_blur": (edge_blur, IMAGES_CL, (W, H), (W, 1),
+                      (clsim.Image(img), np.zeros(H * W, np.float32))),
+        "gather_uint": (gather_uint, IMAGES_CL, (32,), (8,),
+                        (clsim.Image(q, "R"), np.zeros(32, np.uint32))),
+        "half_mix": (half_mix, HALF_CL, (32,), (8,),
+                     (clsim.Image(a), clsim.Image(h), np.zeros(64, np.float16))),
+        "scale_into": (scale_into, HALF_CL, (W, H), (1, 1),
+                       (clsim.Image(img),
+                        clsim.Image(np.zeros((H, W, 4), np.float16), access="write_only"),
+                        clsim.Image(np.zeros((W, H, 4), np.float32), access="write_only"))),
+    }
+
+
+CASES = _cases()
+FLOAT_DEVICES = device_params()
+HALF_DEVICES = device_params(requires=("fp16",))
+
+
+def _skip_without_images(device: str, args) -> None:
+    context, _ = _queue(get_device(device))
+    cl = import_pyopencl()
+    for arg in args:
+        if isinstance(arg, clsim.Image):
+            why = image_support(cl, context, arg)
+            if why is not None:
+                pytest.skip(why)
+
+
+def _check(device: str, name: str) -> None:
+    kernel, source, global_size, local_size, args = CASES[name]
+    _skip_without_images(device, args)
+    result = compare(kernel, source, global_size=global_size, local_size=local_size,
+                     args=args, device=device)
+    assert result.equal, result.outputs.describe()
+    params = inspect.signature(kernel.fn).parameters
+    written = [k for k, v in zip(params, args, strict=True)
+               if isinstance(v, np.ndarray) or getattr(v, "access", "") == "write_only"]
+    assert set(result.simulator) == set(written)  # every output compared, images included
+
+
+@pytest.mark.parametrize("device", FLOAT_DEVICES)
+@pytest.mark.parametrize("name", ["image_mix", "edge_blur", "gather_uint"])
+def test_float_image_kernels_match_their_twins(device, name):
+    _check(device, name)
+
+
+@pytest.mark.parametrize("device", HALF_DEVICES)
+@pytest.mark.parametrize("name", ["half_mix", "scale_into"])
+def test_half_image_kernels_match_their_twins(device, name):
+    _check(device, name)

@@ -1,0 +1,294 @@
+"""OpenCL images in the simulator: reads, writes, samplers, conversions, errors, traffic.
+
+Contract: ``clsim.Image`` arguments are read and written by the image builtins with OpenCL's
+conversion rules per channel type and order, out-of-range reads follow the sampler's
+addressing mode (an undefined one is an ``OutOfBoundsError`` naming the image and the
+coordinate, as is any out-of-range write), misuse is a ``KernelCompileError`` or an
+``InvalidArgumentError`` that says what to do, and ``traffic=True`` counts image accesses
+as sites of space "image". Kernels run without JIT (one JIT case proves that path agrees).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import (
+    CLK_ADDRESS_CLAMP,
+    CLK_ADDRESS_NONE,
+    CLK_FILTER_LINEAR,
+    CLK_FILTER_NEAREST,
+    CLK_NORMALIZED_COORDS_FALSE,
+    CLK_NORMALIZED_COORDS_TRUE,
+    get_global_id,
+    int2,
+    int4,
+    read_imagef,
+    read_imagei,
+    read_imageui,
+    write_imagef,
+    write_imagei,
+)
+from tests.image_kernels import edge_blur, gather_uint, half_mix, image_mix, scale_into
+
+RNG = np.random.default_rng(7)
+NONE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST
+BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
+LINEAR = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_LINEAR
+NORMALIZED = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
+
+
+def _mix_inputs(n=32):
+    return (RNG.standard_normal((n, 4)).astype(np.float32),
+            RNG.standard_normal((n, 4)).astype(np.float16))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_image1d_buffer_float4_and_half4_reads(jit):
+    a, h = _mix_inputs()
+    out = np.zeros(a.size, np.float32)
+    clsim.run(image_mix, (32,), (8,), (clsim.Image(a), clsim.Image(h), out), jit=jit)
+    np.testing.assert_array_equal(out, (a * np.float32(2) + h.astype(np.float32)).ravel())
+
+
+def test_read_imageh_rounds_float_channels_to_half():
+    a, h = _mix_inputs()
+    a[0, 0] = 1.0 + 2.0 ** -12  # between two halves: to nearest even (1.0)
+    out = np.zeros(64, np.float16)
+    clsim.run(half_mix, (32,), (8,), (clsim.Image(a), clsim.Image(h), out), jit=False)
+    want = np.stack([h[:, 0] + h[:, 1], h[:, 2] * h[:, 3] + a[:, 0].astype(np.float16)], 1)
+    np.testing.assert_array_equal(out, want.ravel())
+    assert out[1] == h[0, 2] * h[0, 3] + np.float16(1.0)
+
+
+def _at(img, x, y, border):
+    h, w = img.shape[:2]
+    if border and not (0 <= x < w and 0 <= y < h):
+        return np.zeros(4, np.float32)
+    return img[min(max(y, 0), h - 1), min(max(x, 0), w - 1)]
+
+
+def test_image2d_clamp_to_edge_and_border_at_every_edge():
+    h, w = 5, 7
+    img = RNG.standard_normal((h, w, 4)).astype(np.float32)
+    out = np.zeros(h * w, np.float32)
+    clsim.run(edge_blur, (w, h), (w, 1), (clsim.Image(img), out), checks="all", jit=False)
+    want = np.array([[_at(img, x - 1, y, 0)[0] + _at(img, x + 1, y + 3, 0)[1] * np.float32(0.5)
+                      + _at(img, x + 2, y - 1, 1)[2] + _at(img, x + 2, y - 1, 1)[3]
+                      + np.float32(h) for x in range(w)] for y in range(h)], np.float32)
+    np.testing.assert_array_equal(out.reshape(h, w), want)
+
+
+@clsim.kernel
+def uint_channels(img, out):
+    v = read_imageui(img, 1)
+    out[0] = v.x
+    out[1] = v.y
+    out[2] = v.z
+    out[3] = v.w
+
+
+def test_r_uint32_image_reads_zero_fill_and_alpha_one():
+    q = RNG.integers(0, 2**32, 64, dtype=np.uint32)
+    out = np.zeros(32, np.uint32)
+    clsim.run(gather_uint, (32,), (8,), (clsim.Image(q, "R"), out), jit=False)
+    np.testing.assert_array_equal(out, (q[:32] >> 4) ^ (q[1::2] * np.uint32(3)))
+    channels = np.zeros(4, np.uint32)
+    clsim.run(uint_channels, (1,), (1,), (clsim.Image(q, "R"), channels), jit=False)
+    assert list(channels) == [q[1], 0, 0, 1]  # (r, 0, 0, 1), as the spec's table says
+
+
+def test_write_only_images_half_and_float():
+    h, w = 3, 4
+    src = RNG.standard_normal((h, w, 4)).astype(np.float32)
+    dh = np.zeros((h, w, 4), np.float16)
+    df = np.zeros((w, h, 4), np.float32)
+    clsim.run(scale_into, (w, h), (1, 1), (clsim.Image(src), clsim.Image(dh, access="write_only"),
+                                          clsim.Image(df, access="write_only")), jit=False)
+    np.testing.assert_array_equal(dh, (src * np.float32(0.3)).astype(np.float16))
+    np.testing.assert_array_equal(df, src.transpose(1, 0, 2)[:, :, ::-1] - np.float32(1))
+
+
+@clsim.kernel
+def read_rg_unorm(img, out):
+    i = get_global_id(0)
+    v = read_imagef(img, i)
+    out[4 * i] = v.x
+    out[4 * i + 1] = v.y
+    out[4 * i + 2] = v.z
+    out[4 * i + 3] = v.w
+
+
+def test_unorm_int8_rg_reads_scale_and_fill():
+    data = np.arange(0, 256, 1, dtype=np.uint8).reshape(128, 2)
+    out = np.zeros(512, np.float32)
+    clsim.run(read_rg_unorm, (128,), (8,), (clsim.Image(data, "RG", "unorm_int8"), out),
+              jit=False)
+    got = out.reshape(128, 4)
+    np.testing.assert_array_equal(got[:, :2], data.astype(np.float32) / np.float32(255))
+    assert (got[:, 2] == 0).all() and (got[:, 3] == 1).all()
+
+
+@clsim.kernel
+def write_conversions(f_img, i_img, vals):
+    i = get_global_id(0)
+    v = vals[i]
+    write_imagef(f_img, i, (v, -v, v * 0.5, 2.0))
+    write_imagei(i_img, i, int4(np.int32(v * 100.0), -300, 300, 7))
+
+
+def test_writes_saturate_and_round_to_nearest_even():
+    vals = np.array([0.5 / 255, 1.5 / 255, 0.3, 1.7, np.nan, -0.2], np.float32)
+    f_img = np.zeros((6, 4), np.uint8)
+    i_img = np.zeros((6, 4), np.int8)
+    clsim.run(write_conversions, (6,), (1,), (clsim.Image(f_img, "RGBA", "unorm_int8",
+                                                          access="write_only"),
+                                             clsim.Image(i_img, access="write_only"), vals),
+              jit=False)
+    assert list(f_img[:, 0]) == [0, 2, 76, 255, 0, 0]  # 0.5 -> 0 and 1.5 -> 2: ties to even
+    assert (f_img[:, 3] == 255).all() and f_img[5, 1] == 51
+    assert list(i_img[:, 0]) == [0, 0, 30, 127, 0, -20]  # int8 saturates (170 -> 127)
+    assert (i_img[:, 1] == -128).all() and (i_img[:, 2] == 127).all()
+
+
+@clsim.kernel
+def read_no_sampler(img, out, shift):
+    i = get_global_id(0)
+    out[i] = read_imagef(img, int2(i + shift, 1)).x
+
+
+@clsim.kernel
+def read_address_none(img, out, shift):
+    i = get_global_id(0)
+    out[i] = read_imagef(img, NONE, int2(i, shift)).x
+
+
+@clsim.kernel
+def write_past(img, n):
+    i = get_global_id(0)
+    write_imagef(img, i + n, (1.0, 2.0, 3.0, 4.0))
+
+
+def test_read_out_of_range_without_sampler_names_image_and_coordinate():
+    img = clsim.Image(np.zeros((2, 4, 4), np.float32))
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(read_no_sampler, (4,), (4,), (img, np.zeros(4, np.float32), np.int32(1)),
+                  jit=False)
+    msg = str(info.value)
+    assert "read of image 'img' at (4, 1) out of range (4x2)" in msg
+    assert "read_no_sampler" in msg and "CLK_ADDRESS_CLAMP_TO_EDGE" in msg
+    assert info.value.index == 4 and info.value.length == 4
+
+
+def test_read_with_address_none_out_of_range_is_an_error_and_checks_none_reads_border():
+    img = clsim.Image(np.ones((2, 4, 4), np.float32))
+    with pytest.raises(clsim.OutOfBoundsError, match=r"image 'img' at \(0, -1\)"):
+        clsim.run(read_address_none, (4,), (4,), (img, np.zeros(4, np.float32), np.int32(-1)),
+                  jit=False)
+    out = np.full(4, 5.0, np.float32)
+    clsim.run(read_address_none, (4,), (4,), (img, out, np.int32(-1)), checks="none",
+              jit=False)
+    assert (out == 0).all()  # unchecked: the border colour, never memory outside the image
+
+
+def test_write_out_of_range_is_an_error():
+    img = clsim.Image(np.zeros((8, 4), np.float32), access="write_only")
+    with pytest.raises(clsim.OutOfBoundsError, match="write to image 'img' at 8 out of range "
+                                                      r"\(width 8\)"):
+        clsim.run(write_past, (4,), (4,), (img, np.int32(5)), jit=False)
+
+
+@clsim.kernel
+def misuse_ui(img, out):
+    out[0] = read_imageui(img, 0).x
+
+
+@clsim.kernel
+def misuse_linear(img, out):
+    out[0] = read_imagef(img, LINEAR, int2(0, 0)).x
+
+
+@clsim.kernel
+def misuse_normalized(img, out):
+    out[0] = read_imagef(img, NORMALIZED, int2(0, 0)).x
+
+
+@clsim.kernel
+def misuse_runtime_sampler(img, out, smp):
+    out[0] = read_imagef(img, smp, int2(0, 0)).x
+
+
+@clsim.kernel
+def misuse_buffer_sampler(img, out):
+    out[0] = read_imagef(img, BORDER, 0).x
+
+
+@clsim.kernel
+def misuse_coord(img, out):
+    out[0] = read_imagef(img, 0).x
+
+
+@clsim.kernel
+def misuse_read_write_only(img, out):
+    out[0] = read_imagei(img, 0).x
+
+
+@pytest.mark.parametrize("kernel, image, extra, message", [
+    (misuse_ui, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
+     "read_imageui on an image of CL_FLOAT channels is undefined"),
+    (misuse_linear, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
+     "CLK_FILTER_LINEAR is not supported"),
+    (misuse_normalized, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
+     "normalised sampler coordinates"),
+    (misuse_runtime_sampler, clsim.Image(np.zeros((2, 2, 4), np.float32)), (np.int32(0),),
+     "the sampler must be a module-level constant"),
+    (misuse_buffer_sampler, clsim.Image(np.zeros(8, np.float32)), (),
+     "an image1d_buffer_t is read without a sampler"),
+    (misuse_coord, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
+     "the coordinate of an image2d must be an int2"),
+    (misuse_read_write_only, clsim.Image(np.zeros(8, np.int32), access="write_only"), (),
+     "image 'img' is write_only; pass it as clsim.Image(..., access='read_only')"),
+])
+def test_misuse_is_a_compile_error_that_says_what_to_do(kernel, image, extra, message):
+    with pytest.raises(clsim.KernelCompileError, match=message.replace("(", r"\(").replace(
+            ")", r"\)").replace(".", r"\.")):
+        clsim.run(kernel, (1,), (1,), (image, np.zeros(1, np.float32), *extra), jit=False)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: clsim.Image(np.zeros((4, 3), np.float32), "RGBA"), "a 1-D image of RGBA takes"),
+    (lambda: clsim.Image(np.zeros((2, 2, 4), np.float64)), "channel type 'float64'"),
+    (lambda: clsim.Image(np.zeros((2, 2, 4), np.float32), "BGRA"), "order 'BGRA'"),
+    (lambda: clsim.Image(np.zeros(8, np.float32), dtype="unorm_int8"),
+     "data has dtype float32, the channel type needs uint8"),
+    (lambda: clsim.Image(np.zeros((2, 3, 4), np.float32)[:, ::2]), "C-contiguous"),
+])
+def test_bad_image_arguments(build, message):
+    with pytest.raises(clsim.InvalidArgumentError, match=message):
+        build()
+
+
+def test_traffic_counts_image_reads_as_image_space():
+    a, h = _mix_inputs(64)
+    out = np.zeros(a.size, np.float32)
+    result = clsim.run(image_mix, (64,), (32,), (clsim.Image(a), clsim.Image(h), out),
+                       traffic=True)
+    sites = {s.buffer: s for s in result.traffic.site_records}
+    assert sites["a"].space == "image" and sites["a"].bytes == a.nbytes
+    assert sites["h"].bytes == h.nbytes and sites["h"].sectors == h.nbytes // 32
+    totals = result.traffic.totals
+    assert totals["image_load_bytes"] == a.nbytes + h.nbytes
+    assert totals["global_load_bytes"] == a.nbytes + h.nbytes  # folded into the totals
+    assert result.traffic.unique_read_bytes["a"] == a.nbytes
+
+
+def test_a_failure_folder_keeps_an_image_argument(tmp_path):
+    from verify.failures import load_failure, save_failure
+
+    img = clsim.Image(RNG.standard_normal((3, 2, 4)).astype(np.float16), access="write_only")
+    folder = save_failure(tmp_path, spec_name="img", inputs={"dst": img},
+                          launch={"global_size": (2, 3)})
+    back = load_failure(folder).inputs["dst"]
+    assert isinstance(back, clsim.Image) and repr(back) == repr(img)
+    np.testing.assert_array_equal(back.data, img.data)
