@@ -246,8 +246,10 @@ class Expressions:
                                                           CK.CALL_EXPR):
                 raise Unsupported(cursor, f"an implicit conversion from {frm} to {to}")
             return self.swizzle(cursor, child)
-        if frm == to or (frm.kind == "array" and to.kind == "pointer") or \
-                child.kind == CK.DECL_REF_EXPR and frm.kind == "other":
+        if frm.kind == "array" and to.kind == "pointer":
+            py = self.expr(child)  # an array is used as a pointer to its first element
+            return Py(py.code, to, py.prec)
+        if frm == to or child.kind == CK.DECL_REF_EXPR and frm.kind == "other":
             return self.expr(child)
         if frm.kind == "pointer" and to.kind == "pointer":
             py = self.expr(child)
@@ -336,7 +338,7 @@ class Expressions:
         if target.kind == CK.ARRAY_SUBSCRIPT_EXPR:
             base, index = children(target)
             b = self.value(base)
-            if b.type.kind == "pointer" and ctype(base.type).inner.kind != "array":
+            if b.type.kind == "pointer" and b.type.inner.kind != "array":
                 i = self.value(index)
                 return Py(f"{wrap(b, PREC['+'])} + {wrap(i, PREC['+'] + 1)}", t, PREC["+"])
         if target.kind == CK.UNARY_OPERATOR and unary_op(target) == "*":
@@ -366,6 +368,9 @@ class Expressions:
 
     def conditional(self, cursor) -> Py:
         c, a, b = children(cursor)
+        if ctype(c.type).kind == "vector":  # per component, by each component's top bit
+            x, y, m = self.value(a), self.value(b), self.value(c)
+            return Py(f"select({y.code}, {x.code}, {m.code})", ctype(cursor.type))
         cond, x, y = self.cond(c), self.value(a), self.value(b)
         p = PREC["if"]
         return Py(f"{wrap(x, p + 1)} if {wrap(cond, p + 1)} else {wrap(y, p)}",

@@ -82,23 +82,29 @@ def load_cl(path_or_source, kernel_name: str | None = None, *, options: str = ""
     ``clsim.run`` takes; every kernel (a dict by name) when ``kernel_name`` is None.
     ``options``: the device build's option string (its -D and -U apply)."""
     translation = translate(path_or_source, options)
-    names = [kernel_name] if kernel_name else translation.kernel_names
-    kernels = {}
-    namespace = execute(translation)
-    for name in names:
+    kernels = translated_kernels(translation)
+    for name in [kernel_name] if kernel_name else translation.kernel_names:
         failure = translation.failure_of(name)
         if failure is not None:
             raise KernelCompileError(failure.message(Path(translation.path).name),
                                      file=translation.path, line=failure.line, kernel=name)
-        if name not in translation.kernels:
+        if name not in kernels:
             raise KernelCompileError(
                 f"{Path(translation.path).name}: no kernel named '{name}' (kernels: "
-                f"{', '.join(translation.kernels) or 'none'})", kernel=name)
-        fn = namespace[name]
-        kernels[name] = ClKernel(fn.fn, translation.params[name], _structs(namespace),
-                                 translation.path)
-        kernels[name].line_map = fn.line_map
+                f"{', '.join(translation.kernel_names) or 'none'})", kernel=name)
     return kernels[kernel_name] if kernel_name else kernels
+
+
+def translated_kernels(translation: Translation) -> dict[str, ClKernel]:
+    """Every kernel the translation could write, by name (the others are in ``failures``)."""
+    namespace = execute(translation)
+    out = {}
+    for name in translation.kernels:
+        fn = namespace[name]
+        out[name] = ClKernel(fn.fn, translation.params[name], _structs(namespace),
+                             translation.path)
+        out[name].line_map = fn.line_map
+    return out
 
 
 def execute(translation: Translation) -> dict:

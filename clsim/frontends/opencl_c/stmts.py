@@ -48,6 +48,8 @@ class Statements(Expressions):
 
     def stmt(self, cursor) -> None:
         emit = self.stmt_table.get(cursor.kind)
+        if cursor.kind == CK.UNEXPOSED_STMT and len(children(cursor)) == 1:
+            return self.stmt(children(cursor)[0])  # an attributed statement (unroll hints)
         if emit is not None:
             emit(cursor)
         elif cursor.kind in (CK.SWITCH_STMT, CK.GOTO_STMT, CK.LABEL_STMT, CK.CASE_STMT):
@@ -117,32 +119,33 @@ class Statements(Expressions):
 
     def array_decl(self, var, name: str, t: CType, init) -> None:
         elem = t.inner
-        if elem.kind != "scalar":
+        if elem.kind not in ("scalar", "vector"):
             raise Unsupported(var, f"an array of {elem}")
+        dtype = f"np.{elem.name}" if elem.kind == "scalar" else elem.py_name
         shape = str(t.dims[0]) if len(t.dims) == 1 else str(t.dims)
         space = ctype(var.type)
         is_local = "__local" in var.type.spelling
         if is_local:
             if init is not None:
                 raise Unsupported(var, "an initialised local array")
-            self.put(f"{name} = local_array({shape}, np.{elem.name})", var)
+            self.put(f"{name} = local_array({shape}, {dtype})", var)
             self.module.use("local_array")
             return
         del space
         self.module.use("private_array")
         if init is None:
-            self.put(f"{name} = private_array({shape}, np.{elem.name})", var)
+            self.put(f"{name} = private_array({shape}, {dtype})", var)
             return
         if len(t.dims) != 1 or init.kind != CK.INIT_LIST_EXPR:
             raise Unsupported(var, "this array initialiser")
         items = children(init)
         values = [evaluate(strip(k)) for k in items]
-        if all(v is not None for v in values):
+        if elem.kind == "scalar" and all(v is not None for v in values):
             fill = ", ".join(literal(v, elem).code for v in values)
             fill = f"({fill},)" if len(values) == 1 else f"({fill})"
             self.put(f"{name} = private_array({shape}, np.{elem.name}, fill={fill})", var)
             return
-        self.put(f"{name} = private_array({shape}, np.{elem.name}, fill=0)", var)
+        self.put(f"{name} = private_array({shape}, {dtype}, fill=0)", var)
         for i, item in enumerate(items):
             self.put(f"{name}[{i}] = {self.typed(item, elem).code}", item)
 
