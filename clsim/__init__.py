@@ -31,12 +31,21 @@ from clsim.runtime.launch import RunResult, run
 
 __version__ = "0.1.0"
 
+
+def load_cl(path_or_source, kernel_name=None, *, options: str = ""):
+    """The kernels of an OpenCL C file (or text) as clsim kernels (docs/opencl-c.md): the
+    kernel named ``kernel_name``, or a dict of every kernel by name."""
+    # Imported here so that `import clsim` does not load libclang (~100 MB) for Python kernels.
+    from clsim.frontends.opencl_c import load_cl as _load_cl
+    return _load_cl(path_or_source, kernel_name, options=options)
+
+
 __all__ = [
     "BarrierDivergenceError", "DataRaceError", "Image", "DeviceError", "DivisionByZeroError",
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
     "KernelTimeoutError", "MisalignedAccessError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
-    "VerificationError", "cstruct", "func", "kernel", "run",
+    "VerificationError", "cstruct", "func", "kernel", "load_cl", "run",
     *_api.BUILTIN_NAMES,
     *_api.atomic_constant_names,
     *[n for n in dir(_api) if n.isupper()],

@@ -81,15 +81,19 @@ _REJECTED = {
 class _Annotator(ast.NodeVisitor):
     """Attaches a Loc to every node and rejects unsupported constructs."""
 
-    def __init__(self, file: str, first_line: int, lines: list[str], func: str):
+    def __init__(self, file: str, first_line: int, lines: list[str], func: str,
+                 line_map: dict | None = None):
         self.file, self.first, self.lines, self.func = file, first_line, lines, func
+        # Generated kernels (clsim.frontends) map their lines to the source they came from.
+        self.line_map = line_map or {}
 
     def generic_visit(self, node):
         if hasattr(node, "lineno"):
             line = self.first + node.lineno - 1
             rel = node.lineno - 1
             text = self.lines[rel] if 0 <= rel < len(self.lines) else ""
-            node.loc = Loc(self.file, line, self.func, text)
+            file, shown, shown_text = self.line_map.get(line, (self.file, line, text))
+            node.loc = Loc(file, shown, self.func, shown_text)
             if isinstance(node, ast.Constant) and type(node.value) is int \
                     and 2**31 <= node.value < 2**32 \
                     and text[node.col_offset:node.col_offset + 2].lower() in ("0x", "0o", "0b"):
@@ -221,7 +225,8 @@ def parse(fn: KernelFunction) -> Parsed:
     tree = _function_def(source, py, file, first, fn.name)
     tree.decorator_list = []
     tree.returns = None
-    _Annotator(file, first, source.splitlines(), fn.name).run(tree)
+    _Annotator(file, first, source.splitlines(), fn.name,
+               getattr(fn, "line_map", None)).run(tree)
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
         raise compile_error(tree.loc, "kernel parameters must be plain positional names")

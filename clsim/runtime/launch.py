@@ -161,6 +161,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     order, seed = check_reduction(reduction_order or sim.reduction_order, reduction_seed)
     jit = _jit_default() if jit is None else bool(jit)
     parsed = parse(kernel)
+    adapt = getattr(kernel, "adapt_args", None)  # a translated kernel takes a device's bytes
+    args = adapt(tuple(args)) if adapt is not None else args
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
                       opencl_version=opencl_version,
                       max_work_group_size=max_work_group_size or sim.max_work_group_size)

@@ -1,0 +1,448 @@
+"""OpenCL C expressions to Python expressions, one emitter per clang cursor kind (a table, in
+the spirit of tinygrad's renderers).
+
+Every conversion C makes is read off clang's implicit-cast nodes (an ``UNEXPOSED_EXPR`` whose
+type differs from its child's) and written out as ``np.float32(...)``, ``float4(...)``: the
+rules of C are never derived here. An emitted expression is a ``Py``: its text, the type the
+Python compiler will give it (``bool`` for comparisons, which C types as int) and its
+precedence, so parentheses appear only where Python needs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import clang.cindex as ci
+import numpy as np
+
+from clsim import api
+from clsim.compiler.builtins import registry
+from clsim.frontends.opencl_c.ctype import CType, ctype
+from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
+
+CK = ci.CursorKind
+ATOM, UNARY, POWER = 14, 12, 13
+PREC = {"or": 2, "and": 3, "not": 4, "cmp": 5, "|": 6, "^": 7, "&": 8, "<<": 9, ">>": 9,
+        "+": 10, "-": 10, "*": 11, "/": 11, "//": 11, "%": 11, "if": 1}
+COMPARE = {"<", ">", "<=", ">=", "==", "!="}
+BOOL = CType("scalar", "bool")
+INT32, INT64 = CType("scalar", "int32"), CType("scalar", "int64")
+_BARE_OK = {"int32", "int64", "uint32", "uint64"}
+_NAMED_CONSTANTS = {n for n in vars(api) if n.isupper()}
+# C builtins whose value the Python twin names differently.
+RENAMED_CALLS = {"__builtin_inff": "INFINITY", "__builtin_huge_valf": "HUGE_VALF",
+                 "__builtin_nanf": "NAN"}
+OUT_PARAM_BUILTINS = {"frexp", "modf", "fract", "sincos", "remquo", "lgamma_r"}
+
+
+class Unsupported(Exception):
+    """A construct the Python kernel language cannot express yet; carries the cursor."""
+
+    def __init__(self, cursor, what: str):
+        super().__init__(what)
+        self.cursor, self.what = cursor, what
+
+
+@dataclass
+class Py:
+    code: str
+    type: CType
+    prec: int = ATOM
+    # A char pointer plus a byte offset, (base, offset): a cast of it becomes view(base, T, off).
+    byte_base: tuple[str, str] | None = None
+
+
+def children(cursor) -> list:
+    return list(cursor.get_children())
+
+
+def strip(cursor):
+    """The node under parentheses and value-preserving implicit casts."""
+    while True:
+        if cursor.kind == CK.PAREN_EXPR:
+            cursor = children(cursor)[0]
+            continue
+        if cursor.kind == CK.UNEXPOSED_EXPR:
+            kids = children(cursor)
+            if len(kids) == 1 and _same_value(ctype(kids[0].type), ctype(cursor.type)):
+                cursor = kids[0]
+                continue
+        return cursor
+
+
+def _same_value(a: CType, b: CType) -> bool:
+    """Types whose conversion keeps the value: equal, or pointers to one type in two spaces."""
+    return a == b or a.kind == b.kind == "pointer" and a.inner == b.inner
+
+
+def constant_expression(cursor) -> bool:
+    """Literals and operators only (no variable, no call): clang's value of it is the value."""
+    return all(n.kind in (CK.INTEGER_LITERAL, CK.FLOATING_LITERAL, CK.CHARACTER_LITERAL,
+                          CK.BINARY_OPERATOR, CK.UNARY_OPERATOR, CK.PAREN_EXPR,
+                          CK.UNEXPOSED_EXPR, CK.CXX_UNARY_EXPR, CK.TYPE_REF)
+               for n in cursor.walk_preorder())
+
+
+def literal(value, t: CType) -> Py:
+    """A constant of C type ``t`` as the Python twin writes it."""
+    if t.kind == "scalar" and t.name == "float32":
+        return Py(_float_text(value, np.float32), t)
+    if t.kind == "scalar" and t.name == "int32":
+        return Py(str(int(value)), t, ATOM if value >= 0 else UNARY)
+    if t.kind == "scalar" and t.name == "bool":
+        return Py("True" if value else "False", t)
+    if t.is_float:
+        return Py(f"{t.py_name}({_float_text(value, np.float64)})", t)
+    return Py(f"{t.py_name}({int(value)})", t)
+
+
+def _float_text(value: float, kind) -> str:
+    if np.isnan(value):
+        return "NAN"
+    if np.isinf(value):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    text = repr(float(kind(value))) if kind is np.float64 else str(kind(value))
+    return text if any(c in text for c in ".e") else text + ".0"
+
+
+class Expressions:
+    """The expression half of a function's emitter; ``names`` maps C names to Python ones."""
+
+    def __init__(self, module, names):
+        self.module, self.names = module, names
+        self.table = {
+            CK.INTEGER_LITERAL: self.number, CK.FLOATING_LITERAL: self.number,
+            CK.CHARACTER_LITERAL: self.number, CK.CXX_UNARY_EXPR: self.number,
+            CK.CXX_BOOL_LITERAL_EXPR: self.number,
+            CK.PAREN_EXPR: lambda c: self.expr(children(c)[0]),
+            CK.DECL_REF_EXPR: self.decl_ref, CK.UNEXPOSED_EXPR: self.unexposed,
+            CK.BINARY_OPERATOR: self.binary, CK.UNARY_OPERATOR: self.unary,
+            CK.ARRAY_SUBSCRIPT_EXPR: self.subscript, CK.MEMBER_REF_EXPR: self.member,
+            CK.CALL_EXPR: self.call, CK.CONDITIONAL_OPERATOR: self.conditional,
+            CK.CSTYLE_CAST_EXPR: self.cast, CK.COMPOUND_LITERAL_EXPR: self.compound_literal,
+            CK.STRING_LITERAL: lambda c: Py(c.spelling, CType("other", "string")),
+        }
+
+    # -- helpers
+    def expr(self, cursor) -> Py:
+        emit = self.table.get(cursor.kind)
+        if emit is None:
+            raise Unsupported(cursor, f"the expression kind {cursor.kind.name.lower()}")
+        return emit(cursor)
+
+    def value(self, cursor) -> Py:
+        """``cursor`` as a value of its C type (a comparison's bool becomes C's int)."""
+        py = self.expr(cursor)
+        want = ctype(cursor.type)
+        if py.type != want and want.kind == "scalar" and py.type.kind == "scalar":
+            return Py(f"{want.py_name}({py.code})", want)
+        return py
+
+    def bare(self, cursor, want: CType | None = None) -> Py:
+        """``cursor``'s value; a small integer literal that C converts to ``want`` (int or
+        long, signed or not) written bare, as Python's usual conversions give it that type
+        where it is used (the other operand's, a builtin's argument)."""
+        lit = strip(cursor)
+        while lit.kind == CK.UNEXPOSED_EXPR and len(children(lit)) == 1 and \
+                ctype(children(lit)[0].type).kind == "scalar":
+            lit = strip(children(lit)[0])
+        t = ctype(cursor.type)
+        if lit.kind != CK.INTEGER_LITERAL and constant_expression(lit) and \
+                ctype(lit.type) == INT32:
+            value = evaluate(lit)
+            if value is not None and t.kind == "scalar" and (want is None or want == t) and \
+                    t.name in _BARE_OK:
+                return literal(value, INT32)
+        if lit.kind == CK.INTEGER_LITERAL and t.kind == "scalar" and \
+                (want is None or want == t) and t.name in _BARE_OK:
+            value = evaluate(lit)
+            if value is not None and -(2**31) <= value < 2**31:
+                return self.number(lit, INT32)
+        return self.value(cursor)
+
+    def cond(self, cursor) -> Py:
+        """``cursor`` as a Python condition (C's 'nonzero')."""
+        py = self.expr(strip(cursor))
+        if py.type == BOOL:
+            return py
+        if py.type.kind == "pointer":
+            return Py(f"{wrap(py, PREC['cmp'] + 1)} is not None", BOOL, PREC["cmp"])
+        if py.type.kind == "vector":
+            raise Unsupported(cursor, "a vector used as a condition")
+        return Py(f"{wrap(py, PREC['cmp'] + 1)} != 0", BOOL, PREC["cmp"])
+
+    def convert(self, py: Py, to: CType, cursor) -> Py:
+        """``py`` converted to ``to`` as C's cast does."""
+        if py.type == to:
+            return py
+        if to.kind == "scalar" and py.type.kind == "scalar":
+            if to.name == "bool":
+                return Py(f"{wrap(py, PREC['cmp'] + 1)} != 0", BOOL, PREC["cmp"])
+            return Py(f"{to.py_name}({py.code})", to)
+        if to.kind == "vector" and py.type.kind == "scalar":
+            return Py(f"{to.py_name}({py.code})", to)  # a scalar widened to every component
+        if to.kind == "vector" and py.type.kind == "vector":
+            raise Unsupported(cursor, f"a cast from {py.type} to {to} (use convert_{to}())")
+        if to.kind == "pointer":
+            return self.pointer_cast(py, to, cursor)
+        if to.kind == "void":
+            return py
+        raise Unsupported(cursor, f"a conversion from {py.type} to {to}")
+
+    def pointer_cast(self, py: Py, to: CType, cursor) -> Py:
+        """C's pointer casts as views: ``(global T*)((global char*)p + off)`` is
+        ``view(p, np.T, off)``."""
+        src = py.type
+        if src.kind != "pointer":
+            if py.code == "None" or py.code == "0":
+                return Py("None", to)
+            raise Unsupported(cursor, f"a cast from {src} to a pointer")
+        if src.inner == to.inner or to.inner.kind == "void" or src.space != to.space and \
+                src.inner == to.inner:
+            return Py(py.code, to, py.prec, py.byte_base)
+        target = to.inner
+        if target.kind not in ("scalar", "vector", "struct"):
+            raise Unsupported(cursor, f"a cast to a pointer to {target}")
+        name = target.py_name if target.kind != "scalar" else f"np.{target.name}"
+        base, offset = py.byte_base or (py.code, None)
+        if offset is not None:
+            return Py(f"view({base}, {name}, {offset})", to)
+        return Py(f"view({py.code}, {name})", to)
+
+    # -- leaves
+    def number(self, cursor, as_type: CType | None = None) -> Py:
+        value = evaluate(cursor)
+        if value is None:
+            raise Unsupported(cursor, "a constant clang cannot evaluate")
+        spelled = self.module.text(cursor)
+        t = as_type or ctype(cursor.type)
+        if spelled in _NAMED_CONSTANTS and \
+                np.asarray(getattr(api, spelled)).dtype.name in (t.name, "int64"):
+            return Py(spelled, t)  # CLK_LOCAL_MEM_FENCE, not its value
+        return literal(value, t)
+
+    def decl_ref(self, cursor) -> Py:
+        ref = cursor.referenced
+        t = ctype(cursor.type)
+        if ref is not None and ref.kind == CK.ENUM_CONSTANT_DECL:
+            return literal(ref.enum_value, CType("scalar", "int32"))
+        name = cursor.spelling
+        if ref is not None and ref.kind in (CK.VAR_DECL, CK.PARM_DECL):
+            return Py(self.names.get(ref), t)
+        if ref is not None and ref.kind == CK.FUNCTION_DECL:
+            return Py(self.module.function_name(ref), t)
+        return Py(name, t)
+
+    def unexposed(self, cursor) -> Py:
+        kids = children(cursor)
+        if len(kids) != 1:
+            raise Unsupported(cursor, "an implicit expression clang does not expose")
+        child = kids[0]
+        to, frm = ctype(cursor.type), ctype(child.type)
+        if frm.kind == "vector" and (to != frm):
+            if to.kind == "vector" and child.kind not in (CK.UNEXPOSED_EXPR, CK.DECL_REF_EXPR,
+                                                          CK.ARRAY_SUBSCRIPT_EXPR,
+                                                          CK.MEMBER_REF_EXPR, CK.PAREN_EXPR,
+                                                          CK.CALL_EXPR):
+                raise Unsupported(cursor, f"an implicit conversion from {frm} to {to}")
+            return self.swizzle(cursor, child)
+        if frm.kind == "array" and to.kind == "pointer":
+            py = self.expr(child)  # an array is used as a pointer to its first element
+            return Py(py.code, to, py.prec)
+        if frm == to or child.kind == CK.DECL_REF_EXPR and frm.kind == "other":
+            return self.expr(child)
+        if frm.kind == "pointer" and to.kind == "pointer":
+            py = self.expr(child)
+            return Py(py.code, to, py.prec, py.byte_base)  # address-space or qualifier change only
+        if to.kind == "scalar" and constant_expression(child) and frm.kind == "scalar":
+            value = evaluate(cursor)
+            if value is not None:
+                return literal(value, to)
+        # From the value as the Python compiler types it (a work-item id is long there, size_t
+        # in C): converting it once is C's two conversions for every id a launch can have.
+        return self.convert(self.expr(child), to, cursor)
+
+    def swizzle(self, cursor, child) -> Py:
+        text = self.module.text(cursor)
+        component = text.rsplit(".", 1)[-1].strip() if "." in text else ""
+        if not component.isidentifier():
+            raise Unsupported(cursor, "a vector component access written through a macro")
+        base = self.expr(child)
+        return Py(f"{wrap(base, ATOM)}.{component}", ctype(cursor.type))
+
+    # -- operators
+    def binary(self, cursor) -> Py:
+        op = binary_op(cursor)
+        left, right = children(cursor)
+        if op in ("=", ",") or op.endswith("=") and op not in COMPARE:
+            raise Unsupported(cursor, f"'{op}' inside an expression (write it as a statement)")
+        if op in ("&&", "||"):
+            word = "and" if op == "&&" else "or"
+            a, b = self.cond(left), self.cond(right)
+            p = PREC[word]
+            return Py(f"{wrap(a, p)} {word} {wrap(b, p + 1)}", BOOL, p)
+        a, b = self.value(left), self.value(right)
+        if op not in ("<<", ">>"):
+            a, b = self.bare(left, b.type), self.bare(right, a.type)
+        t = ctype(cursor.type)
+        if a.type.kind == "pointer" or b.type.kind == "pointer":
+            return self.pointer_arith(cursor, op, a, b, t)
+        if op in COMPARE:
+            p = PREC["cmp"]
+            return Py(f"{wrap(a, p + 1)} {op} {wrap(b, p + 1)}",
+                      BOOL if t.kind == "scalar" else t, p)
+        if op == "/" and (t.is_int or t.kind == "vector" and t.name[0] in "iu"):
+            op = "//"
+        p = PREC[op]
+        return Py(f"{wrap(a, p)} {op} {wrap(b, p + 1)}", t, p)
+
+    def pointer_arith(self, cursor, op, a: Py, b: Py, t: CType) -> Py:
+        if op in COMPARE:
+            p = PREC["cmp"]
+            if b.code == "None" or a.code == "None":
+                word = "is" if op == "==" else "is not"
+                return Py(f"{a.code} {word} {b.code}", BOOL, p)
+            return Py(f"{wrap(a, p + 1)} {op} {wrap(b, p + 1)}", BOOL, p)
+        p = PREC[op]
+        py = Py(f"{wrap(a, p)} {op} {wrap(b, p + 1)}", t, p)
+        ptr = a if a.type.kind == "pointer" else b
+        if op == "+" and a is ptr and ptr.type.inner.kind == "scalar" and \
+                ptr.type.inner.name in ("int8", "uint8"):
+            py.byte_base = (a.byte_base[0], f"{a.byte_base[1]} + {wrap(b, p + 1)}") \
+                if a.byte_base else (a.code, b.code)
+        return py
+
+    def unary(self, cursor) -> Py:
+        op = unary_op(cursor)
+        (child,) = children(cursor)
+        if op in ("++", "--"):
+            raise Unsupported(cursor, f"'{op}' inside an expression (write it as a statement)")
+        if op == "!":
+            c = self.cond(child)
+            return Py(f"not {wrap(c, PREC['not'])}", BOOL, PREC["not"])
+        if op == "&":
+            return self.address_of(cursor, child)
+        if op == "*":
+            ptr = self.value(child)
+            return Py(f"{wrap(ptr, ATOM)}[0]", ctype(cursor.type))
+        if op in ("-", "+", "~"):
+            inner = self.value(child)
+            if op == "-" and inner.code[0].isdigit() and inner.prec == ATOM:
+                return Py(f"-{inner.code}", inner.type, UNARY)
+            return Py(f"{op}{wrap(inner, UNARY)}", ctype(cursor.type), UNARY)
+        raise Unsupported(cursor, f"the unary operator '{op}'")
+
+    def address_of(self, cursor, child) -> Py:
+        target = strip(child)
+        t = ctype(cursor.type)
+        if target.kind == CK.ARRAY_SUBSCRIPT_EXPR:
+            base, index = children(target)
+            b = self.value(base)
+            if b.type.kind == "pointer" and b.type.inner.kind != "array":
+                i = self.value(index)
+                return Py(f"{wrap(b, PREC['+'])} + {wrap(i, PREC['+'] + 1)}", t, PREC["+"])
+        if target.kind == CK.UNARY_OPERATOR and unary_op(target) == "*":
+            return self.value(children(target)[0])
+        what = "a struct field" if target.kind == CK.MEMBER_REF_EXPR else \
+            "a private variable" if target.kind == CK.DECL_REF_EXPR else "this lvalue"
+        raise Unsupported(cursor, f"a pointer to {what} (&{self.module.text(child)})")
+
+    def subscript(self, cursor) -> Py:
+        base, index = children(cursor)
+        inner = strip(base)
+        if inner.kind == CK.ARRAY_SUBSCRIPT_EXPR and ctype(inner.type).kind == "array":
+            outer = self.subscript(inner)  # a[i][j] on a 2-D array: a[i, j]
+            i = self.value(index)
+            return Py(f"{outer.code[:-1]}, {i.code}]", ctype(cursor.type))
+        b, i = self.value(base), self.value(index)
+        return Py(f"{wrap(b, ATOM)}[{i.code}]", ctype(cursor.type))
+
+    def member(self, cursor) -> Py:
+        (base,) = children(cursor)
+        b = self.value(base)
+        if b.type.kind == "pointer":  # p->f
+            return Py(f"{wrap(b, ATOM)}[0].{cursor.spelling}", ctype(cursor.type))
+        if b.type.kind == "vector":
+            return self.swizzle(cursor, base)
+        return Py(f"{wrap(b, ATOM)}.{cursor.spelling}", ctype(cursor.type))
+
+    def conditional(self, cursor) -> Py:
+        c, a, b = children(cursor)
+        if ctype(c.type).kind == "vector":  # per component, by each component's top bit
+            x, y, m = self.value(a), self.value(b), self.value(c)
+            return Py(f"select({y.code}, {x.code}, {m.code})", ctype(cursor.type))
+        cond, x, y = self.cond(c), self.value(a), self.value(b)
+        p = PREC["if"]
+        return Py(f"{wrap(x, p + 1)} if {wrap(cond, p + 1)} else {wrap(y, p)}",
+                  ctype(cursor.type), p)
+
+    def cast(self, cursor) -> Py:
+        kids = [k for k in children(cursor) if k.kind != CK.TYPE_REF]
+        to = ctype(cursor.type)
+        child = kids[-1]
+        if to.kind == "vector" and child.kind in (CK.PAREN_EXPR, CK.INIT_LIST_EXPR) and \
+                strip(child).kind in (CK.INIT_LIST_EXPR, CK.UNEXPOSED_EXPR) and \
+                len(children(strip(child))) > 1:
+            return self.vector_literal(to, strip(child))
+        return self.convert(self.value(child), to, cursor)
+
+    def compound_literal(self, cursor) -> Py:
+        to = ctype(cursor.type)
+        init = next(k for k in children(cursor) if k.kind == CK.INIT_LIST_EXPR)
+        if to.kind != "vector":
+            raise Unsupported(cursor, f"a compound literal of {to}")
+        return self.vector_literal(to, init)
+
+    def vector_literal(self, to: CType, init) -> Py:
+        parts = [self.value(k).code for k in children(init)]
+        return Py(f"{to.py_name}({', '.join(parts)})", to)
+
+    def call(self, cursor) -> Py:
+        callee = cursor.referenced
+        name = cursor.spelling
+        if name in RENAMED_CALLS:
+            return Py(RENAMED_CALLS[name], ctype(cursor.type))
+        args = list(cursor.get_arguments())
+        if name in OUT_PARAM_BUILTINS:
+            raise Unsupported(cursor, f"{name}() with an out-parameter (write "
+                                      f"'a, b = {name}(...)' in Python)")
+        if name.startswith(("atomic_", "atom_")) and args:
+            first = strip(args[0])
+            if first.kind == CK.UNARY_OPERATOR and unary_op(first) == "&":
+                texts = [self.value(children(first)[0]).code]
+            else:
+                texts = [f"{wrap(self.value(args[0]), ATOM)}[0]"]
+            texts += [self.value(a).code for a in args[1:]]
+        elif name == "vload_half" and self._field_address(args[1]) is not None and \
+                evaluate(args[0]) == 0:
+            return Py(f"np.float32({self._field_address(args[1])})", ctype(cursor.type))
+        elif callee is not None and callee.is_definition():
+            texts = [self.value(a).code for a in args]
+        else:
+            texts = [self.bare(a).code for a in args]
+        result = ctype(cursor.type)
+        entry = registry.lookup(name)
+        if entry is not None and entry.family == "work-item":
+            result = INT64  # clsim's ids are long; value() converts to C's size_t/uint
+        elif entry is not None and entry.family == "relational" and result == INT32 and \
+                name not in ("select", "bitselect"):
+            result = BOOL
+        if callee is not None and callee.kind == CK.FUNCTION_DECL and callee.is_definition():
+            self.module.check_callable(callee, cursor)
+            name = self.module.function_name(callee)
+        else:
+            self.module.use(name)
+        return Py(f"{name}({', '.join(texts)})", result)
+
+    def _field_address(self, arg) -> str | None:
+        target = strip(arg)
+        if target.kind == CK.UNARY_OPERATOR and unary_op(target) == "&":
+            inner = strip(children(target)[0])
+            if inner.kind == CK.MEMBER_REF_EXPR:
+                return self.value(inner).code
+        return None
+
+
+def wrap(py: Py, need: int) -> str:
+    return py.code if py.prec >= need else f"({py.code})"
+
