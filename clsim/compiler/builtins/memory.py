@@ -118,9 +118,10 @@ def _view_typing(typer, call):
             raise node_error(call, "view(): the byte offset must be an integer")
     if buf is None:
         return None
-    if not isinstance(buf, ct.PtrT) or buf.view is not None or buf.array.space == "field":
-        raise node_error(call, "view(x, T, off): x must be a buffer or a pointer into one "
-                               "(not another view)")
+    if not isinstance(buf, ct.PtrT) or buf.record_copy or buf.array.space == "field":
+        raise node_error(call, "view(x, T, off): x must be a buffer, a pointer into one or "
+                               "another view (a struct copy b = x[ib] is a value: view the "
+                               "pointer, view(x + ib, T, off))")
     if kind == "dtype" and what != "bool":
         return ct.PtrT(buf.base, buf.array, what)
     if kind == "struct":
