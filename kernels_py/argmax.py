@@ -37,13 +37,13 @@ def tree_reduce_argmax(values, indices, lid, wg):
     """The best (value, index) pair of values/indices[0:wg] into slot 0, any wg."""
     active = wg
     while active > 1:
-        half = (active + 1) // 2
-        if lid < active - half:
-            if beats(values[lid + half], indices[lid + half], values[lid], indices[lid]):
-                values[lid] = values[lid + half]
-                indices[lid] = indices[lid + half]
+        half_ = (active + 1) // 2
+        if lid < active - half_:
+            if beats(values[lid + half_], indices[lid + half_], values[lid], indices[lid]):
+                values[lid] = values[lid + half_]
+                indices[lid] = indices[lid + half_]
         barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+        active = half_
 
 
 @kernel

@@ -19,13 +19,19 @@ class BuiltinStatements:
         row = f"{base}[{lead[0]}]" if lead else base
         kind, values = fill
         if kind == "all":
-            self.emit(f"{row}.fill({self.encode(self.const(values, t.dtype), t.dtype)})")
+            self.statement(lambda: f"{row}.fill({self._fill_value(values, t.dtype)})")
         else:
             self.emit(f"{row}.fill({self.encode(self.const(0, t.dtype), t.dtype)})")
             for k, v in enumerate(values):
-                self.emit(f"{row}[{k}] = {self.encode(self.const(v, t.dtype), t.dtype)}")
+                self.statement(lambda k=k, v=v: f"{row}[{k}] = {self._fill_value(v, t.dtype)}")
         if self.module.instruments:
             self._fill_seen(name, t, node)
+
+    def _fill_value(self, value, dtype: str) -> str:
+        """An initialiser's value as the array stores it: a number, or an expression's node
+        (converted to the element type, as C's initialisation)."""
+        code = self.typed(value, dtype) if hasattr(value, "ctype") else self.const(value, dtype)
+        return self.encode(code, dtype)
 
     def _fill_seen(self, name: str, t: ct.ArrayT, node) -> None:
         """The initialiser as instruments see it: a store of every element (else the

@@ -184,6 +184,8 @@ def join(a, b):
     """
     if a == b:
         return a
+    if isinstance(a, PtrT) or isinstance(b, PtrT):
+        return join_pointers(a, b)
     if isinstance(a, VecT) or isinstance(b, VecT):
         vec, other = (a, b) if isinstance(a, VecT) else (b, a)
         # float4 v = 0.0f: a scalar assigned to a vector variable is widened, as in C
@@ -197,6 +199,19 @@ def join(a, b):
     if is_int(a) != is_int(b):
         return None
     return arithmetic(a, b)
+
+
+def join_pointers(a, b):
+    """One pointer variable holding an element pointer (``p = x + k``) and a typed view of
+    the same pointee (``p = view(p, np.float32, off)`` on a float buffer): the view, whose
+    value is a byte offset (code generation scales the element offset). Different pointee
+    types, or different buffers, do not join: a C pointer variable has one declared type."""
+    if not (isinstance(a, PtrT) and isinstance(b, PtrT)) or a.base != b.base or \
+            a.array != b.array or a.record_copy or b.record_copy:
+        return None
+    if a.dtype != b.dtype:
+        return None
+    return a if a.view is not None else b
 
 
 def scalar_fits_vector(scalar: str, vec: VecT) -> bool:

@@ -46,6 +46,10 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     def cast(self, code: str, src, dst) -> str:
         if src == dst or dst is None:
             return code
+        if isinstance(dst, ct.PtrT):  # ct.join_pointers: an element offset into bytes
+            if isinstance(src, ct.PtrT) and src.view is None and dst.view is not None:
+                return f"({code} * {size_of(src.array.dtype)})"
+            return code
         if isinstance(dst, ct.VecT):
             return self.vec_cast(code, src, dst)
         if isinstance(src, ct.VecT):

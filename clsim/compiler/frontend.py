@@ -21,6 +21,7 @@ import numpy as np
 from clsim.api import KernelFunction, builtin_by_identity
 from clsim.compiler import builtins as table
 from clsim.compiler.diagnostics import Loc, builtin_name, compile_error
+from clsim.compiler.keywords import check_names
 from clsim.compiler.loopvars import check_loop_variables
 from clsim.errors import KernelCompileError
 
@@ -180,6 +181,22 @@ class _Resolver(ast.NodeTransformer):
         node.resolved = _resolve_value(self._lookup(node.id, node.loc), node.loc, node.id)
         return node
 
+    def visit_Call(self, node: ast.Call):
+        """``exp(x)`` where a block elsewhere assigns a variable ``exp`` (C's block scope: a
+        block-local ``int exp`` shadows the builtin only in its block). A variable is never
+        callable in a kernel, so a called name is the builtin or helper of that name."""
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.local_names and (
+                func.id in self.scope or hasattr(py_builtins, func.id)):
+            try:
+                resolved = _resolve_value(self._lookup(func.id, func.loc), func.loc, func.id)
+            except KernelCompileError:
+                resolved = (None, None)  # not callable either way: typing says so
+            if resolved[0] in ("builtin", "func", "dtype", "range"):
+                func.resolved = resolved
+        self.generic_visit(node)
+        return node
+
     def visit_Attribute(self, node: ast.Attribute):
         chain = []
         base = node
@@ -230,6 +247,7 @@ def parse(fn: KernelFunction) -> Parsed:
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
         raise compile_error(tree.loc, "kernel parameters must be plain positional names")
+    check_names(tree)
     local_names = _assigned_names(tree)
     tree = _Resolver(py, local_names).visit(tree)
     parsed = Parsed(fn=fn, tree=tree, params=[a.arg for a in args.args], locals=local_names)

@@ -20,6 +20,7 @@ from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
     check_record_copies,
+    pointer_clash,
     check_struct_assignment,
     field_type,
     is_place_in_bytes,
@@ -150,6 +151,8 @@ class Typer:
                          f"truncate; initialise '{name}' with a float (e.g. 0.0)")
             return
         joined = ct.join(old, t)
+        if joined is None and isinstance(old, ct.PtrT) and isinstance(t, ct.PtrT):
+            raise compile_error(loc, pointer_clash(name, old, t))
         if joined is None:
             first, first_t = self.first_assigned.get(name, (None, old))
             line = f" (line {first.line} assigns it {ct.short(first_t)})" if first else ""
@@ -236,7 +239,7 @@ class Typer:
                 if isinstance(vt, StructT) or by_value(vt):
                     raise compile_error(loc, "structs in a tuple assignment: assign one "
                                              "struct per line (a = x[0], then b = x[1])")
-                if isinstance(vt, ct.PtrT) and vt.view is not None:
+                if isinstance(vt, ct.PtrT) and not vt.record_copy:
                     self.view_values.setdefault(t.id, {})[id(v)] = v
                 self.assign_name(t.id, vt, loc)
             value.ctype = None
@@ -259,7 +262,7 @@ class Typer:
         if isinstance(t, ct.ArrayT) and t.space in ("global", "constant"):
             raise compile_error(loc, f"'{target.id}' = a buffer expression: write "
                                      "p = x or p = x + k (a pointer into one buffer)")
-        if isinstance(t, ct.PtrT) and t.view is not None:
+        if isinstance(t, ct.PtrT) and not t.record_copy:  # may join into a view (aligned?)
             self.view_values.setdefault(target.id, {})[id(value)] = value
         self.assign_name(target.id, t, loc)
 

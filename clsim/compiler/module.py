@@ -28,6 +28,7 @@ from clsim.compiler.infer import Typer
 from clsim.compiler.inline import inline_cut_helpers
 from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
+from clsim.compiler.pointer_params import pointer_params
 from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_emit import aligned_pointers
@@ -92,6 +93,7 @@ class Program:
         self._typing.add(key)
         body = scope_loop_variables(parsed.tree.body, parsed.params)
         body = copy_written_params(body, dict(zip(parsed.params, arg_types, strict=True)))
+        body = pointer_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
         typer.run(body)
         self._typing.discard(key)
@@ -407,6 +409,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
     body = scope_loop_variables(body, arg_types)
     body = copy_written_params(body, arg_types)
+    body = pointer_params(body, arg_types)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)

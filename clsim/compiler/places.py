@@ -13,6 +13,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler import vectors as vx
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.inline import clone
+from clsim.compiler.pointer_params import user_name
 from clsim.compiler.structs import StructT
 
 
@@ -30,6 +31,17 @@ def pointer_arith(op: str, a, b, loc):
         raise compile_error(loc, f"'{op}' between {ct.short(a)} and {ct.short(b)}: pointers "
                                  "take p + k, p - k and p - q")
     return ptr
+
+
+def pointer_clash(name: str, old, new) -> str:
+    """Why one variable cannot hold both pointers (ct.join_pointers refused them)."""
+    name = user_name(name)
+    if old.base != new.base:
+        return (f"'{name}' points into '{old.base}' elsewhere but into '{new.base}' here; a "
+                "pointer variable points into one buffer: use two names")
+    return (f"'{name}' is a {ct.short(old)} elsewhere but a {ct.short(new)} here; a C pointer "
+            f"variable has one pointee type: use a new name for the cast "
+            f"(q = view({name}, T, off)), or pass the buffer as the type the kernel reads")
 
 
 def is_field(node) -> bool:

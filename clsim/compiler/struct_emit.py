@@ -64,8 +64,12 @@ class StructEmitter:
         return row if isinstance(arrt.dtype, StructT) else f"{row}.view(np.uint8)"
 
     def view_offset(self, call) -> str:
-        """Byte offset of ``view(p, T, off)``: p's element offset in bytes plus ``off``."""
+        """Byte offset of ``view(p, T, off)``: p's element offset in bytes plus ``off``
+        (p's own value when p is a view: a byte offset already)."""
         _name, arrt, elems = self.pointer_offset(call.args[0])
+        if getattr(call.args[0].ctype, "view", None) is not None:
+            off = self.typed(call.args[2], "int64") if len(call.args) == 3 else "0"
+            return f"({elems} + {off})"
         size = size_of(ct.storage_dtype(arrt.dtype) if isinstance(arrt.dtype, str)
                        else arrt.dtype)
         off = self.typed(call.args[2], "int64") if len(call.args) == 3 else "0"
@@ -385,7 +389,8 @@ class StructEmitter:
 def aligned_pointers(view_values: dict, env: dict) -> set[str]:
     """The view pointer locals every value of which is an aligned view (``_aligned_view``),
     or such a pointer advanced by elements (``p = p + k``, ``p += k``)."""
-    names = {n for n in view_values if isinstance(env.get(n), ct.PtrT)}
+    names = {n for n in view_values if isinstance(env.get(n), ct.PtrT) and
+             env[n].view is not None}
     while True:
         drop = {n for n in names if not all(
             _aligned_view(v, size_of(env[n].view), names) for v in view_values[n].values())}
@@ -403,6 +408,10 @@ def _aligned_view(pointer, size: int, aligned_names=()) -> bool:
         pointer = pointer.left if left else pointer.right
     if isinstance(pointer, ast.Name) and pointer.id in aligned_names:
         return size_of(pointer.ctype.view) % size == 0
+    ptr = getattr(pointer, "ctype", None)
+    if isinstance(ptr, ct.PtrT) and ptr.view is None and not isinstance(pointer, ast.Call):
+        # an element pointer (x, x + k, a pointer local of elements): whole elements
+        return not isinstance(ptr.array.dtype, StructT) and size_of(ptr.array.dtype) % size == 0
     if not (isinstance(pointer, ast.Call) and isinstance(pointer.args[0], ast.Name)
             and isinstance(pointer.args[0].ctype, ct.ArrayT | ct.PtrT)):
         return False

@@ -171,7 +171,7 @@ def two_buffers(x, y, out):
     (writes_table, (np.zeros(1, np.uint8), np.zeros(1, np.float32)),
      "'KVALUES_IQ4NL' is a __constant table"),
     (two_buffers, (np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.float32)),
-     "holds global float* (into 'x') elsewhere but global float* (into 'y') here"),
+     "'p' points into 'x' elsewhere but into 'y' here"),
 ])
 def test_pointer_errors(kern, args, words):
     with pytest.raises(clsim.KernelCompileError) as info:

@@ -70,7 +70,7 @@ def _declare(name):
             raise node_error(call, f"{name}: the second argument must be a numpy dtype such "
                                    "as np.float32")
         shape = typer.program.const_shape(call.args[0], call.loc)
-        call.fill = _fill_values(call, shape, dt[1])
+        call.fill = _fill_values(call, shape, dt[1], typer)
         return ct.ArrayT(dt[1], len(shape), space, shape)
 
     return typing
@@ -87,17 +87,28 @@ def _number(node):
     return value if ok else None
 
 
-def _fill_values(call, shape, dtype) -> tuple | None:
+def _fill_values(call, shape, dtype, typer) -> tuple | None:
     """``fill=x`` (every element) or ``fill=(a, b, ...)`` (the first elements, the rest 0, as
-    C's ``float s[4] = {a, b};``): constants only."""
+    C's ``float s[4] = {a, b};``): each a number, or any scalar expression (C's non-constant
+    initialiser ``{a, b, c, d}``), kept as its node and evaluated where the array is."""
     fill = next((k.value for k in call.keywords if k.arg == "fill"), None)
     if fill is None:
         return None
     items = fill.elts if isinstance(fill, ast.Tuple) else None
-    values = [_number(v) for v in (items if items is not None else [fill])]
-    if any(v is None for v in values):
-        raise node_error(call, "private_array(..., fill=...) takes a number or a tuple of "
-                               "numbers (constants)")
+    values = []
+    for node in (items if items is not None else [fill]):
+        number = _number(node)
+        if number is not None:
+            values.append(number)
+            continue
+        t = typer.expr(node)
+        if t is not None and not ct.is_scalar(t):
+            raise node_error(call, f"{call.func.id}(..., fill=...) takes numbers or scalar "
+                                   f"expressions, not a {ct.short(t)}")
+        if t is not None and ct.is_int(dtype) and ct.is_float(t):
+            raise node_error(call, f"fill: a {ct.cname(t)} value for an {ct.cname(dtype)} "
+                                   "array (C would truncate): convert it, e.g. np.int32(x)")
+        values.append(node)
     if items is not None and (len(shape) != 1 or len(values) > shape[0]):
         raise node_error(call, f"fill=(...) has {len(values)} values for an array of shape "
                                f"{shape}; a tuple fills a 1-D array from its start")
@@ -118,9 +129,10 @@ def _view_typing(typer, call):
             raise node_error(call, "view(): the byte offset must be an integer")
     if buf is None:
         return None
-    if not isinstance(buf, ct.PtrT) or buf.view is not None or buf.array.space == "field":
-        raise node_error(call, "view(x, T, off): x must be a buffer or a pointer into one "
-                               "(not another view)")
+    if not isinstance(buf, ct.PtrT) or buf.record_copy or buf.array.space == "field":
+        raise node_error(call, "view(x, T, off): x must be a buffer, a pointer into one or "
+                               "another view (a struct copy b = x[ib] is a value: view the "
+                               "pointer, view(x + ib, T, off))")
     if kind == "dtype" and what != "bool":
         return ct.PtrT(buf.base, buf.array, what)
     if kind == "struct":
@@ -154,5 +166,5 @@ ENTRIES = [
             keywords=("fill",), c="T a[N]", py="a = private_array(N, np.T)",
             types="shape: constants",
             note="one per work-item, uninitialised; fill=0.0 or fill=(a, b) initialises "
-                 "(T a[N] = {a, b}: the rest 0)"),
+                 "(T a[N] = {a, b}: the rest 0; any scalar expressions)"),
 ]
