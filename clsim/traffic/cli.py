@@ -160,6 +160,11 @@ def main(args) -> int:
     specs = variants(args.names, folders)
     devices = _devices(args.device)  # before any variant runs: a bad name is refused first
     rows, failed, compiled = [], [], []
+    from clsim.commands import first_run
+
+    once_s = first_run.prepare("traffic", not args.no_jit)  # said on stderr, counted below
+    if once_s > 0:
+        compiled.append(f"{first_run.PARTS['traffic'][1]} {once_s:.2f} s")
     bar = tqdm(specs, desc="clsim report", unit="variant", file=sys.stderr, disable=None,
                leave=False)
     for spec in bar:
