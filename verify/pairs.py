@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,7 +167,8 @@ def read_source(cl_source: str | Path) -> tuple[str, str | None]:
         path = Path(cl_source).resolve()
         if not path.is_file():
             raise SimulationError(f"{path}: no such .cl file. Write the OpenCL C twin there or "
-                                  "fix the path (a spec's cl_file is under kernels_cl/).")
+                                  "fix the path (a spec's cl_file is relative to the file that "
+                                  "defines the spec; the library's are under kernels_cl/).")
         # The compiler never reads a file itself: includes are inlined here, or refused.
         return resolve_includes(path.read_text(), path.parent, path.name), str(path)
     return cl_source, None
@@ -226,10 +228,31 @@ def make_pair(kernel: KernelFunction, cl_source: str | Path, *, kernel_name: str
 
 
 def spec_cl_path(spec: KernelSpec, base_dir: Path | None = None) -> Path:
-    """The spec's ``.cl`` file: under kernels_cl/, else (user specs) beside ``base_dir``."""
-    if spec.cl_path.is_file() or base_dir is None:
+    """The spec's ``.cl`` file: under kernels_cl/ (library specs), else beside ``base_dir``
+    (``file.py::NAME``: that file's folder), else beside the file that defines the spec (a
+    module holding it, as ``fuzz_spec(SPEC)`` gets it), else beside the kernel's file."""
+    if spec.cl_path.is_file():
         return spec.cl_path
-    return (base_dir / spec.cl_file).resolve()
+    folders = [base_dir] if base_dir is not None else []
+    folders += _defining_folders(spec)
+    for folder in folders:
+        if (folder / spec.cl_file).is_file():
+            return (folder / spec.cl_file).resolve()
+    return (folders[0] / spec.cl_file).resolve() if folders else spec.cl_path
+
+
+def _defining_folders(spec: KernelSpec) -> list[Path]:
+    """Folders of the modules that hold ``spec`` as a global, then of its kernel's file."""
+    folders = []
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and any(value is spec for value in list(vars(module).values())):
+            folders.append(Path(file).resolve().parent)
+    try:
+        folders.append(Path(inspect.getsourcefile(spec.kernel.fn)).resolve().parent)
+    except (TypeError, AttributeError):  # a kernel made from source text has no file
+        pass
+    return list(dict.fromkeys(folders))
 
 
 def spec_pair(spec: KernelSpec, cl_source: str | Path | None = None,

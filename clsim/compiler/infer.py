@@ -453,6 +453,7 @@ class Typer:
 
     def subscript(self, node: ast.Subscript):
         loc = node.loc
+        self._join_c_style_indices(node)
         base = self.expr(node.value)
         if isinstance(base, ct.PtrT):
             if base.record_copy:
@@ -493,6 +494,24 @@ class Typer:
             if t is not None and not ct.is_int(ct.promote(t)):
                 raise compile_error(loc, f"array index must be an integer, got {t}")
         return base.dtype
+
+    def _join_c_style_indices(self, node: ast.Subscript) -> None:
+        """``tile[a][b]``, C's spelling for a 2-D local or private array, becomes ``tile[a, b]``
+        in place (every later pass sees one subscript), when ``tile`` is an array of exactly
+        that many dimensions; anything else is left for the checks below."""
+        indices, root = [node.slice], node.value
+        while isinstance(root, ast.Subscript) and not isinstance(root.slice, ast.Tuple):
+            indices.insert(0, root.slice)
+            root = root.value
+        if len(indices) < 2 or isinstance(node.slice, ast.Tuple) or not isinstance(root, ast.Name):
+            return
+        base = self.expr(root)
+        if isinstance(base, ct.ArrayT) and base.ndim == len(indices) and base.space not in (
+                "global", "field"):
+            joined = ast.Tuple(elts=indices, ctx=ast.Load())
+            ast.copy_location(joined, indices[0])
+            joined.loc = node.loc
+            node.value, node.slice = root, joined
 
     def call(self, node: ast.Call):
         loc = node.loc

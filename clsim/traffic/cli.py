@@ -6,8 +6,9 @@ KernelSpec in a user file, found as ``clsim verify`` finds it). Every variant ru
 traffic counting on the same input (each input generator gets the same seed) and is checked
 against its numpy reference; the variants are printed side by side (bytes, sectors, coalescing,
 bank-conflict replays, flops, intensity, bound, predicted time on the profile), with a
-column summing each pipeline's stages, written to ``report.json`` and, with ``--plot
-FILE.png``, drawn on a roofline chart. ``--device NAME`` adds, per device, each variant's
+column summing each pipeline's stages, with ``--json PATH`` written as JSON (nothing is written
+unasked: a report is a table on stdout) and, with ``--plot FILE.png``, drawn on a roofline
+chart. ``--device NAME`` adds, per device, each variant's
 ``.cl`` twin timed there against that device's roofs (``verify.timing``). Exit code 1 when a
 variant disagrees with its reference.
 
@@ -50,9 +51,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=options.seed, default=0,
                         help="input generator seed (default 0)")
     parser.add_argument("--no-jit", action="store_true", help="run as plain Python (slow)")
-    parser.add_argument("--json", default="report.json", metavar="PATH",
-                        type=options.output_file(".json"),
-                        help="where to write the JSON report (default report.json)")
+    parser.add_argument("--json", metavar="PATH", type=options.output_file(".json"),
+                        help="also write the report as JSON to PATH (e.g. report.json)")
     parser.add_argument("--plot", metavar="FILE.png", type=options.output_file(".png"),
                         help="draw a roofline chart (matplotlib); with --device also "
                              "FILE-DEVICE.png per device, with its measured points")
@@ -160,6 +160,11 @@ def main(args) -> int:
     specs = variants(args.names, folders)
     devices = _devices(args.device)  # before any variant runs: a bad name is refused first
     rows, failed, compiled = [], [], []
+    from clsim.commands import first_run
+
+    once_s = first_run.prepare("traffic", not args.no_jit)  # said on stderr, counted below
+    if once_s > 0:
+        compiled.append(f"{first_run.PARTS['traffic'][1]} {once_s:.2f} s")
     bar = tqdm(specs, desc="clsim report", unit="variant", file=sys.stderr, disable=None,
                leave=False)
     for spec in bar:
@@ -183,9 +188,10 @@ def main(args) -> int:
     for info, _profile, device_rows in measured:
         print(f"\nmeasured on {info.short_name} ({info.full_name}):")
         print(compare_table(device_rows))
-    path = write_report_json(args.json, table_rows, profile,
-                             [(i.short_name, p, r) for i, p, r in measured])
-    print(f"wrote {path}")
+    if args.json:
+        path = write_report_json(args.json, table_rows, profile,
+                                 [(i.short_name, p, r) for i, p, r in measured])
+        print(f"wrote {path}")
     if args.plot:
         _plots(args.plot, table_rows, profile, measured, args.precision)
     return 1 if failed else 0

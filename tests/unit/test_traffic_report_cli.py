@@ -132,3 +132,44 @@ def test_report_refuses_a_dram_basis_on_a_profile_without_caches(tmp_path, capsy
     assert not load_profile(str(custom)).has_caches
     assert main(["report", "vector_add", "--profile", str(custom), "--basis", "dram"]) == 2
     assert "describes no caches" in capsys.readouterr().err
+
+
+def test_report_writes_json_only_when_asked(tmp_path, monkeypatch, capsys):
+    """No report.json in the current folder unless --json names where."""
+    from clsim.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "vector_add", "--shape", "n=300", "--local-size", "64"]) == 0
+    assert list(tmp_path.iterdir()) == [] and "wrote" not in capsys.readouterr().out
+    assert main(["report", "vector_add", "--shape", "n=300", "--local-size", "64",
+                 "--json", "r.json"]) == 0
+    assert "wrote r.json" in capsys.readouterr().out
+    assert (tmp_path / "r.json").is_file()
+
+
+def _cache_files(folder) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+
+def test_report_reuses_the_traffic_variant_run_compiled(tmp_path):
+    """`clsim run NAME --traffic` then `clsim report NAME` in fresh processes, one kernel
+    cache: the report's launch finds the same generated module and Numba's compiled code
+    for it (no new file in the cache), instead of compiling the variant again."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CLSIM_CACHE_DIR": str(tmp_path / "kernels")}
+    common = ["--shape", "n=300", "--local-size", "64"]
+
+    def cli(*argv):
+        done = subprocess.run([sys.executable, "-m", "clsim.cli", *argv], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    cli("run", "vector_add", *common, "--traffic")
+    before = _cache_files(tmp_path / "kernels")
+    assert any(name.endswith(".nbi") for name in before)
+    cli("report", "vector_add", *common)
+    assert _cache_files(tmp_path / "kernels") == before
