@@ -39,6 +39,9 @@ _TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": 
 _TRIGRAPH = re.compile(r"\?\?([=/'()!<>-])")
 _DIRECTIVE = re.compile(r"\s*(?:#|%:)\s*(include_next|include|import|embed)\b\s*(.*?)\s*")
 _QUOTED = re.compile(r'"([^"]*)"')
+# Without one of these words no directive reads or marks a file (a comment cannot split a
+# word; only a splice can, and it needs a backslash or its trigraph): no scan needed.
+_MAYBE = re.compile(r"include|import|embed|__has_|once|\\|\?\?")
 _PROBE = re.compile(r"\b__has_(include|include_next|embed)\b")
 _PRAGMA_ONCE = re.compile(r"\s*(?:#|%:)\s*pragma\s+once\s*")
 _LINE = re.compile(r"\s*(?:#|%:)\s*line\s+(\d+)\b.*")
@@ -155,6 +158,8 @@ class _Resolver:
         self.once: set[Path] = set()
 
     def resolve(self, text: str, name: str, here: Path | None, stack: tuple[Path, ...]) -> str:
+        if not _MAYBE.search(text):
+            return text
         physical = _NEWLINE.split(text)
         out: list[str] = []
         done = 0
