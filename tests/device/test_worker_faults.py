@@ -223,9 +223,10 @@ def test_worker_memory_is_capped(monkeypatch):
         assert line.split()[3] == str(3000 * 2**20)
     finally:
         item.close()
-    monkeypatch.setenv(worker.MEMORY_ENV, "lots")
-    with pytest.raises(clsim.errors.DeviceError, match="CLSIM_WORKER_MEMORY_MB='lots'"):
-        item._start()
+    for bad in ("lots", "inf", "nan"):
+        monkeypatch.setenv(worker.MEMORY_ENV, bad)
+        with pytest.raises(clsim.errors.DeviceError, match=f"CLSIM_WORKER_MEMORY_MB='{bad}'"):
+            item._start()
     monkeypatch.delenv(worker.MEMORY_ENV)
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert worker.memory_limit() == int(total * worker.MEMORY_SHARE)
