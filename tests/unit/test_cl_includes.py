@@ -162,3 +162,17 @@ def test_line_numbers_follow_line_markers():
     source = "#pragma OPENCL FP_CONTRACT OFF\n#line 1\nint x;\n#include \"/etc/passwd\"\n"
     with pytest.raises(IncludeRefused, match=r"^k\.cl:2: "):
         resolve_includes(source, None, "k.cl")
+
+
+def test_verify_cl_with_a_bad_include_is_one_line_before_any_device(tmp_path, monkeypatch,
+                                                                    capsys, opened):
+    from clsim import cli as clsim_cli
+    from verify import cli as verify_cli
+
+    monkeypatch.setattr(verify_cli, "_devices", lambda names: [])  # no device is reached
+    (tmp_path / "evil.cl").write_text('#include "/dev/zero"\n' + KERNEL)
+    opened.clear()
+    assert clsim_cli.main(["verify", "vector_add", "--cl", str(tmp_path / "evil.cl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and 'evil.cl:1: #include "/dev/zero" refused' in err
+    assert "/dev/zero" not in opened
