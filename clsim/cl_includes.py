@@ -39,8 +39,12 @@ _TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": 
 _TRIGRAPH = re.compile(r"\?\?([=/'()!<>-])")
 _DIRECTIVE = re.compile(r"\s*(?:#|%:)\s*(include_next|include|import|embed)\b\s*(.*?)\s*")
 _QUOTED = re.compile(r'"([^"]*)"')
+# Without one of these words no directive reads or marks a file (a comment cannot split a
+# word; only a splice can, and it needs a backslash or its trigraph): no scan needed.
+_MAYBE = re.compile(r"include|import|embed|__has_|once|\\|\?\?")
 _PROBE = re.compile(r"\b__has_(include|include_next|embed)\b")
 _PRAGMA_ONCE = re.compile(r"\s*(?:#|%:)\s*pragma\s+once\s*")
+_LINE = re.compile(r"\s*(?:#|%:)\s*line\s+(\d+)\b.*")
 _FIX = ('Only #include "file" with a path relative to the kernel\'s folder (no "..", no '
         "links, a regular file) is allowed; paste the text into the .cl file instead")
 
@@ -104,7 +108,7 @@ def _logical_lines(text: str) -> list[_Line]:
 
 
 def _refused(name: str, line: int, what: str, why: str) -> IncludeRefused:
-    return IncludeRefused(f"{name}:{line + 1}: {what} refused: {why}. {_FIX}.")
+    return IncludeRefused(f"{name}:{line}: {what} refused: {why}. {_FIX}.")
 
 
 def _open_inside(root: Path, here: Path, target: str, name: str, line: int) -> tuple[Path, str]:
@@ -154,13 +158,20 @@ class _Resolver:
         self.once: set[Path] = set()
 
     def resolve(self, text: str, name: str, here: Path | None, stack: tuple[Path, ...]) -> str:
+        if not _MAYBE.search(text):
+            return text
         physical = _NEWLINE.split(text)
         out: list[str] = []
         done = 0
+        shift = 1  # line number minus physical index: 1-based, moved by #line (a prefix's)
         for logical in _logical_lines(text):
+            number = logical.first + shift
+            marker = _LINE.fullmatch(logical.code)
+            if marker:
+                shift = int(marker.group(1)) - logical.last - 1
             probe = _PROBE.search(logical.code)
             if probe:
-                raise _refused(name, logical.first, f"__has_{probe.group(1)}",
+                raise _refused(name, number, f"__has_{probe.group(1)}",
                                "it looks for files outside the kernel")
             if stack and _PRAGMA_ONCE.fullmatch(logical.code):
                 self.once.add(stack[-1])
@@ -170,23 +181,23 @@ class _Resolver:
             directive, argument = match.groups()
             what = f"#{directive} {argument}".strip()
             if directive != "include":
-                raise _refused(name, logical.first, what, f"#{directive} is not supported")
+                raise _refused(name, number, what, f"#{directive} is not supported")
             quoted = _QUOTED.fullmatch(argument)
             if quoted is None:
-                raise _refused(name, logical.first, what,
+                raise _refused(name, number, what,
                                'only a quoted "file" name is resolved (not <...> or a macro)')
             if self.root is None or here is None:
-                raise _refused(name, logical.first, what,
+                raise _refused(name, number, what,
                                "a source given as text has no folder to include from (pass "
                                "the .cl file's path)")
-            real, body = _open_inside(self.root, here, quoted.group(1), name, logical.first)
+            real, body = _open_inside(self.root, here, quoted.group(1), name, number)
             if real in stack:
-                raise _refused(name, logical.first, what, "it includes itself")
+                raise _refused(name, number, what, "it includes itself")
             if len(stack) >= MAX_DEPTH:
-                raise _refused(name, logical.first, what, f"nested deeper than {MAX_DEPTH}")
+                raise _refused(name, number, what, f"nested deeper than {MAX_DEPTH}")
             self.total += len(body)
             if self.total > MAX_BYTES:
-                raise _refused(name, logical.first, what,
+                raise _refused(name, number, what,
                                f"the included files exceed {MAX_BYTES} bytes in all")
             out += physical[done:logical.first]
             done = logical.last + 1

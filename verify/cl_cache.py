@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 SLOTS = 64
-_held: tuple[int, str] | None = None
+_held: tuple[int, int, str] | None = None  # (pid, fd, folder): a forked child takes its own
 
 
 def cache_root() -> Path:
@@ -39,8 +39,8 @@ def cache_dir() -> str | Literal[False]:
     or False (build uncached) when none can be had."""
     global _held
     os.environ.setdefault("PYOPENCL_CACHE_FAILURE_FATAL", "")
-    if _held is not None:
-        return _held[1]
+    if _held is not None and _held[0] == os.getpid():
+        return _held[2]
     try:
         root = cache_root()
         root.mkdir(parents=True, exist_ok=True)
@@ -54,8 +54,8 @@ def cache_dir() -> str | Literal[False]:
             slot = root / f"slot-{n}"
             slot.mkdir(exist_ok=True)
             (slot / "lock").unlink(missing_ok=True)  # its writer died while building
-            _held = (fd, str(slot))
-            return _held[1]
+            _held = (os.getpid(), fd, str(slot))
+            return _held[2]
     except OSError:
         pass
     return False

@@ -182,7 +182,8 @@ def _load(path: str | Path) -> Failure:
         return load_failure(path)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise SimulationError(f"{path}: cannot load a saved failure ({_shown(err)}). The "
-                              "folder is damaged, or not one under .clsim/failures/") from err
+                              "folder is damaged; give a folder under .clsim/failures/ (or "
+                              "its meta.json)") from err
 
 
 def _origin(failure: Failure) -> dict[str, Any]:

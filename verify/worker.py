@@ -25,6 +25,7 @@ This module compares and saves nothing (``verify.runner``, ``verify.fuzz``).
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import signal
 import subprocess
@@ -281,8 +282,10 @@ def memory_limit() -> int | None:
         try:
             megabytes = float(value)
         except ValueError:
+            megabytes = math.nan
+        if not math.isfinite(megabytes):
             raise DeviceError(f"{MEMORY_ENV}={value!r}: not a number of megabytes. Give the "
-                              "most memory a device worker may use, or 0 for no limit") from None
+                              "most memory a device worker may use, or 0 for no limit")
         return int(megabytes * 2**20) if megabytes > 0 else None
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE)
 
@@ -290,9 +293,12 @@ def memory_limit() -> int | None:
 def _limit(resource_id: int, value: int) -> None:
     import resource
 
-    hard = resource.getrlimit(resource_id)[1]
-    soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
-    resource.setrlimit(resource_id, (soft, hard))
+    try:
+        hard = resource.getrlimit(resource_id)[1]
+        soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(resource_id, (soft, hard))
+    except (ValueError, OSError):
+        pass  # a system that refuses the limit still runs the launch
 
 
 def main() -> int:

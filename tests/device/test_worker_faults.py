@@ -23,6 +23,7 @@ import verify
 from clsim import get_global_id, interrupts
 from verify import cl_cache, worker
 from verify.devices import get_device
+from verify.failures import save_failure
 from verify.testing import device_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +34,16 @@ __kernel void fill(__global float* x, __global volatile int* flag)
     x[get_global_id(0)] = 1.0f;
 }
 """
-# A verifier whose worker spins in a kernel; ``thread`` starts the worker from a thread that
-# ends before the launch (the parent-death signal follows the thread that forked).
+HANG_CL = """
+__kernel void vector_add(__global const float* a, __global const float* b, __global float* c,
+                         int n)
+{
+    volatile int spin = 1;
+    while (spin) { }
+}
+"""
+# A verifier that starts its worker from a thread that ends before the launch (the
+# parent-death signal follows the thread that forked), then spins in a kernel.
 VERIFIER = textwrap.dedent("""
     import sys, threading
     import numpy as np
@@ -46,14 +55,11 @@ VERIFIER = textwrap.dedent("""
     def fill(x, flag):
         x[get_global_id(0)] = np.float32(1.0)
 
-    device, mode = sys.argv[1], sys.argv[2]
+    device = sys.argv[1]
     item = worker.worker(device)
-    if mode == "thread":
-        starter = threading.Thread(target=item._start)
-        starter.start()
-        starter.join()
-    else:
-        item._start()
+    starter = threading.Thread(target=item._start)
+    starter.start()
+    starter.join()
     print(item.proc.pid, flush=True)
     verify.compare(fill, {spin!r}, global_size=8, local_size=8, device=device, timeout_s=600,
                    args=[np.zeros(8, np.float32), np.zeros(1, np.int32)])
@@ -80,27 +86,29 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
-@pytest.mark.parametrize("device", device_params(only=["intel-cpu"]))
-@pytest.mark.parametrize("mode, how", [("main", signal.SIGKILL), ("main", signal.SIGTERM),
-                                       ("thread", signal.SIGKILL)],
-                         ids=["SIGKILL", "SIGTERM", "thread-SIGKILL"])
-def test_worker_dies_with_its_killed_parent(tmp_path, device, mode, how):
-    """The verifier is killed while its worker spins in a kernel that never returns: the
-    worker is gone within 3 s (before: it kept a core busy for good)."""
-    script = tmp_path / "verifier.py"
-    script.write_text(VERIFIER.format(spin=SPIN_CL))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    parent = subprocess.Popen([sys.executable, str(script), device, mode], cwd=tmp_path,
-                              stdout=subprocess.PIPE, text=True, env=env)
+def _worker_of(parent: subprocess.Popen, timeout_s: float = 60) -> int:
+    """The pid of ``parent``'s device worker, once it has spun a second of CPU (it is in the
+    endless kernel)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert parent.poll() is None, "the verifier ended before its worker hung"
+        for children in Path(f"/proc/{parent.pid}/task").glob("*/children"):
+            for pid in map(int, children.read_text().split()):
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"verify.worker" in cmdline and _cpu_ticks(pid) > 100:
+                    return pid
+        time.sleep(0.2)
+    raise AssertionError("no device worker spinning after 60 s")
+
+
+def _kill_and_watch(parent: subprocess.Popen, how: signal.Signals, started: int | None = None
+                    ) -> None:
+    """Kill ``parent`` with ``how`` once its worker spins (the worker ``started``, when
+    given); the worker must be gone within 3 s."""
     child = None
     try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        first = _cpu_ticks(child)
-        deadline = time.monotonic() + 60
-        while _cpu_ticks(child) < first + 100 and time.monotonic() < deadline:
-            time.sleep(0.2)  # until it has spun a second of CPU: it is in the kernel
-        assert _alive(child) and parent.poll() is None, "the worker did not survive its start"
+        child = _worker_of(parent)
+        assert started is None or child == started, "the worker died and was started anew"
         parent.send_signal(how)
         parent.wait(timeout=10)
         gone = time.monotonic() + 3
@@ -112,6 +120,56 @@ def test_worker_dies_with_its_killed_parent(tmp_path, device, mode, how):
         parent.wait()
         if child is not None and _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+
+
+@pytest.mark.parametrize("device", device_params(only=["intel-cpu"]))
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_verify_worker_dies_with_the_killed_verifier(tmp_path, device, how):
+    """``clsim verify vector_add --cl hang.cl -d intel-cpu``, killed while its worker spins
+    in the endless kernel: the worker is gone within 3 s (it kept a core busy for good)."""
+    (tmp_path / "hang.cl").write_text(HANG_CL)
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "clsim.cli", "verify", "vector_add", "--cl", "hang.cl", "-d",
+         device, "-n", "5", "--no-progress"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+        env=_env())
+    _kill_and_watch(parent, how)
+
+
+@pytest.mark.parametrize("device", device_params(only=["intel-cpu"]))
+def test_replay_worker_dies_with_the_killed_replay(tmp_path, device):
+    """The same for ``clsim replay FOLDER --cl hang.cl``."""
+    (tmp_path / "hang.cl").write_text(HANG_CL)
+    n = 8
+    folder = save_failure(
+        tmp_path / "failures", spec_name="vector_add", device=device,
+        inputs={"a": np.ones(n, np.float32), "b": np.ones(n, np.float32),
+                "c": np.zeros(n, np.float32), "n": np.int32(n)},
+        launch={"global_size": (n,), "local_size": (n,), "kernel_name": "vector_add",
+                "params": ["a", "b", "c", "n"], "options": [], "requires": [],
+                "origin": {"kind": "spec", "name": "vector_add"}, "policies": {"c": "exact"},
+                "default_policy": "exact", "all_arrays": False},
+        files={"kernel.cl": HANG_CL})
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "clsim.cli", "replay", str(folder), "--cl", "hang.cl", "-d",
+         device], cwd=tmp_path, stdout=subprocess.DEVNULL, env=_env())
+    _kill_and_watch(parent, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("device", device_params(only=["intel-cpu"]))
+def test_worker_started_from_an_ended_thread_dies_with_its_parent(tmp_path, device):
+    """A worker started from a thread that has ended is alive (the parent-death signal
+    follows the forking thread: clsim forks from a thread of its own), and still dies with
+    its SIGKILLed parent."""
+    script = tmp_path / "verifier.py"
+    script.write_text(VERIFIER.format(spin=SPIN_CL))
+    parent = subprocess.Popen([sys.executable, str(script), device], cwd=tmp_path,
+                              stdout=subprocess.PIPE, text=True, env=_env())
+    assert parent.stdout is not None
+    _kill_and_watch(parent, signal.SIGKILL, int(parent.stdout.readline()))
 
 
 @pytest.mark.parametrize("device", device_params(only=["intel-cpu", "oclgrind"]))
@@ -165,9 +223,10 @@ def test_worker_memory_is_capped(monkeypatch):
         assert line.split()[3] == str(3000 * 2**20)
     finally:
         item.close()
-    monkeypatch.setenv(worker.MEMORY_ENV, "lots")
-    with pytest.raises(clsim.errors.DeviceError, match="CLSIM_WORKER_MEMORY_MB='lots'"):
-        item._start()
+    for bad in ("lots", "inf", "nan"):
+        monkeypatch.setenv(worker.MEMORY_ENV, bad)
+        with pytest.raises(clsim.errors.DeviceError, match=f"CLSIM_WORKER_MEMORY_MB='{bad}'"):
+            item._start()
     monkeypatch.delenv(worker.MEMORY_ENV)
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert worker.memory_limit() == int(total * worker.MEMORY_SHARE)

@@ -148,3 +148,31 @@ def test_replay_inlines_an_include_saved_in_its_folder(tmp_path):
     (folder / "scale.h").write_text("#define SCALE 1.0f\n")
     _, pair, _ = load_failure_case(folder)
     assert "#define SCALE 1.0f" in pair.source and "#include" not in pair.source
+
+
+def test_pragma_once_headers_are_inlined_once(folder):
+    (folder / "once.h").write_text("#pragma once\n#define ONCE 1\n")
+    resolved = resolve_includes('#include "once.h"\n#include "once.h"\n', folder, "k.cl")
+    assert resolved.count("#define ONCE 1") == 1
+
+
+def test_line_numbers_follow_line_markers():
+    """The verifier puts '#pragma OPENCL FP_CONTRACT OFF' and '#line 1' on top of a source:
+    a refusal still names the source's own line."""
+    source = "#pragma OPENCL FP_CONTRACT OFF\n#line 1\nint x;\n#include \"/etc/passwd\"\n"
+    with pytest.raises(IncludeRefused, match=r"^k\.cl:2: "):
+        resolve_includes(source, None, "k.cl")
+
+
+def test_verify_cl_with_a_bad_include_is_one_line_before_any_device(tmp_path, monkeypatch,
+                                                                    capsys, opened):
+    from clsim import cli as clsim_cli
+    from verify import cli as verify_cli
+
+    monkeypatch.setattr(verify_cli, "_devices", lambda names: [])  # no device is reached
+    (tmp_path / "evil.cl").write_text('#include "/dev/zero"\n' + KERNEL)
+    opened.clear()
+    assert clsim_cli.main(["verify", "vector_add", "--cl", str(tmp_path / "evil.cl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and 'evil.cl:1: #include "/dev/zero" refused' in err
+    assert "/dev/zero" not in opened
