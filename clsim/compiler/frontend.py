@@ -261,6 +261,19 @@ def parse(fn: KernelFunction) -> Parsed:
     return parsed
 
 
+def forget(parsed: Parsed) -> None:
+    """Drop the cached parse of ``parsed`` and of the helpers it calls, so the next ``parse``
+    resolves their free names again (a module-level constant was rebound:
+    ``clsim.compiler.constants``)."""
+    stack, seen = [parsed], set()
+    while stack:
+        item = stack.pop()
+        if id(item) not in seen:
+            seen.add(id(item))
+            _PARSE_CACHE.pop(id(item.fn), None)
+            stack.extend(item.callees.values())
+
+
 def _function_def(source: str, py, file: str, first: int, name: str) -> ast.FunctionDef:
     """The function's definition in ``source`` (read from its file now), refused when it is
     not the function Python loaded: a file edited since its import puts other lines there,

@@ -20,7 +20,8 @@ import numpy as np
 
 from clsim.api import KernelFunction
 from clsim.compiler.diagnostics import internal_compile_error
-from clsim.compiler.frontend import parse
+from clsim.compiler import constants
+from clsim.compiler.frontend import forget, parse
 from clsim.compiler.module import generate
 from clsim.errors import InvalidArgumentError, KernelCompileError, OutOfBoundsError
 from clsim.instruments import registry
@@ -112,7 +113,7 @@ def _compile(kfn, types: dict, config: LaunchConfig, instruments) -> _Compiled:
     nd = config.ndrange
     key = (id(kfn), kfn.fn.__code__, tuple(types.items()), nd.local_size, nd.work_dim,
            config.jit, config.parallel, tuple(inst.key() for inst in instruments),
-           config.bounds, config.subgroup_size)
+           config.bounds, config.subgroup_size, constants.fingerprint(parse(kfn)))
     hit = _COMPILED.get(key)
     if hit is not None:
         return hit
@@ -161,12 +162,15 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     order, seed = check_reduction(reduction_order or sim.reduction_order, reduction_seed)
     jit = _jit_default() if jit is None else bool(jit)
     parsed = parse(kernel)
-    adapt = getattr(kernel, "adapt_args", None)  # a translated kernel takes a device's bytes
-    args = adapt(tuple(args)) if adapt is not None else args
+    if constants.rebound(parsed):  # SCALE = 3 or TABLE = other since the kernel was parsed
+        forget(parsed)
+        parsed = parse(kernel)
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
                       opencl_version=opencl_version,
                       max_work_group_size=max_work_group_size or sim.max_work_group_size)
     args = ordered_args(kernel.name, parsed.params, args)
+    adapt = getattr(kernel, "adapt_args", None)  # a translated kernel takes a device's bytes
+    args = adapt(tuple(args)) if adapt is not None else args
     types, values = kernel_arg_types(kernel.name, parsed.params, args,
                                      stored_buffers(parsed.tree, parsed.params))
     config = LaunchConfig(
