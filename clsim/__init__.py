@@ -26,6 +26,7 @@ from clsim.errors import (
     UninitializedReadError,
     VerificationError,
 )
+from clsim.runtime.arguments import LocalMem
 from clsim.runtime.launch import RunResult, run
 
 __version__ = "0.1.0"
@@ -33,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BarrierDivergenceError", "DataRaceError", "DeviceError", "DivisionByZeroError",
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
-    "KernelTimeoutError", "MisalignedAccessError", "OutOfBoundsError",
+    "KernelTimeoutError", "LocalMem", "MisalignedAccessError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
     "VerificationError", "cstruct", "func", "kernel", "run",
     *_api.BUILTIN_NAMES,

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from clsim.errors import DeviceError, InvalidArgumentError
+from clsim.runtime.arguments import LocalMem  # noqa: F401  (one class: clsim.LocalMem)
 from verify.clargs import check_signature, memory_groups
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device, import_pyopencl
 from verify.features import (  # noqa: F401  (re-exported: the launch API's feature names)
@@ -38,13 +39,6 @@ from verify.features import (  # noqa: F401  (re-exported: the launch API's feat
 from verify.probe import health
 
 _STD_OPTION = re.compile(r"-cl-std=")
-
-
-@dataclass(frozen=True)
-class LocalMem:
-    """A ``__local`` pointer argument of ``nbytes`` bytes (pyopencl's ``LocalMemory``)."""
-
-    nbytes: int
 
 
 @dataclass(frozen=True)

@@ -476,7 +476,9 @@ def _array_bytes(storage: dict, env: dict) -> dict[str, tuple[str, int]]:
 def _storage(analysis: Analysis, arg_types: dict, env: dict) -> dict[str, str]:
     storage: dict[str, str] = {}
     for name, t in env.items():
-        if name in arg_types:
+        if name in arg_types and isinstance(t, ct.ArrayT) and t.space == "local":
+            storage[name] = "larray"  # a LocalMem argument: each group's own bytes
+        elif name in arg_types:
             storage[name] = "param"
         elif isinstance(t, ct.ArrayT):
             storage[name] = "larray" if t.space == "local" else "parray"

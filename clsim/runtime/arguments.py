@@ -10,6 +10,7 @@ against the ND-range: out-of-bounds accesses are the bounds checks' concern.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,6 +24,22 @@ SUPPORTED_DTYPES = frozenset(set(ct.INT_TYPES) | {"float16", "float32", "float64
 _WRITTEN_ARGUMENT = {"atomic_": 0, "atom_": 0, "vstore": 2}
 
 
+@dataclass(frozen=True)
+class LocalMem:
+    """A ``__local T *`` kernel argument of ``nbytes`` bytes, one block per work-group
+    (pyopencl's ``LocalMemory``): the same object for ``clsim.run`` and for devices
+    (``verify``). In a Python kernel the parameter is that many local bytes, C's
+    ``local uchar *``; ``p = view(p, np.float32)`` makes it C's ``local float *p``."""
+
+    nbytes: int
+
+    def __post_init__(self):
+        if isinstance(self.nbytes, bool) or not isinstance(self.nbytes, int | np.integer) \
+                or self.nbytes <= 0:
+            raise InvalidArgumentError(f"LocalMem({self.nbytes!r}): the size is a positive "
+                                       "number of bytes (CL_INVALID_ARG_SIZE)")
+
+
 def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
                      ) -> tuple[dict, list]:
     """(types by parameter, values to pass); ``stored``: the buffers the kernel writes."""
@@ -34,6 +51,9 @@ def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
     for name, value in zip(params, args, strict=True):
         if value is None:  # a null pointer (compiler/nulls.py); the code never reads it
             types[name] = "null"
+            values.append(np.zeros(1, np.uint8))
+        elif isinstance(value, LocalMem):  # allocated per work-group by the kernel
+            types[name] = ct.ArrayT("uint8", 1, "local", (int(value.nbytes),))
             values.append(np.zeros(1, np.uint8))
         elif isinstance(value, np.ndarray) and value.ndim > 0:
             _check_buffer(kernel, name, value, name in stored)
