@@ -340,6 +340,8 @@ class Typer:
                                              f"'{node.id}'; rename one")
                 return ct.ArrayT(value.dtype.name, value.ndim, "constant", value.shape)
             raise compile_error(loc, f"'{ast.unparse(node)}' is not a value here")
+        if isinstance(node, ast.Constant) and node.value is None:
+            return ct.NULL  # C's NULL: a pointer into no buffer (p = None)
         if isinstance(node, ast.Constant):
             t = const_type(node.value)
             if t is None:
@@ -350,8 +352,9 @@ class Typer:
                 if self.final:
                     raise compile_error(loc, f"'{node.id}' is used before it is assigned")
                 return None
-            if self.env[node.id] == "null":
-                raise compile_error(loc, f"'{node.id}' is None (a null pointer) in this launch; "
+            if self.env[node.id] == ct.NULL:
+                what = "in this launch" if node.id in self.params else "on every path here"
+                raise compile_error(loc, f"'{node.id}' is None (a null pointer) {what}; "
                                          f"guard its use with 'if {node.id} is not None:'")
             return self.env[node.id]
         if isinstance(node, ast.BinOp):
@@ -378,8 +381,7 @@ class Typer:
             return "bool"
         if isinstance(node, ast.Compare):
             if any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
-                raise compile_error(loc, "'is' compares a buffer parameter with None only: "
-                                         "write 'if x is None:' or 'if x is not None:'")
+                return self.null_test(node)
             types = [self.pointer(node.left)] + [self.pointer(c) for c in node.comparators]
             if any(isinstance(t, ct.PtrT) for t in types):
                 if len(types) != 2 or not all(isinstance(t, ct.PtrT) for t in types):
@@ -402,9 +404,16 @@ class Typer:
         if isinstance(node, ast.IfExp):
             if isinstance(self.expr(node.test), ct.VecT):
                 raise vx.truth_error(node.test.ctype, loc)
-            a, b = self.expr(node.body), self.expr(node.orelse)
+            a, b = self.pointer(node.body), self.pointer(node.orelse)
             if a is None or b is None:
                 return None
+            if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT) or ct.NULL in (a, b):
+                joined = ct.join(a, b)  # p if c else None, x + k if c else view(...)
+                if joined is None or joined == ct.NULL:
+                    raise compile_error(loc, f"'if-else' between {ct.short(a)} and "
+                                             f"{ct.short(b)}: both sides point into one "
+                                             "buffer (or one is None)")
+                return joined
             if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
                 return vx.operand_vector(a, b, "if-else", loc)
             return ct.arithmetic(a, b)
@@ -438,6 +447,22 @@ class Typer:
                 raise compile_error(loc, "vectors have 2, 3, 4, 8 or 16 elements")
             return ct.VecT(t, len(types))
         raise compile_error(loc, f"'{type(node).__name__}' expressions are not supported")
+
+    def null_test(self, node):
+        """``p is None`` / ``p is not None`` on a pointer variable (on a buffer parameter
+        it was decided when the kernel compiled, nulls.py)."""
+        loc = node.loc
+        right = node.comparators[0] if len(node.comparators) == 1 else None
+        if not (isinstance(right, ast.Constant) and right.value is None):
+            raise compile_error(loc, "'is' compares a pointer with None only: write "
+                                     "'if p is None:' or 'if p is not None:'")
+        t = self.expr(node.left) if not isinstance(node.left, ast.Name) else \
+            self.env.get(node.left.id)
+        if t is not None and not isinstance(t, ct.PtrT) and t != ct.NULL:
+            raise compile_error(loc, f"'is None' on a {ct.short(t)}: only pointers can be "
+                                     "None")
+        node.left.ctype = t
+        return "bool"
 
     def pointer(self, node):
         """The type of ``node``, a buffer name read as a pointer to its first element."""
