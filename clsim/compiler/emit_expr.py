@@ -229,6 +229,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return "(" + ", ".join(self.typed(e, t) for e in node.elts) + ",)"
 
     def e_Attribute(self, node):
+        if getattr(node, "field_pointer", False) and isinstance(node.ctype, ct.PtrT):
+            return self.field_pointer_offset(node)
         if is_field(node):
             return self.field_load(node)
         return self.vec_components(self.expr(node.value), node.value.ctype, node.components)
@@ -256,6 +258,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             raise compile_error(node.loc, f"internal: {ct.short(t)} is not a pointer")
         if isinstance(node, ast.Name):
             return t.base, t.array, self.read_var(node.id)
+        if getattr(node, "field_pointer", False):  # x[i].qs: a view at the field's bytes
+            return t.base, t.array, self.field_pointer_offset(node)
         if isinstance(node, ast.Call | ast.Subscript):  # view(...), a record x[ib]
             return t.base, t.array, self.expr(node)
         if isinstance(node, ast.BinOp):

@@ -20,6 +20,7 @@ from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
     check_record_copies,
+    field_pointer,
     pointer_clash,
     check_struct_assignment,
     field_type,
@@ -249,7 +250,8 @@ class Typer:
     def assign_variable(self, target, value, loc):
         """``name = value``: a value, a pointer, a record copy read in place or with its
         own bytes (struct_locals)."""
-        t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
+        t = self.pointer(value) if isinstance(value, ast.Name | ast.Attribute) else \
+            self.expr(value)
         if target.id in self.struct_copies and by_value(t):
             value.__dict__.pop("record_ref", None)  # copied into the variable's bytes
             t = t.dtype if isinstance(t, ct.PtrT) else t
@@ -467,6 +469,9 @@ class Typer:
     def pointer(self, node):
         """The type of ``node``, a buffer name read as a pointer to its first element."""
         t = self.expr(node)
+        if isinstance(t, ct.ArrayT) and t.space == "field" and isinstance(node, ast.Attribute):
+            node.ctype = field_pointer(node, t)  # x[i].qs decays to a pointer into x's bytes
+            return node.ctype
         if isinstance(t, ct.ArrayT) and isinstance(node, ast.Name):
             if t.ndim != 1 or t.space == "field":
                 raise compile_error(node.loc, f"'{node.id}' is a {t.ndim}-D array; pointers "
@@ -542,7 +547,8 @@ class Typer:
                 raise compile_error(loc, f"cannot convert {ct.short(t)} to {value}")
             return value
         if kind == "func":
-            types = [self.expr(a) for a in node.args]
+            types = [self.pointer(a) if isinstance(a, ast.Attribute) else self.expr(a)
+                     for a in node.args]
             if any(t is None for t in types):
                 return None
             for k, (a, t) in enumerate(zip(node.args, types, strict=True)):
