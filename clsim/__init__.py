@@ -26,6 +26,7 @@ from clsim.errors import (
     UninitializedReadError,
     VerificationError,
 )
+from clsim.runtime.arguments import LocalMem
 from clsim.runtime.images import Image
 from clsim.runtime.launch import RunResult, run
 
@@ -43,7 +44,7 @@ def load_cl(path_or_source, kernel_name=None, *, options: str = ""):
 __all__ = [
     "BarrierDivergenceError", "DataRaceError", "Image", "DeviceError", "DivisionByZeroError",
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
-    "KernelTimeoutError", "MisalignedAccessError", "OutOfBoundsError",
+    "KernelTimeoutError", "LocalMem", "MisalignedAccessError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
     "VerificationError", "cstruct", "func", "kernel", "load_cl", "run",
     *_api.BUILTIN_NAMES,

@@ -25,6 +25,7 @@ import numpy as np
 
 from clsim.cl_includes import resolve_includes
 from clsim.errors import DeviceError, InvalidArgumentError
+from clsim.runtime.arguments import LocalMem  # noqa: F401  (one class: clsim.LocalMem)
 from clsim.runtime.images import Image
 from verify.cl_cache import cache_dir
 from verify.clargs import check_signature, memory_groups, unpack_shared, view_as
@@ -42,13 +43,6 @@ from verify.features import (  # noqa: F401  (re-exported: the launch API's feat
 from verify.probe import health
 
 _STD_OPTION = re.compile(r"-cl-std=")
-
-
-@dataclass(frozen=True)
-class LocalMem:
-    """A ``__local`` pointer argument of ``nbytes`` bytes (pyopencl's ``LocalMemory``)."""
-
-    nbytes: int
 
 
 @dataclass(frozen=True)

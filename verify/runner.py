@@ -37,7 +37,7 @@ from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
 from verify.clargs import copy_args, memory_groups
-from verify.clrun import ClRun, LocalMem, run_cl
+from verify.clrun import ClRun, run_cl
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device
 from verify.errors import DeviceUnusable
 from verify.orders import device_reduction_order, uses_work_group_sums
@@ -225,12 +225,6 @@ def _check_args(pair: Pair, case: Case) -> list[Any]:
             f"({', '.join(pair.params)}): missing {missing}, unexpected {extra}.",
             kernel=pair.name)
     args = [case.args[p] for p in pair.params]
-    for name, value in zip(pair.params, args, strict=True):
-        if isinstance(value, LocalMem):
-            raise InvalidArgumentError(
-                f"{pair.name}: argument {name!r} is LocalMem; the simulator's kernels declare "
-                "local memory with local_array(...) inside the kernel. Declare it there (and "
-                "as a __local array in the .cl kernel).", kernel=pair.name, argument=name)
     memory_groups(args, pair.name, [repr(p) for p in pair.params])  # overlaps, by name
     return args
 

@@ -157,7 +157,8 @@ def _placement(info: LaunchInfo, objs, table) -> tuple[list[int], list[int], lis
     for k, obj in enumerate(objs):
         item = np.dtype(obj.dtype).itemsize
         table[k, ly.O_ITEM] = item
-        value = values.get(obj.name)
+        # a local object named as a parameter is a LocalMem argument: each group's bytes
+        value = values.get(obj.name) if obj.space != "local" else None
         if isinstance(value, np.ndarray):
             lengths.append(value.size)
             table[k, ly.O_ADDR] = value.ctypes.data

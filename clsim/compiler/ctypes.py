@@ -83,6 +83,12 @@ class ImageT:
     def __str__(self) -> str:
         return f"{self.access} {self.kind}_t ({self.order}, {self.channel_type})"
 
+# The type of ``None`` in a kernel: C's NULL, which joins any pointer type (``p = None``,
+# ``x + k if c else None``); a null pointer's value is an offset below NULL_BELOW, so scaling
+# it to bytes (ct.join_pointers) keeps it null, and no buffer reaches down there.
+NULL = "null"
+NULL_OFFSET = -(1 << 50)
+NULL_BELOW = -(1 << 49)
 
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 # The element types vectors exist for (OpenCL has no bool vectors).
@@ -98,7 +104,7 @@ def storage_dtype(t: str) -> str:
 def register_dtype(t) -> str:
     """The numpy dtype a value of ``t`` is held in: a half value is a float32 that holds it,
     a pointer its element offset."""
-    if isinstance(t, PtrT):
+    if isinstance(t, PtrT) or t == NULL:
         return "int64"
     return "float32" if t == "float16" else t
 
@@ -184,7 +190,7 @@ def join(a, b):
     """
     if a == b:
         return a
-    if isinstance(a, PtrT) or isinstance(b, PtrT):
+    if isinstance(a, PtrT) or isinstance(b, PtrT) or NULL in (a, b):
         return join_pointers(a, b)
     if isinstance(a, VecT) or isinstance(b, VecT):
         vec, other = (a, b) if isinstance(a, VecT) else (b, a)
@@ -206,6 +212,8 @@ def join_pointers(a, b):
     the same pointee (``p = view(p, np.float32, off)`` on a float buffer): the view, whose
     value is a byte offset (code generation scales the element offset). Different pointee
     types, or different buffers, do not join: a C pointer variable has one declared type."""
+    if a == NULL or b == NULL:  # p = None on one path, a pointer on another
+        return b if a == NULL else a
     if not (isinstance(a, PtrT) and isinstance(b, PtrT)) or a.base != b.base or \
             a.array != b.array or a.record_copy or b.record_copy:
         return None

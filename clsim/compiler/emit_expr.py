@@ -46,6 +46,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     def cast(self, code: str, src, dst) -> str:
         if src == dst or dst is None:
             return code
+        if dst == "bool" and (isinstance(src, ct.PtrT) or src == ct.NULL):  # if p:
+            return f"({code} >= {ct.NULL_BELOW})"
         if isinstance(dst, ct.PtrT):  # ct.join_pointers: an element offset into bytes
             if isinstance(src, ct.PtrT) and src.view is None and dst.view is not None:
                 return f"({code} * {size_of(src.array.dtype)})"
@@ -107,6 +109,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return self.cast(self.expr(node), node.ctype, to)
 
     def e_Constant(self, node):
+        if node.value is None:  # C's NULL
+            return self.const(ct.NULL_OFFSET, "int64")
         return self.const(node.value, node.ctype)
 
     def e_Name(self, node):
@@ -173,6 +177,12 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     def e_Compare(self, node):
         if isinstance(node.ctype, ct.VecT):
             return self.vec_compare(node)
+        if isinstance(node.ops[0], ast.Is | ast.IsNot):  # p is None: a null offset
+            left = node.left
+            code = self.pointer_offset(left)[2] if isinstance(left.ctype, ct.PtrT) else \
+                self.const(ct.NULL_OFFSET, "int64")
+            op = "<" if isinstance(node.ops[0], ast.Is) else ">="
+            return f"({code} {op} {ct.NULL_BELOW})"
         if isinstance(node.left.ctype, ct.PtrT | ct.ArrayT) and len(node.ops) == 1:
             left, right = node.left, node.comparators[0]
             if left.ctype.base != right.ctype.base or \
@@ -219,6 +229,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return "(" + ", ".join(self.typed(e, t) for e in node.elts) + ",)"
 
     def e_Attribute(self, node):
+        if getattr(node, "field_pointer", False) and isinstance(node.ctype, ct.PtrT):
+            return self.field_pointer_offset(node)
         if is_field(node):
             return self.field_load(node)
         return self.vec_components(self.expr(node.value), node.value.ctype, node.components)
@@ -246,6 +258,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
             raise compile_error(node.loc, f"internal: {ct.short(t)} is not a pointer")
         if isinstance(node, ast.Name):
             return t.base, t.array, self.read_var(node.id)
+        if getattr(node, "field_pointer", False):  # x[i].qs: a view at the field's bytes
+            return t.base, t.array, self.field_pointer_offset(node)
         if isinstance(node, ast.Call | ast.Subscript):  # view(...), a record x[ib]
             return t.base, t.array, self.expr(node)
         if isinstance(node, ast.BinOp):

@@ -20,6 +20,7 @@ from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
 from clsim.compiler.places import (
     check_record_copies,
+    field_pointer,
     pointer_clash,
     check_struct_assignment,
     field_type,
@@ -249,7 +250,8 @@ class Typer:
     def assign_variable(self, target, value, loc):
         """``name = value``: a value, a pointer, a record copy read in place or with its
         own bytes (struct_locals)."""
-        t = self.pointer(value) if isinstance(value, ast.Name) else self.expr(value)
+        t = self.pointer(value) if isinstance(value, ast.Name | ast.Attribute) else \
+            self.expr(value)
         if target.id in self.struct_copies and by_value(t):
             value.__dict__.pop("record_ref", None)  # copied into the variable's bytes
             t = t.dtype if isinstance(t, ct.PtrT) else t
@@ -340,6 +342,8 @@ class Typer:
                                              f"'{node.id}'; rename one")
                 return ct.ArrayT(value.dtype.name, value.ndim, "constant", value.shape)
             raise compile_error(loc, f"'{ast.unparse(node)}' is not a value here")
+        if isinstance(node, ast.Constant) and node.value is None:
+            return ct.NULL  # C's NULL: a pointer into no buffer (p = None)
         if isinstance(node, ast.Constant):
             t = const_type(node.value)
             if t is None:
@@ -350,8 +354,9 @@ class Typer:
                 if self.final:
                     raise compile_error(loc, f"'{node.id}' is used before it is assigned")
                 return None
-            if self.env[node.id] == "null":
-                raise compile_error(loc, f"'{node.id}' is None (a null pointer) in this launch; "
+            if self.env[node.id] == ct.NULL:
+                what = "in this launch" if node.id in self.params else "on every path here"
+                raise compile_error(loc, f"'{node.id}' is None (a null pointer) {what}; "
                                          f"guard its use with 'if {node.id} is not None:'")
             return self.env[node.id]
         if isinstance(node, ast.BinOp):
@@ -378,8 +383,7 @@ class Typer:
             return "bool"
         if isinstance(node, ast.Compare):
             if any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
-                raise compile_error(loc, "'is' compares a buffer parameter with None only: "
-                                         "write 'if x is None:' or 'if x is not None:'")
+                return self.null_test(node)
             types = [self.pointer(node.left)] + [self.pointer(c) for c in node.comparators]
             if any(isinstance(t, ct.PtrT) for t in types):
                 if len(types) != 2 or not all(isinstance(t, ct.PtrT) for t in types):
@@ -402,9 +406,16 @@ class Typer:
         if isinstance(node, ast.IfExp):
             if isinstance(self.expr(node.test), ct.VecT):
                 raise vx.truth_error(node.test.ctype, loc)
-            a, b = self.expr(node.body), self.expr(node.orelse)
+            a, b = self.pointer(node.body), self.pointer(node.orelse)
             if a is None or b is None:
                 return None
+            if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT) or ct.NULL in (a, b):
+                joined = ct.join(a, b)  # p if c else None, x + k if c else view(...)
+                if joined is None or joined == ct.NULL:
+                    raise compile_error(loc, f"'if-else' between {ct.short(a)} and "
+                                             f"{ct.short(b)}: both sides point into one "
+                                             "buffer (or one is None)")
+                return joined
             if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
                 return vx.operand_vector(a, b, "if-else", loc)
             return ct.arithmetic(a, b)
@@ -439,9 +450,28 @@ class Typer:
             return ct.VecT(t, len(types))
         raise compile_error(loc, f"'{type(node).__name__}' expressions are not supported")
 
+    def null_test(self, node):
+        """``p is None`` / ``p is not None`` on a pointer variable (on a buffer parameter
+        it was decided when the kernel compiled, nulls.py)."""
+        loc = node.loc
+        right = node.comparators[0] if len(node.comparators) == 1 else None
+        if not (isinstance(right, ast.Constant) and right.value is None):
+            raise compile_error(loc, "'is' compares a pointer with None only: write "
+                                     "'if p is None:' or 'if p is not None:'")
+        t = self.expr(node.left) if not isinstance(node.left, ast.Name) else \
+            self.env.get(node.left.id)
+        if t is not None and not isinstance(t, ct.PtrT) and t != ct.NULL:
+            raise compile_error(loc, f"'is None' on a {ct.short(t)}: only pointers can be "
+                                     "None")
+        node.left.ctype = t
+        return "bool"
+
     def pointer(self, node):
         """The type of ``node``, a buffer name read as a pointer to its first element."""
         t = self.expr(node)
+        if isinstance(t, ct.ArrayT) and t.space == "field" and isinstance(node, ast.Attribute):
+            node.ctype = field_pointer(node, t)  # x[i].qs decays to a pointer into x's bytes
+            return node.ctype
         if isinstance(t, ct.ArrayT) and isinstance(node, ast.Name):
             if t.ndim != 1 or t.space == "field":
                 raise compile_error(node.loc, f"'{node.id}' is a {t.ndim}-D array; pointers "
@@ -536,7 +566,8 @@ class Typer:
                 raise compile_error(loc, f"cannot convert {ct.short(t)} to {value}")
             return value
         if kind == "func":
-            types = [self.expr(a) for a in node.args]
+            types = [self.pointer(a) if isinstance(a, ast.Attribute) else self.expr(a)
+                     for a in node.args]
             if any(t is None for t in types):
                 return None
             for k, (a, t) in enumerate(zip(node.args, types, strict=True)):

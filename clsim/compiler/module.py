@@ -96,6 +96,7 @@ class Program:
         body = pointer_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
         typer.run(body)
+        refuse_vector_out_params(kfn.name, body, parsed.params, arg_types)
         self._typing.discard(key)
         ret = None
         for t in typer.returns:
@@ -389,6 +390,25 @@ def _bitcast_source(src: str, dst: str, jit: bool) -> str:
     return (f"def {name}(x):\n    return np.array([x], dtype=np.{src}).view(np.{dst})[0]")
 
 
+def refuse_vector_out_params(name: str, body, params, types) -> None:
+    """A helper assigning its vector parameter (``v.x = 1.0``, ``v = ...``) changes its own
+    copy only, as C's by-value ``float4 v``; a twin of C's out-parameter ``float4 *v``
+    written that way would leave the caller's vector silently unchanged, so it is refused."""
+    vectors = {p for p, t in zip(params, types, strict=True) if isinstance(t, ct.VecT)}
+    for root in body:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Assign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                hit = next((t.id for t in targets
+                            if isinstance(t, ast.Name) and t.id in vectors), None)
+                if hit is not None:
+                    raise compile_error(node.loc, (
+                        f"{name}() assigns its vector parameter '{hit}', which is its own "
+                        "copy (C passes vectors by value): the caller's vector would not "
+                        f"change. Return the new value instead ({hit} = {name}(...)), or "
+                        "use a new local name for a scratch copy"))
+
+
 def helper_env(params, types) -> dict:
     """A helper's parameter types; a pointer parameter ``p`` also brings the buffer it
     points into, ``p__buf``."""
@@ -476,7 +496,9 @@ def _array_bytes(storage: dict, env: dict) -> dict[str, tuple[str, int]]:
 def _storage(analysis: Analysis, arg_types: dict, env: dict) -> dict[str, str]:
     storage: dict[str, str] = {}
     for name, t in env.items():
-        if name in arg_types:
+        if name in arg_types and isinstance(t, ct.ArrayT) and t.space == "local":
+            storage[name] = "larray"  # a LocalMem argument: each group's own bytes
+        elif name in arg_types:
             storage[name] = "param"
         elif isinstance(t, ct.ArrayT):
             storage[name] = "larray" if t.space == "local" else "parray"

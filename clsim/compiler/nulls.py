@@ -15,7 +15,13 @@ NULL = "null"  # the argument type of a None buffer
 
 
 def _null_test(node, nulls: set[str], buffers: set[str]):
-    """True/False when ``node`` is ``p is None`` / ``p is not None`` on a parameter."""
+    """True/False when ``node`` is ``p is None`` / ``p is not None`` on a parameter, or
+    ``p`` / ``not p`` tested for truth (C's ``if (p)``, ``p ? a : b``)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _null_test(node.operand, nulls, buffers)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Name) and (node.id in nulls or node.id in buffers):
+        return node.id not in nulls
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1
             and isinstance(node.ops[0], ast.Is | ast.IsNot)
             and isinstance(node.left, ast.Name)
@@ -41,6 +47,12 @@ class _Folder(ast.NodeTransformer):
         const.loc = node.loc
         return const
 
+    def visit_IfExp(self, node):
+        value = _null_test(node.test, self.nulls, self.buffers)
+        if value is None:
+            return self.generic_visit(node)
+        return self.visit(node.body if value else node.orelse)
+
     def visit_If(self, node):
         value = _null_test(node.test, self.nulls, self.buffers)
         if value is None:
@@ -60,13 +72,16 @@ class _Folder(ast.NodeTransformer):
 def fold_null_tests(body: list[ast.stmt], arg_types: dict) -> list[ast.stmt]:
     """``body`` with null tests on parameters decided. The parsed tree is cached and shared
     between launches, so a body with a null test is folded on a copy."""
-    if not any(isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot)
-                                                   for op in n.ops)
-               for stmt in body for n in ast.walk(stmt)):
+    nulls = {n for n, t in arg_types.items() if t == NULL}
+    buffers = {n for n, t in arg_types.items() if t != NULL and not isinstance(t, str)
+               and not hasattr(t, "fields")}  # (a struct by value is no pointer)
+    if not any(_null_test(n.test, nulls, buffers) is not None
+               for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.If | ast.IfExp)) \
+            and not any(isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot)
+                                                            for op in n.ops)
+                        for stmt in body for n in ast.walk(stmt)):
         return body
     body = clone(body)
-    nulls = {n for n, t in arg_types.items() if t == NULL}
-    buffers = {n for n, t in arg_types.items() if t != NULL and not isinstance(t, str)}
     folder = _Folder(nulls, buffers)
     out = []
     for stmt in body:

@@ -44,6 +44,27 @@ def pointer_clash(name: str, old, new) -> str:
             f"(q = view({name}, T, off)), or pass the buffer as the type the kernel reads")
 
 
+def field_pointer(node: ast.Attribute, field: ct.ArrayT):
+    """``x[i].qs`` used as a pointer (``x[i].qs + k``, ``q = x[i].qs``, ``f(x[i].qs)``):
+    C's array-to-pointer decay, a view of the field's element type into the buffer's bytes.
+    The record must be in a buffer (a struct variable's own bytes are no buffer)."""
+    root = node
+    while isinstance(root, ast.Subscript | ast.Attribute):
+        root = root.value
+    t = getattr(root, "ctype", None)
+    if isinstance(t, ct.PtrT) and t.record_copy and len(field.shape) == 1:
+        t = ct.PtrT(t.base, t.array)  # a record read in place: its buffer's bytes
+    if isinstance(t, ct.ArrayT) and isinstance(root, ast.Name) and t.space == "global":
+        t = ct.PtrT(root.id, t)
+    if not isinstance(t, ct.PtrT) or t.record_copy or len(field.shape) != 1 or \
+            isinstance(field.dtype, StructT):
+        raise compile_error(node.loc, f"'{ast.unparse(node)}' as a pointer: pointers go into "
+                                      "1-D array fields of records in a buffer (x[i].qs + k); "
+                                      "a struct variable's fields are read element by element")
+    node.field_pointer = True
+    return ct.PtrT(t.base, t.array, field.dtype)
+
+
 def is_field(node) -> bool:
     """A struct field access (or an element of an array field): a load or store target."""
     if isinstance(node, ast.Attribute):

@@ -1,7 +1,9 @@
 """Buffer parameters that the body reassigns (``src0 = view(src0, np.float32, offset0)``,
 ``dst += k``): C's pointer parameters are variables. A buffer parameter is the buffer itself
 in generated code (a numpy array), so a body that assigns ``x`` gets a pointer local
-``x__ptr = x`` on entry, and every use of ``x`` reads that local instead. Accesses through it
+``x__ptr = x`` on entry, and every use of ``x`` reads that local instead; when the body's
+first use of ``x`` is a plain ``x = view(x, T, off)`` (ggml's first lines), that assignment
+starts the local and only later uses read it, so the local has the view's type throughout. Accesses through it
 are still checked against (and reported on) the buffer ``x``.
 """
 
@@ -31,19 +33,41 @@ def pointer_params(body: list, param_types: dict) -> list:
     if not written or not body:
         return body
     body = clone(body)  # the parsed body is shared by every compilation of the function
-    for root in body:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Name) and node.id in written and \
-                    not hasattr(node, "resolved"):
-                node.id += POINTER_SUFFIX
     entry = []
     for p in written:
+        first = next(k for k, s in enumerate(body) if _mentions(s, p))
+        if _is_cast_of(body[first], p):
+            # C's first line ``src0 = (global float *)((global char *)src0 + off)``: its value
+            # reads the argument itself, so the local takes that pointer's type from the start
+            # (bytes from a LocalMem or a uint8 array become a float pointer)
+            _rename([body[first].targets[0]], p)
+            _rename(body[first + 1:], p)
+            continue
+        _rename(body, p)
         source = ast.Name(id=p, ctx=ast.Load())
         target = ast.Name(id=p + POINTER_SUFFIX, ctx=ast.Store())
         stmt = ast.Assign(targets=[target], value=source, type_comment=None)
         stmt.loc = source.loc = target.loc = body[0].loc
         entry.append(stmt)
     return entry + list(body)
+
+
+def _mentions(node, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and not hasattr(n, "resolved")
+               for n in ast.walk(node))
+
+
+def _is_cast_of(stmt, name: str) -> bool:
+    """``name = <value>`` as a plain statement of the body (not under a condition)."""
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+        isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name
+
+
+def _rename(nodes, name: str) -> None:
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name) and node.id == name and not hasattr(node, "resolved"):
+                node.id += POINTER_SUFFIX
 
 
 def user_name(name: str) -> str:

@@ -287,6 +287,30 @@ class StructEmitter:
         raise compile_error(getattr(node, "loc", None), "struct fields are read as "
                                                         "x[i].field or x[i].field[j]")
 
+    def field_pointer_offset(self, node) -> str:
+        """The byte offset of ``x[i].qs`` used as a pointer (places.field_pointer): the
+        record's offset plus the field's, unchecked (forming a pointer reads nothing; the
+        accesses through it are checked against the buffer's bytes)."""
+        if isinstance(node, ast.Attribute):
+            record = node.value.ctype
+            field = (record.dtype if isinstance(record, ct.PtrT) else record).field(node.attr)
+            return f"({self.field_pointer_offset(node.value)} + {field.offset})"
+        t = node.ctype
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                isinstance(node.value.ctype, ct.ArrayT):  # x[i] on a struct buffer
+            return f"({self.typed(node.slice, 'int64')} * {node.value.ctype.dtype.itemsize})"
+        if isinstance(node, ast.Subscript):  # p[k] through a pointer to records
+            ptr, index = node.value.ctype, self.typed(node.slice, "int64")
+        else:  # xb (xb->qs), x + ib, a record read in place
+            ptr, index = t, self.const(0, "int64")
+        at = self.pointer_offset(node.value if isinstance(node, ast.Subscript) else node)[2]
+        size = ptr.dtype.itemsize
+        if ptr.view is not None:
+            return f"({at} + {index} * {size})"
+        if getattr(node, "record_ref", False):  # b = x[ib] read in place: its record index
+            return f"({at} * {size})"
+        return f"(({at} + {index}) * {size})"
+
     def _struct_pointer(self, name_node, index: str, site: int, store: bool):
         """(bytes, checked byte offset) of record ``p[index]`` through a pointer local: a
         view holds a byte offset, a pointer into a struct buffer a record offset."""

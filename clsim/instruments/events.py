@@ -171,7 +171,8 @@ class Emit:
         and private arrays (by name)."""
         gen = self._gen
         out = [ArrayInfo(n, t, "param", f"v_{n}")
-               for n, t in gen.module.program.arg_types.items() if isinstance(t, ct.ArrayT)]
+               for n, t in gen.module.program.arg_types.items()
+               if isinstance(t, ct.ArrayT) and gen.storage.get(n, "param") == "param"]
         for name, storage in sorted(gen.storage.items()):
             if storage in ("larray", "parray"):
                 data = f"v_{name}__c" if storage == "parray" else f"v_{name}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +25,22 @@ SUPPORTED_DTYPES = frozenset(set(ct.INT_TYPES) | {"float16", "float32", "float64
 # Builtins that write through a buffer argument, and which argument: atomics take p[i] or
 # (p, i) first, vstoreN(v, offset, p) third.
 _WRITTEN_ARGUMENT = {"atomic_": 0, "atom_": 0, "vstore": 2}
+
+
+@dataclass(frozen=True)
+class LocalMem:
+    """A ``__local T *`` kernel argument of ``nbytes`` bytes, one block per work-group
+    (pyopencl's ``LocalMemory``): the same object for ``clsim.run`` and for devices
+    (``verify``). In a Python kernel the parameter is that many local bytes, C's
+    ``local uchar *``; ``p = view(p, np.float32)`` makes it C's ``local float *p``."""
+
+    nbytes: int
+
+    def __post_init__(self):
+        if isinstance(self.nbytes, bool) or not isinstance(self.nbytes, int | np.integer) \
+                or self.nbytes <= 0:
+            raise InvalidArgumentError(f"LocalMem({self.nbytes!r}): the size is a positive "
+                                       "number of bytes (CL_INVALID_ARG_SIZE)")
 
 
 def ordered_args(kernel: str, params: list[str], args) -> tuple:
@@ -61,6 +78,9 @@ def kernel_arg_types(kernel: str, params: list[str], args, stored: set[str]
                 raise read_only_error(kernel, [name])
             types[name] = ct.ImageT(value.kind, value.order, value.channel_type, value.access)
             values.append(value.pixels())
+        elif isinstance(value, LocalMem):  # allocated per work-group by the kernel
+            types[name] = ct.ArrayT("uint8", 1, "local", (int(value.nbytes),))
+            values.append(np.zeros(1, np.uint8))
         elif isinstance(value, np.ndarray) and value.ndim > 0:
             _check_buffer(kernel, name, value, name in stored)
             if value.dtype.names is not None:  # a packed struct buffer: its bytes

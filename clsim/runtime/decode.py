@@ -15,6 +15,7 @@ from clsim.errors import (
     SimulationError,
     SubGroupError,
 )
+from clsim.compiler.ctypes import NULL_BELOW
 from clsim.runtime import record as rec
 
 
@@ -56,12 +57,21 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
         why = "negative index" if index < 0 else f"len {length}"
         hint = ("Guard the access with a bounds test such as 'if i < n'" if index >= 0 else
                 "Negative indices do not wrap around in OpenCL; check the index arithmetic")
+        if index < NULL_BELOW:  # a pointer variable holding None (C's NULL)
+            why, hint = "through a null pointer", "Guard it with 'if p is not None:'"
         return OutOfBoundsError(
             f"{where}, gid={gid_t}, lid={lid_t}: {kind} {buffer}[{index}] out of bounds "
             f"({why}). {hint}.{src}",
             buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
             access={rec.OOB_LOAD: "load", rec.OOB_STORE: "store"}.get(code, "atomic"),
             **fields)
+    if code in (rec.OOB_VIEW_LOAD, rec.OOB_VIEW_STORE) and index < NULL_BELOW:
+        access = "load" if code == rec.OOB_VIEW_LOAD else "store"
+        return OutOfBoundsError(
+            f"{where}, gid={gid_t}, lid={lid_t}: {access} of {a} bytes through a null "
+            f"pointer into '{buffer}' (a pointer variable holding None). Guard it with "
+            f"'if p is not None:'.{src}", buffer=buffer, index=index, length=length + a - 1,
+            gid=gid_t, lid=lid_t, access=access, **fields)
     if code in (rec.OOB_VIEW_LOAD, rec.OOB_VIEW_STORE):  # index: a byte offset
         access = "load" if code == rec.OOB_VIEW_LOAD else "store"
         return OutOfBoundsError(
