@@ -47,6 +47,7 @@ def blocker(message: str) -> str:
 def survey(folder: Path) -> list[dict]:
     rows = []
     for path in sorted(folder.glob("*.cl")):
+        began = time.perf_counter()
         text = path.read_text(errors="replace")
         names = _KERNEL.findall(text)
         images = bool(_IMAGE.search(text))
@@ -69,6 +70,7 @@ def survey(folder: Path) -> list[dict]:
             elif not fail:
                 row["why"] = "kernel not found by the front end"
             rows.append(row)
+        print(f"{path.name}: {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
     return rows
 
 

@@ -200,8 +200,8 @@ class ModuleEmitter:
                 if t.kind in ("image", "other"):
                     raise Unsupported(c, f"a parameter of type {t} ({p_name})" if t.kind ==
                                       "other" else f"image parameters ({p_name}: {t})")
-                if t.kind == "pointer" and t.space == "local" and is_kernel:
-                    raise Unsupported(c, f"a local pointer kernel parameter ({p_name})")
+                if is_kernel:
+                    _retype_parameter(emitter, c, p_name, t)
             body = next(k for k in children(c) if k.kind == CK.COMPOUND_STMT)
             emitter.block(body)
         except Unsupported as exc:
@@ -260,6 +260,19 @@ class ModuleEmitter:
                 code = f"{code:<{width}}  # {self.short}:{cl_line}"
             lines.append(code.rstrip())
         self.t.source = "\n".join(lines) + "\n"
+
+
+def _retype_parameter(emitter, c, name: str, t: CType) -> None:
+    """A kernel parameter the argument cannot type as C declares it gets its type first thing:
+    a ``local T *`` is LocalMem's bytes, a ``global float4 *`` a float array."""
+    if t.kind != "pointer":
+        return
+    inner = t.inner
+    if t.space == "local" and not (inner.kind == "scalar" and inner.name in ("int8", "uint8")):
+        pointee = f"np.{inner.name}" if inner.kind == "scalar" else inner.py_name
+        emitter.put(f"{name} = view({name}, {pointee})", c)
+    elif t.space != "local" and inner.kind == "vector":
+        emitter.put(f"{name} = view({name}, {inner.py_name})", c)
 
 
 def _is_kernel(c) -> bool:

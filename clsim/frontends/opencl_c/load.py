@@ -68,6 +68,8 @@ class ClKernel(KernelFunction):
             return np.dtype(t.name)
         if t.kind == "struct":
             return self.structs.get(t.name)
+        if t.kind == "vector":  # the kernel views it as vectors (emit._retype_parameter)
+            return np.dtype(t.name)
         return None
 
 

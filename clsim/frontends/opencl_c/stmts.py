@@ -145,9 +145,10 @@ class Statements(Expressions):
             fill = f"({fill},)" if len(values) == 1 else f"({fill})"
             self.put(f"{name} = private_array({shape}, np.{elem.name}, fill={fill})", var)
             return
-        self.put(f"{name} = private_array({shape}, {dtype}, fill=0)", var)
-        for i, item in enumerate(items):
-            self.put(f"{name}[{i}] = {self.typed(item, elem).code}", item)
+        # C's non-constant initialiser (the rest of the array is zero)
+        fill = ", ".join(self.typed(k, elem).code for k in items)
+        fill = f"({fill},)" if len(items) == 1 else f"({fill})"
+        self.put(f"{name} = private_array({shape}, {dtype}, fill={fill})", var)
 
     # -- expression statements
     def expr_stmt(self, cursor) -> None:
