@@ -36,7 +36,8 @@ def _devices_for(spec) -> list:
     params = device_params(requires=tuple(spec.requires), only=DEVICES)
     if THOROUGH:
         return params
-    ready = [p for p in params if not p.marks]
+    ready = sorted((p for p in params if not p.marks),
+                   key=lambda p: DEVICES.index(p.values[0]))
     return ready[:1] or params[:1]  # none ready: the first, with its skip reason
 
 
