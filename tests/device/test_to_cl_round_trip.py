@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 from hypothesis import settings
 
@@ -21,7 +22,10 @@ from clsim.backends.opencl_c import to_cl
 from clsim.spec import all_specs
 from verify.cli import format_found
 from verify.fuzz import fuzz_spec
+from verify.runner import compare
 from verify.testing import device_params
+
+import to_cl_zoo as zoo  # beside this file (pytest puts the folder on sys.path)
 
 SPECS = all_specs()
 THOROUGH = os.environ.get("CLSIM_HYPOTHESIS_PROFILE") == "thorough"
@@ -58,3 +62,30 @@ def test_to_cl_agrees_with_the_simulator(name, device, tmp_path):
     if report.skipped:
         pytest.skip(report.skipped)
     assert report.found is None, format_found(report.found)
+
+
+def _zoo_cases():
+    rng = np.random.default_rng(5)
+    n = 32
+    ints = rng.integers(-60, 60, n).astype(np.int32)
+    recs = np.zeros(n, zoo.REC)
+    recs["d"] = rng.standard_normal(n).astype(np.float32)
+    recs["q"] = rng.integers(0, 255, (n, 4))
+    floats = rng.standard_normal(n).astype(np.float32)
+    return [
+        (zoo.scalars, (ints, np.zeros(n, np.int32), np.int32(n))),
+        (zoo.vectors_and_memory, (floats, recs, np.zeros(n, np.float32), np.int32(n))),
+    ]
+
+
+@pytest.mark.parametrize("device", [p for p in device_params(only=DEVICES)])
+@pytest.mark.parametrize("which", [0, 1], ids=["scalars", "vectors_and_memory"])
+def test_to_cl_of_constructs_outside_the_library(which, device):
+    """Swaps, private-array fills, component stores, 2-D local arrays, pointer locals, views,
+    record copies, elif chains, negative range steps and hex literals print as C that
+    agrees with the simulator bit for bit."""
+    kernel, args = _zoo_cases()[which]
+    source = to_cl(kernel, args, local_size=(32,))
+    result = compare(kernel, source, global_size=(32,), local_size=(32,), args=args,
+                     device=device)
+    assert result.equal, str(result.first_difference)

@@ -130,7 +130,8 @@ class ExprPrinter:
 
     def _BoolOp(self, node):
         sym, p = ("&&", 5) if isinstance(node.op, ast.And) else ("||", 4)
-        return f" {sym} ".join(self.sub(v, p + 1) for v in node.values), p
+        need = p + 1 if sym == "&&" else 6  # a && b inside || reads better (and -Wparentheses)
+        return f" {sym} ".join(self.sub(v, need) for v in node.values), p
 
     def _Compare(self, node):
         parts = []
