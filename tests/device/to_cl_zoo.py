@@ -51,6 +51,11 @@ def scalars(x, y, n):
         if w == 60:
             break
     y[i] = t + np.int32(v & 0xFFFF) + w + (a << (b & 7))
+    mixed = np.uint32(a) > b  # C converts b to uint: -1 is the largest
+    wide = np.int64(a) * 3000000000 // np.int64(b | 1)
+    flag = a > b
+    small = np.int8(a * 5)
+    y[i] += mixed + np.int32(wide % 1000) + flag + small + max(a, 3) + min(abs(b), 7)
 
 
 @clsim.kernel
