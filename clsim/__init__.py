@@ -30,12 +30,21 @@ from clsim.runtime.launch import RunResult, run
 
 __version__ = "0.1.0"
 
+
+def to_cl(kernel, args=None, *, local_size=None, subgroup_size=None) -> str:
+    """OpenCL C source of a Python kernel (docs/to_cl.md); see
+    ``clsim.backends.opencl_c.to_cl`` (imported on first use: ``import clsim`` stays light)."""
+    from clsim.backends.opencl_c import to_cl as print_cl
+
+    return print_cl(kernel, args, local_size=local_size, subgroup_size=subgroup_size)
+
+
 __all__ = [
     "BarrierDivergenceError", "DataRaceError", "DeviceError", "DivisionByZeroError",
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
     "KernelTimeoutError", "MisalignedAccessError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
-    "VerificationError", "cstruct", "func", "kernel", "run",
+    "VerificationError", "cstruct", "func", "kernel", "run", "to_cl",
     *_api.BUILTIN_NAMES,
     *_api.atomic_constant_names,
     *[n for n in dir(_api) if n.isupper()],
