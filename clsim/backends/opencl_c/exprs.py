@@ -145,7 +145,8 @@ class ExprPrinter:
         return " && ".join(f"({x})" for x in parts), 5
 
     def _IfExp(self, node):
-        test, body, orelse = self.sub(node.test, 4), self.sub(node.body, 4), self.sub(node.orelse, 3)
+        test, body = self.sub(node.test, 4), self.sub(node.body, 4)
+        orelse = self.sub(node.orelse, 3)
         if node.ctype is not None and not isinstance(node.ctype, ct.VecT):
             body = self._converted(node.body, node.ctype, body)
             orelse = self._converted(node.orelse, node.ctype, orelse)
