@@ -3,14 +3,16 @@
 The kernel is generated: 200 lines of a work-item's arithmetic, loops, branches, a local
 array with barriers, a vector and calls of a helper. Timed cold (the front end's parse cache
 emptied each time, as a fresh process would be) and, in the same run, the front end and
-typing alone (``typed.type_kernel``), so the printing's own share is the difference; the
-machine is shared, so the ratio is the figure to compare across runs.
+typing alone (``typed.type_kernel``), so the printing's own share is the difference, and with
+``clsim.compiler.scopes``' former name search (a walk of the body per name and block, which
+made scoping quadratic); the machine is shared, so the ratios are the figures to compare.
 
 Run: python tests/bench/bench_to_cl.py [--write]   (--write appends to docs/performance.md)
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 import tempfile
@@ -26,7 +28,7 @@ from benchlib import append_section, best_interleaved  # noqa: E402
 
 from clsim.backends.opencl_c import to_cl  # noqa: E402
 from clsim.backends.opencl_c.typed import type_kernel  # noqa: E402
-from clsim.compiler import frontend  # noqa: E402
+from clsim.compiler import frontend, scopes  # noqa: E402
 from clsim.runtime.arguments import kernel_arg_types  # noqa: E402
 
 TARGET_S = 0.2
@@ -99,9 +101,23 @@ def main() -> None:
         types, _ = kernel_arg_types(kernel.name, params, args, set())
         return type_kernel(kernel, types, (256,))
 
+    def walking_mentions(node, name):  # scopes.py before its name index: a walk per question
+        nodes = node if isinstance(node, list) else [node]
+        return any(isinstance(n, ast.Name) and n.id == name and not hasattr(n, "resolved")
+                   for root in nodes for n in ast.walk(root))
+
+    def cold_to_cl_walking():
+        indexed = scopes._mentions
+        scopes._mentions = walking_mentions
+        try:
+            return cold_to_cl()
+        finally:
+            scopes._mentions = indexed
+
     source = cold_to_cl()
     python_lines = path.read_text().count("\n")
-    best = best_interleaved({"to_cl": cold_to_cl, "typing": cold_typing}, rounds=7)
+    best = best_interleaved({"to_cl": cold_to_cl, "typing": cold_typing,
+                             "walking": cold_to_cl_walking}, rounds=7)
     ratio = best["to_cl"] / best["typing"]
     lines = [
         f"A generated {python_lines}-line kernel (helper calls, loops, branches, a local array "
@@ -114,6 +130,8 @@ def main() -> None:
         f"< {TARGET_S * 1e3:.0f} ms |",
         f"| front end and typing alone | {best['typing'] * 1e3:.0f} ms | |",
         f"| ratio to_cl / typing | {ratio:.2f}x | |",
+        f"| `to_cl` with scoping's former name search (a walk per name and block) | "
+        f"{best['walking'] * 1e3:.0f} ms ({best['walking'] / best['to_cl']:.1f}x) | |",
     ]
     print("\n".join(lines))
     if "--write" in sys.argv:
