@@ -41,12 +41,20 @@ def load_cl(path_or_source, kernel_name=None, *, options: str = ""):
     return _load_cl(path_or_source, kernel_name, options=options)
 
 
+def to_cl(kernel, args=None, *, local_size=None, subgroup_size=None) -> str:
+    """OpenCL C source of a Python kernel (docs/to_cl.md); see
+    ``clsim.backends.opencl_c.to_cl`` (imported on first use: ``import clsim`` stays light)."""
+    from clsim.backends.opencl_c import to_cl as print_cl
+
+    return print_cl(kernel, args, local_size=local_size, subgroup_size=subgroup_size)
+
+
 __all__ = [
     "BarrierDivergenceError", "DataRaceError", "Image", "DeviceError", "DivisionByZeroError",
     "InvalidArgumentError", "InvalidNDRangeError", "KernelCompileError", "KernelInterrupted",
     "KernelTimeoutError", "LocalMem", "MisalignedAccessError", "OutOfBoundsError",
     "ProfileError", "RunResult", "SimulationError", "SubGroupError", "UninitializedReadError",
-    "VerificationError", "cstruct", "func", "kernel", "load_cl", "run",
+    "VerificationError", "cstruct", "func", "kernel", "load_cl", "run", "to_cl",
     *_api.BUILTIN_NAMES,
     *_api.atomic_constant_names,
     *[n for n in dir(_api) if n.isupper()],

@@ -77,6 +77,7 @@ _REJECTED = {
     ast.NamedExpr: "':=' is not supported; assign on its own line",
     ast.Slice: "slices are not supported; index one element at a time (or use vload4)",
 }
+_REJECTED_TYPES = tuple(_REJECTED)
 
 
 class _Annotator(ast.NodeVisitor):
@@ -108,10 +109,11 @@ class _Annotator(ast.NodeVisitor):
                                                  for op in node.ops):
             raise compile_error(getattr(node, "loc", None), "'in' is not supported: compare "
                                                             "element by element with ==")
-        for bad, why in _REJECTED.items():
-            top = isinstance(node, ast.FunctionDef) and node is self.top
-            if isinstance(node, bad) and not top:
-                raise compile_error(getattr(node, "loc", None), why)
+        if isinstance(node, _REJECTED_TYPES):  # one test per node; the loop only on a hit
+            for bad, why in _REJECTED.items():
+                top = isinstance(node, ast.FunctionDef) and node is self.top
+                if isinstance(node, bad) and not top:
+                    raise compile_error(getattr(node, "loc", None), why)
         super().generic_visit(node)
 
     def run(self, tree: ast.FunctionDef) -> None:

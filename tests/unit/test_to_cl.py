@@ -13,10 +13,8 @@ from hypothesis import strategies as st
 import clsim
 import kernels_py  # noqa: F401  (registers the library's specs)
 from clsim import (
-    CLK_LOCAL_MEM_FENCE,
     atomic_add,
     atomic_fetch_add_explicit,
-    barrier,
     get_global_id,
     get_local_id,
     get_sub_group_local_id,

@@ -130,7 +130,8 @@ class ExprPrinter:
 
     def _BoolOp(self, node):
         sym, p = ("&&", 5) if isinstance(node.op, ast.And) else ("||", 4)
-        return f" {sym} ".join(self.sub(v, p + 1) for v in node.values), p
+        need = p + 1 if sym == "&&" else 6  # a && b inside || reads better (and -Wparentheses)
+        return f" {sym} ".join(self.sub(v, need) for v in node.values), p
 
     def _Compare(self, node):
         parts = []
@@ -144,7 +145,8 @@ class ExprPrinter:
         return " && ".join(f"({x})" for x in parts), 5
 
     def _IfExp(self, node):
-        test, body, orelse = self.sub(node.test, 4), self.sub(node.body, 4), self.sub(node.orelse, 3)
+        test, body = self.sub(node.test, 4), self.sub(node.body, 4)
+        orelse = self.sub(node.orelse, 3)
         if node.ctype is not None and not isinstance(node.ctype, ct.VecT):
             body = self._converted(node.body, node.ctype, body)
             orelse = self._converted(node.orelse, node.ctype, orelse)

@@ -70,24 +70,51 @@ def pointer_decl(t, name: str, structs: StructNames) -> str:
     return f"{qual + ' ' if qual else ''}{type_name(elem, structs)}* {name}"
 
 
-def declaration(t, name: str, structs: StructNames, param: bool = False) -> str:
-    """A C declaration of ``name`` with clsim type ``t`` (no initialiser)."""
-    if isinstance(t, ct.PtrT):
-        if t.record_copy:  # b = x[ib]: C's struct copy
-            return f"{type_name(t.dtype, structs)} {name}"
-        return pointer_decl(t, name, structs)
-    if isinstance(t, ct.ArrayT):
-        if param or t.shape is None:
-            if t.shape is not None and len(t.shape) > 1:  # a 2-D array passed on: its rows
-                qual = SPACES[t.space]
-                dims = "".join(f"[{n}]" for n in t.shape[1:])
-                return f"{qual + ' ' if qual else ''}{type_name(t.dtype, structs)} " \
-                       f"(*{name}){dims}"
-            return pointer_decl(t, name, structs)
-        qual = SPACES[t.space]
-        dims = "".join(f"[{n}]" for n in t.shape)
-        return f"{qual + ' ' if qual else ''}{type_name(t.dtype, structs)} {name}{dims}"
+def _qualified(space: str, text: str) -> str:
+    qual = SPACES[space]
+    return f"{qual} {text}" if qual else text
+
+
+def _record_copy(t, name, structs, param):  # b = x[ib]: C's struct copy
+    return f"{type_name(t.dtype, structs)} {name}"
+
+
+def _pointer(t, name, structs, param):
+    return pointer_decl(t, name, structs)
+
+
+def _array_rows(t, name, structs, param):  # a 2-D array passed on: a pointer to its rows
+    dims = "".join(f"[{n}]" for n in t.shape[1:])
+    return _qualified(t.space, f"{type_name(t.dtype, structs)} (*{name}){dims}")
+
+
+def _array(t, name, structs, param):
+    dims = "".join(f"[{n}]" for n in t.shape)
+    return _qualified(t.space, f"{type_name(t.dtype, structs)} {name}{dims}")
+
+
+def _value(t, name, structs, param):
     return f"{type_name(t, structs)} {name}"
+
+
+# How each kind of variable or parameter is declared: the first entry whose test holds.
+# A new kind of pointer or array (the compiler's ``ctypes``) is one entry here.
+DECLARATORS = (
+    (lambda t, param: isinstance(t, ct.PtrT) and t.record_copy, _record_copy),
+    (lambda t, param: isinstance(t, ct.PtrT), _pointer),
+    (lambda t, param: isinstance(t, ct.ArrayT) and (param or t.shape is None)
+     and t.shape is not None and len(t.shape) > 1, _array_rows),
+    (lambda t, param: isinstance(t, ct.ArrayT) and (param or t.shape is None), _pointer),
+    (lambda t, param: isinstance(t, ct.ArrayT), _array),
+    (lambda t, param: True, _value),
+)
+
+
+def declaration(t, name: str, structs: StructNames, param: bool = False) -> str:
+    """A C declaration of ``name`` with clsim type ``t`` (no initialiser); ``param``: as a
+    function parameter (arrays decay to pointers)."""
+    declare = next(how for test, how in DECLARATORS if test(t, param))
+    return declare(t, name, structs, param)
 
 
 _INT_SUFFIX = {"int32": "", "uint32": "u", "int64": "L", "uint64": "UL"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clsim.compiler.infer import Typer
-from clsim.compiler.inline import inline_cut_helpers
+from clsim.compiler.inline import clone, inline_cut_helpers
 from clsim.compiler.module import FuncSpec, Program, helper_env
 from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.scopes import scope_loop_variables
@@ -48,6 +48,9 @@ def type_kernel(kfn, arg_types: dict, local_size: tuple[int, ...]) -> TypedKerne
     body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
     body = scope_loop_variables(body, arg_types)
     body = copy_written_params(body, arg_types)
+    # typing rewrites statements in place (v.x = e becomes v = vector_set(v, e)): on a copy,
+    # as module.generate types one, since the parsed tree is cached and shared with it
+    body = clone(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
     fn = TypedFunction(kfn.name, list(parsed.params), dict(arg_types), body, typer.env,

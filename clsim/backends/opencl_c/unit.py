@@ -156,10 +156,12 @@ class Unit:
             sig = self._helper_signature(fn, self.helper_names[key])
             prototypes.append(sig + ";")
             helpers.append(FunctionPrinter(self, fn).render(sig))
-        if self.subgroups:
+        # work-group collectives fold by sub-groups on some devices: their size matters too
+        sized = self.subgroups or any(n.startswith("work_group_") for n in self.cl2)
+        if sized:
             kernel_text = REQD_SUBGROUP + "\n" + kernel_text
         parts = [self._header(source_file), self._pragmas()]
-        if self.subgroups and self.subgroup_size:
+        if sized and self.subgroup_size:
             parts.append(f"#ifndef CLSIM_SUBGROUP_SIZE\n#define CLSIM_SUBGROUP_SIZE "
                          f"{self.subgroup_size}\n#endif")
         if self.defines:
