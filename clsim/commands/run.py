@@ -19,7 +19,7 @@ from clsim.commands import specs
 from clsim.commands.progress import RunProgress
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
 from clsim.commands.traffic_launch import PendingTraffic, TrafficOutcome, TrafficRequest
-from clsim.errors import SimulationError
+from clsim.errors import DataRaceError, SimulationError, UninitializedReadError
 from clsim.spec import differing_elements
 
 HELP = "run a kernel on generated input and compare with its numpy reference"
@@ -57,8 +57,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--subgroup-size", type=opt.positive_int,
                         help="sub-group size (default: the kernel's, else 32)")
     parser.add_argument("--traffic", action="store_true", help="print the full traffic table")
-    parser.add_argument("--check", default="default", choices=tuple(CHECKS_RUN),
-                        help="which checks to run (default: bounds and barrier divergence)")
+    parser.add_argument("--check", default="all", choices=tuple(CHECKS_RUN),
+                        help="which checks to run (default all: bounds, barrier divergence, "
+                             "data races, uninitialised reads)")
+    parser.add_argument("--no-checks", action="store_const", const="default", dest="check",
+                        help="only the engine's bounds and barrier-divergence checks (faster; "
+                             "the same as --check default)")
     parser.add_argument("--report-all", action="store_true",
                         help="with --check all, races or uninit: collect every finding instead "
                              "of stopping at the first")
@@ -93,7 +97,11 @@ def main(args) -> int:
     work = specs.fresh(inputs)
     request = TrafficRequest(args.name, shape, args.seed, local, options, args.timeout)
     with PendingTraffic(request) as pending:  # a child compiles it meanwhile (JIT)
-        result = _run(spec, launch, specs.run_args(spec, inputs, work), options, args.timeout)
+        try:
+            result = _run(spec, launch, specs.run_args(spec, inputs, work), options,
+                          args.timeout)
+        except (DataRaceError, UninitializedReadError) as finding:
+            return _stopped_by(spec.name, args.check, finding)
         counted, failure = _traffic_outcome(pending)
     _print_run(spec, result, shape)
     _print_compile(spec.name, args.check, result.compile_s, counted)
@@ -104,6 +112,16 @@ def main(args) -> int:
         raise failure
     _print_traffic(counted.traffic, args.traffic)
     return 0 if ok and not findings else 1
+
+
+def _stopped_by(name: str, check: str, finding: SimulationError) -> int:
+    """The first finding stopped the launch (no --report-all): a result, not an error."""
+    print(f"{name}: stopped by the first finding")
+    print(f"  checks: {', '.join(CHECKS_RUN[check])}: found "
+          + ("a data race" if isinstance(finding, DataRaceError) else "an uninitialised read")
+          + " (--report-all runs on and lists every finding)")
+    print("  " + str(finding).splitlines()[0])
+    return 1
 
 
 def _traffic_outcome(pending: PendingTraffic) -> tuple[TrafficOutcome, SimulationError | None]:
