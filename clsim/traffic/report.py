@@ -307,8 +307,9 @@ def _draw_bandwidth(ax, bandwidth, profile: DeviceProfile, measured_on: str | No
     for row, (label, model, measured, limit) in zip(rows, bandwidth, strict=True):
         color = f"C{rows.index(row) % 10}"
         ax.barh(row, model, height=0.5, color=color, alpha=0.35, edgecolor=color)
-        ax.text(model + top * 0.01, row + 0.3, f"{_figure(model)} GB/s, {model / roof:.0%} of "
-                f"the roof; limit: {limit}", fontsize=8, va="bottom")
+        share = f"{model / roof:.0%}" if model >= roof / 100 else f"{model / roof:.2%}"
+        ax.text(top * 0.01, row, f"{_figure(model)} GB/s, {share} of the roof; limit: {limit}",
+                fontsize=8, va="center")  # inside the bar: never clipped
         if measured:
             ax.plot([measured], [row], "o", ms=7, color=color)
     ax.axvline(roof, color="black", lw=2)
@@ -316,7 +317,7 @@ def _draw_bandwidth(ax, bandwidth, profile: DeviceProfile, measured_on: str | No
             va="bottom", ha="right")
     ax.set_yticks(rows, [b[0] for b in bandwidth], fontsize=8)
     ax.set_ylim(-0.6, len(bandwidth) - 0.1)
-    ax.set_xlim(0, top * 1.25)
+    ax.set_xlim(0, top * 1.1)
     ax.set_xlabel(f"bandwidth (GB/s; bytes: {axis})", fontsize=9)
     where = f"; circles: measured on {measured_on}" if measured_on and any(
         b[2] for b in bandwidth) else ""
