@@ -23,7 +23,7 @@ from clsim.commands import specs
 from clsim.commands.progress import RunProgress
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
 from clsim.commands.traffic_launch import PendingTraffic, TrafficOutcome, TrafficRequest
-from clsim.errors import SimulationError
+from clsim.errors import DataRaceError, SimulationError, UninitializedReadError
 from clsim.spec import differing_elements
 
 HELP = "run a kernel on generated input and compare with its numpy reference"
@@ -63,8 +63,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--traffic", action="store_true",
                         help="also count memory traffic (a second launch, compiled beside the "
                              "main one) and print its table")
-    parser.add_argument("--check", default="default", choices=tuple(CHECKS_RUN),
-                        help="which checks to run (default: bounds and barrier divergence)")
+    parser.add_argument("--check", default="all", choices=tuple(CHECKS_RUN),
+                        help="which checks to run (default all: bounds, barrier divergence, "
+                             "data races, uninitialised reads)")
+    parser.add_argument("--no-checks", action="store_const", const="default", dest="check",
+                        help="only the engine's bounds and barrier-divergence checks (faster; "
+                             "the same as --check default)")
     parser.add_argument("--report-all", action="store_true",
                         help="with --check all, races or uninit: collect every finding instead "
                              "of stopping at the first")
@@ -99,15 +103,18 @@ def main(args) -> int:
     work = specs.fresh(inputs)
     once_s = first_run.prepare("checks", options["jit"]) if args.check in \
         first_run.NEEDS_CHECKS else 0.0
-    if args.traffic:
-        request = TrafficRequest(args.name, shape, args.seed, local, options, args.timeout)
-        with PendingTraffic(request) as pending:  # a child compiles it meanwhile (JIT)
-            result = _run(spec, launch, specs.run_args(spec, inputs, work), options,
-                          args.timeout)
-            counted, failure = _traffic_outcome(pending)
-    else:
-        result = _run(spec, launch, specs.run_args(spec, inputs, work), options, args.timeout)
-        counted, failure = TrafficOutcome(None, 0.0), None
+    run_args = specs.run_args(spec, inputs, work)
+    try:
+        if args.traffic:
+            request = TrafficRequest(args.name, shape, args.seed, local, options, args.timeout)
+            with PendingTraffic(request) as pending:  # a child compiles it meanwhile (JIT)
+                result = _run(spec, launch, run_args, options, args.timeout)
+                counted, failure = _traffic_outcome(pending)
+        else:
+            result = _run(spec, launch, run_args, options, args.timeout)
+            counted, failure = TrafficOutcome(None, 0.0), None
+    except (DataRaceError, UninitializedReadError) as finding:
+        return _stopped_by(spec.name, args.check, finding)
     _print_run(spec, result, shape)
     _print_compile(spec.name, args.check, result.compile_s + once_s, counted)
     findings = getattr(result, "findings", None) or []
@@ -120,6 +127,16 @@ def main(args) -> int:
     else:
         print("  traffic: not counted (add --traffic)")
     return 0 if ok and not findings else 1
+
+
+def _stopped_by(name: str, check: str, finding: SimulationError) -> int:
+    """The first finding stopped the launch (no --report-all): a result, not an error."""
+    print(f"{name}: stopped by the first finding")
+    print(f"  checks: {', '.join(CHECKS_RUN[check])}: found "
+          + ("a data race" if isinstance(finding, DataRaceError) else "an uninitialised read")
+          + " (--report-all runs on and lists every finding)")
+    print("  " + str(finding).splitlines()[0])
+    return 1
 
 
 def _traffic_outcome(pending: PendingTraffic) -> tuple[TrafficOutcome, SimulationError | None]:

@@ -48,8 +48,14 @@ _NUMBERS: dict[str, tuple[type, float]] = {
     "l1_ways": (int, 1),
     "l2_bytes": (int, 1),
     "l2_ways": (int, 1),
+    # Optional: the occupancy and local-memory terms of the predicted time
+    # (clsim.traffic.occupancy); without them those terms are left out, and said so.
+    "local_bandwidth_gbs": (float, 0.0),  # all compute units' local memory together
+    "subgroups_per_cu": (int, 1),  # resident sub-groups per compute unit at most
+    "schedulers_per_cu": (int, 1),  # sub-groups a compute unit issues from per clock
 }
-_OPTIONAL = ("compute_units", "local_mem_bytes", "l1_bytes", "l1_ways", "l2_bytes", "l2_ways")
+_OPTIONAL = ("compute_units", "local_mem_bytes", "l1_bytes", "l1_ways", "l2_bytes", "l2_ways",
+             "local_bandwidth_gbs", "subgroups_per_cu", "schedulers_per_cu")
 REDUCTION_ORDERS = ("fixed", "left", "tree", "halfpairs", "tree16", "shuffled")  # runtime.config
 _REQUIRED = ("name", "description", "dram_bandwidth_gbs", "fp32_gflops", "fp16_gflops",
              "local_banks", "local_bank_width_bytes", "subgroup_size", "max_work_group_size")
@@ -78,6 +84,9 @@ class DeviceProfile:
     l1_ways: int | None = None
     l2_bytes: int | None = None
     l2_ways: int | None = None
+    local_bandwidth_gbs: float | None = None
+    subgroups_per_cu: int | None = None
+    schedulers_per_cu: int | None = None
     reduction_order: str = "fixed"  # order of float sums in reduce/scan collectives
     aliases: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict, compare=False)

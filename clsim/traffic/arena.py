@@ -175,7 +175,8 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
             "were counted as single-lane steps, so their sectors are an upper bound.",
             RuntimeWarning, stacklevel=4)
     return TrafficReport(info.kernel, dev.simd_width, records, reads, writes, flops,
-                         work_items=info.ndrange.work_items, sector_bytes=dev.sector_bytes,
+                         work_items=info.ndrange.work_items,
+                         work_groups=info.ndrange.total_groups, sector_bytes=dev.sector_bytes,
                          line_bytes=dev.line_bytes,
                          **_dram(info, TT, RR, dev, buffers))
 

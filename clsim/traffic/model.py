@@ -125,6 +125,7 @@ class TrafficReport:
     uncached_bytes: dict[str, int] = field(default_factory=dict)
     unreplayed_bytes: int = 0
     cache_model: str | None = None
+    work_groups: int = 0  # the launch's work-groups (for occupancy; 0: unknown)
 
     def __post_init__(self) -> None:
         # Accept any iterable / mapping from the engine but store immutable-ish, complete copies.
@@ -202,6 +203,7 @@ class TrafficReport:
         t["sector_size_bytes"] = self.sector_bytes
         t["line_size_bytes"] = self.line_bytes
         t["work_items"] = self.work_items
+        t["work_groups"] = self.work_groups
         return t
 
     def to_dict(self) -> dict[str, Any]:
@@ -212,6 +214,7 @@ class TrafficReport:
             "kernel": self.kernel,
             "simd_width": self.simd_width,
             "work_items": self.work_items,
+            "work_groups": self.work_groups,
             "sector_bytes": self.sector_bytes,
             "line_bytes": self.line_bytes,
             "sites": self.sites,
@@ -257,6 +260,7 @@ class TrafficReport:
                 uncached_bytes=dict(data.get("uncached_bytes", {})),
                 unreplayed_bytes=int(data.get("unreplayed_bytes", 0)),
                 cache_model=data.get("cache_model"),
+                work_groups=int(data.get("work_groups", 0)),
             )
         except KeyError as exc:
             raise SimulationError(

@@ -71,8 +71,12 @@ _METRICS: list[tuple[str, Callable[[TrafficReport, Roofline, float | None], str]
     ("flops", lambda t, r, m: _fmt_int(r.flops)),
     ("intensity, unique (flop/B)", lambda t, r, m: _fmt_ratio(r.intensity_unique)),
     ("intensity, sectors (flop/B)", lambda t, r, m: _fmt_ratio(r.intensity_sectors)),
-    ("bound", lambda t, r, m: r.bound),
-    ("predicted time (floor)", lambda t, r, m: format_seconds(r.predicted_time_s)),
+    ("limit", lambda t, r, m: r.limit or r.bound),
+    ("work-groups", lambda t, r, m: _fmt_int(t.work_groups) if t.work_groups else "-"),
+    ("device share (occupancy)", lambda t, r, m: _fmt_ratio(r.fill, True)),
+    ("local time (replays incl.)", lambda t, r, m: format_seconds(r.time_local_s)),
+    ("roofline floor", lambda t, r, m: format_seconds(r.floor_time_s)),
+    ("predicted time", lambda t, r, m: format_seconds(r.predicted_time_s)),
     ("floor with unique bytes", lambda t, r, m: format_seconds(r.time_unique_s)),
 ]
 _MEASURED: list[tuple[str, Callable[[TrafficReport, Roofline, float | None], str]]] = [
@@ -103,6 +107,8 @@ def compare_table(rows: Sequence[Row]) -> str:
         cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:],
                                                                            strict=True)]
         out.append("  ".join(cells))
+    for label, _, roof, _ in unpacked:
+        out += [f"{label}: {note}" for note in roof.notes]
     return "\n".join(out)
 
 
@@ -133,6 +139,7 @@ def combined_row(label: str, rows: Sequence[Row], profile: DeviceProfile,
         unique_write_bytes=_summed([t.unique_write_bytes for t in reports]),
         flop_counts=_summed([t.flop_counts for t in reports]),
         work_items=sum(t.work_items for t in reports),
+        work_groups=sum(t.work_groups for t in reports),
         sector_bytes=first.sector_bytes, line_bytes=first.line_bytes,
         dram_read_bytes=_summed([t.dram_read_bytes for t in reports]),
         dram_write_bytes=_summed([t.dram_write_bytes for t in reports]),
@@ -141,7 +148,8 @@ def combined_row(label: str, rows: Sequence[Row], profile: DeviceProfile,
         cache_model=first.cache_model)
     roofs = [r for _, _, r, _ in parts]
     summed = {name: sum(getattr(r, name) for r in roofs) for name in
-              ("time_compute_s", "time_memory_s", "time_unique_s", "predicted_time_s")}
+              ("time_compute_s", "time_memory_s", "time_unique_s", "predicted_time_s",
+               "floor_time_s")}
     roof = replace(roofline(traffic.totals, profile, precision, roofs[0].bytes_basis),
                    **summed,
                    bound="compute" if summed["time_compute_s"] > summed["time_memory_s"]
@@ -197,17 +205,23 @@ def _matplotlib(path: Any):
 
 
 def _points(rows: Sequence[Row]) -> tuple[list[tuple[str, float, float, float | None]],
+                                          list[tuple[str, float, float | None, str]],
                                           list[str]]:
-    """(label, intensity, model GFLOP/s, measured GFLOP/s or None) per drawable variant, and
-    the labels of those with no flops or no bytes (log axes cannot hold them)."""
-    points, skipped = [], []
+    """Per variant with flops: (label, intensity, model GFLOP/s, measured GFLOP/s or None);
+    per variant with bytes but no flops, for the bandwidth panel: (label, model GB/s, measured
+    GB/s or None, its limit); and the labels of those with neither."""
+    points, bandwidth, skipped = [], [], []
     for label, _, roof, measured in (_unpack(r) for r in rows):
         x, model = roof.intensity, roof.attainable_flops_per_s / 1e9
         if x > 0 and math.isfinite(x) and model > 0:
             points.append((label, x, model, roof.flops / measured / 1e9 if measured else None))
+        elif roof.flops == 0 and roof.moved_bytes > 0 and roof.predicted_time_s > 0:
+            bandwidth.append((label, roof.achieved_bytes_per_s / 1e9,
+                              roof.moved_bytes / measured / 1e9 if measured else None,
+                              roof.limit or roof.bound))
         else:
             skipped.append(label)
-    return points, skipped
+    return points, bandwidth, skipped
 
 
 def _figure(value: float) -> str:
@@ -232,19 +246,38 @@ def _label_on_line(ax, x0: float, x1: float, y0: float, y1: float, text: str, **
 
 def roofline_figure(rows: Sequence[Row], profile: DeviceProfile, precision: str = "fp32",
                     measured_on: str | None = None):
-    """The roofline chart as a matplotlib Figure (see ``plot_roofline``)."""
+    """The roofline chart as a matplotlib Figure (see ``plot_roofline``): a log-log roofline
+    for variants with flops, a bandwidth panel for variants with none (a copy, a transpose)."""
     Figure, FigureCanvasAgg = _matplotlib("the roofline")
+    points, bandwidth, skipped = _points(rows)
+    panels = (1 if points or not bandwidth else 0) + (1 if bandwidth else 0)
+    fig = Figure(figsize=(7.5 * panels, 5.5), dpi=100)
+    FigureCanvasAgg(fig)
+    basis = {_unpack(r)[2].bytes_basis for r in rows}
+    axis = " / ".join(BASES[b] for b in sorted(basis)) or BASES["sectors"]
+    if points or not bandwidth:
+        ax = fig.add_subplot(1, panels, 1)
+        _draw_roofline(ax, points, profile, precision, measured_on, axis)
+    if bandwidth:
+        _draw_bandwidth(fig.add_subplot(1, panels, panels), bandwidth, profile, measured_on,
+                        axis)
+    title = f"{profile.name} ({profile.description})"
+    if skipped:
+        title += f"\nnot drawn (no flops and no bytes): {', '.join(skipped)}"
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _draw_roofline(ax, points, profile: DeviceProfile, precision: str,
+                   measured_on: str | None, axis: str) -> None:
     peak = profile.peak_flops_per_s(precision) / 1e9
     bw = profile.bandwidth_bytes_per_s / 1e9
     ridge = peak / bw
-    points, skipped = _points(rows)
     xs = [ridge] + [p[1] for p in points]
     lo, hi = min(xs) / 10, max(xs) * 10
     ys = [peak] + [p[2] for p in points] + [p[3] for p in points if p[3]]
     bottom = min(min(ys) / 10, bw * lo)
-    fig = Figure(figsize=(7.5, 5.5), dpi=100)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -257,21 +290,46 @@ def roofline_figure(rows: Sequence[Row], profile: DeviceProfile, precision: str 
                    f"({precision})", ha="right")
     _draw_points(ax, points)
     _legend(ax, profile, measured_on, any(p[3] for p in points))
-    basis = {_unpack(r)[2].bytes_basis for r in rows}
-    axis = " / ".join(BASES[b] for b in sorted(basis)) or BASES["sectors"]
     ax.set_xlabel(f"arithmetic intensity (flop per byte; bytes: {axis})", fontsize=9)
     ax.set_ylabel("performance (GFLOP/s)")
-    title = f"roofline: {profile.name} ({profile.description})"
-    if skipped:
-        title += f"\nnot drawn (no flops or bytes): {', '.join(skipped)}"
-    ax.set_title(title, fontsize=9)
+    ax.set_title("roofline", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    return fig
+
+
+def _draw_bandwidth(ax, bandwidth, profile: DeviceProfile, measured_on: str | None,
+                    axis: str) -> None:
+    """Kernels with no flops have no intensity: one bar per variant, its predicted bandwidth
+    against the DRAM roof (a vertical line), labelled with the share of the roof and the limit
+    that binds; a measured bandwidth is a filled circle on its bar."""
+    roof = profile.bandwidth_bytes_per_s / 1e9
+    top = max([roof] + [b[1] for b in bandwidth] + [b[2] for b in bandwidth if b[2]])
+    rows = list(range(len(bandwidth)))[::-1]  # first variant on top
+    for row, (label, model, measured, limit) in zip(rows, bandwidth, strict=True):
+        color = f"C{rows.index(row) % 10}"
+        ax.barh(row, model, height=0.5, color=color, alpha=0.35, edgecolor=color)
+        share = f"{model / roof:.0%}" if model >= roof / 100 else f"{model / roof:.2%}"
+        ax.text(top * 0.01, row, f"{_figure(model)} GB/s, {share} of the roof; limit: {limit}",
+                fontsize=8, va="center")  # inside the bar: never clipped
+        if measured:
+            ax.plot([measured], [row], "o", ms=7, color=color)
+    ax.axvline(roof, color="black", lw=2)
+    ax.text(roof, len(bandwidth) - 0.45, f" DRAM roof {_figure(roof)} GB/s", fontsize=8,
+            va="bottom", ha="right")
+    ax.set_yticks(rows, [b[0] for b in bandwidth], fontsize=8)
+    ax.set_ylim(-0.6, len(bandwidth) - 0.1)
+    ax.set_xlim(0, top * 1.1)
+    ax.set_xlabel(f"bandwidth (GB/s; bytes: {axis})", fontsize=9)
+    where = f"; circles: measured on {measured_on}" if measured_on and any(
+        b[2] for b in bandwidth) else ""
+    ax.set_title(f"no flops: bandwidth against the DRAM roof (bars: model{where})",
+                 fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
 
 
 def _draw_points(ax, points) -> None:
-    """Per variant: a hollow model square on the roof, labelled; a filled measured circle
-    joined to it by a dotted line."""
+    """Per variant: a hollow model square at its predicted performance (on the roof unless
+    local memory or occupancy binds), labelled; a filled measured circle joined to it by a
+    dotted line."""
     for index, (label, x, model, measured) in enumerate(points):
         color = f"C{index % 10}"
         ax.plot([x], [model], "s", ms=8, mfc="none", mec=color, mew=1.5)
@@ -286,7 +344,8 @@ def _legend(ax, profile: DeviceProfile, measured_on: str | None, any_measured: b
     from matplotlib.lines import Line2D  # with the figure: matplotlib is optional
 
     handles = [Line2D([], [], ls="none", marker="s", mfc="none", mec="black",
-                      label=f"model: the floor on {profile.name} (traffic counted)")]
+                      label=f"model: predicted on {profile.name} (traffic, local memory, "
+                            "occupancy)")]
     if any_measured:
         where = f" on {measured_on}" if measured_on else ""
         handles.append(Line2D([], [], ls="none", marker="o", color="black",
@@ -299,12 +358,13 @@ def plot_roofline(path: str | os.PathLike[str], rows: Sequence[Row], profile: De
     """Draw a log-log roofline of ``profile`` with each variant's points, and write it.
 
     The roofs carry their labels along their lines. Every variant has a model point (hollow
-    square) at its intensity on its roofline's bytes basis, at the height of its floor (the
-    roof); a variant with a measured time also has a measured point (filled circle, flops /
-    time) below it, joined by a dotted line. The legend tells them apart (``measured_on``
-    names the device), the x-axis label states which bytes the intensity counts. Variants with
-    no flops or no bytes cannot sit on log axes and are listed in the title instead. Returns
-    the path written (PNG, SVG or PDF by extension).
+    square) at its intensity on its roofline's bytes basis, at flops over its predicted time
+    (on the roof unless local memory or occupancy binds, then below it); a variant with a
+    measured time also has a measured point (filled circle, flops / time), joined by a dotted
+    line. The legend tells them apart (``measured_on`` names the device), the x-axis label
+    states which bytes the intensity counts. Variants with no flops (a copy, a transpose)
+    have no intensity: they are drawn in a bandwidth panel beside it, a bar per variant
+    against the DRAM roof. Returns the path written (PNG, SVG or PDF by extension).
     """
     _matplotlib(path)
     fig = roofline_figure(rows, profile, precision, measured_on)

@@ -10,11 +10,15 @@ Three byte counts are reported because they answer different questions:
   the coalescer fetch, with no reuse between steps: the cost of uncoalesced or strided access
   with no cache at all (the upper bound).
 
-``predicted_time_s`` is a lower bound ``max(flops / peak, bytes / bandwidth)`` on the bytes
-``bytes_basis`` names: the ``basis`` asked for ("unique", "dram" or "sectors"), by default
-sector bytes when the report has sectors, else unique bytes; ``time_unique_s`` is the same
-bound with unique bytes. Neither models latency, occupancy or launch overhead: a measured time
-above the bound is expected.
+``floor_time_s`` is the classic roofline bound ``max(flops / peak, bytes / bandwidth)`` on
+the bytes ``bytes_basis`` names: the ``basis`` asked for ("unique", "dram" or "sectors"), by
+default sector bytes when the report has sectors, else unique bytes; ``time_unique_s`` is the
+same bound with unique bytes. ``predicted_time_s`` adds the two limits bytes and flops miss
+(``clsim.traffic.occupancy``): local memory with its bank-conflict replays as a third roof,
+and occupancy, the share of the device a launch of this many work-groups and sub-groups can
+keep busy, which divides every roof. ``limit`` says which binds, ``notes`` say why in words
+(the launch too small to fill the device, the replays). Latency and launch overhead are not
+modelled: a measured time above the prediction is expected.
 
 This module does not count traffic (``model``) or read profiles (``profiles``); it only combines
 the two.
@@ -29,6 +33,7 @@ from typing import Any
 
 from clsim.errors import ProfileError
 from clsim.profiles import DeviceProfile
+from clsim.traffic.occupancy import local_time_s, occupancy
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,11 @@ class Roofline:
     bound: str  # "memory" or "compute"
     dram_bytes: int | None = None
     intensity_dram: float | None = None
+    floor_time_s: float = 0.0  # max(compute, memory): the roofline without the terms below
+    time_local_s: float | None = None  # local bytes and bank replays (None: not modelled)
+    fill: float = 1.0  # the share of the device's throughput the launch can use
+    limit: str = ""  # the term that binds, in words
+    notes: tuple[str, ...] = ()
 
     @property
     def moved_bytes(self) -> int:
@@ -64,6 +74,13 @@ class Roofline:
     def intensity(self) -> float:
         """The intensity on the basis ``predicted_time_s`` uses."""
         return _intensity(self.flops, self.moved_bytes)
+
+    @property
+    def achieved_bytes_per_s(self) -> float:
+        """The bytes of the basis over the predicted time: what a 0-flop kernel is drawn by."""
+        if self.predicted_time_s <= 0:
+            return 0.0
+        return self.moved_bytes / self.predicted_time_s
 
     @property
     def attainable_flops_per_s(self) -> float:
@@ -110,6 +127,16 @@ def roofline(totals: Mapping[str, Any], profile: DeviceProfile,
     moved = {"sectors": sector_bytes, "unique": unique, "dram": dram}[basis]
     t_compute = flops / peak
     t_memory = moved / bandwidth
+    t_local = local_time_s(totals, profile)
+    terms = {"compute": t_compute, "memory": t_memory, "local": t_local or 0.0}
+    bound = max(terms, key=lambda k: (terms[k], k == "memory"))  # ties: memory
+    occ = occupancy(totals, profile)
+    fill = occ.fill if occ is not None else 1.0
+    notes = [_limit_note(bound, terms, totals, profile, basis)]
+    occ_note = occ.note(profile.name) if occ is not None else None
+    if occ_note:
+        notes.append(occ_note)
+    notes += _unmodelled(profile, occ)
     return Roofline(
         profile=profile.name,
         precision=precision,
@@ -125,11 +152,55 @@ def roofline(totals: Mapping[str, Any], profile: DeviceProfile,
         time_compute_s=t_compute,
         time_memory_s=t_memory,
         time_unique_s=max(t_compute, unique / bandwidth),
-        predicted_time_s=max(t_compute, t_memory),
-        bound="compute" if t_compute > t_memory else "memory",
+        predicted_time_s=terms[bound] / fill,
+        bound=bound,
         dram_bytes=None if dram is None else int(dram),
         intensity_dram=None if dram is None else _intensity(flops, dram),
+        floor_time_s=max(t_compute, t_memory),
+        time_local_s=t_local,
+        fill=fill,
+        limit=bound + (" (occupancy)" if fill < 1.0 else ""),
+        notes=tuple(notes),
     )
+
+
+_ROOF_WORDS = {"compute": "the compute roof ({:.3g} s of flops)",
+               "memory": "DRAM bandwidth ({:.3g} s of {} bytes)",
+               "local": "local memory ({:.3g} s)"}
+
+
+def _limit_note(bound: str, terms: Mapping[str, float], totals: Mapping[str, Any],
+                profile: DeviceProfile, basis: str) -> str:
+    """The line saying which limit binds, with the runner-up."""
+    def words(name: str) -> str:
+        text = _ROOF_WORDS[name]
+        return text.format(terms[name], basis) if name == "memory" else text.format(terms[name])
+
+    others = sorted((k for k in terms if k != bound and terms[k] > 0), key=lambda k: -terms[k])
+    line = f"limit: {words(bound)}"
+    if bound == "local":
+        replays = int(totals.get("local_bank_conflicts", 0))
+        line += (f", with {replays:,} bank-conflict replays of {profile.local_banks} x "
+                 f"{profile.local_bank_width_bytes} bytes")
+    if others:
+        line += f"; next: {words(others[0])}"
+    return line
+
+
+def _unmodelled(profile: DeviceProfile, occ: Any) -> list[str]:
+    """What the prediction leaves out because the profile or report lacks a figure."""
+    missing = []
+    if profile.local_banks and profile.local_bandwidth_gbs is None:
+        missing.append("local memory and bank conflicts (no local_bandwidth_gbs)")
+    if occ is None:
+        missing.append("occupancy (the report has no work-group count)")
+    elif profile.compute_units is None:
+        missing.append("occupancy (no compute_units)")
+    elif profile.schedulers_per_cu is None:
+        missing.append("sub-groups per compute unit (no schedulers_per_cu)")
+    if not missing:
+        return []
+    return [f"not modelled on {profile.name}: " + "; ".join(missing)]
 
 
 def _check_basis(basis: str | None, dram: Any) -> str | None:

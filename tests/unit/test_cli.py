@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +55,9 @@ def test_rates_keep_three_significant_digits(per_s, text):
     (["--check", "all", "--report-all"], "checks: bounds, barrier divergence, data races, "
                                          "uninitialised reads: 0 findings"),
     (["--check", "races"], "checks: bounds, barrier divergence, data races: nothing found"),
-    ([], "checks: bounds, barrier divergence: nothing found"),
+    ([], "checks: bounds, barrier divergence, data races, uninitialised reads: nothing found"),
+    (["--no-checks"], "checks: bounds, barrier divergence: nothing found"),
+    (["--check", "default"], "checks: bounds, barrier divergence: nothing found"),
     (["--check", "none"], "checks: none (--check none)"),
 ])
 def test_run_says_which_checks_ran_and_what_they_found(capsys, argv, line):
@@ -214,3 +217,20 @@ def test_a_user_file_that_fails_to_import_is_one_line_naming_its_line(capsys, tm
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "internal error" not in err
     assert f"{path}:3: importing it raised IndexError" in err
+
+
+PLANTED = Path(__file__).resolve().parents[1] / "device" / "planted_bugs.py"
+
+
+@pytest.mark.parametrize("name, found", [
+    ("WRONG_FENCE", "found a data race"), ("UNINIT_LOCAL", "found an uninitialised read")])
+def test_run_finds_planted_bugs_by_default(capsys, name, found):
+    """``clsim run`` runs every check unless told not to: the wrong fence and the
+    uninitialised local read (both agree with their reference often enough to pass a plain
+    run) stop it with exit 1 and the finding; ``--no-checks`` runs them without."""
+    argv = ["run", f"{PLANTED}::{name}", "--shape", "n=128", "--no-jit"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert found in out and "data races, uninitialised reads" in out
+    main([*argv, "--no-checks"])
+    assert "checks: bounds, barrier divergence: nothing found" in capsys.readouterr().out

@@ -1,0 +1,72 @@
+"""Verify benchmark: ``clsim verify softmax -d intel-cpu -n 100`` with the simulator's checks
+(``checks="all"``, the default since issue 23) against without (``--no-checks``,
+``checks="default"``), same seed, so both draw the same 100 cases. The reference comparison
+runs in both. Rounds alternate the two modes so background load hits both alike; the
+simulator's memo is cleared before each run (it would otherwise serve the second mode).
+
+Target (issue 23): with checks at most 1.3x without.
+
+Run: python tests/bench/bench_verify_checks.py   (appends a section to docs/performance.md)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import append_section  # noqa: E402
+
+from clsim.spec import get_spec  # noqa: E402
+from verify import runner  # noqa: E402
+from verify.fuzz import fuzz_spec  # noqa: E402
+
+TARGET = 1.3
+EXAMPLES = int(os.environ.get("BENCH_EXAMPLES", "100"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+DEVICE = os.environ.get("BENCH_DEVICE", "intel-cpu")
+SEED = 23
+
+
+def once(checks: str, examples: int, folder: str) -> float:
+    runner._memo.clear()
+    start = time.perf_counter()
+    report = fuzz_spec(get_spec("softmax"), DEVICE, examples=examples, seed=SEED,
+                       failures_dir=folder, checks=checks)
+    elapsed = time.perf_counter() - start
+    if report.skipped or not report.equal:
+        raise SystemExit(f"softmax on {DEVICE}: {report.skipped or report.found}")
+    return elapsed
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        for checks in ("default", "all"):  # worker start, probes, generated modules
+            once(checks, 5, folder)
+        best = {"default": float("inf"), "all": float("inf")}
+        for _ in range(ROUNDS):
+            for checks in best:
+                best[checks] = min(best[checks], once(checks, EXAMPLES, folder))
+    ratio = best["all"] / best["default"]
+    lines = [
+        f"`clsim verify softmax -d {DEVICE} -n {EXAMPLES} --seed {SEED}`, best of {ROUNDS} "
+        "alternating rounds (the same drawn cases in both modes; reference compared in both):",
+        "",
+        "| simulator checks | seconds | ratio | target |",
+        "| --- | --- | --- | --- |",
+        f"| `--no-checks` (bounds, divergence) | {best['default']:.2f} | 1.00 | |",
+        f"| default (`checks=\"all\"`) | {best['all']:.2f} | {ratio:.2f} | <= {TARGET} |",
+    ]
+    print("\n".join(lines))
+    append_section("Verify with and without the simulator's checks "
+                   "(tests/bench/bench_verify_checks.py)", lines)
+
+
+if __name__ == "__main__":
+    main()
