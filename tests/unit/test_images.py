@@ -22,6 +22,7 @@ from clsim import (
     CLK_NORMALIZED_COORDS_FALSE,
     CLK_NORMALIZED_COORDS_TRUE,
     get_global_id,
+    get_image_width,
     int2,
     int4,
     read_imagef,
@@ -292,3 +293,38 @@ def test_a_failure_folder_keeps_an_image_argument(tmp_path):
     back = load_failure(folder).inputs["dst"]
     assert isinstance(back, clsim.Image) and repr(back) == repr(img)
     np.testing.assert_array_equal(back.data, img.data)
+
+
+@clsim.func
+def load_pair(img, i):
+    return read_imagef(img, i) + read_imagef(img, i + 1)
+
+
+@clsim.func
+def store_at(dst, i, v):
+    write_imagef(dst, i, v)
+
+
+@clsim.kernel
+def through_helpers(img, dst, out):
+    i = get_global_id(0)
+    v = load_pair(img, i)
+    store_at(dst, i, v)
+    out[i] = v.x + float(get_image_width(img))
+
+
+def test_images_passed_to_helpers_are_read_written_checked_and_counted():
+    a = RNG.standard_normal((9, 4)).astype(np.float32)
+    dst = np.zeros((8, 4), np.float32)
+    out = np.zeros(8, np.float32)
+    result = clsim.run(through_helpers, (8,), (4,), (clsim.Image(a), clsim.Image(
+        dst, access="write_only"), out), jit=False, traffic=True)
+    np.testing.assert_array_equal(dst, a[:8] + a[1:])
+    np.testing.assert_array_equal(out, a[:8, 0] + a[1:, 0] + np.float32(9))
+    spaces = {(s.buffer, s.func): (s.space, s.bytes) for s in result.traffic.site_records}
+    assert spaces[("img", "load_pair")] == ("image", 2 * 8 * 16)
+    assert spaces[("dst", "store_at")] == ("image", 8 * 16)
+    with pytest.raises(clsim.OutOfBoundsError, match="in load_pair.*image 'img' at 9"):
+        clsim.run(through_helpers, (9,), (9,), (clsim.Image(a), clsim.Image(
+            np.zeros((9, 4), np.float32), access="write_only"), np.zeros(9, np.float32)),
+            jit=False)

@@ -13,8 +13,9 @@ as 0 (alpha 1). The sampler must be a compile-time constant (a module-level
 
 Instruments see each pixel access as one access of ``channels`` elements in space "image"
 (the traffic model counts it as texture-cache traffic; docs/traffic-model.md).
-Not here: normalised coordinates, linear filtering, repeat addressing, 3-D and array images,
-images passed to helper functions, read_write images (each is a compile error that says so).
+An image passed to a ``@clsim.func`` helper is the same rows under the helper's parameter
+name. Not here: normalised coordinates, linear filtering, repeat addressing, 3-D and array
+images, read_write images (each is a compile error that says so).
 """
 
 from __future__ import annotations
@@ -240,10 +241,9 @@ def _write_rule(suffix: str):
 
 
 def _base(gen, call) -> tuple[str, str, ct.ImageT]:
+    """(name, code of its pixel rows, type) of the image argument: a kernel parameter, or a
+    helper function's parameter (the caller's rows, passed as they are)."""
     node = call.args[0]
-    if not gen.in_group_fn or node.id not in gen.module.program.arg_types:
-        raise compile_error(call.loc, "images can be used in the kernel body only (not "
-                                      "passed to helper functions yet)")
     return node.id, f"v_{node.id}", node.ctype
 
 
