@@ -1,11 +1,12 @@
 """Kernels with OpenCL images, written here, and their OpenCL C twins (tests only).
 
 ``image_mix`` reads an image1d_buffer_t of float4 and one of half4 (read_imagef) and writes
-a buffer, ``half_mix`` reads both with read_imageh (float rounded to half); ``edge_blur`` reads an image2d_t through clamp-to-edge and
-clamp (border) samplers at and past the border; ``gather_uint`` reads a CL_R uint32
-image1d_buffer_t (ggml's quantised-weight pattern; not its alpha: PoCL 3 reads 0 where
-the spec, Intel's runtime and Oclgrind read 1); ``scale_into`` writes a write_only
-image2d_t of half with write_imageh and one of float with write_imagef.
+a buffer, ``half_mix`` reads both with read_imageh (float rounded to half); ``edge_blur``
+reads an image2d_t through clamp-to-edge and clamp (border) samplers at and past the border;
+``gather_uint`` reads a CL_R uint32 image1d_buffer_t (ggml's quantised-weight pattern; not
+its alpha: PoCL 3 reads 0 where the spec, Intel's runtime and Oclgrind read 1);
+``scale_into`` writes a write_only image2d_t of half with write_imageh and one of float with
+write_imagef.
 """
 
 from __future__ import annotations
