@@ -118,3 +118,16 @@ def test_unorm_images_match_their_twins(device, name):
 @pytest.mark.parametrize("name", ["half_mix", "scale_into"])
 def test_half_image_kernels_match_their_twins(device, name):
     _check(device, name)
+
+
+def test_the_cl_signature_refuses_an_image_of_another_kind():
+    device = next((p.values[0] for p in FLOAT_DEVICES if not p.marks), None)
+    if device is None:
+        pytest.skip("no usable OpenCL device")
+    kernel, source, global_size, local_size, args = CASES["edge_blur"]
+    _skip_without_images(device, args)
+    flat = clsim.Image(np.zeros(4 * W * H, np.float32))  # an image1d_buffer for an image2d_t
+    with pytest.raises(clsim.InvalidArgumentError, match=r"argument 0 'img' \(image2d_t\) got a "
+                       "clsim.Image of kind 'image1d_buffer'; pass kind='image2d'"):
+        compare(kernel, source, global_size=global_size, local_size=local_size,
+                args=(flat, np.zeros(H * W, np.float32)), device=device)
