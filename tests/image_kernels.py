@@ -1,11 +1,12 @@
 """Kernels with OpenCL images, written here, and their OpenCL C twins (tests only).
 
 ``image_mix`` reads an image1d_buffer_t of float4 and one of half4 (read_imagef) and writes
-a buffer, ``half_mix`` reads both with read_imageh (float rounded to half); ``edge_blur`` reads an image2d_t through clamp-to-edge and
-clamp (border) samplers at and past the border; ``gather_uint`` reads a CL_R uint32
-image1d_buffer_t (ggml's quantised-weight pattern; not its alpha: PoCL 3 reads 0 where
-the spec, Intel's runtime and Oclgrind read 1); ``scale_into`` writes a write_only
-image2d_t of half with write_imageh and one of float with write_imagef.
+a buffer, ``half_mix`` reads both with read_imageh (float rounded to half); ``edge_blur``
+reads an image2d_t through clamp-to-edge and clamp (border) samplers at and past the border;
+``gather_uint`` reads a CL_R uint32 image1d_buffer_t (ggml's quantised-weight pattern; not
+its alpha: PoCL 3 reads 0 where the spec, Intel's runtime and Oclgrind read 1);
+``scale_into`` writes a write_only image2d_t of half with write_imageh and one of float with
+write_imagef; ``unorm_round_trip`` reads a CL_UNORM_INT8/16 image and writes one.
 """
 
 from __future__ import annotations
@@ -82,6 +83,18 @@ def scale_into(src, dst_h, dst_f):
     write_imagef(dst_f, int2(y, x), float4(v.w, v.z, v.y, v.x) - 1.0)
 
 
+@clsim.kernel
+def unorm_round_trip(src, dst, out, vals):
+    i = get_global_id(0)
+    v = read_imagef(src, i)
+    out[4 * i] = v.x
+    out[4 * i + 1] = v.y
+    out[4 * i + 2] = v.z
+    out[4 * i + 3] = v.w
+    f = vals[i]
+    write_imagef(dst, i, (f, f * 0.5, -f, f * 3.0))
+
+
 IMAGES_CL = r"""
 __constant sampler_t EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
                             CLK_FILTER_NEAREST;
@@ -110,6 +123,20 @@ __kernel void edge_blur(read_only image2d_t img, __global float *out)
     float4 below = read_imagef(img, EDGE, (int2)(x + 1, y + 3));
     float4 far = read_imagef(img, BORDER, (int2)(x + 2, y - 1));
     out[y * w + x] = left.x + below.y * 0.5f + far.z + far.w + (float)get_image_height(img);
+}
+
+__kernel void unorm_round_trip(read_only image1d_buffer_t src,
+                               write_only image1d_buffer_t dst, __global float *out,
+                               __global const float *vals)
+{
+    int i = get_global_id(0);
+    float4 v = read_imagef(src, i);
+    out[4 * i] = v.x;
+    out[4 * i + 1] = v.y;
+    out[4 * i + 2] = v.z;
+    out[4 * i + 3] = v.w;
+    float f = vals[i];
+    write_imagef(dst, i, (float4)(f, f * 0.5f, -f, f * 3.0f));
 }
 
 __kernel void gather_uint(read_only image1d_buffer_t q, __global uint *out)

@@ -19,11 +19,8 @@ import numpy as np
 from clsim.errors import DeviceError
 from clsim.runtime.images import Image
 
-_ORDER = {"R": "R", "RG": "RG", "RGBA": "RGBA"}
-
-
 def _format(cl: Any, image: Image) -> Any:
-    return cl.ImageFormat(getattr(cl.channel_order, _ORDER[image.order]),
+    return cl.ImageFormat(getattr(cl.channel_order, image.order),
                           getattr(cl.channel_type, image.format.cl.removeprefix("CL_")))
 
 

@@ -3273,19 +3273,19 @@ def _imrf_unorm_int16(img, x, y, nch, border):
         return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
     o = x * nch
     s = img[y, o + 0]
-    c0 = (np.float32(s) / np.float32(65535.0))
+    c0 = (np.float32(s) * np.float32(1.5259021893143654e-05))
     c1 = np.float32(0)
     if nch > 1:
         s = img[y, o + 1]
-        c1 = (np.float32(s) / np.float32(65535.0))
+        c1 = (np.float32(s) * np.float32(1.5259021893143654e-05))
     c2 = np.float32(0)
     if nch > 2:
         s = img[y, o + 2]
-        c2 = (np.float32(s) / np.float32(65535.0))
+        c2 = (np.float32(s) * np.float32(1.5259021893143654e-05))
     c3 = np.float32(1)
     if nch == 4:
         s = img[y, o + 3]
-        c3 = (np.float32(s) / np.float32(65535.0))
+        c3 = (np.float32(s) * np.float32(1.5259021893143654e-05))
     return (c0, c1, c2, c3)
 
 
@@ -3294,19 +3294,19 @@ def _imrf_unorm_int8(img, x, y, nch, border):
         return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
     o = x * nch
     s = img[y, o + 0]
-    c0 = (np.float32(s) / np.float32(255.0))
+    c0 = (np.float32(s) * np.float32(0.003921568859368563))
     c1 = np.float32(0)
     if nch > 1:
         s = img[y, o + 1]
-        c1 = (np.float32(s) / np.float32(255.0))
+        c1 = (np.float32(s) * np.float32(0.003921568859368563))
     c2 = np.float32(0)
     if nch > 2:
         s = img[y, o + 2]
-        c2 = (np.float32(s) / np.float32(255.0))
+        c2 = (np.float32(s) * np.float32(0.003921568859368563))
     c3 = np.float32(1)
     if nch == 4:
         s = img[y, o + 3]
-        c3 = (np.float32(s) / np.float32(255.0))
+        c3 = (np.float32(s) * np.float32(0.003921568859368563))
     return (c0, c1, c2, c3)
 
 
@@ -3357,19 +3357,19 @@ def _imrh_unorm_int16(img, x, y, nch, border):
         return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
     o = x * nch
     s = img[y, o + 0]
-    c0 = _rh((np.float32(s) / np.float32(65535.0)))
+    c0 = _rh((np.float32(s) * np.float32(1.5259021893143654e-05)))
     c1 = np.float32(0)
     if nch > 1:
         s = img[y, o + 1]
-        c1 = _rh((np.float32(s) / np.float32(65535.0)))
+        c1 = _rh((np.float32(s) * np.float32(1.5259021893143654e-05)))
     c2 = np.float32(0)
     if nch > 2:
         s = img[y, o + 2]
-        c2 = _rh((np.float32(s) / np.float32(65535.0)))
+        c2 = _rh((np.float32(s) * np.float32(1.5259021893143654e-05)))
     c3 = np.float32(1)
     if nch == 4:
         s = img[y, o + 3]
-        c3 = _rh((np.float32(s) / np.float32(65535.0)))
+        c3 = _rh((np.float32(s) * np.float32(1.5259021893143654e-05)))
     return (c0, c1, c2, c3)
 
 
@@ -3378,19 +3378,19 @@ def _imrh_unorm_int8(img, x, y, nch, border):
         return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))
     o = x * nch
     s = img[y, o + 0]
-    c0 = _rh((np.float32(s) / np.float32(255.0)))
+    c0 = _rh((np.float32(s) * np.float32(0.003921568859368563)))
     c1 = np.float32(0)
     if nch > 1:
         s = img[y, o + 1]
-        c1 = _rh((np.float32(s) / np.float32(255.0)))
+        c1 = _rh((np.float32(s) * np.float32(0.003921568859368563)))
     c2 = np.float32(0)
     if nch > 2:
         s = img[y, o + 2]
-        c2 = _rh((np.float32(s) / np.float32(255.0)))
+        c2 = _rh((np.float32(s) * np.float32(0.003921568859368563)))
     c3 = np.float32(1)
     if nch == 4:
         s = img[y, o + 3]
-        c3 = _rh((np.float32(s) / np.float32(255.0)))
+        c3 = _rh((np.float32(s) * np.float32(0.003921568859368563)))
     return (c0, c1, c2, c3)
 
 

@@ -3,8 +3,9 @@
 Contract: the simulator and the device agree bit for bit (``verify.compare``, the verifier's
 own path: ``clsim.Image`` arguments become pyopencl images, write_only images are read back
 and compared) on an image1d_buffer_t of float4 and of half4, an image2d_t read through
-clamp-to-edge and clamp samplers past every edge, a CL_R uint32 image1d_buffer_t, and
-write_only image2d_t of half and float. A device without images, or without the format,
+clamp-to-edge and clamp samplers past every edge, a CL_R uint32 image1d_buffer_t,
+write_only image2d_t of half and float, and CL_UNORM_INT8/16 reads (within 1 ulp on Oclgrind)
+and writes. A device without images, or without the format,
 is skipped with the reason (``verify.climages.image_support``).
 """
 
@@ -24,6 +25,7 @@ from tests.image_kernels import (
     half_mix,
     image_mix,
     scale_into,
+    unorm_round_trip,
 )
 from verify.climages import image_support
 from verify.clrun import _queue
@@ -33,6 +35,16 @@ from verify.testing import device_params
 
 RNG = np.random.default_rng(11)
 H, W = 5, 7
+
+
+def _unorm(dtype):
+    name = f"unorm_int{np.dtype(dtype).itemsize * 8}"
+    src = RNG.integers(0, np.iinfo(dtype).max + 1, 4 * 256).astype(dtype)
+    vals = RNG.random(256).astype(np.float32)
+    vals[:6] = [0.5 / 255, 1.5 / 255, 2.5 / 255, 0.5 / 65535, 1.5 / 65535, 1.0]  # ties
+    return (clsim.Image(src, "RGBA", name),
+            clsim.Image(np.zeros(4 * 256, dtype), "RGBA", name, access="write_only"),
+            np.zeros(4 * 256, np.float32), vals)
 
 
 def _cases():
@@ -47,6 +59,8 @@ def _cases():
                       (clsim.Image(img), np.zeros(H * W, np.float32))),
         "gather_uint": (gather_uint, IMAGES_CL, (32,), (8,),
                         (clsim.Image(q, "R"), np.zeros(32, np.uint32))),
+        "unorm8": (unorm_round_trip, IMAGES_CL, (256,), (64,), _unorm(np.uint8)),
+        "unorm16": (unorm_round_trip, IMAGES_CL, (256,), (64,), _unorm(np.uint16)),
         "half_mix": (half_mix, HALF_CL, (32,), (8,),
                      (clsim.Image(a), clsim.Image(h), np.zeros(64, np.float16))),
         "scale_into": (scale_into, HALF_CL, (W, H), (1, 1),
@@ -71,16 +85,17 @@ def _skip_without_images(device: str, args) -> None:
                 pytest.skip(why)
 
 
-def _check(device: str, name: str) -> None:
+def _check(device: str, name: str, policy="exact") -> None:
     kernel, source, global_size, local_size, args = CASES[name]
     _skip_without_images(device, args)
     result = compare(kernel, source, global_size=global_size, local_size=local_size,
-                     args=args, device=device)
+                     args=args, device=device, policy=policy)
     assert result.equal, result.outputs.describe()
     params = inspect.signature(kernel.fn).parameters
     written = [k for k, v in zip(params, args, strict=True)
                if isinstance(v, np.ndarray) or getattr(v, "access", "") == "write_only"]
-    assert set(result.simulator) == set(written)  # every output compared, images included
+    # every output compared, images included (or those the policy names)
+    assert set(result.simulator) == (set(policy) if isinstance(policy, dict) else set(written))
 
 
 @pytest.mark.parametrize("device", FLOAT_DEVICES)
@@ -89,7 +104,30 @@ def test_float_image_kernels_match_their_twins(device, name):
     _check(device, name)
 
 
+@pytest.mark.parametrize("device", FLOAT_DEVICES)
+@pytest.mark.parametrize("name", ["unorm8", "unorm16"])
+def test_unorm_images_match_their_twins(device, name):
+    """Writes agree exactly everywhere; reads agree exactly with PoCL and the Intel runtime
+    (value times the float nearest 1/255) and within 1 ulp of Oclgrind, which divides (the
+    spec allows 1.5 ulp)."""
+    reads = "ulp(1)" if device == "oclgrind" else "exact"
+    _check(device, name, {"out": reads, "dst": "exact"})
+
+
 @pytest.mark.parametrize("device", HALF_DEVICES)
 @pytest.mark.parametrize("name", ["half_mix", "scale_into"])
 def test_half_image_kernels_match_their_twins(device, name):
     _check(device, name)
+
+
+def test_the_cl_signature_refuses_an_image_of_another_kind():
+    device = next((p.values[0] for p in FLOAT_DEVICES if not p.marks), None)
+    if device is None:
+        pytest.skip("no usable OpenCL device")
+    kernel, source, global_size, local_size, args = CASES["edge_blur"]
+    _skip_without_images(device, args)
+    flat = clsim.Image(np.zeros(4 * W * H, np.float32))  # an image1d_buffer for an image2d_t
+    with pytest.raises(clsim.InvalidArgumentError, match=r"argument 0 'img' \(image2d_t\) got a "
+                       "clsim.Image of kind 'image1d_buffer'; pass kind='image2d'"):
+        compare(kernel, source, global_size=global_size, local_size=local_size,
+                args=(flat, np.zeros(H * W, np.float32)), device=device)

@@ -7,24 +7,27 @@ addressing mode decides (clamp-to-edge clamps, clamp gives the border colour, no
 samplerless reads are undefined in OpenCL, so with bounds checks on they are an error naming
 the image and the coordinate; an out-of-range write is always such an error). The pixel's
 channels are then converted by the spec's rules for the channel type (half -> float exact,
-unorm -> value / 255, float -> half to nearest even on write...), and missing channels read
+unorm -> value * (1 / 255), float -> half to nearest even on write...), and missing channels read
 as 0 (alpha 1). The sampler must be a compile-time constant (a module-level
 ``CLK_... | CLK_...`` int, as ggml's ``const sampler_t``): its bits choose the code.
 
 Instruments see each pixel access as one access of ``channels`` elements in space "image"
 (the traffic model counts it as texture-cache traffic; docs/traffic-model.md).
-Not here: normalised coordinates, linear filtering, repeat addressing, 3-D and array images,
-images passed to helper functions, read_write images (each is a compile error that says so).
+An image passed to a ``@clsim.func`` helper is the same rows under the helper's parameter
+name. Not here: normalised coordinates, linear filtering, repeat addressing, 3-D and array
+images, read_write images (each is a compile error that says so).
 """
 
 from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.builtins.half import F2H_DEPS
-from clsim.compiler.diagnostics import compile_error, node_error
+from clsim.compiler.diagnostics import node_error
 from clsim.compiler.helpers import helper
 from clsim.runtime import images as im
 from clsim.runtime import record as rec
@@ -80,8 +83,10 @@ def _read_conv(suffix: str, t: im.ChannelType) -> str:
         return f"np.{SUFFIXES[suffix][1]}(s)"
     if t.name == "float16":
         return "_h2f(s)"
+    # unorm: times the float nearest 1/255, as PoCL and Intel's runtime read it (the spec
+    # allows 1.5 ulp; Oclgrind divides, 1 ulp away on some values)
     f = "np.float32(s)" if t.scale == 0 else \
-        f"(np.float32(s) / np.float32({float(t.scale)!r}))"
+        f"(np.float32(s) * np.float32({float(np.float32(1.0 / t.scale))!r}))"
     return f if suffix == "f" else f"_rh({f})"
 
 
@@ -240,10 +245,9 @@ def _write_rule(suffix: str):
 
 
 def _base(gen, call) -> tuple[str, str, ct.ImageT]:
+    """(name, code of its pixel rows, type) of the image argument: a kernel parameter, or a
+    helper function's parameter (the caller's rows, passed as they are)."""
     node = call.args[0]
-    if not gen.in_group_fn or node.id not in gen.module.program.arg_types:
-        raise compile_error(call.loc, "images can be used in the kernel body only (not "
-                                      "passed to helper functions yet)")
     return node.id, f"v_{node.id}", node.ctype
 
 
