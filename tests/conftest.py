@@ -35,7 +35,9 @@ pytest_plugins = ["verify.pytest_plugin"]
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                      HealthCheck.data_too_large])
 settings.register_profile("ci", max_examples=15, derandomize=True, print_blob=True, **_common)
-settings.register_profile("dev", max_examples=30, **_common)
+# dev, the README's command: as many examples as ci (not derandomised: each run draws anew);
+# long campaigns are the thorough profile's (30 made the suite take 14.5 min on 2 cores).
+settings.register_profile("dev", max_examples=15, **_common)
 settings.register_profile("thorough", max_examples=400, **_common)
 settings.load_profile(
     os.environ.get("CLSIM_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
