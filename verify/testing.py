@@ -7,6 +7,12 @@ trivial kernel), stays in the list with a skip mark whose reason says why and ho
 test never vanishes silently. ``CLSIM_TEST_DEVICES=pocl,nvidia`` narrows the set (a
 named device that is absent is still reported as a skip).
 
+A second driver of one kind (Debian's PoCL, ``pocl-1``, beside the wheel's ``pocl``) is
+tested only where the first is unusable: it runs the same tests with the same compiler family,
+and testing both would add a quarter to the device tests. Otherwise it is a skip saying so;
+``CLSIM_TEST_ALL_DEVICES=1``, the ``thorough`` Hypothesis profile, or naming it in
+``CLSIM_TEST_DEVICES`` tests it too.
+
 This module runs no kernels and does not define fixtures; tests/conftest.py may wrap these.
 """
 
@@ -24,6 +30,7 @@ from verify.probe import health, health_all
 
 KNOWN_DEVICES = ("pocl", "intel-cpu", "oclgrind")
 ENV_VAR = "CLSIM_TEST_DEVICES"
+ALL_DEVICES_ENV = "CLSIM_TEST_ALL_DEVICES"
 
 # How to get each device kind when it is absent (anything else is a GPU driver).
 _INSTALL_HINTS = {
@@ -52,6 +59,25 @@ def selected_names(present: Iterable[str]) -> list[str]:
     return list(dict.fromkeys([*KNOWN_DEVICES, *present]))
 
 
+def _all_devices() -> bool:
+    return (os.environ.get(ALL_DEVICES_ENV) == "1" or bool(os.environ.get(ENV_VAR, "").strip())
+            or os.environ.get("CLSIM_HYPOTHESIS_PROFILE") == "thorough")
+
+
+def _second_driver(name: str, devices: dict[str, DeviceInfo]) -> str | None:
+    """Why ``name`` is not tested by default: an earlier device of its driver kind is usable."""
+    info = devices[name]
+    if _all_devices() or not info.driver:
+        return None
+    for other in devices.values():
+        if other is info:
+            return None
+        if other.driver == info.driver and health(other).usable:
+            return (f"device {name}: a second {info.driver} driver ({other.short_name} is usable "
+                    f"and tested); {ALL_DEVICES_ENV}=1 or {ENV_VAR}={name} tests it too")
+    return None
+
+
 def _skip_reason(name: str, devices: dict[str, DeviceInfo], failure: str | None,
                  requires: Sequence[str]) -> str | None:
     if failure is not None:
@@ -64,6 +90,9 @@ def _skip_reason(name: str, devices: dict[str, DeviceInfo], failure: str | None,
         return f"device {name}: health probe failed: {type(err).__name__}: {err}"
     if not verdict.usable:
         return f"device {name} is unusable: {verdict.reason}"
+    second = _second_driver(name, devices)
+    if second is not None:
+        return second
     for feature in requires:
         reason = missing_feature(devices[name], feature)
         if reason is not None:

@@ -85,7 +85,7 @@ def combination(tmp_path):
     wheel = _wheel_versions()
 
     def run(system: tuple[str, ...], wheel_drivers: tuple[str, ...] = ("pocl", "oclgrind"),
-            faulty: str = "", system_first: bool = False) -> dict:
+            faulty: str = "", system_first: bool = False, all_devices: bool = False) -> dict:
         missing = [k for k in system if k not in available]
         missing += [f"the wheel's {w}" for w in wheel_drivers if w not in wheel]
         if missing:
@@ -101,9 +101,11 @@ def combination(tmp_path):
         for index, (name, lib) in enumerate(entries):
             (folder / f"{index:02d}-{name}.icd").write_text(lib + "\n")
         hidden = "|".join(v.strip() for w, v in wheel.items() if w not in wheel_drivers)
-        env = {k: v for k, v in os.environ.items() if k not in ("CLSIM_TEST_DEVICES",)}
+        env = {k: v for k, v in os.environ.items() if k not in (
+            "CLSIM_TEST_DEVICES", "CLSIM_TEST_ALL_DEVICES", "CLSIM_HYPOTHESIS_PROFILE")}
         env.update(OCL_ICD_VENDORS=str(folder), CLSIM_NO_ICD_SETUP="1",
-                   CLSIM_PROBE_FAULT=faulty, PYTHONPATH=str(ROOT))
+                   CLSIM_PROBE_FAULT=faulty, PYTHONPATH=str(ROOT),
+                   CLSIM_TEST_ALL_DEVICES="1" if all_devices else "0")
         done = subprocess.run([sys.executable, "-c", _CHILD, hidden], capture_output=True,
                               text=True, env=env, cwd=tmp_path, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -139,7 +141,10 @@ def test_debian_pocl_beside_the_wheels(combination, system_first):
     assert "pocl (" in report["portable"] and "pocl-1 (" in report["portable"]
     ids = [pid for pid, _ in report["params"]]
     assert len(ids) == len(set(ids)) and {"pocl", "pocl-1"} <= set(ids)
-    assert _params(report)["pocl-1"] == []
+    # the second PoCL is a skip saying why, unless every device is asked for
+    assert _params(report)["pocl-1"] == [
+        "device pocl-1: a second pocl driver (pocl is usable and tested); "
+        "CLSIM_TEST_ALL_DEVICES=1 or CLSIM_TEST_DEVICES=pocl-1 tests it too"]
 
 
 def test_wheel_pocl_broken_debian_pocl_works(combination):
@@ -153,7 +158,7 @@ def test_wheel_pocl_broken_debian_pocl_works(combination):
 
 
 def test_everything(combination):
-    report = combination(("debian-pocl", "intel"))
+    report = combination(("debian-pocl", "intel"), all_devices=True)
     assert report["names"] == ["pocl", "pocl-1", "intel-cpu", "oclgrind"]
     assert all(reasons == [] for reasons in _params(report).values())
 

@@ -101,6 +101,7 @@ def test_default_shape_agrees(name, device):
 # Sub-group variants at each sub-group size, and multi-launch pipelines, on every device.
 
 SUBGROUP_SIZES = (8, 16, 32)
+DEFAULT_SUBGROUP_SIZE = 16  # the others (a sweep) are marked slow: --slow runs them
 SUBGROUP_SPECS = sorted(n for n, s in SPECS.items() if s.subgroup_size and
                         s.family in ("argmax", "gemv", "gemv_quant", "matmul", "softmax") and
                         n != "softmax_subgroup")  # that one is in test_subgroup_twins.py
@@ -122,7 +123,8 @@ def _subgroup_launch(spec, inputs, shape, size, groups_of):
 
 
 @pytest.mark.parametrize("device", device_params(requires=("subgroups",)))
-@pytest.mark.parametrize("size", SUBGROUP_SIZES)
+@pytest.mark.parametrize("size", [pytest.param(s, marks=[] if s == DEFAULT_SUBGROUP_SIZE
+                                               else [pytest.mark.slow]) for s in SUBGROUP_SIZES])
 @pytest.mark.parametrize("name", SUBGROUP_SPECS)
 def test_subgroup_variants_at_each_size(name, size, device):
     """Each sub-group variant agrees with its twin under its policy at sub-group sizes 8, 16
