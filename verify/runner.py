@@ -31,6 +31,8 @@ import numpy as np
 
 import clsim
 from clsim.api import KernelFunction
+from clsim.compiler import constants
+from clsim.compiler.frontend import parse
 from clsim.errors import InvalidArgumentError
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
@@ -120,7 +122,8 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
     argument bytes, so verifying one example on several devices simulates it once.
     """
     key = (kernel, tuple(global_size), None if local_size is None else tuple(local_size),
-           subgroup_size, reduction_order, _digest(args))
+           subgroup_size, reduction_order, _digest(args),
+           constants.fingerprint(parse(kernel)))  # a module-level table changed since
     if key in _memo:
         _memo.move_to_end(key)
         return copy_args(_memo[key])

@@ -106,11 +106,12 @@ def rebound(parsed) -> bool:
 
 
 def fingerprint(parsed) -> tuple:
-    """The values of the constants the parse resolved, tables by dtype, shape and a digest of
-    their bytes (a table changed in place gives another fingerprint)."""
+    """The current values of the constants the parse resolved, tables by dtype, shape and a
+    digest of their bytes (a table changed in place, or a name rebound, gives another
+    fingerprint)."""
     out = []
     for ref in references(parsed):
-        value = ref.resolved
+        value = _current(ref)
         if isinstance(value, np.ndarray):
             data = np.ascontiguousarray(value)
             digest = hashlib.blake2b(data.view(np.uint8).reshape(-1), digest_size=16)
