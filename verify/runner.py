@@ -32,6 +32,8 @@ import numpy as np
 import clsim
 from clsim.api import KernelFunction
 from clsim.checks import Finding
+from clsim.compiler import constants
+from clsim.compiler.frontend import parse
 from clsim.errors import InvalidArgumentError
 from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
@@ -180,7 +182,8 @@ def simulate_checked(kernel: KernelFunction, global_size: Sequence[int],
     """``simulate`` under ``checks`` (``clsim.run``'s: "all" adds the race and uninitialised-
     read checks), also returning every race or uninitialised read found (``report_all``)."""
     key = (kernel, tuple(global_size), None if local_size is None else tuple(local_size),
-           subgroup_size, reduction_order, checks, _digest(args))
+           subgroup_size, reduction_order, checks, _digest(args),
+           constants.fingerprint(parse(kernel)))  # a module-level table changed since
     if key in _memo:
         _memo.move_to_end(key)
         after, findings = _memo[key]

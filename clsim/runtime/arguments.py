@@ -4,8 +4,9 @@
 specialises on and the values the launch passes, and refuses what no device would take (empty
 or non-contiguous buffers, unsupported dtypes, non-native byte order, Python scalars) and what
 Numba would only refuse with a long typing error (a read-only array the kernel stores to).
-``ordered_args`` accepts the arguments as a tuple or as a dict keyed by parameter name. It does not look at sizes
-against the ND-range: out-of-bounds accesses are the bounds checks' concern.
+``ordered_args`` accepts the arguments as a tuple or as a dict keyed by parameter name. It
+does not look at sizes against the ND-range: out-of-bounds accesses are the bounds checks'
+concern.
 """
 
 from __future__ import annotations
@@ -136,8 +137,8 @@ def _check_byte_order(kernel: str, what: str, name: str, value) -> None:
     converted copy would also have to be converted back into the caller's array."""
     if not value.dtype.isnative:
         raise InvalidArgumentError(
-            f"{kernel}: {what} '{name}' has non-native byte order (dtype {value.dtype.str}); OpenCL "
-            "devices read memory in the host's byte order. Pass "
+            f"{kernel}: {what} '{name}' has non-native byte order (dtype {value.dtype.str}); "
+            "OpenCL devices read memory in the host's byte order. Pass "
             f"{name}.astype({name}.dtype.newbyteorder('=')) and convert results back if "
             "needed", kernel=kernel, argument=name)
 

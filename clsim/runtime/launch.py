@@ -26,7 +26,7 @@ from clsim.compiler.module import generate
 from clsim.errors import InvalidArgumentError, KernelCompileError, OutOfBoundsError
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
-from clsim.runtime import printf, watch
+from clsim.runtime import jit_limit, printf, watch
 from clsim.runtime import record as rec
 from clsim.runtime.arguments import (
     kernel_arg_types,
@@ -109,15 +109,18 @@ def _jit_default() -> bool:
     return os.environ.get("CLSIM_JIT", "1") not in ("0", "false", "no")
 
 
-def _compile(kfn, types: dict, config: LaunchConfig, instruments) -> _Compiled:
+def _compile(kfn, types: dict, config: LaunchConfig, instruments) -> _Compiled | None:
+    """The loaded module of ``kfn`` under ``config``; None when it is too large to JIT."""
     nd = config.ndrange
     key = (id(kfn), kfn.fn.__code__, tuple(types.items()), nd.local_size, nd.work_dim,
            config.jit, config.parallel, tuple(inst.key() for inst in instruments),
            config.bounds, config.subgroup_size, constants.fingerprint(parse(kfn)))
-    hit = _COMPILED.get(key)
-    if hit is not None:
-        return hit
+    if key in _COMPILED:
+        return _COMPILED[key]
     source, _sites, _meta = generate(kfn, types, config, instruments=instruments)
+    if config.jit and jit_limit.too_large(kfn.name, source):
+        _COMPILED[key] = None  # the caller runs it as plain Python
+        return None
     module, path = load_source(kfn.name, source)
     compiled = _Compiled(module, site_table(module._SITES), str(path))
     _COMPILED[key] = compiled
@@ -183,6 +186,9 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     for inst in instruments:
         inst.prepare(kernel, parsed.params, values)
     compiled = _compile(kernel, types, config, instruments)
+    if compiled is None:  # too large for Numba (jit_limit, which warned): plain Python
+        config = replace(config, jit=False, parallel=False)
+        compiled = _compile(kernel, types, config, instruments)
     check_memory(compiled.module, config, _groups_at_once(config))
     info = LaunchInfo(config, parsed.params, values, types, compiled.sites)
     state = [arr for inst in instruments for arr in _allocate(inst, info)]
@@ -380,6 +386,8 @@ def _warm_up(compiled: _Compiled, config: LaunchConfig, step, how: _Watch, value
         if error is exc:  # any other Numba error is a compile error, never its traceback
             raise internal_compile_error(config.kernel, compiled.path, exc) from None
         raise error from None
+    except (RecursionError, MemoryError) as exc:  # a kernel too large under the line limit
+        raise jit_limit.compile_failure(config.kernel, compiled.path, exc) from None
     except Exception as exc:
         if type(exc).__module__.startswith("numba."):
             raise internal_compile_error(config.kernel, compiled.path, exc) from None

@@ -51,3 +51,17 @@ def test_changed_constants_are_seen_by_the_next_launch(jit, monkeypatch):
     assert _run(jit) == [15, 15, 15, 15]
     monkeypatch.setattr(here, "OFFSET", np.float32(1.0))  # read by the helper
     assert _run(jit) == [16, 16, 16, 16]
+
+
+def test_the_verifiers_memoised_simulation_sees_a_changed_table(monkeypatch):
+    """verify memoises simulator results on the argument bytes; a changed table is part of the
+    key, so the second simulation is not the first one's result."""
+    from verify.runner import simulate
+
+    here = sys.modules[__name__]
+    monkeypatch.setattr(here, "TABLE", np.array([1, 2, 3, 4], np.float32))
+    monkeypatch.setattr(here, "SCALE", np.float32(1.0))
+    out = np.zeros(4, np.float32)
+    assert simulate(lookup, (4,), (4,), [out], jit=False)[0].tolist() == [1, 2, 3, 4]
+    here.TABLE[0] = 9
+    assert simulate(lookup, (4,), (4,), [out], jit=False)[0].tolist() == [9, 2, 3, 4]
