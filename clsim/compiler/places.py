@@ -175,10 +175,19 @@ def record_pointer(node: ast.Subscript, loc):
     return t
 
 
+def pointer_element(node) -> bool:
+    """``ax[k]`` of a pointer array (pointer_array): a pointer, where a chain of fields and
+    indices (``ax[k][i].qs[j]``) reaches the buffer it points into."""
+    return isinstance(node, ast.Subscript) and \
+        getattr(getattr(node.value, "ctype", None), "pointee", None) is not None
+
+
 def buffer_of(node):
     """The buffer (parameter name) an address expression points into, or None: ``x``,
-    ``x[i]...``, a pointer local, ``p + k``, ``view(p, T, off)``."""
+    ``x[i]...``, a pointer local, ``p + k``, ``view(p, T, off)``, ``ax[k]``."""
     while True:
+        if pointer_element(node):
+            return getattr(node.ctype, "base", None)
         if isinstance(node, ast.Subscript | ast.Attribute):
             node = node.value
         elif isinstance(node, ast.BinOp):
@@ -277,6 +286,8 @@ def _written(body, program=None):
                     targets = [a for k, a in enumerate(node.args)
                                if _address(a) and (writes is None or k in writes)]
             for t in targets:
+                if pointer_element(t) and not isinstance(node, ast.Call):
+                    continue  # ax[k] = p: the private array of pointers is written
                 buf = None if copy_root(t) is not None else buffer_of(t)  # b.d: b's bytes
                 if buf is not None:
                     yield buf, node
