@@ -57,7 +57,7 @@ def const_type(value):
 
 
 def binop_type(op: str, a, b, loc):
-    if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT):
+    if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT) or ct.NULL in (a, b):
         return pointer_arith(op, a, b, loc)
     if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
         return vx.binop_type(op, a, b, loc)
@@ -379,11 +379,7 @@ class Typer:
                 if self.final:
                     raise compile_error(loc, f"'{node.id}' is used before it is assigned")
                 return None
-            if self.env[node.id] == ct.NULL:
-                what = "in this launch" if node.id in self.params else "on every path here"
-                raise compile_error(loc, f"'{node.id}' is None (a null pointer) {what}; "
-                                         f"guard its use with 'if {node.id} is not None:'")
-            return self.env[node.id]
+            return self.env[node.id]  # None (ct.NULL) too: refused where it is accessed
         if isinstance(node, ast.BinOp):
             a, b = self.pointer(node.left), self.pointer(node.right)
             if a is None or b is None:
@@ -450,6 +446,8 @@ class Typer:
             base = self.expr(node.value)
             if base is None:
                 return None
+            if base == ct.NULL:
+                raise self.null_use(node.value)
             if isinstance(base, ct.VecT):
                 node.components = vx.components(node.attr, base.width, loc)
                 return vx.swizzle_type(base, node.components)
@@ -506,9 +504,18 @@ class Typer:
             return node.ctype
         return t
 
+    def null_use(self, node):
+        """The error for an access through an expression that is None on every path."""
+        name = ast.unparse(node)
+        what = "in this launch" if name in self.params else "on every path here"
+        return compile_error(node.loc, f"'{name}' is None (a null pointer) {what}; guard its "
+                                       f"use with 'if {name} is not None:'")
+
     def subscript(self, node: ast.Subscript):
         loc = node.loc
         base = self.expr(node.value)
+        if base == ct.NULL:
+            raise self.null_use(node.value)
         if isinstance(base, ct.PtrT):
             if base.record_copy:
                 raise compile_error(loc, f"'{ast.unparse(node.value)}' is a struct (a copy of "

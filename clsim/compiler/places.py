@@ -18,7 +18,12 @@ from clsim.compiler.structs import StructT
 
 
 def pointer_arith(op: str, a, b, loc):
-    """``p + k``, ``k + p``, ``p - k`` (a pointer) and ``p - q`` (an element count)."""
+    """``p + k``, ``k + p``, ``p - k`` (a pointer) and ``p - q`` (an element count); on a
+    null argument (``src2 = src2 + off`` with ``src2`` passed None) still None."""
+    if ct.NULL in (a, b):
+        if op in ("+", "-") and (ct.is_int(ct.promote(b)) or ct.is_int(ct.promote(a))):
+            return ct.NULL
+        raise compile_error(loc, f"'{op}' on None (a null pointer): only p + k and p - k")
     if isinstance(a, ct.PtrT) and isinstance(b, ct.PtrT) and op == "-":
         if a.base != b.base:
             raise compile_error(loc, f"'-' between pointers into '{a.base}' and '{b.base}'")

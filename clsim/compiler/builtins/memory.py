@@ -139,6 +139,8 @@ def _view_typing(typer, call):
             raise node_error(call, "view(): the byte offset must be an integer")
     if buf is None:
         return None
+    if buf == ct.NULL:  # src2 = view(src2, T, off) on an argument passed None: still None
+        return ct.NULL
     if not isinstance(buf, ct.PtrT) or buf.record_copy or buf.array.space == "field":
         raise node_error(call, "view(x, T, off): x must be a buffer, a pointer into one or "
                                "another view (a struct copy b = x[ib] is a value: view the "
