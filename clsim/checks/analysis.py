@@ -27,12 +27,19 @@ def written_arrays(parsed, _active: set[int] | None = None) -> set[str]:
     pointers: dict[str, set[str]] = {}  # p -> the names p = x + k, view(x, ...) points into
     for node in ast.walk(parsed.tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            if isinstance(node.value, ast.Name):
-                out.add(node.value.id)
+            root = node.value
+            while isinstance(root, ast.Subscript):  # ax[k][i] = v through a pointer array
+                root = root.value
+            if isinstance(root, ast.Name):
+                out.add(root.id)
         elif isinstance(node, ast.Call):
             out |= _call_writes(node, active)
         elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             pointers.setdefault(node.targets[0].id, set()).update(_pointed_into(node.value))
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript) and \
+                isinstance(node.targets[0].value, ast.Name):  # ax[k] = x + off
+            pointers.setdefault(node.targets[0].value.id, set()).update(
+                _pointed_into(node.value))
     grown = True
     while grown:  # a store through p writes what p points into (p = q + 1; q = out + k)
         grown = False

@@ -260,7 +260,10 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
 
         def build():
             v = self.fresh("_v")
-            self.pre(f"{v} = {self.typed(value, arrt.dtype)}")
+            if arrt.pointee is not None:  # ax[k] = p: the pointer's offset, as ax holds them
+                self.pre(f"{v} = {self.typed(value, arrt.pointee)}")
+            else:
+                self.pre(f"{v} = {self.typed(value, arrt.dtype)}")
             idx = self.store_index(target)
             return f"{self.array_access(target, 'store', idx)} = {self.encode(v, arrt.dtype)}"
 

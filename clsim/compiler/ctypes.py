@@ -8,7 +8,7 @@ arrays and vectors are the small frozen records below.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,6 +31,9 @@ class ArrayT:
     ndim: int
     space: str  # "global", "local", "private"
     shape: tuple[int, ...] | None = None  # known for local and private arrays
+    # an array of pointers (C's ``global T *ax[4]``, pointer_array): its elements hold the
+    # pointers' offsets (``dtype`` int64) and read as this PtrT (NULL until one is stored)
+    pointee: object = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,10 @@ def join(a, b):
     """
     if a == b:
         return a
+    if isinstance(a, ArrayT) and isinstance(b, ArrayT) and a.pointee is not None and \
+            b.pointee is not None and replace(a, pointee=None) == replace(b, pointee=None):
+        pointee = join_pointers(a.pointee, b.pointee)  # ax = pointer_array(4) again
+        return None if pointee is None else replace(a, pointee=pointee)
     if isinstance(a, PtrT) or isinstance(b, PtrT) or NULL in (a, b):
         return join_pointers(a, b)
     if isinstance(a, VecT) or isinstance(b, VecT):
@@ -213,7 +220,7 @@ def join_pointers(a, b):
     value is a byte offset (code generation scales the element offset). Different pointee
     types, or different buffers, do not join: a C pointer variable has one declared type."""
     if a == NULL or b == NULL:  # p = None on one path, a pointer on another
-        return b if a == NULL else a
+        return b if a == NULL else a if b == NULL or isinstance(a, PtrT) else None
     if not (isinstance(a, PtrT) and isinstance(b, PtrT)) or a.base != b.base or \
             a.array != b.array or a.record_copy or b.record_copy:
         return None

@@ -93,6 +93,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         resolved = getattr(node, "resolved", None)
         if resolved is not None and resolved[0] == "const":
             return self.const(resolved[1], node.ctype)
+        if getattr(node, "ctype", None) == ct.NULL:  # None, or arithmetic on a None argument
+            return self.const(ct.NULL_OFFSET, "int64")
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is None:
             raise compile_error(node.loc, f"cannot generate code for {type(node).__name__}")

@@ -9,6 +9,7 @@ typed per argument-type signature through ``Program.specialize``.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def const_type(value):
 
 
 def binop_type(op: str, a, b, loc):
-    if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT):
+    if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT) or ct.NULL in (a, b):
         return pointer_arith(op, a, b, loc)
     if isinstance(a, ct.VecT) or isinstance(b, ct.VecT):
         return vx.binop_type(op, a, b, loc)
@@ -272,6 +273,8 @@ class Typer:
         """A store: an element, a field, a view element, a whole record."""
         refuse_constant_store(target, loc)
         tt = self.expr(target)
+        if self.store_pointer(target, value, loc):
+            return
         copied = refuse_copy_store(target, loc, self.params)
         if copied is not None:
             self.needs_copy.add(copied)
@@ -295,6 +298,28 @@ class Typer:
         if tt is not None and not ct.is_scalar(tt):
             raise compile_error(loc, f"cannot assign to a whole {ct.short(tt)}; assign "
                                      "its fields or elements one by one")
+
+    def store_pointer(self, target, value, loc) -> bool:
+        """``ax[k] = p`` into a pointer array: the array's pointee becomes the join of what
+        is stored (one buffer, one pointee type, as C's declared ``global T *ax[4]``)."""
+        arr = getattr(target, "value", None)
+        arrt = getattr(arr, "ctype", None)
+        if not (isinstance(target, ast.Subscript) and isinstance(arr, ast.Name)
+                and isinstance(arrt, ct.ArrayT) and arrt.pointee is not None):
+            return False
+        vt = self.pointer(value)
+        if vt is None:
+            return True
+        if not isinstance(vt, ct.PtrT) and vt != ct.NULL or getattr(vt, "record_copy", False):
+            raise compile_error(loc, f"'{arr.id}' is an array of pointers: store pointers "
+                                     f"({arr.id}[k] = x + off, view(src, T, off), None), "
+                                     f"not a {ct.short(vt)}")
+        joined = ct.join_pointers(arrt.pointee, vt)
+        if joined is None:
+            raise compile_error(loc, pointer_clash(arr.id, arrt.pointee, vt))
+        self.env[arr.id] = replace(arrt, pointee=joined)
+        target.ctype = joined
+        return True
 
     def for_stmt(self, s: ast.For):
         loc = s.loc
@@ -354,11 +379,7 @@ class Typer:
                 if self.final:
                     raise compile_error(loc, f"'{node.id}' is used before it is assigned")
                 return None
-            if self.env[node.id] == ct.NULL:
-                what = "in this launch" if node.id in self.params else "on every path here"
-                raise compile_error(loc, f"'{node.id}' is None (a null pointer) {what}; "
-                                         f"guard its use with 'if {node.id} is not None:'")
-            return self.env[node.id]
+            return self.env[node.id]  # None (ct.NULL) too: refused where it is accessed
         if isinstance(node, ast.BinOp):
             a, b = self.pointer(node.left), self.pointer(node.right)
             if a is None or b is None:
@@ -425,6 +446,8 @@ class Typer:
             base = self.expr(node.value)
             if base is None:
                 return None
+            if base == ct.NULL:
+                raise self.null_use(node.value)
             if isinstance(base, ct.VecT):
                 node.components = vx.components(node.attr, base.width, loc)
                 return vx.swizzle_type(base, node.components)
@@ -481,10 +504,19 @@ class Typer:
             return node.ctype
         return t
 
+    def null_use(self, node):
+        """The error for an access through an expression that is None on every path."""
+        name = ast.unparse(node)
+        what = "in this launch" if name in self.params else "on every path here"
+        return compile_error(node.loc, f"'{name}' is None (a null pointer) {what}; guard its "
+                                       f"use with 'if {name} is not None:'")
+
     def subscript(self, node: ast.Subscript):
         loc = node.loc
         self._join_c_style_indices(node)
         base = self.expr(node.value)
+        if base == ct.NULL:
+            raise self.null_use(node.value)
         if isinstance(base, ct.PtrT):
             if base.record_copy:
                 raise compile_error(loc, f"'{ast.unparse(node.value)}' is a struct (a copy of "
@@ -514,6 +546,10 @@ class Typer:
             return base.dtype
         if not isinstance(base, ct.ArrayT):
             raise compile_error(loc, f"cannot index a {ct.short(base)}")
+        if base.pointee is not None:  # ax[k] of a pointer array: a pointer
+            if types[0] is not None and not ct.is_int(ct.promote(types[0])):
+                raise compile_error(loc, f"array index must be an integer, got {types[0]}")
+            return base.pointee
         if len(indices) != base.ndim:
             raise compile_error(
                 loc, f"'{ast.unparse(node.value)}' has {base.ndim} dimension(s) but is indexed "
@@ -578,6 +614,9 @@ class Typer:
                 elif isinstance(t, ct.ArrayT) and t.space == "field":
                     raise compile_error(loc, "an array field is passed to a helper as the "
                                              "record (helper(x[i])) or element by element")
+                elif isinstance(t, ct.ArrayT) and t.pointee is not None:
+                    raise compile_error(loc, "an array of pointers is passed to a helper "
+                                             "one pointer at a time (helper(ax[k]))")
             return self.program.specialize(value, tuple(types), loc)
         if kind == "range":
             raise compile_error(loc, "range() only in 'for i in range(...)'")

@@ -72,9 +72,12 @@ class _Folder(ast.NodeTransformer):
 def fold_null_tests(body: list[ast.stmt], arg_types: dict) -> list[ast.stmt]:
     """``body`` with null tests on parameters decided. The parsed tree is cached and shared
     between launches, so a body with a null test is folded on a copy."""
-    nulls = {n for n, t in arg_types.items() if t == NULL}
+    # a parameter the body reassigns is a pointer variable (pointer_params): tested at run time
+    assigned = {n.id for stmt in body for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    nulls = {n for n, t in arg_types.items() if t == NULL}  # stays None: src2 = src2 + off
     buffers = {n for n, t in arg_types.items() if t != NULL and not isinstance(t, str)
-               and not hasattr(t, "fields")}  # (a struct by value is no pointer)
+               and not hasattr(t, "fields")} - assigned  # (a struct by value is no pointer)
     if not any(_null_test(n.test, nulls, buffers) is not None
                for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.If | ast.IfExp)) \
             and not any(isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot)

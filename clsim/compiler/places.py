@@ -18,7 +18,12 @@ from clsim.compiler.structs import StructT
 
 
 def pointer_arith(op: str, a, b, loc):
-    """``p + k``, ``k + p``, ``p - k`` (a pointer) and ``p - q`` (an element count)."""
+    """``p + k``, ``k + p``, ``p - k`` (a pointer) and ``p - q`` (an element count); on a
+    null argument (``src2 = src2 + off`` with ``src2`` passed None) still None."""
+    if ct.NULL in (a, b):
+        if op in ("+", "-") and (ct.is_int(ct.promote(b)) or ct.is_int(ct.promote(a))):
+            return ct.NULL
+        raise compile_error(loc, f"'{op}' on None (a null pointer): only p + k and p - k")
     if isinstance(a, ct.PtrT) and isinstance(b, ct.PtrT) and op == "-":
         if a.base != b.base:
             raise compile_error(loc, f"'-' between pointers into '{a.base}' and '{b.base}'")
@@ -175,10 +180,19 @@ def record_pointer(node: ast.Subscript, loc):
     return t
 
 
+def pointer_element(node) -> bool:
+    """``ax[k]`` of a pointer array (pointer_array): a pointer, where a chain of fields and
+    indices (``ax[k][i].qs[j]``) reaches the buffer it points into."""
+    return isinstance(node, ast.Subscript) and \
+        getattr(getattr(node.value, "ctype", None), "pointee", None) is not None
+
+
 def buffer_of(node):
     """The buffer (parameter name) an address expression points into, or None: ``x``,
-    ``x[i]...``, a pointer local, ``p + k``, ``view(p, T, off)``."""
+    ``x[i]...``, a pointer local, ``p + k``, ``view(p, T, off)``, ``ax[k]``."""
     while True:
+        if pointer_element(node):
+            return getattr(node.ctype, "base", None)
         if isinstance(node, ast.Subscript | ast.Attribute):
             node = node.value
         elif isinstance(node, ast.BinOp):
@@ -277,6 +291,8 @@ def _written(body, program=None):
                     targets = [a for k, a in enumerate(node.args)
                                if _address(a) and (writes is None or k in writes)]
             for t in targets:
+                if pointer_element(t) and not isinstance(node, ast.Call):
+                    continue  # ax[k] = p: the private array of pointers is written
                 buf = None if copy_root(t) is not None else buffer_of(t)  # b.d: b's bytes
                 if buf is not None:
                     yield buf, node

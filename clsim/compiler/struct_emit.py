@@ -15,6 +15,7 @@ import numpy as np
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
+from clsim.compiler.places import pointer_element
 from clsim.compiler.struct_locals import user_name
 from clsim.compiler.structs import StructT, size_of
 from clsim.runtime import record as rec
@@ -327,7 +328,7 @@ class StructEmitter:
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
         """The access site of a field chain, the buffer it is in and that buffer's type."""
         t = node.ctype.dtype if isinstance(node.ctype, ct.PtrT) else node.ctype
-        while isinstance(node, ast.Subscript | ast.Attribute):
+        while isinstance(node, ast.Subscript | ast.Attribute) and not pointer_element(node):
             node = node.value
         if isinstance(node.ctype, StructT):  # a struct variable: no memory access
             name = user_name(node.id)

@@ -109,7 +109,8 @@ def test_reassigned_parameter_under_checks_and_traffic():
 
 @kernel
 def two_pointee_types(x, out):
-    x = view(x, np.int8, 4)
+    out[1] = x[0]  # x is the float buffer here
+    x = view(x, np.int8, 4)  # and a char pointer here
     out[0] = np.float32(x[0])
 
 
@@ -120,3 +121,36 @@ def test_a_pointer_variable_has_one_pointee_type():
     message = str(info.value)
     assert "'x' is a global float* (into 'x') elsewhere but a global char* (into 'x') here" \
         in message and "test_pointers_casts.py:" in message
+
+
+@clsim.func
+def fill_two(p):
+    p[0] = 3.0
+    p[1] = 4.0
+
+
+@kernel
+def bytes_in_private_and_local_pointers(src0, y, offset0):
+    src0 = view(src0, np.float32, offset0)  # the argument is a uint8 array: its bytes
+    i = get_global_id(0)
+    t = clsim.private_array(4, np.float32, fill=0.0)
+    p = t + 1  # a pointer into a private array
+    p[0] = 2.0
+    fill_two(t + 2)  # C: fill_two(&t[2]): the caller's array changes
+    tile = clsim.local_array(8, np.float32)
+    q = tile + clsim.get_local_id(0)
+    q[0] = src0[i]
+    clsim.barrier(clsim.CLK_LOCAL_MEM_FENCE)
+    w = view(tile, clsim.float4)
+    y[i] = t[1] + t[2] + t[3] + w[0].y
+
+
+@JIT
+@pytest.mark.parametrize("options", [{}, {"checks": "all"}, {"traffic": True}])
+def test_a_byte_argument_and_private_and_local_pointers(jit, options):
+    raw = np.zeros(40, np.uint8)
+    raw[4:36] = np.arange(8, dtype=np.float32).view(np.uint8)
+    y = np.zeros(4, np.float32)
+    clsim.run(bytes_in_private_and_local_pointers, (4,), (4,), (raw, y, np.int64(4)), jit=jit,
+              **options)
+    np.testing.assert_array_equal(y, [10.0] * 4)

@@ -88,3 +88,32 @@ def test_null_misuse_is_a_compile_error(kern, words):
     with pytest.raises(clsim.KernelCompileError) as info:
         clsim.run(kern, (1,), (1,), (np.zeros(4, np.float32), np.zeros(2, np.float32)))
     assert words in str(info.value) and "test_pointers_null.py:" in str(info.value)
+
+
+@kernel
+def offset_optional(src2, y, off2):
+    src2 = view(src2, np.float32, off2)  # ggml's first lines, on an optional input
+    i = get_global_id(0)
+    y[i] = src2[i] if src2 is not None else np.float32(-1)
+    if src2:
+        y[i] += 10.0
+
+
+@kernel
+def reassigned_to_none(src2, y):
+    i = get_global_id(0)
+    if i > 1:
+        src2 = None  # a reassigned parameter is tested at run time
+    y[i] = src2[i] if src2 is not None else np.float32(-1)
+
+
+@JIT
+def test_a_reassigned_optional_parameter(jit):
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(4, np.float32)
+    clsim.run(offset_optional, (4,), (4,), (x, y, np.int64(4)), jit=jit)
+    np.testing.assert_array_equal(y, x[1:5] + 10)
+    clsim.run(offset_optional, (4,), (4,), (None, y, np.int64(4)), jit=jit)
+    np.testing.assert_array_equal(y, [-1.0] * 4)
+    clsim.run(reassigned_to_none, (4,), (4,), (x, y), jit=jit)
+    np.testing.assert_array_equal(y, [0.0, 1.0, -1.0, -1.0])

@@ -76,6 +76,16 @@ def _declare(name):
     return typing
 
 
+def _pointer_array(typer, call):
+    if len(call.args) != 1:
+        raise node_error(call, "pointer_array(n) takes the number of pointers (a constant), "
+                               "as C's global T *a[n]")
+    shape = typer.program.const_shape(call.args[0], call.loc)
+    if len(shape) != 1:
+        raise node_error(call, "pointer_array(n): one dimension")
+    return ct.ArrayT("int64", 1, "private", shape, pointee=ct.NULL)
+
+
 def _number(node):
     value = getattr(node, "resolved", ("", None))[1] if hasattr(node, "resolved") else None
     if isinstance(node, ast.Constant):
@@ -129,6 +139,8 @@ def _view_typing(typer, call):
             raise node_error(call, "view(): the byte offset must be an integer")
     if buf is None:
         return None
+    if buf == ct.NULL:  # src2 = view(src2, T, off) on an argument passed None: still None
+        return ct.NULL
     if not isinstance(buf, ct.PtrT) or buf.record_copy or buf.array.space == "field":
         raise node_error(call, "view(x, T, off): x must be a buffer, a pointer into one or "
                                "another view (a struct copy b = x[ib] is a value: view the "
@@ -159,6 +171,10 @@ ENTRIES = [
             types="T: numpy dtype or struct dtype",
             note="a typed view of a buffer's bytes at a byte offset; accesses are checked "
                  "against the buffer"),
+    Builtin("pointer_array", FAMILY, typing=_pointer_array, varying=True,
+            c="global T *a[N]", py="a = pointer_array(N)", types="N: a constant",
+            note="one per work-item, uninitialised; a[k] = p stores a pointer (all into one "
+                 "buffer, of one type), a[k][i], a[k] + i use it"),
     Builtin("local_array", FAMILY, typing=_declare("local_array"), varying=True,
             c="__local T a[N]", py="a = local_array(N, np.T)", types="shape: constants",
             note="one per work-group, uninitialised; N may be a tuple"),
