@@ -26,6 +26,7 @@ COMMANDS = {
     "verify": ("verify.cli", "verify"),
     "replay": ("verify.cli", "replay"),
     "conformance": ("verify.conformance", "conformance"),
+    "translate": ("clsim.commands.translate", ""),
 }
 _FALLBACK_HELP = {  # what `clsim --help` lists without importing each command
     "list": "list the library's kernels",
@@ -35,6 +36,7 @@ _FALLBACK_HELP = {  # what `clsim --help` lists without importing each command
     "verify": "fuzz a kernel on real OpenCL devices against the simulator",
     "replay": "re-run a saved failing example",
     "conformance": "max ULP of every scalar builtin on the simulator and each device",
+    "translate": "write the clsim Python kernels of an OpenCL C file",
 }
 
 

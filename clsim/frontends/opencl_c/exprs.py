@@ -52,8 +52,18 @@ class Py:
     byte_base: tuple[str, str] | None = None
 
 
+_CHILDREN: dict = {}
+
+
 def children(cursor) -> list:
-    return list(cursor.get_children())
+    """A node's children (memoised: the emitters look at a node's children several times)."""
+    key = cursor.hash
+    kids = _CHILDREN.get(key)
+    if kids is None or kids[0] != cursor:
+        kids = _CHILDREN[key] = (cursor, list(cursor.get_children()))
+        if len(_CHILDREN) > 200_000:
+            _CHILDREN.clear()
+    return kids[1]
 
 
 def strip(cursor):
@@ -281,9 +291,10 @@ class Expressions:
             a, b = self.cond(left), self.cond(right)
             p = PREC[word]
             return Py(f"{wrap(a, p)} {word} {wrap(b, p + 1)}", BOOL, p)
-        a, b = self.value(left), self.value(right)
-        if op not in ("<<", ">>"):
-            a, b = self.bare(left, b.type), self.bare(right, a.type)
+        if op in ("<<", ">>"):
+            a, b = self.value(left), self.value(right)
+        else:  # value() gives each operand its C type, so each side knows the other's
+            a, b = self.bare(left, ctype(right.type)), self.bare(right, ctype(left.type))
         t = ctype(cursor.type)
         if a.type.kind == "pointer" or b.type.kind == "pointer":
             return self.pointer_arith(cursor, op, a, b, t)
