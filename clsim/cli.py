@@ -38,7 +38,7 @@ _FALLBACK_HELP = {  # what `clsim --help` lists without importing each command
     "verify": "fuzz a kernel on real OpenCL devices against the simulator",
     "replay": "re-run a saved failing example",
     "conformance": "max ULP of every scalar builtin on the simulator and each device",
-    "translate": "print the OpenCL C twin of a Python kernel",
+    "translate": "write the other form of a kernel: a .cl file's Python, a Python kernel's .cl",
 }
 
 

@@ -130,6 +130,9 @@ def load_spec_ref(ref: str) -> tuple[KernelSpec, dict[str, Any], Path | None]:
     module = import_file(path)
     spec = _find_spec(module, name, path)
     file = Path(path).resolve()
+    if spec.kernel is None:  # a spec of a .cl kernel alone: simulate its translation
+        from clsim.frontends.opencl_c.specs import with_translated_kernel
+        spec = with_translated_kernel(spec, file.parent)
     return spec, {"kind": "file", "path": str(file), "name": name}, file.parent
 
 

@@ -60,7 +60,11 @@ def survey(folder: Path) -> list[dict]:
                 rows.append(dict(file=path.name, kernel=name, images=images, translated=False,
                                  compiled=False, why=str(exc).splitlines()[0]))
             continue
-        for name in names:
+        hidden = [n for n in names if n not in t.kernel_names]
+        for name in hidden:  # behind #if: the host builds it with other -D options
+            rows.append(dict(file=path.name, kernel=name, images=images, translated=False,
+                             compiled=False, why="not built under these options (#if)"))
+        for name in t.kernel_names:
             fail = t.failure_of(name)
             row = dict(file=path.name, kernel=name, images=images, translated=fail is None,
                        compiled=False, why=fail.message(path.name) if fail else "")

@@ -20,10 +20,7 @@ from verify.fuzz import spec_cases
 SPECS = all_specs()
 # Twins blocked on a language gap not merged on this branch yet (issue 22 item 2, helper lang):
 # the front end reports the construct; the test starts passing when the gap closes.
-BLOCKED = {
-    "convert_block_q4_0": "a pointer to a struct field (*(global ushort *)&blocks[b].d)",
-    "restore_block_q4_0": "a pointer to a struct field (*(global ushort *)&y[b].d)",
-}
+BLOCKED: dict[str, str] = {}
 
 
 def _run(kernel, spec, case):

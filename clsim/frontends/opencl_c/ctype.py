@@ -75,9 +75,20 @@ def _space(type_: ci.Type) -> str:
     return next((s[2:] for s in _SPACES if s in spelling), "private")
 
 
+_MEMO: dict[tuple, CType] = {}
+
+
 def ctype(type_: ci.Type) -> CType:
     """The CType of a clang type (typedefs and qualifiers looked through)."""
     t = type_.get_canonical()
+    key = (t.kind, t.spelling)
+    found = _MEMO.get(key)
+    if found is None:
+        found = _MEMO[key] = _ctype(t)
+    return found
+
+
+def _ctype(t: ci.Type) -> CType:
     kind = t.kind
     if kind in SCALARS:
         return CType("scalar", SCALARS[kind])

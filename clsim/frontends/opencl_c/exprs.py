@@ -52,8 +52,18 @@ class Py:
     byte_base: tuple[str, str] | None = None
 
 
+_CHILDREN: dict = {}
+
+
 def children(cursor) -> list:
-    return list(cursor.get_children())
+    """A node's children (memoised: the emitters look at a node's children several times)."""
+    key = cursor.hash
+    kids = _CHILDREN.get(key)
+    if kids is None or kids[0] != cursor:
+        kids = _CHILDREN[key] = (cursor, list(cursor.get_children()))
+        if len(_CHILDREN) > 200_000:
+            _CHILDREN.clear()
+    return kids[1]
 
 
 def strip(cursor):
@@ -121,6 +131,7 @@ class Expressions:
             CK.CALL_EXPR: self.call, CK.CONDITIONAL_OPERATOR: self.conditional,
             CK.CSTYLE_CAST_EXPR: self.cast, CK.COMPOUND_LITERAL_EXPR: self.compound_literal,
             CK.STRING_LITERAL: lambda c: Py(c.spelling, CType("other", "string")),
+            CK.INIT_LIST_EXPR: self.init_list,
         }
 
     # -- helpers
@@ -281,9 +292,10 @@ class Expressions:
             a, b = self.cond(left), self.cond(right)
             p = PREC[word]
             return Py(f"{wrap(a, p)} {word} {wrap(b, p + 1)}", BOOL, p)
-        a, b = self.value(left), self.value(right)
-        if op not in ("<<", ">>"):
-            a, b = self.bare(left, b.type), self.bare(right, a.type)
+        if op in ("<<", ">>"):
+            a, b = self.value(left), self.value(right)
+        else:  # value() gives each operand its C type, so each side knows the other's
+            a, b = self.bare(left, ctype(right.type)), self.bare(right, ctype(left.type))
         t = ctype(cursor.type)
         if a.type.kind == "pointer" or b.type.kind == "pointer":
             return self.pointer_arith(cursor, op, a, b, t)
@@ -323,6 +335,10 @@ class Expressions:
         if op == "&":
             return self.address_of(cursor, child)
         if op == "*":
+            punned = self.pun(child)
+            if punned is not None:
+                lvalue, source_type, target = punned
+                return Py(f"as_{target}({lvalue.code})", target)
             ptr = self.value(child)
             return Py(f"{wrap(ptr, ATOM)}[0]", ctype(cursor.type))
         if op in ("-", "+", "~"):
@@ -331,6 +347,23 @@ class Expressions:
                 return Py(f"-{inner.code}", inner.type, UNARY)
             return Py(f"{op}{wrap(inner, UNARY)}", ctype(cursor.type), UNARY)
         raise Unsupported(cursor, f"the unary operator '{op}'")
+
+    def pun(self, pointer):
+        """``*(T *)&v`` with v a scalar of T's size (``*(global ushort *)&x[i].d`` on a half
+        field): (v as a Py, v's type, T): the same bits read as another type, ``as_T(v)``."""
+        cast = strip(pointer)
+        if cast.kind != CK.CSTYLE_CAST_EXPR or ctype(cast.type).kind != "pointer":
+            return None
+        address = strip(children(cast)[-1])
+        if address.kind != CK.UNARY_OPERATOR or unary_op(address) != "&":
+            return None
+        target = ctype(cast.type).inner
+        lvalue = children(address)[0]
+        source = ctype(lvalue.type)
+        if source.kind != "scalar" or target.kind != "scalar" or \
+                np.dtype(source.name).itemsize != np.dtype(target.name).itemsize:
+            return None
+        return self.value(lvalue), source, target
 
     def address_of(self, cursor, child) -> Py:
         target = strip(child)
@@ -392,6 +425,12 @@ class Expressions:
         if to.kind != "vector":
             raise Unsupported(cursor, f"a compound literal of {to}")
         return self.vector_literal(to, init)
+
+    def init_list(self, cursor) -> Py:
+        to = ctype(cursor.type)
+        if to.kind != "vector":
+            raise Unsupported(cursor, f"a braced initialiser of {to}")
+        return self.vector_literal(to, cursor)  # float4 v = {a, b, c, d};
 
     def vector_literal(self, to: CType, init) -> Py:
         parts = [self.value(k).code for k in children(init)]

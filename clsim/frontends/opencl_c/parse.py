@@ -136,7 +136,7 @@ def _raise_diagnostics(tu: ci.TranslationUnit, name: str) -> None:
             file = loc.file.name if loc.file else name
             short = Path(file).name
             raise KernelCompileError(
-                f"{short}:{loc.line}:{loc.column}: error: {diag.spelling}",
+                f"{short}:{loc.line}:{loc.column}: {diag.spelling} (OpenCL C)",
                 file=file, line=loc.line)
 
 

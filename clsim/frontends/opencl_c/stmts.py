@@ -175,6 +175,14 @@ class Statements(Expressions):
                 return  # (void)x; only silences a warning
             return self.expr_stmt(inner)
         if c.kind == CK.CALL_EXPR:
+            args = list(c.get_arguments())
+            if c.spelling == "vstore_half" and len(args) == 3 and evaluate(args[1]) == 0 and \
+                    self._field_address(args[2]) is not None:
+                # vstore_half(v, 0, &x[i].d): the half field gets v rounded to nearest even,
+                # which is C's conversion to half
+                value = self.value(args[0])
+                self.put(f"{self._field_address(args[2])} = np.float16({value.code})", c)
+                return
             self.put(self.expr(c).code, c)
             return
         if c.kind in (CK.DECL_REF_EXPR, CK.INTEGER_LITERAL):
@@ -188,6 +196,14 @@ class Statements(Expressions):
         if strip(source).kind in (CK.BINARY_OPERATOR,) and binary_op(strip(source)) == "=":
             self.assign(strip(source))  # a = b = v: b first, then a = b
             source = children(strip(source))[0]
+        deref = strip(target)
+        punned = self.pun(children(deref)[0]) if deref.kind == CK.UNARY_OPERATOR and \
+            unary_op(deref) == "*" else None
+        if punned is not None and op == "=":  # *(T *)&v = x: v gets x's bits
+            lvalue, source_type, _ = punned
+            rhs = self.typed(source, t)
+            self.put(f"{lvalue.code} = as_{source_type}({rhs.code})", c)
+            return
         lhs = self.expr(target)
         if op == "=":
             rhs = self.typed(source, t) if t.kind == "scalar" else self.value(source)
