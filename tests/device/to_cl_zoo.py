@@ -79,6 +79,7 @@ def vectors_and_memory(x, rec, y, n):
     quads = view(x, float4, 0)
     r = rec[i % n]
     s = v.x + v.y * v.z - v.w + p[lid] + quads[i // 4].x + r.d + np.float32(r.q[i % 4])
+    s += abs(x[i]) + np.float32(np.float64(x[i]) * np.float64(0.1))
     y[i] = s
 
 
