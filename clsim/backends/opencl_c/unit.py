@@ -193,10 +193,10 @@ class Unit:
 
     def _header(self, source_file: str) -> str:
         kernel = self.typed.kernel
-        lines = [f"/* OpenCL C printed by clsim.to_cl from {source_file} (kernel "
-                 f"{kernel.name}): the same operations in the same order, so a device agrees "
-                 "with the simulator bit for bit where the builtins are exact.",
-                 "   Comments give the Python line of each statement."]
+        lines = [f"/* OpenCL C printed by clsim.to_cl: kernel {kernel.name} of {source_file}.",
+                 "   The same operations in the same order as the simulator runs them (bit for "
+                 "bit where",
+                 "   the builtins are exact). Comments give the Python line of each statement."]
         if self.cl2:
             lines.append(f"   Needs OpenCL C 2.0 (build with -cl-std=CL2.0): "
                          f"{', '.join(sorted(self.cl2))}.")
