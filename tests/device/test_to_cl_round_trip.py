@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 from clsim.backends.opencl_c import to_cl
+from clsim.errors import DeviceLacksFeature
 from clsim.spec import all_specs
 from verify.cli import format_found
 from verify.fuzz import fuzz_spec
@@ -78,17 +79,23 @@ def _zoo_cases():
     return [
         (zoo.scalars, (ints, np.zeros(n, np.int32), np.int32(n))),
         (zoo.vectors_and_memory, (floats, recs, np.zeros(n, np.float32), np.int32(n))),
+        (zoo.atomics, (ints, np.zeros(4, np.int32), np.int32(n))),
+        (zoo.atomics_c11, (ints, np.zeros(2, np.int32), np.int32(n))),
     ]
 
 
 @pytest.mark.parametrize("device", [p for p in device_params(only=DEVICES)])
-@pytest.mark.parametrize("which", [0, 1], ids=["scalars", "vectors_and_memory"])
+@pytest.mark.parametrize("which", [0, 1, 2, 3],
+                         ids=["scalars", "vectors_and_memory", "atomics", "atomics_c11"])
 def test_to_cl_of_constructs_outside_the_library(which, device):
     """Swaps, private-array fills, component stores, 2-D local arrays, pointer locals, views,
-    record copies, elif chains, negative range steps and hex literals print as C that
-    agrees with the simulator bit for bit."""
+    record copies, elif chains, negative range steps, hex literals, mixed signedness and
+    legacy atomics (both spellings) and C11 atomics print as C that agrees with the simulator bit for bit."""
     kernel, args = _zoo_cases()[which]
     source = to_cl(kernel, args, local_size=(32,))
-    result = compare(kernel, source, global_size=(32,), local_size=(32,), args=args,
-                     device=device)
+    try:
+        result = compare(kernel, source, global_size=(32,), local_size=(32,), args=args,
+                         device=device)
+    except DeviceLacksFeature as lack:  # C11 atomics: OpenCL C 2.0
+        pytest.skip(str(lack))
     assert result.equal, str(result.first_difference)

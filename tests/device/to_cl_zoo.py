@@ -8,11 +8,18 @@ import numpy as np
 import clsim
 from clsim import (
     CLK_LOCAL_MEM_FENCE,
+    atomic_add,
+    atomic_fetch_add_explicit,
+    atomic_fetch_max_explicit,
+    atomic_inc,
+    atomic_max,
     barrier,
     float4,
     get_global_id,
     get_local_id,
     local_array,
+    memory_order_relaxed,
+    memory_scope_device,
     private_array,
     view,
 )
@@ -72,4 +79,22 @@ def vectors_and_memory(x, rec, y, n):
     quads = view(x, float4, 0)
     r = rec[i % n]
     s = v.x + v.y * v.z - v.w + p[lid] + quads[i // 4].x + r.d + np.float32(r.q[i % 4])
+    s += abs(x[i]) + np.float32(np.float64(x[i]) * np.float64(0.1))
     y[i] = s
+
+
+@clsim.kernel
+def atomics(x, counts, n):
+    i = get_global_id(0)
+    if i < n:
+        atomic_add(counts[0], x[i])
+        atomic_max(counts, 1, x[i])
+        atomic_inc(counts[2 + (x[i] & 1)])
+
+
+@clsim.kernel
+def atomics_c11(x, counts, n):
+    i = get_global_id(0)
+    if i < n:
+        atomic_fetch_add_explicit(counts[0], x[i], memory_order_relaxed, memory_scope_device)
+        atomic_fetch_max_explicit(counts[1], x[i], memory_order_relaxed, memory_scope_device)

@@ -30,6 +30,7 @@ from clsim.backends.opencl_c.names import float_literal
 from clsim.cli import main as cli_main
 from clsim.errors import InvalidArgumentError, KernelCompileError
 from clsim.spec import KernelSpec, get_spec
+from verify.cli import _heading
 from verify.pairs import spec_pair
 
 SCALE = np.float32(0.1)
@@ -180,5 +181,7 @@ def test_a_spec_without_cl_file_is_verified_against_to_cl():
     pair = spec_pair(spec)
     assert pair.generated and pair.source == to_cl(spec)
     assert "clsim.to_cl" in pair.cl_origin
+    assert _heading(pair, 5).endswith("against OpenCL C printed by clsim.to_cl (the spec has "
+                                      "no cl_file)")  # clsim verify's heading line
     assert not spec_pair(library).generated
     assert spec_pair(library).cl_origin.endswith("softmax.cl")

@@ -148,11 +148,19 @@ def _printf(p, node, name):
     return f'printf("{text}"{"".join(", " + a for a in args)})'
 
 
+def _abs(p, node, name):
+    """clsim's abs takes floats too (Python's abs); OpenCL C's is integer-only: fabs."""
+    if ct.is_float(ct.elem(node.ctype)):
+        return f"fabs({p.expr(node.args[0])})"
+    return f"abs({p.expr(node.args[0])})"
+
+
 def _vector_set(p, node, name):
     raise node_error(node, "internal: vector_set outside an assignment")
 
 
 SPECIAL = {
+    "abs": _abs,
     "local_array": _declaration_only,
     "private_array": _declaration_only,
     "view": _view,

@@ -96,8 +96,10 @@ class ExprPrinter:
         return code
 
     def prec(self, node) -> tuple[str, int]:
-        if _is_half(getattr(node, "ctype", None)) and not self.half_read:
+        t = getattr(node, "ctype", None)
+        if _is_half(t) and not self.half_read:
             self.unit.require_fp16(node)
+        self.unit.note_type(t)
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
             raise node_error(node, f"OpenCL C output: '{type(node).__name__}' expressions "

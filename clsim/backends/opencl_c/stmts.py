@@ -67,6 +67,7 @@ class FunctionPrinter(ExprPrinter):
                                  "pass it in as a parameter")
             if _is_half_type(t):
                 self.unit.require_fp16(None)
+            self.unit.note_type(t)
             out.append("    " + declaration(t, c_name(name), self.unit.structs) + ";")
         return out
 

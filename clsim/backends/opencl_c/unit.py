@@ -62,6 +62,7 @@ class Unit:
         self.tables: dict[str, np.ndarray] = {}
         self.fp16_at = None  # the first node computing with half values
         self.fp16 = False
+        self.fp64 = False
         self.subgroups = False
         self.extensions: set[str] = set()
         self.cl2: set[str] = set()
@@ -72,7 +73,14 @@ class Unit:
     def type_name(self, t) -> str:
         if t == "float16" or (isinstance(t, ct.VecT) and t.dtype == "float16"):
             self.require_fp16(None)
+        self.note_type(t)
         return type_name(t, self.structs)
+
+    def note_type(self, t) -> None:
+        """Doubles need cl_khr_fp64 enabled (OpenCL C 1.2)."""
+        if ct.elem(t) == "float64" or (isinstance(t, ct.ArrayT) and t.dtype == "float64") or (
+                isinstance(t, ct.PtrT) and t.dtype == "float64"):
+            self.fp64 = True
 
     def require_fp16(self, node) -> None:
         if not self.fp16:
@@ -141,6 +149,8 @@ class Unit:
         kernel = self.typed.kernel
         self.note_builtins(kernel.body)
         printer = FunctionPrinter(self, kernel)
+        for t in kernel.param_types.values():
+            self.note_type(t)
         params = ", ".join(declaration(kernel.param_types[p], c_name(p), self.structs,
                                        param=True) if kernel.param_types[p] != "null"
                            else f"__global uchar* {c_name(p)}" for p in kernel.params)
@@ -174,6 +184,8 @@ class Unit:
         return "\n\n".join(p for p in parts if p) + "\n"
 
     def _helper_signature(self, fn, name: str) -> str:
+        for t in fn.param_types.values():
+            self.note_type(t)
         params = ", ".join(declaration(fn.param_types[p], c_name(p), self.structs, param=True)
                            for p in fn.params)
         ret = "void" if fn.ret_type is None else self.type_name(fn.ret_type)
@@ -181,10 +193,10 @@ class Unit:
 
     def _header(self, source_file: str) -> str:
         kernel = self.typed.kernel
-        lines = [f"/* OpenCL C printed by clsim.to_cl from {source_file} (kernel "
-                 f"{kernel.name}): the same operations in the same order, so a device agrees "
-                 "with the simulator bit for bit where the builtins are exact.",
-                 "   Comments give the Python line of each statement."]
+        lines = [f"/* OpenCL C printed by clsim.to_cl: kernel {kernel.name} of {source_file}.",
+                 "   The same operations in the same order as the simulator runs them (bit for "
+                 "bit where",
+                 "   the builtins are exact). Comments give the Python line of each statement."]
         if self.cl2:
             lines.append(f"   Needs OpenCL C 2.0 (build with -cl-std=CL2.0): "
                          f"{', '.join(sorted(self.cl2))}.")
@@ -196,6 +208,8 @@ class Unit:
 
     def _pragmas(self) -> str:
         lines = ["#pragma OPENCL FP_CONTRACT OFF"]
+        if self.fp64:
+            lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         if self.fp16:
             lines.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
         if self.subgroups:
