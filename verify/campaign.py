@@ -37,7 +37,7 @@ from clsim.errors import SimulationError
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, FuzzReport, fuzz_spec
 from verify.lifeline import die_with_parent
-from verify.runner import CHECKS
+from verify.runner import CHECKS, default_checks
 
 LIBRARY = "kernels_py"
 _POOLS: dict[int, ProcessPoolExecutor] = {}
@@ -87,12 +87,12 @@ def worker_seeds(seed: int, count: int) -> list[int]:
 def tasks(ref: str, device: str, *, jobs: int, examples: int = DEFAULT_EXAMPLES,
           seed: int | None = None, failures_dir: str | Path = DEFAULT_DIR,
           max_elements: int = MAX_ELEMENTS, cl_source: str | Path | None = None,
-          checks: str = CHECKS) -> list[Task]:
+          checks: str | None = None) -> list[Task]:
     """The workers' shares of fuzzing ``ref`` on ``device``."""
     base = secrets.randbits(32) if seed is None else int(seed)
     shares = split_examples(examples, jobs)
     return [Task(ref, device, share, s, str(failures_dir), max_elements,
-                 None if cl_source is None else str(cl_source), checks)
+                 None if cl_source is None else str(cl_source), checks or default_checks())
             for share, s in zip(shares, worker_seeds(base, len(shares)), strict=True)]
 
 
@@ -157,7 +157,7 @@ def shutdown() -> None:
 def fuzz_jobs(ref: str, device: str, *, jobs: int, examples: int = DEFAULT_EXAMPLES,
               seed: int | None = None, failures_dir: str | Path = DEFAULT_DIR,
               max_elements: int = MAX_ELEMENTS, cl_source: str | Path | None = None,
-              progress: bool = False, checks: str = CHECKS) -> FuzzReport:
+              progress: bool = False, checks: str | None = None) -> FuzzReport:
     """``fuzz_spec`` of ``ref`` on ``device`` spread over ``jobs`` processes; one merged
     report. ``jobs=1`` runs in this process."""
     shares = tasks(ref, device, jobs=jobs, examples=examples, seed=seed,

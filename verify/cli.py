@@ -31,7 +31,7 @@ from verify.policy import Difference
 from verify.probe import health_fields
 from verify.replay import ReplayOutcome, replay, spec_ref_pair
 from verify.replay_meta import terminal_safe
-from verify.runner import CHECKS, describe_findings, time_on_device
+from verify.runner import CHECKS, default_checks, describe_findings, time_on_device
 
 DEVICES_HELP = "list the OpenCL devices: platform, version, limits, sub-groups, fp16/fp64"
 VERIFY_HELP = "compare the simulator with OpenCL devices on drawn inputs; shrink and save failures"
@@ -102,9 +102,10 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-elements", type=int, default=MAX_ELEMENTS,
                         help=f"largest drawn problem, in elements (default {MAX_ELEMENTS})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--check", default=CHECKS, choices=VERIFY_CHECKS, dest="checks",
-                        help="the simulator's checks on every case (default all: a data race "
-                             "or uninitialised read fails even where the device agrees)")
+    parser.add_argument("--check", default=None, choices=VERIFY_CHECKS, dest="checks",
+                        help="the simulator's checks on every case (default all, or "
+                             "$CLSIM_VERIFY_CHECKS: a data race or uninitialised read fails "
+                             "even where the device agrees)")
     parser.add_argument("--no-checks", action="store_const", const="default", dest="checks",
                         help="leave out the race and uninitialised-read checks (faster; "
                              "bounds and barrier divergence are still checked)")
@@ -179,7 +180,7 @@ def _verify_one(spec: Any, pair: Pair, info: DeviceInfo, args: argparse.Namespac
 
 
 def _checks(args: argparse.Namespace) -> str:
-    return getattr(args, "checks", None) or CHECKS
+    return getattr(args, "checks", None) or default_checks()
 
 
 def _progress(args: argparse.Namespace) -> bool:

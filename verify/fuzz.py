@@ -46,7 +46,7 @@ from verify.features import needs_cl2
 from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_case
 from verify.pairs import spec_pair as _spec_pair
 from verify.probe import health
-from verify.runner import CHECKS, LaunchComparison, diagnose, run_pair
+from verify.runner import CHECKS, LaunchComparison, default_checks, diagnose, run_pair
 from verify.strategies import float_arrays, problem_sizes
 from verify.worker import build_isolated
 
@@ -327,10 +327,12 @@ def _fits(pair: Pair, info: DeviceInfo) -> Callable[[Case], bool]:
 def search(pair: Pair, cases: st.SearchStrategy[Case], device: str | DeviceInfo | None = None,
            *, examples: int = DEFAULT_EXAMPLES, seed_value: int | None = None,
            failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
-           timeout_s: float | None = None, checks: str = CHECKS) -> FuzzReport:
+           timeout_s: float | None = None, checks: str | None = None) -> FuzzReport:
     """Run ``pair`` on up to ``examples`` drawn cases; shrink, save and return any failure.
     A device crash or time-out ends the search with that case (saved), unshrunk. The
-    simulator runs under ``checks`` ("all": any race or uninitialised read is a failure)."""
+    simulator runs under ``checks`` (None: ``verify.runner.default_checks()``, "all" unless
+    told otherwise: any race or uninitialised read is a failure)."""
+    checks = checks or default_checks()
     info = device if isinstance(device, DeviceInfo) else get_device(device)
     seed_value = secrets.randbits(32) if seed_value is None else int(seed_value)
     reason = pair.skip_reason(info)
@@ -440,7 +442,7 @@ def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo | None = None, *,
               failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
               cl_source: str | Path | None = None, max_elements: int = MAX_ELEMENTS,
               pair: Pair | None = None, timeout_s: float | None = None,
-              checks: str = CHECKS) -> FuzzReport:
+              checks: str | None = None) -> FuzzReport:
     """Fuzz a library (or user) spec on one device: drawn shapes, local sizes and inputs.
 
     ``cl_source`` (text or path) replaces the spec's ``.cl`` file, e.g. to check an edited
@@ -464,7 +466,7 @@ def fuzz(kernel: KernelFunction, cl_source: str | Path, *,
          examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
          subgroup_size: int | None = None, options: str | Sequence[str] = (),
          failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
-         timeout_s: float | None = None, checks: str = CHECKS) -> FuzzReport:
+         timeout_s: float | None = None, checks: str | None = None) -> FuzzReport:
     """``verify.compare`` over Hypothesis draws: ``launches`` yields ``clsim.spec.Launch``
     (global size, local size, args in parameter order) or dicts with those keys. Returns a
     FuzzReport whose ``found`` (None when all agreed) holds the minimal failing example.

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
+from contextvars import ContextVar
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from clsim.api import KernelFunction
 from clsim.checks import Finding
 from clsim.compiler import constants
 from clsim.compiler.frontend import parse
-from clsim.errors import InvalidArgumentError
+from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
@@ -58,6 +60,20 @@ SLOW_NS = 10**9
 # device and simulator agree on garbage (or on luck), so every case is checked unless a caller
 # passes checks="default" for speed.
 CHECKS = "all"
+CHECK_MODES = ("all", "races", "uninit", "default", "bounds", "none")  # clsim.run's
+CHECKS_ENV = "CLSIM_VERIFY_CHECKS"
+# set by verify.pytest_plugin for one test (marker verify_checks / --clsim-checks)
+_CHECKS_OVERRIDE: ContextVar[str | None] = ContextVar("clsim_verify_checks", default=None)
+
+
+def default_checks() -> str:
+    """The simulator's checks where a caller names none: the pytest plugin's for the running
+    test, else ``$CLSIM_VERIFY_CHECKS``, else CHECKS ("all")."""
+    mode = _CHECKS_OVERRIDE.get() or os.environ.get(CHECKS_ENV) or CHECKS
+    if mode not in CHECK_MODES:
+        raise SimulationError(f"{CHECKS_ENV}={mode!r}: not a checks mode. Use one of "
+                              f"{', '.join(CHECK_MODES)}.")
+    return mode
 
 
 @dataclass(frozen=True)
@@ -259,7 +275,7 @@ def launch_device(pair: Pair, case: Case, info: DeviceInfo, local: tuple[int, ..
 
 def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
              jit: bool | None = None, *, isolate: bool = True,
-             timeout_s: float | None = None, checks: str = CHECKS) -> LaunchComparison:
+             timeout_s: float | None = None, checks: str | None = None) -> LaunchComparison:
     """Run ``case`` on ``device`` (default: the first usable) and on the simulator (separate
     copies; arguments that are one array stay one on each side) and compare.
 
@@ -269,10 +285,12 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     failures, with the build log), DeviceCrashed / DeviceTimedOut (the launch took the worker
     down or ran past ``timeout_s``) and the simulator's own SimulationErrors.
 
-    The simulator runs under ``checks`` (default "all": races and uninitialised reads are
+    The simulator runs under ``checks`` (None: ``default_checks()``, "all" unless the pytest
+    plugin or ``$CLSIM_VERIFY_CHECKS`` says otherwise: races and uninitialised reads are
     findings that fail the comparison even where the device agrees; "default" leaves them
     out), and its outputs are compared with the pair's reference where it has one.
     """
+    checks = checks or default_checks()
     info = usable_device(device)
     args = _check_args(pair, case)
     local = resolve_local(pair, case, info)
@@ -353,7 +371,7 @@ def compare(kernel: KernelFunction, cl_source: str | Path, *, kernel_name: str |
             outputs: Sequence[str] | Mapping[str, Policy | str] | None = None,
             subgroup_size: int | None = None, options: str | Sequence[str] = (),
             jit: bool | None = None, timeout_s: float | None = None,
-            checks: str = CHECKS) -> LaunchComparison:
+            checks: str | None = None) -> LaunchComparison:
     """Run one launch of ``kernel`` (simulator) and ``cl_source`` (``device``, default the
     first usable one) and compare. The device runs in a worker process: a crash raises
     DeviceCrashed, a launch past ``timeout_s`` DeviceTimedOut.

@@ -209,7 +209,8 @@ def _points(rows: Sequence[Row]) -> tuple[list[tuple[str, float, float, float | 
                                           list[str]]:
     """Per variant with flops: (label, intensity, model GFLOP/s, measured GFLOP/s or None);
     per variant with bytes but no flops, for the bandwidth panel: (label, model GB/s, measured
-    GB/s or None, its limit); and the labels of those with neither."""
+    GB/s or None, its limit); and the labels of those with no bytes (no intensity, no
+    bandwidth)."""
     points, bandwidth, skipped = [], [], []
     for label, _, roof, measured in (_unpack(r) for r in rows):
         x, model = roof.intensity, roof.attainable_flops_per_s / 1e9
@@ -263,7 +264,7 @@ def roofline_figure(rows: Sequence[Row], profile: DeviceProfile, precision: str 
                         axis)
     title = f"{profile.name} ({profile.description})"
     if skipped:
-        title += f"\nnot drawn (no flops and no bytes): {', '.join(skipped)}"
+        title += f"\nnot drawn (no bytes): {', '.join(skipped)}"
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig

@@ -204,7 +204,7 @@ def test_compare_outputs_aggregates_in_policy_order():
     assert "'b'" in r.describe()
     missing = compare_outputs(exp, {"a": act["a"]}, {"a": EXACT, "b": EXACT})
     assert missing.first_difference.reason == "missing"
-    assert "missing from the actual" in missing.describe()
+    assert "missing from the device outputs" in missing.describe()
     assert compare_outputs(exp, exp, EXACT).equal  # one Policy for every expected buffer
 
 

@@ -120,3 +120,60 @@ def test_fp16_kernel_fuzzed_on_pocl_is_skipped(tmp_path):
     # the wheel's PoCL cannot build anything on some CPUs: then that is the reason given
     reason = "pocl lacks cl_khr_fp16" if health.usable else "pocl is unusable"
     assert reason in out, out
+
+
+RACE_TESTS = '''
+import numpy as np
+import pytest
+
+import verify
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_global_id, get_local_id, kernel
+
+CL = """__kernel void swap(__global const float *x, __global float *s, __global float *y) {
+    size_t i = get_global_id(0);
+    s[i] = x[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    y[i] = s[i ^ 1];
+}
+"""
+
+
+@kernel
+def swap(x, s, y):
+    i = get_global_id(0)
+    s[i] = x[i]
+    barrier(CLK_LOCAL_MEM_FENCE)  # s is global: CLK_GLOBAL_MEM_FENCE was needed
+    y[i] = s[i ^ 1]
+
+
+def _compare():
+    x = np.arange(8, dtype=np.float32)
+    return verify.compare(swap, CL, global_size=8, local_size=8,
+                          args=[x, np.zeros(8, np.float32), np.zeros(8, np.float32)],
+                          outputs=["y"])
+
+
+def test_default_finds_the_race():
+    result = _compare()
+    assert not result.equal and result.findings[0].category == "race"
+
+
+@pytest.mark.verify_checks("default")
+def test_marker_turns_checks_off():
+    assert _compare().findings == ()
+'''
+
+
+def test_checks_by_default_marker_and_option(tmp_path):
+    """Tests get checks="all" in verify calls by default; the verify_checks marker turns them
+    off for one test, --clsim-checks for the run (the first test then fails)."""
+    if not [d for d in list_devices() if probe.health(d).usable]:
+        pytest.skip("no usable OpenCL device here: verify.compare needs one")
+    assert re.search(r"\b2 passed\b", _run(tmp_path, RACE_TESTS))
+    (tmp_path / "test_user.py").write_text(textwrap.dedent(RACE_TESTS))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "verify.pytest_plugin", "-p", "no:cacheprovider",
+         "-q", "--clsim-checks", "default", "test_user.py"], cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+        timeout=300, check=False)
+    assert re.search(r"1 failed, 1 passed", done.stdout), done.stdout + done.stderr

@@ -86,7 +86,7 @@ def test_model_and_measured_points_are_told_apart():
     assert x == pytest.approx(roof.intensity)
     assert y == pytest.approx(roof.flops / 1e-3 / 1e9)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert legend[0].startswith("model: the floor on h200")
+    assert legend[0].startswith("model: predicted on h200")
     assert legend[1].startswith("measured on intel-cpu")
     unmeasured = roofline_figure([("model only", report, roof)], H200)
     assert len(unmeasured.axes[0].get_legend().get_texts()) == 1
@@ -147,5 +147,5 @@ def test_infinite_intensity_is_not_drawn():
     """A variant with flops and no bytes cannot sit on log axes: it is named in the title."""
     report = TrafficReport("k", 32, (), {}, {}, {"add": 10})
     fig = roofline_figure([("no bytes", report, roofline(report.totals, H200))], H200)
-    assert "not drawn (no flops or bytes): no bytes" in fig.axes[0].get_title()
+    assert "not drawn (no bytes): no bytes" in fig._suptitle.get_text()
     assert math.isinf(roofline(report.totals, H200).intensity)

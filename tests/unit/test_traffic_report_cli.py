@@ -48,7 +48,7 @@ def test_report_on_a_device_shows_measured_time_next_to_the_floor(tmp_path, monk
     out = capsys.readouterr().out
     device_table = out.split(f"measured on {info.short_name}")[1]
     lines = {ln.split("  ")[0]: ln for ln in device_table.splitlines()}
-    assert "predicted time (floor)" in lines and "fraction of bound" in lines
+    assert "predicted time" in lines and "roofline floor" in lines and "fraction of bound" in lines
     assert lines["measured time"].split()[-1] in ("s", "ms", "us", "ns")
     data = json.loads((tmp_path / "r.json").read_text())
     (device,) = data["devices"]
