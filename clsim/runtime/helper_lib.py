@@ -3234,6 +3234,31 @@ def _imfloor(x):
     return np.int64(math.floor(v))
 
 
+def _imfrac(x):
+    v = np.float32(x)
+    if v != v or abs(v) > np.float32(1e15):
+        return np.float32(0.0)
+    return np.float32(v - np.float32(math.floor(v)))
+
+
+def _imlin1(t0, t1, a):
+    one = np.float32(1.0)
+    return ((one - a) * t0[0] + a * t1[0], (one - a) * t0[1] + a * t1[1],
+            (one - a) * t0[2] + a * t1[2], (one - a) * t0[3] + a * t1[3])
+
+
+def _imlin2(t00, t10, t01, t11, a, b):
+    one = np.float32(1.0)
+    w00 = (one - a) * (one - b)
+    w10 = a * (one - b)
+    w01 = (one - a) * b
+    w11 = a * b
+    return (w00 * t00[0] + w10 * t10[0] + w01 * t01[0] + w11 * t11[0],
+            w00 * t00[1] + w10 * t10[1] + w01 * t01[1] + w11 * t11[1],
+            w00 * t00[2] + w10 * t10[2] + w01 * t01[2] + w11 * t11[2],
+            w00 * t00[3] + w10 * t10[3] + w01 * t01[3] + w11 * t11[3])
+
+
 def _imrf_float16(img, x, y, nch, border):
     if border != 0:
         return (np.float32(0), np.float32(0), np.float32(0), np.float32(0) if nch == 4 else np.float32(1))

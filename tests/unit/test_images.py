@@ -33,7 +33,14 @@ from clsim import (
     write_imagef,
     write_imagei,
 )
-from tests.image_kernels import edge_blur, gather_uint, half_mix, image_mix, scale_into
+from tests.image_kernels import (
+    edge_blur,
+    gather_uint,
+    half_mix,
+    image_mix,
+    linear_taps,
+    scale_into,
+)
 
 RNG = np.random.default_rng(7)
 NONE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST
@@ -177,6 +184,35 @@ def test_float_coordinates_take_the_pixel_they_fall_in():
         assert out[k] == img[py, px, 0], (k, x)
 
 
+def _linear_reference(img, u, v, border):
+    """The spec's CLK_FILTER_LINEAR in float32, term by term in its order."""
+    h, w = img.shape[:2]
+    x, y = np.float32(u) - np.float32(0.5), np.float32(v) - np.float32(0.5)
+    i0, j0 = int(np.floor(x)), int(np.floor(y))
+    a, b = x - np.float32(np.floor(x)), y - np.float32(np.floor(y))
+    one = np.float32(1)
+    taps = [_at(img, i0 + dx, j0 + dy, border) for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1))]
+    weights = [(one - a) * (one - b), a * (one - b), (one - a) * b, a * b]
+    return weights[0] * taps[0] + weights[1] * taps[1] + weights[2] * taps[2] + \
+        weights[3] * taps[3]
+
+
+def test_linear_filtering_blends_the_spec_taps_in_its_order():
+    img = RNG.standard_normal((6, 7, 4)).astype(np.float32)
+    img1 = RNG.standard_normal((7, 4)).astype(np.float32)
+    xs = (RNG.random(64) * 10 - 1).astype(np.float32)
+    out = np.zeros(128, np.float32)
+    clsim.run(linear_taps, (32,), (8,), (clsim.Image(img), clsim.Image(img1, kind="image1d"),
+                                         out, xs), jit=False)
+    for i in range(32):
+        u, v = xs[2 * i], xs[2 * i + 1]
+        assert out[4 * i] == _linear_reference(img, u, v, False)[0]
+        border = _linear_reference(img, v, u, True)
+        assert out[4 * i + 1] == border[1] and out[4 * i + 3] == border[3]
+        row = _linear_reference(img1[None], u, 0.5, False)  # 1-D: the spec's two taps
+        assert out[4 * i + 2] == row[2]
+
+
 @clsim.kernel
 def read_no_sampler(img, out, shift):
     i = get_global_id(0)
@@ -263,7 +299,7 @@ def misuse_read_write_only(img, out):
     (misuse_ui, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
      "read_imageui on an image of CL_FLOAT channels is undefined"),
     (misuse_linear, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
-     "CLK_FILTER_LINEAR is not supported"),
+     "CLK_FILTER_LINEAR needs float coordinates"),
     (misuse_normalized, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
      "normalised sampler coordinates"),
     (misuse_runtime_sampler, clsim.Image(np.zeros((2, 2, 4), np.float32)), (np.int32(0),),

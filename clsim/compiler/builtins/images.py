@@ -14,135 +14,27 @@ as 0 (alpha 1). The sampler must be a compile-time constant (a module-level
 Instruments see each pixel access as one access of ``channels`` elements in space "image"
 (the traffic model counts it as texture-cache traffic; docs/traffic-model.md).
 An image passed to a ``@clsim.func`` helper is the same rows under the helper's parameter
-name. Not here: normalised coordinates, linear filtering, repeat addressing, 3-D and array
-images, read_write images (each is a compile error that says so).
+name. CLK_FILTER_LINEAR (float coordinates) reads the spec's two (1-D) or four taps, each
+through the addressing mode and each an access, and blends them in float32 in the spec's
+order. Not here: normalised coordinates, repeat addressing, 3-D and array images,
+read_write images (each is a compile error that says so).
 """
 
 from __future__ import annotations
 
 import ast
 
-import numpy as np
-
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import image_helpers as ih
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.builtins.half import F2H_DEPS
 from clsim.compiler.diagnostics import node_error
-from clsim.compiler.helpers import helper
 from clsim.runtime import images as im
 from clsim.runtime import record as rec
 
 FAMILY = "image"
-# read/write suffix -> (channel-type family it needs, the vector element type it returns/takes)
-SUFFIXES = {"f": ("f", "float32"), "h": ("f", "float16"), "i": ("i", "int32"),
-            "ui": ("ui", "uint32")}
+SUFFIXES = ih.SUFFIXES
 _NONE, _DROP, _EDGE, _BORDER = 0, 1, 2, 4  # _imaddr's modes (_DROP: skip a write)
-
-_ADDR = helper("_imaddr", rec.fill("""
-def _imaddr(img, nch, x, y, mode, code, err, site, lid):
-    w = np.int64(img.shape[1] // nch)
-    h = np.int64(img.shape[0])
-    if x >= 0 and x < w and y >= 0 and y < h:
-        return np.int64(x), np.int64(y), np.int64(0)
-    if mode == 2:
-        return np.int64(min(max(x, 0), w - 1)), np.int64(min(max(y, 0), h - 1)), np.int64(0)
-    if code != 0 and mode == 0 and err[{CODE}] == 0:
-        err[{CODE}] = code
-        err[{SITE}] = site
-        err[{INDEX}] = x
-        err[{LENGTH}] = w
-        err[{COUNT_A}] = y
-        err[{COUNT_B}] = h
-        err[{LID}] = lid
-    return np.int64(0), np.int64(0), np.int64(1)
-"""))
-# A float coordinate (unnormalised, nearest): the pixel it falls in; NaN and huge values
-# land far outside, where the addressing mode decides.
-_FLOOR = helper("_imfloor", """
-def _imfloor(x):
-    v = np.float64(x)
-    if v != v or v < -1e15 or v > 1e15:
-        return np.int64(-(2 ** 50))
-    return np.int64(math.floor(v))
-""")
-_UNORM_W = helper("_imunorm", """
-def _imunorm(v, scale):
-    f = np.float32(v) * np.float32(scale)
-    if f != f or f <= np.float32(0.0):
-        return np.float64(0.0)
-    if f >= np.float32(scale):
-        return np.float64(scale)
-    return np.rint(np.float64(f))
-""")
-
-
-def _read_conv(suffix: str, t: im.ChannelType) -> str:
-    """Code converting one stored channel ``s`` to the read's element (a half is held in a
-    float32)."""
-    if suffix in ("i", "ui"):
-        return f"np.{SUFFIXES[suffix][1]}(s)"
-    if t.name == "float16":
-        return "_h2f(s)"
-    # unorm: times the float nearest 1/255, as PoCL and Intel's runtime read it (the spec
-    # allows 1.5 ulp; Oclgrind divides, 1 ulp away on some values)
-    f = "np.float32(s)" if t.scale == 0 else \
-        f"(np.float32(s) * np.float32({float(np.float32(1.0 / t.scale))!r}))"
-    return f if suffix == "f" else f"_rh({f})"
-
-
-def _write_conv(suffix: str, t: im.ChannelType) -> str:
-    """Code converting one component ``v`` of the written vector to the stored channel."""
-    if t.name == "float16":
-        return "_f2h_mode(v, 0)"
-    if t.scale:
-        return f"np.{t.storage}(_imunorm(v, {float(t.scale)!r}))"
-    if t.family == "f":
-        return "np.float32(v)"
-    info = {"int8": (-128, 127), "int16": (-32768, 32767), "uint8": (0, 255),
-            "uint16": (0, 65535)}.get(t.name)
-    if info is None:  # 32-bit: the value as it is
-        return f"np.{t.storage}(v)"
-    return f"np.{t.storage}(min(max(np.int64(v), {info[0]}), {info[1]}))"
-
-
-def _reader(suffix: str, t: im.ChannelType):
-    elem = "float32" if suffix in ("f", "h") else SUFFIXES[suffix][1]
-    name = f"_imr{suffix}_{t.name}"
-    conv = _read_conv(suffix, t)
-    zero, one = f"np.{elem}(0)", f"np.{elem}(1)"
-    chans = "\n".join(f"    s = img[y, o + {k}]\n    c{k} = {conv}" if k == 0 else
-                      f"    c{k} = {zero}\n    if nch > {k}:\n        s = img[y, o + {k}]\n"
-                      f"        c{k} = {conv}" for k in range(3))
-    source = f"""
-def {name}(img, x, y, nch, border):
-    if border != 0:
-        return ({zero}, {zero}, {zero}, {zero} if nch == 4 else {one})
-    o = x * nch
-{chans}
-    c3 = {one}
-    if nch == 4:
-        s = img[y, o + 3]
-        c3 = {conv}
-    return (c0, c1, c2, c3)
-"""
-    return helper(name, source, ("_h2f", "_rh"))
-
-
-def _writer(suffix: str, t: im.ChannelType):
-    name = f"_imw{suffix}_{t.name}"
-    conv = _write_conv(suffix, t)
-    stores = "\n".join(f"    v = v{k}\n    img[y, o + {k}] = {conv}" if k == 0 else
-                       f"    if nch > {k}:\n        v = v{k}\n        img[y, o + {k}] = {conv}"
-                       for k in range(4))
-    source = f"""
-def {name}(img, x, y, nch, border, v0, v1, v2, v3):
-    if border != 0:
-        return
-    o = x * nch
-{stores}
-"""
-    return helper(name, source, ("_f2h_mode", "_imunorm"))
-
 
 def _image_of(call, types, what: str) -> ct.ImageT:
     node = call.args[0] if call.args else None
@@ -165,9 +57,6 @@ def _sampler_value(call) -> int | None:
     if value & im.NORMALIZED_MASK:
         raise node_error(call, "normalised sampler coordinates (CLK_NORMALIZED_COORDS_TRUE) "
                                "are not supported yet; use CLK_NORMALIZED_COORDS_FALSE")
-    if value & im.FILTER_MASK == im.SAMPLER_CONSTANTS["CLK_FILTER_LINEAR"]:
-        raise node_error(call, "CLK_FILTER_LINEAR is not supported yet; use "
-                               "CLK_FILTER_NEAREST")
     if value & im.ADDRESS_MASK not in (_NONE, _EDGE, _BORDER):
         raise node_error(call, "repeat addressing needs normalised coordinates; use "
                                "CLK_ADDRESS_CLAMP_TO_EDGE, CLK_ADDRESS_CLAMP or "
@@ -207,11 +96,21 @@ def _read_rule(suffix: str):
         if len(types) == 3 and img.kind == "image1d_buffer":
             raise node_error(call, f"{name}: an image1d_buffer_t is read without a sampler "
                                    f"({name}(image, coord))")
-        sampler = _sampler_value(call) is not None
-        _coord_rule(call, img, types[-1], name, sampler)
+        sampler = _sampler_value(call)
+        _coord_rule(call, img, types[-1], name, sampler is not None)
+        if sampler is not None and _linear(sampler) and not ct.is_float(ct.elem(types[-1])):
+            raise node_error(call, f"{name}: CLK_FILTER_LINEAR needs float coordinates "
+                                   "(OpenCL allows integer ones with CLK_FILTER_NEAREST only)")
+        if sampler is not None and _linear(sampler) and suffix in ("i", "ui"):
+            raise node_error(call, f"{name}: CLK_FILTER_LINEAR filters float, half and unorm "
+                                   "images only (read_imagef/read_imageh)")
         return ct.VecT(SUFFIXES[suffix][1], 4)
 
     return rule
+
+
+def _linear(sampler: int) -> bool:
+    return sampler & im.FILTER_MASK == im.SAMPLER_CONSTANTS["CLK_FILTER_LINEAR"]
 
 
 def _check_family(call, img: ct.ImageT, suffix: str, name: str) -> None:
@@ -268,10 +167,15 @@ def _to_int(gen, code: str, t) -> str:
 
 def _address(gen, call, name, base, img, coord, mode: int, code: int, kind: str):
     """Pre-lines mapping the coordinate to (x, y, border) and telling the instruments; returns
-    the three locals."""
+    the three locals and the channel count."""
+    x, y = _coords(gen, coord, 2 if img.kind == "image2d" else 1)
+    return _address_xy(gen, call, name, base, img, x, y, mode, code, kind)
+
+
+def _address_xy(gen, call, name, base, img, x: str, y: str, mode: int, code: int, kind: str):
+    """``_address`` of the pixel at the int64 codes ``x``, ``y``."""
     nch = im.ORDERS[img.order]
     storage = im.CHANNEL_TYPES[img.channel_type].storage
-    x, y = _coords(gen, coord, 2 if img.kind == "image2d" else 1)
     site = gen.module.site(call, name, kind, "image", storage, width=nch)
     ax, ay, ab = gen.fresh("_imx"), gen.fresh("_imy"), gen.fresh("_imb")
     checked = gen.bounds_checks and code != 0
@@ -295,12 +199,52 @@ def _read_lower(suffix: str):
         name, base, img = _base(gen, call)
         sampler = _sampler_value(call)
         mode = _NONE if sampler is None else sampler & im.ADDRESS_MASK
+        if sampler is not None and _linear(sampler):
+            return _read_linear(gen, call, name, base, img, suffix, mode)
         ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[-1], mode,
                                    rec.OOB_IMAGE_READ, "load")
         reader = gen.helper(f"_imr{suffix}_{img.channel_type}")
         return f"{reader}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab})"
 
     return lower
+
+
+def _read_linear(gen, call, name, base, img, suffix: str, mode: int) -> str:
+    """CLK_FILTER_LINEAR: the spec's taps at floor(u - 0.5) and the next pixel (each through
+    the addressing mode, each an access), blended by the fractions of u - 0.5 (and v - 0.5)."""
+    node = call.args[-1]
+    dims = 2 if img.kind == "image2d" else 1
+    if dims == 1:
+        comps = [gen.expr(node)]
+    else:
+        c = gen.fresh("_imc")
+        gen.pre(f"{c} = {gen.expr(node)}")
+        comps = [f"{c}[0]", f"{c}[1]"]
+    starts, fracs = [], []
+    for comp in comps:
+        shifted = gen.fresh("_ims")
+        gen.pre(f"{shifted} = np.float32({comp}) - np.float32(0.5)")
+        starts.append(f"{gen.helper('_imfloor')}({shifted})")
+        fracs.append(f"{gen.helper('_imfrac')}({shifted})")
+    zero = gen.const(0, "int64")
+    taps = []
+    offsets = ((0, 0), (1, 0)) if dims == 1 else ((0, 0), (1, 0), (0, 1), (1, 1))
+    reader = gen.helper(f"_imrf_{img.channel_type}")
+    for dx, dy in offsets:
+        x = f"{starts[0]} + {gen.const(dx, 'int64')}"
+        y = zero if dims == 1 else f"{starts[1]} + {gen.const(dy, 'int64')}"
+        ax, ay, ab, nch = _address_xy(gen, call, name, base, img, x, y, mode,
+                                      rec.OOB_IMAGE_READ, "load")
+        tap = gen.fresh("_imp")
+        gen.pre(f"{tap} = {reader}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab})")
+        taps.append(tap)
+    blend = (f"{gen.helper('_imlin1')}({taps[0]}, {taps[1]}, {fracs[0]})" if dims == 1 else
+             f"{gen.helper('_imlin2')}({', '.join(taps)}, {fracs[0]}, {fracs[1]})")
+    if suffix == "f":
+        return blend
+    value = gen.fresh("_iml")
+    gen.pre(f"{value} = {blend}")
+    return "(" + ", ".join(f"{gen.helper('_rh')}({value}[{k}])" for k in range(4)) + ",)"
 
 
 def _write_lower(suffix: str):
@@ -342,24 +286,20 @@ def _size_lower(what: str):
     return lower
 
 
-READERS = tuple(_reader(s, t) for s in SUFFIXES for t in im.CHANNEL_TYPES.values()
-                if t.family == SUFFIXES[s][0])
-WRITERS = tuple(_writer(s, t) for s in SUFFIXES for t in im.CHANNEL_TYPES.values()
-                if t.family == SUFFIXES[s][0])
-_COMMON = (_ADDR, _FLOOR, _UNORM_W, *F2H_DEPS)
+_COMMON = (ih.ADDR, ih.FLOOR, ih.UNORM_W, ih.FRAC, ih.LIN1, ih.LIN2, *F2H_DEPS)
 _TYPES = {"f": "float, half, unorm images", "h": "float, half, unorm images",
           "i": "signed integer images", "ui": "unsigned integer images"}
 
 ENTRIES = [
     *(Builtin(f"read_image{s}", FAMILY, _read_rule(s), lower=_read_lower(s), varying=True,
-              access="load", helpers=(*_COMMON, *READERS),
+              access="load", helpers=(*_COMMON, *ih.READERS),
               c=f"read_image{s}(img, [sampler,] coord)",
               py=f"read_image{s}(img, coord) / read_image{s}(img, SMP, coord)",
               types=_TYPES[s],
               note=f"a {ct.VecT(SUFFIXES[s][1], 4)}; coord int (1-D) or int2 (image2d), "
                    "float with a sampler (nearest)") for s in SUFFIXES),
     *(Builtin(f"write_image{s}", FAMILY, _write_rule(s), lower=_write_lower(s), varying=True,
-              access="store", effects=True, helpers=(*_COMMON, *WRITERS),
+              access="store", effects=True, helpers=(*_COMMON, *ih.WRITERS),
               c=f"write_image{s}(img, coord, value)", types=_TYPES[s],
               note=f"value a {ct.VecT(SUFFIXES[s][1], 4)}; write_only images; a statement")
       for s in SUFFIXES),
