@@ -388,3 +388,22 @@ def test_images_passed_to_helpers_are_read_written_checked_and_counted():
         clsim.run(through_helpers, (9,), (9,), (clsim.Image(a), clsim.Image(
             np.zeros((9, 4), np.float32), access="write_only"), np.zeros(9, np.float32)),
             jit=False)
+
+
+def test_cli_spec_runs_get_fresh_images_and_check_their_pixels(capsys):
+    from clsim.commands import run as run_command
+    from clsim.commands import specs
+
+    src = clsim.Image(RNG.standard_normal((2, 3, 4)).astype(np.float32))
+    inputs = {"src": src, "dst": clsim.Image(np.zeros((3, 2, 4), np.float32),
+                                              access="write_only"), "n": np.int32(1)}
+    work = specs.fresh(inputs)
+    assert work["src"] is not src and work["src"].data is not src.data
+    spec = type("Spec", (), {"kernel": scale_into, "tolerance": (0.0, 0.0)})
+    args = specs.run_args(spec, {"src": src, "dst_h": inputs["dst"], "dst_f": inputs["dst"]},
+                          {"src": work["src"], "dst_h": work["dst"], "dst_f": work["dst"]})
+    assert args[0] is work["src"] and args[2] is work["dst"]
+    work["dst"].data[0, 0, 0] = 1.0
+    spec.reference = staticmethod(lambda _inputs: {"dst": np.zeros((3, 2, 4), np.float32)})
+    assert not run_command._print_check(spec, inputs, work)
+    assert "check dst" in capsys.readouterr().out
