@@ -16,9 +16,12 @@ import clsim
 from clsim import (
     CLK_ADDRESS_CLAMP,
     CLK_ADDRESS_CLAMP_TO_EDGE,
+    CLK_ADDRESS_MIRRORED_REPEAT,
+    CLK_ADDRESS_REPEAT,
     CLK_FILTER_LINEAR,
     CLK_FILTER_NEAREST,
     CLK_NORMALIZED_COORDS_FALSE,
+    CLK_NORMALIZED_COORDS_TRUE,
     convert_half4,
     float2,
     float4,
@@ -37,6 +40,11 @@ EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_NEAR
 BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
 LIN_EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_LINEAR
 LIN_BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_LINEAR
+N_REPEAT = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT | CLK_FILTER_NEAREST
+N_MIRROR_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT | CLK_FILTER_LINEAR
+N_EDGE_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_LINEAR
+N_MIRROR = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT | CLK_FILTER_NEAREST
+N_REPEAT_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT | CLK_FILTER_LINEAR
 
 
 @clsim.kernel
@@ -114,6 +122,22 @@ def linear_taps(img, img1, out, xs):
     out[4 * i + 3] = b.w
 
 
+@clsim.kernel
+def normalized_taps(img, out, xs):
+    i = get_global_id(0)
+    u = xs[2 * i]
+    v = xs[2 * i + 1]
+    a = read_imagef(img, N_REPEAT, float2(u, v))
+    b = read_imagef(img, N_MIRROR, float2(v, u))
+    c = read_imagef(img, N_EDGE_LIN, float2(u, v))
+    d = read_imagef(img, N_MIRROR_LIN, float2(v, u))
+    e = read_imagef(img, N_REPEAT_LIN, float2(u, v))
+    out[4 * i] = a.x + b.y
+    out[4 * i + 1] = c.z
+    out[4 * i + 2] = d.w
+    out[4 * i + 3] = e.x
+
+
 IMAGES_CL = r"""
 __constant sampler_t EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
                             CLK_FILTER_NEAREST;
@@ -176,6 +200,34 @@ __kernel void linear_taps(read_only image2d_t img, read_only image1d_t img1,
     out[4 * i + 1] = b.y;
     out[4 * i + 2] = c.z;
     out[4 * i + 3] = b.w;
+}
+
+__constant sampler_t N_REPEAT = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT |
+                                CLK_FILTER_NEAREST;
+__constant sampler_t N_MIRROR = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT |
+                                CLK_FILTER_NEAREST;
+__constant sampler_t N_EDGE_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP_TO_EDGE |
+                                  CLK_FILTER_LINEAR;
+__constant sampler_t N_MIRROR_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT |
+                                    CLK_FILTER_LINEAR;
+__constant sampler_t N_REPEAT_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT |
+                                    CLK_FILTER_LINEAR;
+
+__kernel void normalized_taps(read_only image2d_t img, __global float *out,
+                              __global const float *xs)
+{
+    int i = get_global_id(0);
+    float u = xs[2 * i];
+    float v = xs[2 * i + 1];
+    float4 a = read_imagef(img, N_REPEAT, (float2)(u, v));
+    float4 b = read_imagef(img, N_MIRROR, (float2)(v, u));
+    float4 c = read_imagef(img, N_EDGE_LIN, (float2)(u, v));
+    float4 d = read_imagef(img, N_MIRROR_LIN, (float2)(v, u));
+    float4 e = read_imagef(img, N_REPEAT_LIN, (float2)(u, v));
+    out[4 * i] = a.x + b.y;
+    out[4 * i + 1] = c.z;
+    out[4 * i + 2] = d.w;
+    out[4 * i + 3] = e.x;
 }
 
 __kernel void gather_uint(read_only image1d_buffer_t q, __global uint *out)

@@ -27,6 +27,7 @@ from tests.image_kernels import (
     half_mix,
     image_mix,
     linear_taps,
+    normalized_taps,
     scale_into,
     unorm_round_trip,
 )
@@ -74,6 +75,9 @@ def _cases():
                    (clsim.Image(img), clsim.Image(RNG.standard_normal((W, 4)).astype(np.float32),
                                                   kind="image1d"),
                     np.zeros(4 * 256, np.float32), _linear_coords())),
+        "normalized": (normalized_taps, IMAGES_CL, (256,), (64,),
+                       (clsim.Image(img), np.zeros(1024, np.float32),
+                        (RNG.random(512) * 6 - 3).astype(np.float32))),
         "half_mix": (half_mix, HALF_CL, (32,), (8,),
                      (clsim.Image(a), clsim.Image(h), np.zeros(64, np.float16))),
         "scale_into": (scale_into, HALF_CL, (W, H), (1, 1),
@@ -137,6 +141,25 @@ def test_linear_filtering_matches_its_twin(device):
         return
     biggest = np.abs(CASES["linear"][4][0].data).max()
     _check(device, "linear", {"out": magnitude(4, lambda inputs: biggest)})
+
+
+@pytest.mark.parametrize("device", FLOAT_DEVICES)
+def test_normalized_coordinates_and_repeats_match_their_twin(device):
+    """Normalised coordinates through repeat and mirrored-repeat samplers (nearest and
+    linear) and clamp-to-edge (linear), coordinates in [-3, 3): nearest reads (out[0::4])
+    agree bit for bit everywhere; the linear ones as in the linear test."""
+    if device.startswith("pocl"):
+        _check(device, "normalized", {"out": "exact"})
+        return
+    kernel, source, global_size, local_size, args = CASES["normalized"]
+    _skip_without_images(device, args)
+    biggest = np.abs(args[0].data).max()
+    result = compare(kernel, source, global_size=global_size, local_size=local_size,
+                     args=args, device=device,
+                     policy={"out": magnitude(4, lambda inputs: biggest)})
+    assert result.equal, result.outputs.describe()
+    np.testing.assert_array_equal(result.simulator["out"][0::4],
+                                  result.device_outputs["out"][0::4])
 
 
 @pytest.mark.parametrize("device", HALF_DEVICES)

@@ -18,6 +18,8 @@ from clsim import (
     CLK_ADDRESS_CLAMP,
     CLK_ADDRESS_CLAMP_TO_EDGE,
     CLK_ADDRESS_NONE,
+    CLK_ADDRESS_MIRRORED_REPEAT,
+    CLK_ADDRESS_REPEAT,
     CLK_FILTER_LINEAR,
     CLK_FILTER_NEAREST,
     CLK_NORMALIZED_COORDS_FALSE,
@@ -48,6 +50,7 @@ BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
 EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_NEAREST
 LINEAR = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_LINEAR
 NORMALIZED = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
+REPEAT_UNNORMALIZED = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_REPEAT | CLK_FILTER_NEAREST
 
 
 def _mix_inputs(n=32):
@@ -213,6 +216,33 @@ def test_linear_filtering_blends_the_spec_taps_in_its_order():
         assert out[4 * i + 2] == row[2]
 
 
+N_REPEAT = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT | CLK_FILTER_NEAREST
+N_MIRROR = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT | CLK_FILTER_NEAREST
+N_EDGE = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_NEAREST
+
+
+@clsim.kernel
+def read_normalized(img, out, us):
+    i = get_global_id(0)
+    u = us[i]
+    out[3 * i] = read_imagef(img, N_REPEAT, u).x
+    out[3 * i + 1] = read_imagef(img, N_MIRROR, u).x
+    out[3 * i + 2] = read_imagef(img, N_EDGE, u).x
+
+
+def test_normalized_coordinates_repeat_and_mirror_by_the_spec():
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)  # pixel k reads k * 4 in .x
+    us = np.array([0.1, 0.3, 1.25, -0.25, 2.6, -1.1], np.float32)
+    out = np.zeros(18, np.float32)
+    clsim.run(read_normalized, (6,), (6,), (clsim.Image(data, kind="image1d"), out, us),
+              jit=False)
+    pixels = (out.reshape(6, 3) / 4).astype(int)
+    # repeat: the fraction of u times the width; mirrored: |u - 2 rint(u / 2)| times it
+    assert pixels[:, 0].tolist() == [0, 1, 1, 3, 2, 3]
+    assert pixels[:, 1].tolist() == [0, 1, 3, 1, 2, 3]
+    assert pixels[:, 2].tolist() == [0, 1, 3, 0, 3, 0]
+
+
 @clsim.kernel
 def read_no_sampler(img, out, shift):
     i = get_global_id(0)
@@ -276,6 +306,11 @@ def misuse_normalized(img, out):
 
 
 @clsim.kernel
+def misuse_repeat(img, out):
+    out[0] = read_imagef(img, REPEAT_UNNORMALIZED, float2(0.5, 0.5)).x
+
+
+@clsim.kernel
 def misuse_runtime_sampler(img, out, smp):
     out[0] = read_imagef(img, smp, int2(0, 0)).x
 
@@ -299,9 +334,11 @@ def misuse_read_write_only(img, out):
     (misuse_ui, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
      "read_imageui on an image of CL_FLOAT channels is undefined"),
     (misuse_linear, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
-     "CLK_FILTER_LINEAR needs float coordinates"),
+     "CLK_FILTER_LINEAR and CLK_NORMALIZED_COORDS_TRUE need float coordinates"),
     (misuse_normalized, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
-     "normalised sampler coordinates"),
+     "CLK_FILTER_LINEAR and CLK_NORMALIZED_COORDS_TRUE need float coordinates"),
+    (misuse_repeat, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
+     "repeat addressing needs CLK_NORMALIZED_COORDS_TRUE"),
     (misuse_runtime_sampler, clsim.Image(np.zeros((2, 2, 4), np.float32)), (np.int32(0),),
      "the sampler must be a module-level constant"),
     (misuse_buffer_sampler, clsim.Image(np.zeros(8, np.float32)), (),

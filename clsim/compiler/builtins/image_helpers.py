@@ -3,7 +3,8 @@
 ``_imaddr`` maps a pixel coordinate through the addressing mode (or records the out-of-range
 error); one reader per (read suffix, channel type) converts a pixel's stored channels to the
 read's vector, one writer per (write suffix, channel type) converts back; ``_imlin1`` and
-``_imlin2`` blend the taps of a linear-filtered read. Plain Python in Numba's subset, like
+``_imlin2`` blend the taps of a linear-filtered read; ``_imnear`` and ``_imlinpos`` place a
+float coordinate. Plain Python in Numba's subset, like
 every helper (``clsim.compiler.helpers``); nothing here types or emits kernel code.
 """
 
@@ -37,15 +38,6 @@ def _imaddr(img, nch, x, y, mode, code, err, site, lid):
         err[{LID}] = lid
     return np.int64(0), np.int64(0), np.int64(1)
 """))
-# A float coordinate (unnormalised, nearest): the pixel it falls in; NaN and huge values
-# land far outside, where the addressing mode decides.
-FLOOR = helper("_imfloor", """
-def _imfloor(x):
-    v = np.float64(x)
-    if v != v or v < -1e15 or v > 1e15:
-        return np.int64(-(2 ** 50))
-    return np.int64(math.floor(v))
-""")
 UNORM_W = helper("_imunorm", """
 def _imunorm(v, scale):
     f = np.float32(v) * np.float32(scale)
@@ -125,13 +117,47 @@ def {name}(img, x, y, nch, border, v0, v1, v2, v3):
     return helper(name, source, ("_f2h_mode", "_imunorm"))
 
 
-# The fraction of a linear-filtered coordinate (0 for NaN and infinities).
-FRAC = helper("_imfrac", """
-def _imfrac(x):
-    v = np.float32(x)
+# A float coordinate's pixel (nearest) or two taps and fraction (linear), by the spec's
+# formulas per addressing mode (6 repeat, 8 mirrored repeat: normalised coordinates only);
+# ``size`` is the image's width or height. NaN and huge values land far outside, where the
+# addressing mode decides.
+NEAREST = helper("_imnear", """
+def _imnear(u, size, mode, normalized):
+    v = np.float32(u)
     if v != v or abs(v) > np.float32(1e15):
-        return np.float32(0.0)
-    return np.float32(v - np.float32(math.floor(v)))
+        return np.int64(-(2 ** 50))
+    n = np.float32(size)
+    if mode == 6:
+        i = np.int64(math.floor((v - np.float32(math.floor(v))) * n))
+        return i - size if i > size - 1 else i
+    if mode == 8:
+        s = np.float32(2.0) * np.float32(np.rint(np.float32(0.5) * v))
+        return min(np.int64(math.floor(abs(v - s) * n)), size - 1)
+    return np.int64(math.floor(v * n if normalized != 0 else v))
+""")
+LINEAR = helper("_imlinpos", """
+def _imlinpos(u, size, mode, normalized):
+    v = np.float32(u)
+    if v != v or abs(v) > np.float32(1e15):
+        return np.int64(-(2 ** 50)), np.int64(-(2 ** 50) + 1), np.float32(0.0)
+    n = np.float32(size)
+    if mode == 6:
+        t = (v - np.float32(math.floor(v))) * n
+    elif mode == 8:
+        t = abs(v - np.float32(2.0) * np.float32(np.rint(np.float32(0.5) * v))) * n
+    else:
+        t = v * n if normalized != 0 else v
+    x = t - np.float32(0.5)
+    i0 = np.int64(math.floor(x))
+    a = np.float32(x - np.float32(math.floor(x)))
+    i1 = i0 + 1
+    if mode == 6:
+        i0 = i0 + size if i0 < 0 else i0
+        i1 = i1 - size if i1 > size - 1 else i1
+    elif mode == 8:
+        i0 = max(i0, np.int64(0))
+        i1 = min(i1, np.int64(size - 1))
+    return i0, i1, a
 """)
 # The spec's blend of the taps, term by term in its order: (1 - a) * T0 + a * T1, and
 # (1 - a)(1 - b) T00 + a (1 - b) T10 + (1 - a) b T01 + a b T11 (float32, no contraction).

@@ -16,8 +16,9 @@ Instruments see each pixel access as one access of ``channels`` elements in spac
 An image passed to a ``@clsim.func`` helper is the same rows under the helper's parameter
 name. CLK_FILTER_LINEAR (float coordinates) reads the spec's two (1-D) or four taps, each
 through the addressing mode and each an access, and blends them in float32 in the spec's
-order. Not here: normalised coordinates, repeat addressing, 3-D and array images,
-read_write images (each is a compile error that says so).
+order. Normalised coordinates scale by the width (height), and CLK_ADDRESS_REPEAT /
+CLK_ADDRESS_MIRRORED_REPEAT place them by the spec's formulas (``_imnear``, ``_imlinpos``).
+Not here: 3-D and array images, read_write images (each a compile error that says so).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from clsim.runtime import record as rec
 FAMILY = "image"
 SUFFIXES = ih.SUFFIXES
 _NONE, _DROP, _EDGE, _BORDER = 0, 1, 2, 4  # _imaddr's modes (_DROP: skip a write)
+_REPEAT, _MIRROR = 6, 8  # placed in range by _imnear/_imlinpos, then read as clamp-to-edge
 
 def _image_of(call, types, what: str) -> ct.ImageT:
     node = call.args[0] if call.args else None
@@ -54,13 +56,9 @@ def _sampler_value(call) -> int | None:
                                "SMP = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE "
                                "| CLK_FILTER_NEAREST (a const sampler_t in OpenCL C)")
     value = int(resolved[1])
-    if value & im.NORMALIZED_MASK:
-        raise node_error(call, "normalised sampler coordinates (CLK_NORMALIZED_COORDS_TRUE) "
-                               "are not supported yet; use CLK_NORMALIZED_COORDS_FALSE")
-    if value & im.ADDRESS_MASK not in (_NONE, _EDGE, _BORDER):
-        raise node_error(call, "repeat addressing needs normalised coordinates; use "
-                               "CLK_ADDRESS_CLAMP_TO_EDGE, CLK_ADDRESS_CLAMP or "
-                               "CLK_ADDRESS_NONE")
+    if value & im.ADDRESS_MASK in (_REPEAT, _MIRROR) and not value & im.NORMALIZED_MASK:
+        raise node_error(call, "repeat addressing needs CLK_NORMALIZED_COORDS_TRUE (OpenCL "
+                               "leaves it undefined with unnormalised coordinates)")
     return value
 
 
@@ -98,9 +96,11 @@ def _read_rule(suffix: str):
                                    f"({name}(image, coord))")
         sampler = _sampler_value(call)
         _coord_rule(call, img, types[-1], name, sampler is not None)
-        if sampler is not None and _linear(sampler) and not ct.is_float(ct.elem(types[-1])):
-            raise node_error(call, f"{name}: CLK_FILTER_LINEAR needs float coordinates "
-                                   "(OpenCL allows integer ones with CLK_FILTER_NEAREST only)")
+        needs_float = sampler is not None and (_linear(sampler) or sampler & im.NORMALIZED_MASK)
+        if needs_float and not ct.is_float(ct.elem(types[-1])):
+            raise node_error(call, f"{name}: CLK_FILTER_LINEAR and CLK_NORMALIZED_COORDS_TRUE "
+                                   "need float coordinates (OpenCL allows integer ones with "
+                                   "unnormalised, nearest samplers only)")
         if sampler is not None and _linear(sampler) and suffix in ("i", "ui"):
             raise node_error(call, f"{name}: CLK_FILTER_LINEAR filters float, half and unorm "
                                    "images only (read_imagef/read_imageh)")
@@ -150,26 +150,43 @@ def _base(gen, call) -> tuple[str, str, ct.ImageT]:
     return node.id, f"v_{node.id}", node.ctype
 
 
-def _coords(gen, node, dims: int) -> tuple[str, str]:
-    """int64 codes of x and y (0 for 1-D) of the coordinate ``node``."""
-    t = node.ctype
-    if dims == 1:
-        code = gen.expr(node)
-        return (_to_int(gen, code, t), gen.const(0, "int64"))
+def _components(gen, node, img) -> list[str]:
+    """Codes of the coordinate's components (x, then y for an image2d)."""
+    if img.kind != "image2d":
+        return [gen.expr(node)]
     c = gen.fresh("_imc")
     gen.pre(f"{c} = {gen.expr(node)}")
-    return tuple(_to_int(gen, f"{c}[{k}]", t.dtype) for k in range(2))
+    return [f"{c}[0]", f"{c}[1]"]
 
 
-def _to_int(gen, code: str, t) -> str:
-    return f"{gen.helper('_imfloor')}({code})" if ct.is_float(t) else f"np.int64({code})"
+def _sizes(gen, base, img) -> list[str]:
+    """Codes of the image's width (and height): what normalised coordinates scale by."""
+    width = f"np.int64({base}.shape[1] // {gen.const(im.ORDERS[img.order], 'int64')})"
+    return [width, f"np.int64({base}.shape[0])"]
 
 
-def _address(gen, call, name, base, img, coord, mode: int, code: int, kind: str):
+def _placing(gen, sampler: int | None, helper: str):
+    """How a float component becomes pixel positions: ``place(code, size)``."""
+    mode = gen.const(0 if sampler is None else sampler & im.ADDRESS_MASK, "int64")
+    normalized = gen.const(0 if sampler is None else sampler & im.NORMALIZED_MASK, "int64")
+    return lambda code, size: f"{gen.helper(helper)}({code}, {size}, {mode}, {normalized})"
+
+
+def _address(gen, call, name, base, img, coord, sampler, code: int, kind: str):
     """Pre-lines mapping the coordinate to (x, y, border) and telling the instruments; returns
     the three locals and the channel count."""
-    x, y = _coords(gen, coord, 2 if img.kind == "image2d" else 1)
-    return _address_xy(gen, call, name, base, img, x, y, mode, code, kind)
+    place = _placing(gen, sampler, "_imnear")
+    t = ct.elem(coord.ctype)
+    xy = [place(c, size) if ct.is_float(t) else f"np.int64({c})"
+          for c, size in zip(_components(gen, coord, img), _sizes(gen, base, img), strict=False)]
+    y = xy[1] if len(xy) > 1 else gen.const(0, "int64")
+    return _address_xy(gen, call, name, base, img, xy[0], y, _mode(sampler), code, kind)
+
+
+def _mode(sampler: int | None) -> int:
+    """``_imaddr``'s mode for a read through ``sampler`` (repeats are placed in range)."""
+    mode = _NONE if sampler is None else sampler & im.ADDRESS_MASK
+    return _EDGE if mode in (_REPEAT, _MIRROR) else mode
 
 
 def _address_xy(gen, call, name, base, img, x: str, y: str, mode: int, code: int, kind: str):
@@ -198,10 +215,9 @@ def _read_lower(suffix: str):
     def lower(gen, call):
         name, base, img = _base(gen, call)
         sampler = _sampler_value(call)
-        mode = _NONE if sampler is None else sampler & im.ADDRESS_MASK
         if sampler is not None and _linear(sampler):
-            return _read_linear(gen, call, name, base, img, suffix, mode)
-        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[-1], mode,
+            return _read_linear(gen, call, name, base, img, suffix, sampler)
+        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[-1], sampler,
                                    rec.OOB_IMAGE_READ, "load")
         reader = gen.helper(f"_imr{suffix}_{img.channel_type}")
         return f"{reader}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab})"
@@ -209,31 +225,27 @@ def _read_lower(suffix: str):
     return lower
 
 
-def _read_linear(gen, call, name, base, img, suffix: str, mode: int) -> str:
-    """CLK_FILTER_LINEAR: the spec's taps at floor(u - 0.5) and the next pixel (each through
-    the addressing mode, each an access), blended by the fractions of u - 0.5 (and v - 0.5)."""
-    node = call.args[-1]
-    dims = 2 if img.kind == "image2d" else 1
-    if dims == 1:
-        comps = [gen.expr(node)]
-    else:
-        c = gen.fresh("_imc")
-        gen.pre(f"{c} = {gen.expr(node)}")
-        comps = [f"{c}[0]", f"{c}[1]"]
-    starts, fracs = [], []
-    for comp in comps:
-        shifted = gen.fresh("_ims")
-        gen.pre(f"{shifted} = np.float32({comp}) - np.float32(0.5)")
-        starts.append(f"{gen.helper('_imfloor')}({shifted})")
-        fracs.append(f"{gen.helper('_imfrac')}({shifted})")
+def _read_linear(gen, call, name, base, img, suffix: str, sampler: int) -> str:
+    """CLK_FILTER_LINEAR: the spec's taps around the coordinate (``_imlinpos``: i0, i1 and
+    the fraction per dimension; each tap through the addressing mode, each an access),
+    blended by the fractions."""
+    place = _placing(gen, sampler, "_imlinpos")
+    spots, fracs = [], []
+    for comp, size in zip(_components(gen, call.args[-1], img), _sizes(gen, base, img),
+                          strict=False):
+        spot = gen.fresh("_imq")
+        gen.pre(f"{spot} = {place(comp, size)}")
+        spots.append(spot)
+        fracs.append(f"{spot}[2]")
     zero = gen.const(0, "int64")
     taps = []
+    dims = len(spots)
     offsets = ((0, 0), (1, 0)) if dims == 1 else ((0, 0), (1, 0), (0, 1), (1, 1))
     reader = gen.helper(f"_imrf_{img.channel_type}")
     for dx, dy in offsets:
-        x = f"{starts[0]} + {gen.const(dx, 'int64')}"
-        y = zero if dims == 1 else f"{starts[1]} + {gen.const(dy, 'int64')}"
-        ax, ay, ab, nch = _address_xy(gen, call, name, base, img, x, y, mode,
+        x = f"{spots[0]}[{dx}]"
+        y = zero if dims == 1 else f"{spots[1]}[{dy}]"
+        ax, ay, ab, nch = _address_xy(gen, call, name, base, img, x, y, _mode(sampler),
                                       rec.OOB_IMAGE_READ, "load")
         tap = gen.fresh("_imp")
         gen.pre(f"{tap} = {reader}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab})")
@@ -253,8 +265,10 @@ def _write_lower(suffix: str):
         value = gen.fresh("_imv")
         gen.pre(f"{value} = {gen.expr(call.args[2])}")
         mode = _NONE if gen.bounds_checks else _DROP
-        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[1], mode,
-                                   rec.OOB_IMAGE_WRITE, "store")
+        xy = [f"np.int64({c})" for c in _components(gen, call.args[1], img)]
+        y = xy[1] if len(xy) > 1 else gen.const(0, "int64")
+        ax, ay, ab, nch = _address_xy(gen, call, name, base, img, xy[0], y, mode,
+                                      rec.OOB_IMAGE_WRITE, "store")
         comps = ", ".join(f"{value}[{k}]" for k in range(4))
         writer = gen.helper(f"_imw{suffix}_{img.channel_type}")
         gen.pre(f"{writer}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab}, {comps})")
@@ -286,7 +300,7 @@ def _size_lower(what: str):
     return lower
 
 
-_COMMON = (ih.ADDR, ih.FLOOR, ih.UNORM_W, ih.FRAC, ih.LIN1, ih.LIN2, *F2H_DEPS)
+_COMMON = (ih.ADDR, ih.NEAREST, ih.LINEAR, ih.UNORM_W, ih.LIN1, ih.LIN2, *F2H_DEPS)
 _TYPES = {"f": "float, half, unorm images", "h": "float, half, unorm images",
           "i": "signed integer images", "ui": "unsigned integer images"}
 
