@@ -311,7 +311,7 @@ ENTRIES = [
               py=f"read_image{s}(img, coord) / read_image{s}(img, SMP, coord)",
               types=_TYPES[s],
               note=f"a {ct.VecT(SUFFIXES[s][1], 4)}; coord int (1-D) or int2 (image2d), "
-                   "float with a sampler (nearest)") for s in SUFFIXES),
+                   "float with a sampler") for s in SUFFIXES),
     *(Builtin(f"write_image{s}", FAMILY, _write_rule(s), lower=_write_lower(s), varying=True,
               access="store", effects=True, helpers=(*_COMMON, *ih.WRITERS),
               c=f"write_image{s}(img, coord, value)", types=_TYPES[s],
