@@ -6,7 +6,8 @@ reads an image2d_t through clamp-to-edge and clamp (border) samplers at and past
 ``gather_uint`` reads a CL_R uint32 image1d_buffer_t (ggml's quantised-weight pattern; not
 its alpha: PoCL 3 reads 0 where the spec, Intel's runtime and Oclgrind read 1);
 ``scale_into`` writes a write_only image2d_t of half with write_imageh and one of float with
-write_imagef; ``unorm_round_trip`` reads a CL_UNORM_INT8/16 image and writes one.
+write_imagef; ``unorm_round_trip`` reads a CL_UNORM_INT8/16 image and writes one;
+``linear_taps`` reads an image2d_t and an image1d_t with CLK_FILTER_LINEAR samplers.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ import clsim
 from clsim import (
     CLK_ADDRESS_CLAMP,
     CLK_ADDRESS_CLAMP_TO_EDGE,
+    CLK_ADDRESS_MIRRORED_REPEAT,
+    CLK_ADDRESS_REPEAT,
+    CLK_FILTER_LINEAR,
     CLK_FILTER_NEAREST,
     CLK_NORMALIZED_COORDS_FALSE,
+    CLK_NORMALIZED_COORDS_TRUE,
     convert_half4,
+    float2,
     float4,
     get_global_id,
     get_image_height,
@@ -32,6 +38,13 @@ from clsim import (
 
 EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_NEAREST
 BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
+LIN_EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_LINEAR
+LIN_BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_LINEAR
+N_REPEAT = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT | CLK_FILTER_NEAREST
+N_MIRROR_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT | CLK_FILTER_LINEAR
+N_EDGE_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_LINEAR
+N_MIRROR = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT | CLK_FILTER_NEAREST
+N_REPEAT_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT | CLK_FILTER_LINEAR
 
 
 @clsim.kernel
@@ -95,6 +108,36 @@ def unorm_round_trip(src, dst, out, vals):
     write_imagef(dst, i, (f, f * 0.5, -f, f * 3.0))
 
 
+@clsim.kernel
+def linear_taps(img, img1, out, xs):
+    i = get_global_id(0)
+    u = xs[2 * i]
+    v = xs[2 * i + 1]
+    a = read_imagef(img, LIN_EDGE, float2(u, v))
+    b = read_imagef(img, LIN_BORDER, float2(v, u))
+    c = read_imagef(img1, LIN_EDGE, u)
+    out[4 * i] = a.x
+    out[4 * i + 1] = b.y
+    out[4 * i + 2] = c.z
+    out[4 * i + 3] = b.w
+
+
+@clsim.kernel
+def normalized_taps(img, out, xs):
+    i = get_global_id(0)
+    u = xs[2 * i]
+    v = xs[2 * i + 1]
+    a = read_imagef(img, N_REPEAT, float2(u, v))
+    b = read_imagef(img, N_MIRROR, float2(v, u))
+    c = read_imagef(img, N_EDGE_LIN, float2(u, v))
+    d = read_imagef(img, N_MIRROR_LIN, float2(v, u))
+    e = read_imagef(img, N_REPEAT_LIN, float2(u, v))
+    out[4 * i] = a.x + b.y
+    out[4 * i + 1] = c.z
+    out[4 * i + 2] = d.w
+    out[4 * i + 3] = e.x
+
+
 IMAGES_CL = r"""
 __constant sampler_t EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
                             CLK_FILTER_NEAREST;
@@ -137,6 +180,54 @@ __kernel void unorm_round_trip(read_only image1d_buffer_t src,
     out[4 * i + 3] = v.w;
     float f = vals[i];
     write_imagef(dst, i, (float4)(f, f * 0.5f, -f, f * 3.0f));
+}
+
+__constant sampler_t LIN_EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
+                                CLK_FILTER_LINEAR;
+__constant sampler_t LIN_BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP |
+                                  CLK_FILTER_LINEAR;
+
+__kernel void linear_taps(read_only image2d_t img, read_only image1d_t img1,
+                          __global float *out, __global const float *xs)
+{
+    int i = get_global_id(0);
+    float u = xs[2 * i];
+    float v = xs[2 * i + 1];
+    float4 a = read_imagef(img, LIN_EDGE, (float2)(u, v));
+    float4 b = read_imagef(img, LIN_BORDER, (float2)(v, u));
+    float4 c = read_imagef(img1, LIN_EDGE, u);
+    out[4 * i] = a.x;
+    out[4 * i + 1] = b.y;
+    out[4 * i + 2] = c.z;
+    out[4 * i + 3] = b.w;
+}
+
+__constant sampler_t N_REPEAT = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT |
+                                CLK_FILTER_NEAREST;
+__constant sampler_t N_MIRROR = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT |
+                                CLK_FILTER_NEAREST;
+__constant sampler_t N_EDGE_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP_TO_EDGE |
+                                  CLK_FILTER_LINEAR;
+__constant sampler_t N_MIRROR_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT |
+                                    CLK_FILTER_LINEAR;
+__constant sampler_t N_REPEAT_LIN = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT |
+                                    CLK_FILTER_LINEAR;
+
+__kernel void normalized_taps(read_only image2d_t img, __global float *out,
+                              __global const float *xs)
+{
+    int i = get_global_id(0);
+    float u = xs[2 * i];
+    float v = xs[2 * i + 1];
+    float4 a = read_imagef(img, N_REPEAT, (float2)(u, v));
+    float4 b = read_imagef(img, N_MIRROR, (float2)(v, u));
+    float4 c = read_imagef(img, N_EDGE_LIN, (float2)(u, v));
+    float4 d = read_imagef(img, N_MIRROR_LIN, (float2)(v, u));
+    float4 e = read_imagef(img, N_REPEAT_LIN, (float2)(u, v));
+    out[4 * i] = a.x + b.y;
+    out[4 * i + 1] = c.z;
+    out[4 * i + 2] = d.w;
+    out[4 * i + 3] = e.x;
 }
 
 __kernel void gather_uint(read_only image1d_buffer_t q, __global uint *out)

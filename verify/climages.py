@@ -75,6 +75,11 @@ def bind_image(cl: Any, context: Any, image: Image, kernel_name: str, index: int
                           hostbuf=host)
 
     def read_image(queue: Any, out: np.ndarray) -> None:
-        cl.enqueue_copy(queue, out, mem, origin=(0,) * len(shape), region=shape)
+        if image.access == "read_only":  # the kernel cannot change it
+            out[...] = host
+        elif image.kind == "image2d":
+            cl.enqueue_copy(queue, out, mem, origin=(0, 0), region=shape)
+        else:  # enqueue_copy knows 2-D and 3-D images only; its own reader takes any
+            cl._cl._enqueue_read_image(queue, mem, (0,), shape, out).wait()
 
     return mem, host, read_image

@@ -24,6 +24,7 @@ from clsim.commands.progress import RunProgress
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
 from clsim.commands.traffic_launch import PendingTraffic, TrafficOutcome, TrafficRequest
 from clsim.errors import DataRaceError, SimulationError, UninitializedReadError
+from clsim.runtime.images import Image
 from clsim.spec import differing_elements
 
 HELP = "run a kernel on generated input and compare with its numpy reference"
@@ -206,6 +207,7 @@ def _print_check(spec, inputs, work) -> bool:
     ok = True
     for name, want in expected.items():
         got = work[name]
+        got = got.data if isinstance(got, Image) else got  # a write_only image's pixels
         if np.issubdtype(want.dtype, np.integer) or want.dtype.names:
             bad = differing_elements(got, want)
             kind = "byte-exact struct" if want.dtype.names else "exact integer"

@@ -13,6 +13,7 @@ import numpy as np
 from clsim.commands.options import local_size
 from clsim.compiler.frontend import parse
 from clsim.errors import SimulationError
+from clsim.runtime.images import Image
 from clsim.spec import get_spec
 
 
@@ -77,12 +78,13 @@ def make_inputs(spec, shape: dict, seed: int) -> dict:
 
 
 def fresh(inputs: dict) -> dict:
-    """Copies of the arrays (scalars as they are): one launch must not see another's output."""
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+    """Copies of the arrays and images (scalars as they are): one launch must not see
+    another's output."""
+    return {k: (v.copy() if isinstance(v, np.ndarray | Image) else v) for k, v in inputs.items()}
 
 
 def run_args(spec, inputs: dict, work: dict) -> tuple:
-    """The kernel's arguments in parameter order: arrays from ``work``, scalars from
-    ``inputs``."""
-    return tuple(work[name] if isinstance(inputs[name], np.ndarray) else inputs[name]
+    """The kernel's arguments in parameter order: arrays and images from ``work``, scalars
+    from ``inputs``."""
+    return tuple(work[name] if isinstance(inputs[name], np.ndarray | Image) else inputs[name]
                  for name in parse(spec.kernel).params)

@@ -3219,11 +3219,60 @@ def _imaddr(img, nch, x, y, mode, code, err, site, lid):
     return np.int64(0), np.int64(0), np.int64(1)
 
 
-def _imfloor(x):
-    v = np.float64(x)
-    if v != v or v < -1e15 or v > 1e15:
+def _imlin1(t0, t1, a):
+    one = np.float32(1.0)
+    return ((one - a) * t0[0] + a * t1[0], (one - a) * t0[1] + a * t1[1],
+            (one - a) * t0[2] + a * t1[2], (one - a) * t0[3] + a * t1[3])
+
+
+def _imlin2(t00, t10, t01, t11, a, b):
+    one = np.float32(1.0)
+    w00 = (one - a) * (one - b)
+    w10 = a * (one - b)
+    w01 = (one - a) * b
+    w11 = a * b
+    return (w00 * t00[0] + w10 * t10[0] + w01 * t01[0] + w11 * t11[0],
+            w00 * t00[1] + w10 * t10[1] + w01 * t01[1] + w11 * t11[1],
+            w00 * t00[2] + w10 * t10[2] + w01 * t01[2] + w11 * t11[2],
+            w00 * t00[3] + w10 * t10[3] + w01 * t01[3] + w11 * t11[3])
+
+
+def _imlinpos(u, size, mode, normalized):
+    v = np.float32(u)
+    if v != v or abs(v) > np.float32(1e15):
+        return np.int64(-(2 ** 50)), np.int64(-(2 ** 50) + 1), np.float32(0.0)
+    n = np.float32(size)
+    if mode == 6:
+        t = (v - np.float32(math.floor(v))) * n
+    elif mode == 8:
+        t = abs(v - np.float32(2.0) * np.float32(np.rint(np.float32(0.5) * v))) * n
+    else:
+        t = v * n if normalized != 0 else v
+    x = t - np.float32(0.5)
+    i0 = np.int64(math.floor(x))
+    a = np.float32(x - np.float32(math.floor(x)))
+    i1 = i0 + 1
+    if mode == 6:
+        i0 = i0 + size if i0 < 0 else i0
+        i1 = i1 - size if i1 > size - 1 else i1
+    elif mode == 8:
+        i0 = max(i0, np.int64(0))
+        i1 = min(i1, np.int64(size - 1))
+    return i0, i1, a
+
+
+def _imnear(u, size, mode, normalized):
+    v = np.float32(u)
+    if v != v or abs(v) > np.float32(1e15):
         return np.int64(-(2 ** 50))
-    return np.int64(math.floor(v))
+    n = np.float32(size)
+    if mode == 6:
+        i = np.int64(math.floor((v - np.float32(math.floor(v))) * n))
+        return i - size if i > size - 1 else i
+    if mode == 8:
+        s = np.float32(2.0) * np.float32(np.rint(np.float32(0.5) * v))
+        return min(np.int64(math.floor(abs(v - s) * n)), size - 1)
+    return np.int64(math.floor(v * n if normalized != 0 else v))
 
 
 def _imrf_float16(img, x, y, nch, border):

@@ -18,6 +18,8 @@ from clsim import (
     CLK_ADDRESS_CLAMP,
     CLK_ADDRESS_CLAMP_TO_EDGE,
     CLK_ADDRESS_NONE,
+    CLK_ADDRESS_MIRRORED_REPEAT,
+    CLK_ADDRESS_REPEAT,
     CLK_FILTER_LINEAR,
     CLK_FILTER_NEAREST,
     CLK_NORMALIZED_COORDS_FALSE,
@@ -33,7 +35,14 @@ from clsim import (
     write_imagef,
     write_imagei,
 )
-from tests.image_kernels import edge_blur, gather_uint, half_mix, image_mix, scale_into
+from tests.image_kernels import (
+    edge_blur,
+    gather_uint,
+    half_mix,
+    image_mix,
+    linear_taps,
+    scale_into,
+)
 
 RNG = np.random.default_rng(7)
 NONE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST
@@ -41,6 +50,7 @@ BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
 EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_NEAREST
 LINEAR = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_LINEAR
 NORMALIZED = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST
+REPEAT_UNNORMALIZED = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_REPEAT | CLK_FILTER_NEAREST
 
 
 def _mix_inputs(n=32):
@@ -177,6 +187,62 @@ def test_float_coordinates_take_the_pixel_they_fall_in():
         assert out[k] == img[py, px, 0], (k, x)
 
 
+def _linear_reference(img, u, v, border):
+    """The spec's CLK_FILTER_LINEAR in float32, term by term in its order."""
+    h, w = img.shape[:2]
+    x, y = np.float32(u) - np.float32(0.5), np.float32(v) - np.float32(0.5)
+    i0, j0 = int(np.floor(x)), int(np.floor(y))
+    a, b = x - np.float32(np.floor(x)), y - np.float32(np.floor(y))
+    one = np.float32(1)
+    taps = [_at(img, i0 + dx, j0 + dy, border) for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1))]
+    weights = [(one - a) * (one - b), a * (one - b), (one - a) * b, a * b]
+    return weights[0] * taps[0] + weights[1] * taps[1] + weights[2] * taps[2] + \
+        weights[3] * taps[3]
+
+
+def test_linear_filtering_blends_the_spec_taps_in_its_order():
+    img = RNG.standard_normal((6, 7, 4)).astype(np.float32)
+    img1 = RNG.standard_normal((7, 4)).astype(np.float32)
+    xs = (RNG.random(64) * 10 - 1).astype(np.float32)
+    out = np.zeros(128, np.float32)
+    clsim.run(linear_taps, (32,), (8,), (clsim.Image(img), clsim.Image(img1, kind="image1d"),
+                                         out, xs), jit=False)
+    for i in range(32):
+        u, v = xs[2 * i], xs[2 * i + 1]
+        assert out[4 * i] == _linear_reference(img, u, v, False)[0]
+        border = _linear_reference(img, v, u, True)
+        assert out[4 * i + 1] == border[1] and out[4 * i + 3] == border[3]
+        row = _linear_reference(img1[None], u, 0.5, False)  # 1-D: the spec's two taps
+        assert out[4 * i + 2] == row[2]
+
+
+N_REPEAT = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_REPEAT | CLK_FILTER_NEAREST
+N_MIRROR = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_MIRRORED_REPEAT | CLK_FILTER_NEAREST
+N_EDGE = CLK_NORMALIZED_COORDS_TRUE | CLK_ADDRESS_CLAMP_TO_EDGE | CLK_FILTER_NEAREST
+
+
+@clsim.kernel
+def read_normalized(img, out, us):
+    i = get_global_id(0)
+    u = us[i]
+    out[3 * i] = read_imagef(img, N_REPEAT, u).x
+    out[3 * i + 1] = read_imagef(img, N_MIRROR, u).x
+    out[3 * i + 2] = read_imagef(img, N_EDGE, u).x
+
+
+def test_normalized_coordinates_repeat_and_mirror_by_the_spec():
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)  # pixel k reads k * 4 in .x
+    us = np.array([0.1, 0.3, 1.25, -0.25, 2.6, -1.1], np.float32)
+    out = np.zeros(18, np.float32)
+    clsim.run(read_normalized, (6,), (6,), (clsim.Image(data, kind="image1d"), out, us),
+              jit=False)
+    pixels = (out.reshape(6, 3) / 4).astype(int)
+    # repeat: the fraction of u times the width; mirrored: |u - 2 rint(u / 2)| times it
+    assert pixels[:, 0].tolist() == [0, 1, 1, 3, 2, 3]
+    assert pixels[:, 1].tolist() == [0, 1, 3, 1, 2, 3]
+    assert pixels[:, 2].tolist() == [0, 1, 3, 0, 3, 0]
+
+
 @clsim.kernel
 def read_no_sampler(img, out, shift):
     i = get_global_id(0)
@@ -240,6 +306,11 @@ def misuse_normalized(img, out):
 
 
 @clsim.kernel
+def misuse_repeat(img, out):
+    out[0] = read_imagef(img, REPEAT_UNNORMALIZED, float2(0.5, 0.5)).x
+
+
+@clsim.kernel
 def misuse_runtime_sampler(img, out, smp):
     out[0] = read_imagef(img, smp, int2(0, 0)).x
 
@@ -263,9 +334,11 @@ def misuse_read_write_only(img, out):
     (misuse_ui, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
      "read_imageui on an image of CL_FLOAT channels is undefined"),
     (misuse_linear, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
-     "CLK_FILTER_LINEAR is not supported"),
+     "CLK_FILTER_LINEAR and CLK_NORMALIZED_COORDS_TRUE need float coordinates"),
     (misuse_normalized, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
-     "normalised sampler coordinates"),
+     "CLK_FILTER_LINEAR and CLK_NORMALIZED_COORDS_TRUE need float coordinates"),
+    (misuse_repeat, clsim.Image(np.zeros((2, 2, 4), np.float32)), (),
+     "repeat addressing needs CLK_NORMALIZED_COORDS_TRUE"),
     (misuse_runtime_sampler, clsim.Image(np.zeros((2, 2, 4), np.float32)), (np.int32(0),),
      "the sampler must be a module-level constant"),
     (misuse_buffer_sampler, clsim.Image(np.zeros(8, np.float32)), (),
@@ -352,3 +425,22 @@ def test_images_passed_to_helpers_are_read_written_checked_and_counted():
         clsim.run(through_helpers, (9,), (9,), (clsim.Image(a), clsim.Image(
             np.zeros((9, 4), np.float32), access="write_only"), np.zeros(9, np.float32)),
             jit=False)
+
+
+def test_cli_spec_runs_get_fresh_images_and_check_their_pixels(capsys):
+    from clsim.commands import run as run_command
+    from clsim.commands import specs
+
+    src = clsim.Image(RNG.standard_normal((2, 3, 4)).astype(np.float32))
+    inputs = {"src": src, "dst": clsim.Image(np.zeros((3, 2, 4), np.float32),
+                                              access="write_only"), "n": np.int32(1)}
+    work = specs.fresh(inputs)
+    assert work["src"] is not src and work["src"].data is not src.data
+    spec = type("Spec", (), {"kernel": scale_into, "tolerance": (0.0, 0.0)})
+    args = specs.run_args(spec, {"src": src, "dst_h": inputs["dst"], "dst_f": inputs["dst"]},
+                          {"src": work["src"], "dst_h": work["dst"], "dst_f": work["dst"]})
+    assert args[0] is work["src"] and args[2] is work["dst"]
+    work["dst"].data[0, 0, 0] = 1.0
+    spec.reference = staticmethod(lambda _inputs: {"dst": np.zeros((3, 2, 4), np.float32)})
+    assert not run_command._print_check(spec, inputs, work)
+    assert "check dst" in capsys.readouterr().out

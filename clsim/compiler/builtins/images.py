@@ -14,135 +14,29 @@ as 0 (alpha 1). The sampler must be a compile-time constant (a module-level
 Instruments see each pixel access as one access of ``channels`` elements in space "image"
 (the traffic model counts it as texture-cache traffic; docs/traffic-model.md).
 An image passed to a ``@clsim.func`` helper is the same rows under the helper's parameter
-name. Not here: normalised coordinates, linear filtering, repeat addressing, 3-D and array
-images, read_write images (each is a compile error that says so).
+name. CLK_FILTER_LINEAR (float coordinates) reads the spec's two (1-D) or four taps, each
+through the addressing mode and each an access, and blends them in float32 in the spec's
+order. Normalised coordinates scale by the width (height), and CLK_ADDRESS_REPEAT /
+CLK_ADDRESS_MIRRORED_REPEAT place them by the spec's formulas (``_imnear``, ``_imlinpos``).
+Not here: 3-D and array images, read_write images (each a compile error that says so).
 """
 
 from __future__ import annotations
 
 import ast
 
-import numpy as np
-
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins import image_helpers as ih
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.builtins.half import F2H_DEPS
 from clsim.compiler.diagnostics import node_error
-from clsim.compiler.helpers import helper
 from clsim.runtime import images as im
 from clsim.runtime import record as rec
 
 FAMILY = "image"
-# read/write suffix -> (channel-type family it needs, the vector element type it returns/takes)
-SUFFIXES = {"f": ("f", "float32"), "h": ("f", "float16"), "i": ("i", "int32"),
-            "ui": ("ui", "uint32")}
+SUFFIXES = ih.SUFFIXES
 _NONE, _DROP, _EDGE, _BORDER = 0, 1, 2, 4  # _imaddr's modes (_DROP: skip a write)
-
-_ADDR = helper("_imaddr", rec.fill("""
-def _imaddr(img, nch, x, y, mode, code, err, site, lid):
-    w = np.int64(img.shape[1] // nch)
-    h = np.int64(img.shape[0])
-    if x >= 0 and x < w and y >= 0 and y < h:
-        return np.int64(x), np.int64(y), np.int64(0)
-    if mode == 2:
-        return np.int64(min(max(x, 0), w - 1)), np.int64(min(max(y, 0), h - 1)), np.int64(0)
-    if code != 0 and mode == 0 and err[{CODE}] == 0:
-        err[{CODE}] = code
-        err[{SITE}] = site
-        err[{INDEX}] = x
-        err[{LENGTH}] = w
-        err[{COUNT_A}] = y
-        err[{COUNT_B}] = h
-        err[{LID}] = lid
-    return np.int64(0), np.int64(0), np.int64(1)
-"""))
-# A float coordinate (unnormalised, nearest): the pixel it falls in; NaN and huge values
-# land far outside, where the addressing mode decides.
-_FLOOR = helper("_imfloor", """
-def _imfloor(x):
-    v = np.float64(x)
-    if v != v or v < -1e15 or v > 1e15:
-        return np.int64(-(2 ** 50))
-    return np.int64(math.floor(v))
-""")
-_UNORM_W = helper("_imunorm", """
-def _imunorm(v, scale):
-    f = np.float32(v) * np.float32(scale)
-    if f != f or f <= np.float32(0.0):
-        return np.float64(0.0)
-    if f >= np.float32(scale):
-        return np.float64(scale)
-    return np.rint(np.float64(f))
-""")
-
-
-def _read_conv(suffix: str, t: im.ChannelType) -> str:
-    """Code converting one stored channel ``s`` to the read's element (a half is held in a
-    float32)."""
-    if suffix in ("i", "ui"):
-        return f"np.{SUFFIXES[suffix][1]}(s)"
-    if t.name == "float16":
-        return "_h2f(s)"
-    # unorm: times the float nearest 1/255, as PoCL and Intel's runtime read it (the spec
-    # allows 1.5 ulp; Oclgrind divides, 1 ulp away on some values)
-    f = "np.float32(s)" if t.scale == 0 else \
-        f"(np.float32(s) * np.float32({float(np.float32(1.0 / t.scale))!r}))"
-    return f if suffix == "f" else f"_rh({f})"
-
-
-def _write_conv(suffix: str, t: im.ChannelType) -> str:
-    """Code converting one component ``v`` of the written vector to the stored channel."""
-    if t.name == "float16":
-        return "_f2h_mode(v, 0)"
-    if t.scale:
-        return f"np.{t.storage}(_imunorm(v, {float(t.scale)!r}))"
-    if t.family == "f":
-        return "np.float32(v)"
-    info = {"int8": (-128, 127), "int16": (-32768, 32767), "uint8": (0, 255),
-            "uint16": (0, 65535)}.get(t.name)
-    if info is None:  # 32-bit: the value as it is
-        return f"np.{t.storage}(v)"
-    return f"np.{t.storage}(min(max(np.int64(v), {info[0]}), {info[1]}))"
-
-
-def _reader(suffix: str, t: im.ChannelType):
-    elem = "float32" if suffix in ("f", "h") else SUFFIXES[suffix][1]
-    name = f"_imr{suffix}_{t.name}"
-    conv = _read_conv(suffix, t)
-    zero, one = f"np.{elem}(0)", f"np.{elem}(1)"
-    chans = "\n".join(f"    s = img[y, o + {k}]\n    c{k} = {conv}" if k == 0 else
-                      f"    c{k} = {zero}\n    if nch > {k}:\n        s = img[y, o + {k}]\n"
-                      f"        c{k} = {conv}" for k in range(3))
-    source = f"""
-def {name}(img, x, y, nch, border):
-    if border != 0:
-        return ({zero}, {zero}, {zero}, {zero} if nch == 4 else {one})
-    o = x * nch
-{chans}
-    c3 = {one}
-    if nch == 4:
-        s = img[y, o + 3]
-        c3 = {conv}
-    return (c0, c1, c2, c3)
-"""
-    return helper(name, source, ("_h2f", "_rh"))
-
-
-def _writer(suffix: str, t: im.ChannelType):
-    name = f"_imw{suffix}_{t.name}"
-    conv = _write_conv(suffix, t)
-    stores = "\n".join(f"    v = v{k}\n    img[y, o + {k}] = {conv}" if k == 0 else
-                       f"    if nch > {k}:\n        v = v{k}\n        img[y, o + {k}] = {conv}"
-                       for k in range(4))
-    source = f"""
-def {name}(img, x, y, nch, border, v0, v1, v2, v3):
-    if border != 0:
-        return
-    o = x * nch
-{stores}
-"""
-    return helper(name, source, ("_f2h_mode", "_imunorm"))
-
+_REPEAT, _MIRROR = 6, 8  # placed in range by _imnear/_imlinpos, then read as clamp-to-edge
 
 def _image_of(call, types, what: str) -> ct.ImageT:
     node = call.args[0] if call.args else None
@@ -162,16 +56,9 @@ def _sampler_value(call) -> int | None:
                                "SMP = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE "
                                "| CLK_FILTER_NEAREST (a const sampler_t in OpenCL C)")
     value = int(resolved[1])
-    if value & im.NORMALIZED_MASK:
-        raise node_error(call, "normalised sampler coordinates (CLK_NORMALIZED_COORDS_TRUE) "
-                               "are not supported yet; use CLK_NORMALIZED_COORDS_FALSE")
-    if value & im.FILTER_MASK == im.SAMPLER_CONSTANTS["CLK_FILTER_LINEAR"]:
-        raise node_error(call, "CLK_FILTER_LINEAR is not supported yet; use "
-                               "CLK_FILTER_NEAREST")
-    if value & im.ADDRESS_MASK not in (_NONE, _EDGE, _BORDER):
-        raise node_error(call, "repeat addressing needs normalised coordinates; use "
-                               "CLK_ADDRESS_CLAMP_TO_EDGE, CLK_ADDRESS_CLAMP or "
-                               "CLK_ADDRESS_NONE")
+    if value & im.ADDRESS_MASK in (_REPEAT, _MIRROR) and not value & im.NORMALIZED_MASK:
+        raise node_error(call, "repeat addressing needs CLK_NORMALIZED_COORDS_TRUE (OpenCL "
+                               "leaves it undefined with unnormalised coordinates)")
     return value
 
 
@@ -207,11 +94,23 @@ def _read_rule(suffix: str):
         if len(types) == 3 and img.kind == "image1d_buffer":
             raise node_error(call, f"{name}: an image1d_buffer_t is read without a sampler "
                                    f"({name}(image, coord))")
-        sampler = _sampler_value(call) is not None
-        _coord_rule(call, img, types[-1], name, sampler)
+        sampler = _sampler_value(call)
+        _coord_rule(call, img, types[-1], name, sampler is not None)
+        needs_float = sampler is not None and (_linear(sampler) or sampler & im.NORMALIZED_MASK)
+        if needs_float and not ct.is_float(ct.elem(types[-1])):
+            raise node_error(call, f"{name}: CLK_FILTER_LINEAR and CLK_NORMALIZED_COORDS_TRUE "
+                                   "need float coordinates (OpenCL allows integer ones with "
+                                   "unnormalised, nearest samplers only)")
+        if sampler is not None and _linear(sampler) and suffix in ("i", "ui"):
+            raise node_error(call, f"{name}: CLK_FILTER_LINEAR filters float, half and unorm "
+                                   "images only (read_imagef/read_imageh)")
         return ct.VecT(SUFFIXES[suffix][1], 4)
 
     return rule
+
+
+def _linear(sampler: int) -> bool:
+    return sampler & im.FILTER_MASK == im.SAMPLER_CONSTANTS["CLK_FILTER_LINEAR"]
 
 
 def _check_family(call, img: ct.ImageT, suffix: str, name: str) -> None:
@@ -251,27 +150,49 @@ def _base(gen, call) -> tuple[str, str, ct.ImageT]:
     return node.id, f"v_{node.id}", node.ctype
 
 
-def _coords(gen, node, dims: int) -> tuple[str, str]:
-    """int64 codes of x and y (0 for 1-D) of the coordinate ``node``."""
-    t = node.ctype
-    if dims == 1:
-        code = gen.expr(node)
-        return (_to_int(gen, code, t), gen.const(0, "int64"))
+def _components(gen, node, img) -> list[str]:
+    """Codes of the coordinate's components (x, then y for an image2d)."""
+    if img.kind != "image2d":
+        return [gen.expr(node)]
     c = gen.fresh("_imc")
     gen.pre(f"{c} = {gen.expr(node)}")
-    return tuple(_to_int(gen, f"{c}[{k}]", t.dtype) for k in range(2))
+    return [f"{c}[0]", f"{c}[1]"]
 
 
-def _to_int(gen, code: str, t) -> str:
-    return f"{gen.helper('_imfloor')}({code})" if ct.is_float(t) else f"np.int64({code})"
+def _sizes(gen, base, img) -> list[str]:
+    """Codes of the image's width (and height): what normalised coordinates scale by."""
+    width = f"np.int64({base}.shape[1] // {gen.const(im.ORDERS[img.order], 'int64')})"
+    return [width, f"np.int64({base}.shape[0])"]
 
 
-def _address(gen, call, name, base, img, coord, mode: int, code: int, kind: str):
+def _placing(gen, sampler: int | None, helper: str):
+    """How a float component becomes pixel positions: ``place(code, size)``."""
+    mode = gen.const(0 if sampler is None else sampler & im.ADDRESS_MASK, "int64")
+    normalized = gen.const(0 if sampler is None else sampler & im.NORMALIZED_MASK, "int64")
+    return lambda code, size: f"{gen.helper(helper)}({code}, {size}, {mode}, {normalized})"
+
+
+def _address(gen, call, name, base, img, coord, sampler, code: int, kind: str):
     """Pre-lines mapping the coordinate to (x, y, border) and telling the instruments; returns
-    the three locals."""
+    the three locals and the channel count."""
+    place = _placing(gen, sampler, "_imnear")
+    t = ct.elem(coord.ctype)
+    xy = [place(c, size) if ct.is_float(t) else f"np.int64({c})"
+          for c, size in zip(_components(gen, coord, img), _sizes(gen, base, img), strict=False)]
+    y = xy[1] if len(xy) > 1 else gen.const(0, "int64")
+    return _address_xy(gen, call, name, base, img, xy[0], y, _mode(sampler), code, kind)
+
+
+def _mode(sampler: int | None) -> int:
+    """``_imaddr``'s mode for a read through ``sampler`` (repeats are placed in range)."""
+    mode = _NONE if sampler is None else sampler & im.ADDRESS_MASK
+    return _EDGE if mode in (_REPEAT, _MIRROR) else mode
+
+
+def _address_xy(gen, call, name, base, img, x: str, y: str, mode: int, code: int, kind: str):
+    """``_address`` of the pixel at the int64 codes ``x``, ``y``."""
     nch = im.ORDERS[img.order]
     storage = im.CHANNEL_TYPES[img.channel_type].storage
-    x, y = _coords(gen, coord, 2 if img.kind == "image2d" else 1)
     site = gen.module.site(call, name, kind, "image", storage, width=nch)
     ax, ay, ab = gen.fresh("_imx"), gen.fresh("_imy"), gen.fresh("_imb")
     checked = gen.bounds_checks and code != 0
@@ -294,13 +215,48 @@ def _read_lower(suffix: str):
     def lower(gen, call):
         name, base, img = _base(gen, call)
         sampler = _sampler_value(call)
-        mode = _NONE if sampler is None else sampler & im.ADDRESS_MASK
-        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[-1], mode,
+        if sampler is not None and _linear(sampler):
+            return _read_linear(gen, call, name, base, img, suffix, sampler)
+        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[-1], sampler,
                                    rec.OOB_IMAGE_READ, "load")
         reader = gen.helper(f"_imr{suffix}_{img.channel_type}")
         return f"{reader}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab})"
 
     return lower
+
+
+def _read_linear(gen, call, name, base, img, suffix: str, sampler: int) -> str:
+    """CLK_FILTER_LINEAR: the spec's taps around the coordinate (``_imlinpos``: i0, i1 and
+    the fraction per dimension; each tap through the addressing mode, each an access),
+    blended by the fractions."""
+    place = _placing(gen, sampler, "_imlinpos")
+    spots, fracs = [], []
+    for comp, size in zip(_components(gen, call.args[-1], img), _sizes(gen, base, img),
+                          strict=False):
+        spot = gen.fresh("_imq")
+        gen.pre(f"{spot} = {place(comp, size)}")
+        spots.append(spot)
+        fracs.append(f"{spot}[2]")
+    zero = gen.const(0, "int64")
+    taps = []
+    dims = len(spots)
+    offsets = ((0, 0), (1, 0)) if dims == 1 else ((0, 0), (1, 0), (0, 1), (1, 1))
+    reader = gen.helper(f"_imrf_{img.channel_type}")
+    for dx, dy in offsets:
+        x = f"{spots[0]}[{dx}]"
+        y = zero if dims == 1 else f"{spots[1]}[{dy}]"
+        ax, ay, ab, nch = _address_xy(gen, call, name, base, img, x, y, _mode(sampler),
+                                      rec.OOB_IMAGE_READ, "load")
+        tap = gen.fresh("_imp")
+        gen.pre(f"{tap} = {reader}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab})")
+        taps.append(tap)
+    blend = (f"{gen.helper('_imlin1')}({taps[0]}, {taps[1]}, {fracs[0]})" if dims == 1 else
+             f"{gen.helper('_imlin2')}({', '.join(taps)}, {fracs[0]}, {fracs[1]})")
+    if suffix == "f":
+        return blend
+    value = gen.fresh("_iml")
+    gen.pre(f"{value} = {blend}")
+    return "(" + ", ".join(f"{gen.helper('_rh')}({value}[{k}])" for k in range(4)) + ",)"
 
 
 def _write_lower(suffix: str):
@@ -309,8 +265,10 @@ def _write_lower(suffix: str):
         value = gen.fresh("_imv")
         gen.pre(f"{value} = {gen.expr(call.args[2])}")
         mode = _NONE if gen.bounds_checks else _DROP
-        ax, ay, ab, nch = _address(gen, call, name, base, img, call.args[1], mode,
-                                   rec.OOB_IMAGE_WRITE, "store")
+        xy = [f"np.int64({c})" for c in _components(gen, call.args[1], img)]
+        y = xy[1] if len(xy) > 1 else gen.const(0, "int64")
+        ax, ay, ab, nch = _address_xy(gen, call, name, base, img, xy[0], y, mode,
+                                      rec.OOB_IMAGE_WRITE, "store")
         comps = ", ".join(f"{value}[{k}]" for k in range(4))
         writer = gen.helper(f"_imw{suffix}_{img.channel_type}")
         gen.pre(f"{writer}({base}, {ax}, {ay}, {gen.const(nch, 'int64')}, {ab}, {comps})")
@@ -342,24 +300,20 @@ def _size_lower(what: str):
     return lower
 
 
-READERS = tuple(_reader(s, t) for s in SUFFIXES for t in im.CHANNEL_TYPES.values()
-                if t.family == SUFFIXES[s][0])
-WRITERS = tuple(_writer(s, t) for s in SUFFIXES for t in im.CHANNEL_TYPES.values()
-                if t.family == SUFFIXES[s][0])
-_COMMON = (_ADDR, _FLOOR, _UNORM_W, *F2H_DEPS)
+_COMMON = (ih.ADDR, ih.NEAREST, ih.LINEAR, ih.UNORM_W, ih.LIN1, ih.LIN2, *F2H_DEPS)
 _TYPES = {"f": "float, half, unorm images", "h": "float, half, unorm images",
           "i": "signed integer images", "ui": "unsigned integer images"}
 
 ENTRIES = [
     *(Builtin(f"read_image{s}", FAMILY, _read_rule(s), lower=_read_lower(s), varying=True,
-              access="load", helpers=(*_COMMON, *READERS),
+              access="load", helpers=(*_COMMON, *ih.READERS),
               c=f"read_image{s}(img, [sampler,] coord)",
               py=f"read_image{s}(img, coord) / read_image{s}(img, SMP, coord)",
               types=_TYPES[s],
               note=f"a {ct.VecT(SUFFIXES[s][1], 4)}; coord int (1-D) or int2 (image2d), "
-                   "float with a sampler (nearest)") for s in SUFFIXES),
+                   "float with a sampler") for s in SUFFIXES),
     *(Builtin(f"write_image{s}", FAMILY, _write_rule(s), lower=_write_lower(s), varying=True,
-              access="store", effects=True, helpers=(*_COMMON, *WRITERS),
+              access="store", effects=True, helpers=(*_COMMON, *ih.WRITERS),
               c=f"write_image{s}(img, coord, value)", types=_TYPES[s],
               note=f"value a {ct.VecT(SUFFIXES[s][1], 4)}; write_only images; a statement")
       for s in SUFFIXES),
