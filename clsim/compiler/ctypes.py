@@ -220,7 +220,8 @@ def join_pointers(a, b):
     value is a byte offset (code generation scales the element offset). Different pointee
     types, or different buffers, do not join: a C pointer variable has one declared type."""
     if a == NULL or b == NULL:  # p = None on one path, a pointer on another
-        return b if a == NULL else a if b == NULL or isinstance(a, PtrT) else None
+        other = b if a == NULL else a
+        return other if isinstance(other, PtrT) or other == NULL else None
     if not (isinstance(a, PtrT) and isinstance(b, PtrT)) or a.base != b.base or \
             a.array != b.array or a.record_copy or b.record_copy:
         return None

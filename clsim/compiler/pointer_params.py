@@ -3,8 +3,8 @@
 in generated code (a numpy array), so a body that assigns ``x`` gets a pointer local
 ``x__ptr = x`` on entry, and every use of ``x`` reads that local instead; when the body's
 first use of ``x`` is a plain ``x = view(x, T, off)`` (ggml's first lines), that assignment
-starts the local and only later uses read it, so the local has the view's type throughout. Accesses through it
-are still checked against (and reported on) the buffer ``x``.
+starts the local and only later uses read it, so the local has the view's type throughout.
+Accesses through it are still checked against (and reported on) the buffer ``x``.
 """
 
 from __future__ import annotations
