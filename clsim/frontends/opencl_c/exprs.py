@@ -390,6 +390,9 @@ class Expressions:
     def subscript(self, cursor) -> Py:
         base, index = children(cursor)
         inner = strip(base)
+        if inner.kind == CK.UNEXPOSED_EXPR and ctype(inner.type).kind == "pointer" and \
+                len(children(inner)) == 1 and ctype(children(inner)[0].type).kind == "array":
+            inner = strip(children(inner)[0])  # a row of a 2-D array, decayed to a pointer
         if inner.kind == CK.ARRAY_SUBSCRIPT_EXPR and ctype(inner.type).kind == "array":
             outer = self.subscript(inner)  # a[i][j] on a 2-D array: a[i, j]
             i = self.value(index)
