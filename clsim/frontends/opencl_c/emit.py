@@ -201,6 +201,8 @@ class ModuleEmitter:
                 if t.kind in ("image", "other"):
                     raise Unsupported(c, f"a parameter of type {t} ({p_name})" if t.kind ==
                                       "other" else f"image parameters ({p_name}: {t})")
+                if is_kernel and t.kind == "vector":
+                    raise Unsupported(c, f"a vector kernel parameter ({t} {p_name})")
                 if is_kernel:
                     _retype_parameter(emitter, c, p_name, t)
             body = next(k for k in children(c) if k.kind == CK.COMPOUND_STMT)
