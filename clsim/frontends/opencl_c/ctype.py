@@ -80,12 +80,16 @@ _MEMO: dict[tuple, CType] = {}
 
 def ctype(type_: ci.Type) -> CType:
     """The CType of a clang type (typedefs and qualifiers looked through)."""
-    t = type_.get_canonical()
-    key = (t.kind, t.spelling)
+    key = (type_.kind, type_.spelling)  # one name is one type in a translation unit
     found = _MEMO.get(key)
     if found is None:
-        found = _MEMO[key] = _ctype(t)
+        found = _MEMO[key] = _ctype(type_.get_canonical())
     return found
+
+
+def clear_memo() -> None:
+    """Forget the types of the last translation unit (struct names may mean others now)."""
+    _MEMO.clear()
 
 
 def _ctype(t: ci.Type) -> CType:

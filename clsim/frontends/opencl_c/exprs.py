@@ -120,6 +120,7 @@ class Expressions:
 
     def __init__(self, module, names):
         self.module, self.names = module, names
+        self.boxed: set[int] = set()  # scalar locals whose address is taken (see box_locals)
         self.table = {
             CK.INTEGER_LITERAL: self.number, CK.FLOATING_LITERAL: self.number,
             CK.CHARACTER_LITERAL: self.number, CK.CXX_UNARY_EXPR: self.number,
@@ -158,11 +159,10 @@ class Expressions:
                 ctype(children(lit)[0].type).kind == "scalar":
             lit = strip(children(lit)[0])
         t = ctype(cursor.type)
-        if lit.kind != CK.INTEGER_LITERAL and constant_expression(lit) and \
-                ctype(lit.type) == INT32:
-            value = evaluate(lit)
-            if value is not None and t.kind == "scalar" and (want is None or want == t) and \
-                    t.name in _BARE_OK:
+        if lit.kind != CK.INTEGER_LITERAL and t.kind == "scalar" and t.name in _BARE_OK and \
+                (want is None or want == t) and ctype(lit.type) == INT32:
+            value = evaluate(lit)  # clang's folding first: the walk below only on constants
+            if value is not None and constant_expression(lit):
                 return literal(value, INT32)
         if lit.kind == CK.INTEGER_LITERAL and t.kind == "scalar" and \
                 (want is None or want == t) and t.name in _BARE_OK:
@@ -239,6 +239,8 @@ class Expressions:
             return literal(ref.enum_value, CType("scalar", "int32"))
         name = cursor.spelling
         if ref is not None and ref.kind in (CK.VAR_DECL, CK.PARM_DECL):
+            if ref.hash in self.boxed:  # a scalar whose address is taken: t[0] of its array
+                return Py(f"{self.names.get(ref)}[0]", t)
             return Py(self.names.get(ref), t)
         if ref is not None and ref.kind == CK.FUNCTION_DECL:
             return Py(self.module.function_name(ref), t)
@@ -265,9 +267,9 @@ class Expressions:
         if frm.kind == "pointer" and to.kind == "pointer":
             py = self.expr(child)
             return Py(py.code, to, py.prec, py.byte_base)  # address-space or qualifier change only
-        if to.kind == "scalar" and constant_expression(child) and frm.kind == "scalar":
+        if to.kind == "scalar" and frm.kind == "scalar":
             value = evaluate(cursor)
-            if value is not None:
+            if value is not None and constant_expression(child):
                 return literal(value, to)
         # From the value as the Python compiler types it (a work-item id is long there, size_t
         # in C): converting it once is C's two conversions for every id a launch can have.
@@ -376,6 +378,11 @@ class Expressions:
                 return Py(f"{wrap(b, PREC['+'])} + {wrap(i, PREC['+'] + 1)}", t, PREC["+"])
         if target.kind == CK.UNARY_OPERATOR and unary_op(target) == "*":
             return self.value(children(target)[0])
+        if target.kind == CK.DECL_REF_EXPR and target.referenced is not None and \
+                target.referenced.hash in self.boxed:
+            return Py(self.names.get(target.referenced), t)  # &t: the one-element array
+        if target.kind == CK.MEMBER_REF_EXPR and ctype(target.type).kind == "scalar":
+            pass
         what = "a struct field" if target.kind == CK.MEMBER_REF_EXPR else \
             "a private variable" if target.kind == CK.DECL_REF_EXPR else "this lvalue"
         raise Unsupported(cursor, f"a pointer to {what} (&{self.module.text(child)})")
@@ -383,6 +390,9 @@ class Expressions:
     def subscript(self, cursor) -> Py:
         base, index = children(cursor)
         inner = strip(base)
+        if inner.kind == CK.UNEXPOSED_EXPR and ctype(inner.type).kind == "pointer" and \
+                len(children(inner)) == 1 and ctype(children(inner)[0].type).kind == "array":
+            inner = strip(children(inner)[0])  # a row of a 2-D array, decayed to a pointer
         if inner.kind == CK.ARRAY_SUBSCRIPT_EXPR and ctype(inner.type).kind == "array":
             outer = self.subscript(inner)  # a[i][j] on a 2-D array: a[i, j]
             i = self.value(index)

@@ -82,6 +82,17 @@ class Statements(Expressions):
             elif var.kind not in (CK.STRUCT_DECL, CK.TYPEDEF_DECL):
                 raise Unsupported(var, f"a local {var.kind.name.lower()}")
 
+    def box_locals(self, body) -> None:
+        """Scalar locals whose address is taken (``fill(&t)``) live in a one-element private
+        array, as the Python language passes a private variable by reference."""
+        for node in body.walk_preorder():
+            if node.kind == CK.UNARY_OPERATOR and unary_op(node) == "&":
+                target = strip(children(node)[0])
+                ref = target.referenced if target.kind == CK.DECL_REF_EXPR else None
+                if ref is not None and ref.kind == CK.VAR_DECL and \
+                        ctype(ref.type).kind == "scalar":
+                    self.boxed.add(ref.hash)
+
     def var_decl(self, var) -> None:
         t = ctype(var.type)
         if var.storage_class == ci.StorageClass.STATIC:
@@ -89,6 +100,11 @@ class Statements(Expressions):
         kids = [k for k in children(var) if k.kind != CK.TYPE_REF]
         init = kids[-1] if kids and _has_initialiser(var) else None
         name = self.names.declare(var, t)
+        if var.hash in self.boxed:
+            self.module.use("private_array")
+            fill = f", fill=({self.typed(init, t).code},)" if init is not None else ""
+            self.put(f"{name} = private_array(1, np.{t.name}{fill})", var)
+            return
         if t.kind == "array":
             return self.array_decl(var, name, t, init)
         if t.kind in ("other", "image"):
@@ -119,6 +135,9 @@ class Statements(Expressions):
 
     def array_decl(self, var, name: str, t: CType, init) -> None:
         elem = t.inner
+        if elem.kind == "pointer" and len(t.dims) == 1 and init is None:
+            self.put(f"{name} = pointer_array({t.dims[0]})", var)  # global T *a[N]
+            return
         if elem.kind not in ("scalar", "vector"):
             raise Unsupported(var, f"an array of {elem}")
         dtype = f"np.{elem.name}" if elem.kind == "scalar" else elem.py_name

@@ -1,0 +1,143 @@
+"""The OpenCL C front end (clsim.load_cl, clsim translate): a .cl kernel runs as C computes it,
+its errors name the .cl line, bad input is refused with clang's message, and translation reads
+nothing but the kernel's file and its relative includes. Kernels here are written for these
+tests; jit=False keeps them cheap (the same generated code, run as Python)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim.cli import main as cli_main
+from clsim.frontends.opencl_c.load import translate
+
+VADD = """__kernel void vadd(__global const float *a, __global const float *b,
+                   __global float *c, int n)
+{
+    int i = get_global_id(0);
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+
+
+def test_vector_add_runs_as_numpy_computes_it():
+    kernel = clsim.load_cl(VADD, "vadd")
+    a = np.arange(100, dtype=np.float32)
+    b = np.full(100, 0.5, np.float32)
+    c = np.zeros(100, np.float32)
+    clsim.run(kernel, (128,), (32,), (a, b, c, np.int32(100)), jit=False)
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_c_conversions_come_from_clang():
+    """Unsigned wrap-around, char promotion, integer division toward zero, int to float."""
+    src = """__kernel void conv(__global uint *u, __global int *q, __global float *f,
+                            __global uchar *c) {
+        uint z = 0;
+        u[0] = z - 1;                    /* wraps to 4294967295 */
+        uchar x = 200, y = 100;
+        q[0] = x + y;                    /* promoted to int: 300, not 44 */
+        q[1] = -7 / 2;                   /* -3, toward zero */
+        c[0] = x + y;                    /* converted back to uchar: 44 */
+        f[0] = q[1] * 0.5f;              /* -1.5 */
+        size_t g = get_global_id(0);
+        q[2] = (g - 1) > 0;              /* size_t: 0 - 1 wraps, so 1 */
+    }"""
+    kernel = clsim.load_cl(src, "conv")
+    u, q = np.zeros(1, np.uint32), np.zeros(3, np.int32)
+    f, c = np.zeros(1, np.float32), np.zeros(1, np.uint8)
+    clsim.run(kernel, (1,), (1,), (u, q, f, c), jit=False)
+    assert u[0] == 2**32 - 1
+    assert list(q) == [300, -3, 1]
+    assert c[0] == 44 and f[0] == -1.5
+
+
+def test_out_of_bounds_names_the_cl_file_and_line(tmp_path):
+    path = tmp_path / "oob.cl"
+    path.write_text("__kernel void oob(__global float *x) {\n"
+                    "    int i = get_global_id(0);\n"
+                    "    x[i + 1] = 1.0f;\n"
+                    "}\n")
+    kernel = clsim.load_cl(str(path), "oob")
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(kernel, (4,), (4,), (np.zeros(4, np.float32),), jit=False)
+    assert info.value.fields["file"] == str(path)
+    assert info.value.fields["line"] == 3
+    assert "oob.cl:3" in str(info.value) and "x[i + 1] = 1.0f;" in str(info.value)
+
+
+def test_unsupported_construct_is_a_compile_error_at_its_line():
+    src = "__kernel void sw(__global int *x) {\n  switch (x[0]) { case 1: x[1] = 2; }\n}\n"
+    with pytest.raises(clsim.KernelCompileError, match=r"kernel\.cl:2 in sw: 'switch'"):
+        clsim.load_cl(src, "sw")
+
+
+def test_invalid_c_gets_clangs_message_with_line_and_column():
+    src = "__kernel void k(__global float *x) {\n  int i = get_global_id(0)\n  x[i] = 1;\n}\n"
+    with pytest.raises(clsim.KernelCompileError, match=r"kernel\.cl:2:27: expected ';'"):
+        clsim.load_cl(src, "k")
+
+
+def test_build_options_define_macros():
+    src = "__kernel void k(__global int *x) { x[0] = N * 2; }"
+    kernel = clsim.load_cl(src, "k", options="-cl-fast-relaxed-math -D N=21")
+    x = np.zeros(1, np.int32)
+    clsim.run(kernel, (1,), (1,), (x,), jit=False)
+    assert x[0] == 42
+
+
+def test_a_buffer_is_its_bytes():
+    src = "__kernel void k(__global float *x) { x[1] = x[0] * 2.0f; }"
+    raw = np.zeros(8, np.uint8)
+    raw[:4] = np.frombuffer(np.float32(1.5).tobytes(), np.uint8)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (raw,), jit=False)
+    assert raw[4:].view(np.float32)[0] == 3.0
+
+
+def test_relative_include_is_read(tmp_path):
+    (tmp_path / "common.h").write_text("#define SCALE 3\n")
+    (tmp_path / "k.cl").write_text('#include "common.h"\n'
+                                   "__kernel void k(__global int *x) { x[0] = SCALE; }\n")
+    x = np.zeros(1, np.int32)
+    clsim.run(clsim.load_cl(str(tmp_path / "k.cl"), "k"), (1,), (1,), (x,), jit=False)
+    assert x[0] == 3
+
+
+@pytest.mark.parametrize("include, why", [
+    ("<stdio.h>", "only #include \"file\""),
+    ('"/etc/passwd"', "absolute paths are refused"),
+    ('"../outside.h"', "leaves the kernel's folder"),
+    ('"pipe.h"', "not a regular file"),
+])
+def test_includes_outside_the_folder_are_refused_unread(tmp_path, include, why):
+    (tmp_path / "outside.h").write_text("#define X 1\n")
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.h")  # opening it would block: the check must not open it
+    (folder / "k.cl").write_text(f"#include {include}\n__kernel void k(__global int *x) {{}}\n")
+    with pytest.raises(clsim.KernelCompileError, match=f"k.cl:1: .*{why}"):
+        translate(str(folder / "k.cl"))
+
+
+def test_generated_python_carries_the_cl_lines():
+    source = translate(VADD).source
+    assert "def vadd(a, b, c, n):" in source
+    assert "c[i] = a[i] + b[i]" in source and "# kernel.cl:6" in source
+    assert "if i < n:" in source
+
+
+def test_cli_translate_writes_the_module_and_refuses_bad_c(tmp_path, capsys):
+    good, bad = tmp_path / "good.cl", tmp_path / "bad.cl"
+    good.write_text(VADD)
+    bad.write_text("__kernel void k( {\n")
+    out = tmp_path / "good.py"
+    assert cli_main(["translate", str(good), "-o", str(out)]) == 0
+    assert "@kernel" in out.read_text()
+    assert cli_main(["translate", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("clsim: error: bad.cl:1:")
