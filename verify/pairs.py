@@ -129,6 +129,9 @@ class Case:
     # the spec's reference tolerance is stated for its generator's inputs, so it is not
     # compared on such a case (device and simulator are)
     edge_values: bool = False
+    # a spec case's make_inputs dict (it may hold more than the kernel's arguments, e.g. a
+    # shape key the reference reads); None for user cases
+    inputs: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         parts = []
@@ -289,7 +292,7 @@ def spec_case(spec: KernelSpec, inputs: Mapping[str, Any], shape: Mapping[str, i
             f"{len(params)} ({', '.join(params)}).", kernel=spec.name)
     return Case(dict(zip(params, launch.args, strict=True)), tuple(launch.global_size),
                 None if launch.local_size is None else tuple(launch.local_size),
-                dict(shape), seed, edge_values)
+                dict(shape), seed, edge_values, dict(inputs))
 
 
 def default_case(spec: KernelSpec, shape: Mapping[str, int] | None = None, seed: int = 0) -> Case:

@@ -52,18 +52,20 @@ class ReferenceDifference:
 @dataclass(frozen=True)
 class ReferenceComparison:
     """The simulator against the spec's reference: the differing buffers (empty: agree), or
-    ``error`` when the reference itself could not run on this case."""
+    ``error`` when the reference itself could not run on this case (a failure too: a spec
+    whose reference cannot take the verifier's shapes must say so, not pass unchecked)."""
 
     differences: tuple[ReferenceDifference, ...] = ()
     error: str | None = None
 
     @property
     def equal(self) -> bool:
-        return not self.differences
+        return not self.differences and self.error is None
 
     def describe(self) -> str:
         if self.error is not None:
-            return f"reference not compared: {self.error}"
+            return (f"simulator vs reference: not compared, {self.error}. Make the spec's "
+                    "reference work for every shape its launch plan accepts")
         if self.equal:
             return "simulator vs reference: agree"
         return "simulator vs reference: DIFFER\n" + "\n".join(
@@ -85,9 +87,9 @@ def _outside(sim: np.ndarray, ref: np.ndarray, tolerance: tuple[float, float],
         raw = np.ascontiguousarray(sim).reshape(-1).view(np.uint8).reshape(sim.size, -1)
         want = np.ascontiguousarray(ref, dtype=sim.dtype).reshape(-1)
         return (raw != want.view(np.uint8).reshape(want.size, -1)).any(axis=1).reshape(sim.shape)
-    rounded = np.asarray(ref).astype(sim.dtype)
     rtol, atol = tolerance
     with np.errstate(invalid="ignore", over="ignore"):
+        rounded = np.asarray(ref).astype(sim.dtype)  # overflows to inf as the kernel's would
         mask = ~np.isclose(sim, rounded, rtol=rtol, atol=atol, equal_nan=True)
     if mask.any() and policy is not None and policy.kind in ("ulp", "magnitude"):
         scale = None

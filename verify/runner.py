@@ -311,7 +311,8 @@ def run_pair(pair: Pair, case: Case, device: str | DeviceInfo | None = None,
     actual = {name: run.buffers[index[name]] for name in policies
               if run.buffers[index[name]] is not None}
     reference = None if pair.reference is None or case.edge_values else compare_reference(
-        pair.reference, case.args, expected, pair.tolerance, policies)
+        pair.reference, case.inputs if case.inputs is not None else case.args, expected,
+        pair.tolerance, policies)
     return LaunchComparison(info.short_name,
                             compare_outputs(expected, actual, policies, case.args,
                                             sides=("simulator", f"device {info.short_name}")),

@@ -5,14 +5,17 @@ each are in tests/device/planted_bugs.py and kernels_cl/planted/."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import kernels_py  # noqa: F401  (registers the library's specs)
 import planted_bugs
+from clsim.spec import get_spec
 from verify import cli
-from verify.pairs import spec_case, spec_pair
+from verify.pairs import default_case, spec_case, spec_pair
 from verify.runner import run_pair
 
 FILE = Path(__file__).resolve().parent / "planted_bugs.py"
@@ -47,3 +50,16 @@ def test_no_checks_leaves_races_out(device):
     assert checked.checks == "all" and not checked.equal
     assert any(f.category == "race" for f in checked.findings)
     assert 'simulator checks="all"' in checked.disagreeing
+
+
+def test_reference_is_the_third_side(device):
+    """A reference that disagrees with both twins fails the case although device and
+    simulator agree, and the report says which side; edge-value cases skip the reference."""
+    spec = replace(get_spec("vector_add"), reference=lambda i: {"c": i["a"] - i["b"]})
+    pair = spec_pair(spec)
+    case = default_case(spec, {"n": 100})
+    result = run_pair(pair, case, device)
+    assert result.outputs.equal and not result.equal
+    assert result.disagreeing == ["simulator vs reference"]
+    assert "simulator vs reference: DIFFER" in result.describe()
+    assert run_pair(pair, replace(case, edge_values=True), device).reference is None
