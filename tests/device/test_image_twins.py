@@ -6,8 +6,9 @@ and compared) on an image1d_buffer_t of float4 and of half4, an image2d_t read t
 clamp-to-edge and clamp samplers past every edge, a CL_R uint32 image1d_buffer_t,
 write_only image2d_t of half and float, CL_UNORM_INT8/16 reads (within 1 ulp on Oclgrind)
 and writes, and CLK_FILTER_LINEAR reads of an image2d_t and an image1d_t (bit for bit on
-PoCL, within 4 epsilons of the largest pixel elsewhere). A device without images, or without the format,
-is skipped with the reason (``verify.climages.image_support``).
+PoCL, within 4 epsilons of the largest pixel elsewhere), and normalised coordinates through
+repeat and mirrored-repeat samplers. A device without images, or without the format, is
+skipped with the reason (``verify.climages.image_support``).
 """
 
 from __future__ import annotations
