@@ -175,6 +175,19 @@ def test_translate_command_writes_the_file(tmp_path, capsys):
     assert "no kernel named 'no_such_kernel'" in capsys.readouterr().err
 
 
+def test_translate_direction_follows_the_source(tmp_path, capsys):
+    """One command, two directions: a .cl file goes to Python, a Python kernel to OpenCL C;
+    a --to that contradicts the source is one line and exit 2, nothing written."""
+    out = tmp_path / "never.cl"
+    assert cli_main(["translate", "softmax", "--to", "py", "-o", str(out)]) == 2
+    assert "a Python kernel translates to OpenCL C (--to cl)" in capsys.readouterr().err
+    source = tmp_path / "k.cl"
+    source.write_text("kernel void k(global float *x) { x[get_global_id(0)] = 1.0f; }\n")
+    assert cli_main(["translate", str(source), "--to", "cl", "-o", str(out)]) == 2
+    assert "a .cl file translates to Python (--to py)" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_a_spec_without_cl_file_is_verified_against_to_cl():
     library = get_spec("softmax")
     spec = KernelSpec(**{**library.__dict__, "name": "softmax_no_twin", "cl_file": None})
