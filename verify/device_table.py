@@ -35,12 +35,12 @@ def format_table(devices: list[DeviceInfo]) -> str:
     probe verdict in the ``usable`` column, and why an unusable one is, under the table."""
     verdicts = health_all(devices)
     # The driver version tells two drivers of one kind apart (pocl: 3.0-rc2, pocl-1: 3.1+debian).
-    header = ("name", "usable", "platform", "driver", "OpenCL", "CL2 std", "CUs", "max WG", "sub-groups",
-              "fp16", "fp64", "local mem", "device")
+    header = ("name", "usable", "platform", "driver", "OpenCL", "CL2 std", "CUs", "max WG",
+              "sub-groups", "fp16", "fp64", "local mem", "device")
     rows = [header] + [(
         d.short_name, "yes" if verdicts[d.short_name].usable else "NO", d.platform,
-        d.driver_version or "-", d.opencl_version, _std_cell(verdicts[d.short_name]), str(d.compute_units),
-        str(d.max_work_group_size), _subgroup_cell(d), "yes" if d.fp16 else "-",
+        d.driver_version or "-", d.opencl_version, _std_cell(verdicts[d.short_name]),
+        str(d.compute_units), str(d.max_work_group_size), _subgroup_cell(d), "yes" if d.fp16 else "-",
         "yes" if d.fp64 else "-", _bytes(d.local_mem_size), d.full_name,
     ) for d in devices]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

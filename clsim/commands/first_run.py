@@ -40,8 +40,8 @@ def cached(relative: str) -> bool:
     exec(compile("def _clsim_probe():\n    pass\n", str(path), "exec"), scope)
     try:
         folder = Path(FunctionCache(scope["_clsim_probe"])._cache_path)
-    except RuntimeError:  # no writable cache location at all: Numba compiles every time
-        return False
+    except Exception:  # no writable cache location (Numba compiles every time), or a Numba
+        return False   # whose cache internals moved: then the note may show when not needed
     return any(folder.glob(f"{path.stem}.*.nbi"))
 
 
