@@ -81,6 +81,14 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
             f"view's byte offset.{src}",
             buffer=buffer, index=index, length=length + a - 1, gid=gid_t, lid=lid_t,
             access=access, **fields)
+    if code == rec.MISALIGNED and site.kind == "cast":  # a view pointer local assigned
+        return MisalignedAccessError(
+            f"{where}, gid={gid_t}, lid={lid_t}: misaligned pointer: a view of '{buffer}' "
+            f"with {length}-byte elements at byte offset {index} (a cast pointer must be "
+            f"aligned to its type's size; undefined in OpenCL C). Make the byte offset a "
+            f"multiple of {length}, or read bytes (view(x, np.uint8, off)).{src}",
+            buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            access="cast", **fields)
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "
