@@ -18,7 +18,7 @@ from clsim.checks import layout as ly
 from clsim.errors import InvalidArgumentError
 from clsim.instruments.base import LaunchInfo
 
-_NOT_ACCESSES = {"barrier", "if", "while", "arith", "for", ""}
+_NOT_ACCESSES = {"barrier", "if", "while", "arith", "for", "cast", ""}
 READ_ONLY = -1  # shadow-site width of a buffer parameter the kernel never writes
 
 

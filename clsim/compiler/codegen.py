@@ -169,7 +169,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
             if isinstance(t, StructT):  # a private struct: C's copy of the record's bytes
                 self.struct_copy(target, s.value)
                 return
-            self.statement(lambda: f"{self.write_var(target.id)} = {self.typed(s.value, t)}")
+            self.statement(lambda: f"{self.write_var(target.id)} = " + self.check_assigned_alignment(
+                target.id, s.value, self.typed(s.value, t)))
         elif isinstance(getattr(target, "ctype", None), StructT):  # x[i] = b: the record's bytes
             self.struct_copy(target, s.value)
         elif is_field(target):
@@ -183,7 +184,9 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
                 temps = []
                 for t_node, v_node in zip(target.elts, s.value.elts, strict=True):
                     tmp = self.fresh("_t")
-                    self.pre(f"{tmp} = {self.typed(v_node, self.env[t_node.id])}")
+                    value = self.typed(v_node, self.env[t_node.id])
+                    value = self.check_assigned_alignment(t_node.id, v_node, value)
+                    self.pre(f"{tmp} = {value}")
                     temps.append(tmp)
                 for t_node, tmp in zip(target.elts, temps, strict=True):
                     self.pre(f"{self.write_var(t_node.id)} = {tmp}")

@@ -104,6 +104,20 @@ class StructEmitter:
         return (f"{self.helper('_al')}({off}, {self.const(size, 'int64')}, _err, "
                 f"{self.const(site, 'int64')}, {self.lid_code()})")
 
+    def check_assigned_alignment(self, name: str, value, code: str) -> str:
+        """``code``, the value assigned to view pointer local ``name``, checked to be a
+        multiple of the pointee's size unless known aligned (aligned_pointers)."""
+        t = self.env.get(name)
+        if not isinstance(t, ct.PtrT) or t.view is None or not self.bounds_checks or \
+                name not in getattr(self, "aligned_pointers", ()):
+            return code
+        size = size_of(t.view)
+        if size == 1 or isinstance(t.view, StructT) or \
+                _aligned_view(value, size, self.aligned_pointers):
+            return code
+        site = self.module.site(value, t.base, "cast", "none", "none")
+        return self._aligned(code, size, site)
+
     def _aligned(self, off: str, size: int, site: int) -> str:
         """``off`` in a temporary, stopping the group when it is not a multiple of ``size``
         (a vector access through a cast pointer must be aligned: undefined in OpenCL C)."""
@@ -412,16 +426,13 @@ class StructEmitter:
 
 
 def aligned_pointers(view_values: dict, env: dict) -> set[str]:
-    """The view pointer locals every value of which is an aligned view (``_aligned_view``),
-    or such a pointer advanced by elements (``p = p + k``, ``p += k``)."""
-    names = {n for n in view_values if isinstance(env.get(n), ct.PtrT) and
-             env[n].view is not None}
-    while True:
-        drop = {n for n in names if not all(
-            _aligned_view(v, size_of(env[n].view), names) for v in view_values[n].values())}
-        if not drop:
-            return names
-        names -= drop
+    """The view pointer locals (``p = view(x, T, off)``, ``p = p + k``): each value is
+    checked for alignment where it is assigned unless it is known aligned
+    (``StructEmitter.check_assigned_alignment``), so accesses through them need no check.
+    C makes the misaligned conversion itself undefined (C11 6.3.2.3p7), so the check is
+    there, once per assignment instead of once per access."""
+    return {n for n in view_values if isinstance(env.get(n), ct.PtrT) and
+            env[n].view is not None}
 
 
 def _aligned_view(pointer, size: int, aligned_names=()) -> bool:

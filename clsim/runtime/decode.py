@@ -84,6 +84,14 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
     if code in (rec.OOB_IMAGE_READ, rec.OOB_IMAGE_WRITE):
         return _image_error(code, buffer, index, a, length, b, where, src, gid_t, lid_t,
                             fields)
+    if code == rec.MISALIGNED and site.kind == "cast":  # a view pointer local assigned
+        return MisalignedAccessError(
+            f"{where}, gid={gid_t}, lid={lid_t}: misaligned pointer: a view of '{buffer}' "
+            f"with {length}-byte elements at byte offset {index} (a cast pointer must be "
+            f"aligned to its type's size; undefined in OpenCL C). Make the byte offset a "
+            f"multiple of {length}, or read bytes (view(x, np.uint8, off)).{src}",
+            buffer=buffer, index=index, length=length, gid=gid_t, lid=lid_t,
+            access="cast", **fields)
     if code == rec.MISALIGNED:
         return MisalignedAccessError(
             f"{where}, gid={gid_t}, lid={lid_t}: misaligned {site.kind} of {length} bytes "

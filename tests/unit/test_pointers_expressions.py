@@ -91,7 +91,7 @@ def vload_at(src, off, out):
 
 
 @JIT
-@pytest.mark.parametrize("kern, size, access", [(read_floats_at, 4, "load"),
+@pytest.mark.parametrize("kern, size, access", [(read_floats_at, 4, "cast"),
                                                 (write_halves_at, 2, "store"),
                                                 (vload_at, 4, "load")])
 def test_misaligned_scalar_access_through_a_view(jit, kern, size, access):
@@ -105,8 +105,13 @@ def test_misaligned_scalar_access_through_a_view(jit, kern, size, access):
         clsim.run(kern, (4,), (4,), (src, np.int32(off), last), jit=jit)
     err = info.value
     assert (err.buffer, err.index, err.length, err.access) == ("src", off, size, access)
-    assert f"misaligned {access} of {size} bytes through a view of 'src' at byte offset " \
-           f"{off}" in str(err) and "test_pointers_expressions.py:" in str(err)
+    if access == "cast":  # p = view(...): checked where the pointer local is assigned
+        assert f"misaligned pointer: a view of 'src' with {size}-byte elements at byte " \
+               f"offset {off}" in str(err) and "p = view(src, np.float32, off)" in str(err)
+    else:
+        assert f"misaligned {access} of {size} bytes through a view of 'src' at byte " \
+               f"offset {off}" in str(err)
+    assert "test_pointers_expressions.py:" in str(err)
     assert f"in {kern.name}," in str(err)
     clsim.run(kern, (4,), (4,), (src, np.int32(2 * size), last), jit=jit)  # aligned: fine
 
@@ -144,7 +149,8 @@ def test_views_aligned_at_compile_time_carry_no_check():
 
 def test_pointer_locals_holding_aligned_views_carry_no_check():
     """p = view(y, float4) (and p = p + 1) is aligned whatever the run: no test; a pointer
-    local also assigned a view at a run-time offset keeps its test."""
+    local also assigned a view at a run-time offset is tested where that value is assigned
+    (C leaves the misaligned conversion undefined), and its accesses need none."""
     from types import SimpleNamespace
 
     from clsim.compiler.frontend import parse
@@ -173,7 +179,8 @@ def test_pointer_locals_holding_aligned_views_carry_no_check():
     bodies = [generate(kern, kernel_arg_types(kern.name, parse(kern).params, args, set())[0],
                        config)[0].split("def _group", 1)[1]
               for kern in (aligned_local, sometimes_runtime)]
-    assert "_al(" not in bodies[0] and "_al(" in bodies[1]
+    assert "_al(" not in bodies[0] and "% 16 != 0" not in bodies[0]
+    assert "_al(" not in bodies[1] and bodies[1].count("% 16 != 0") == 1
     with pytest.raises(clsim.MisalignedAccessError):
         clsim.run(sometimes_runtime, (4,), (4,), (np.zeros(32, np.float32),
                                                   np.zeros(4, np.float32), np.int32(4)))
