@@ -56,7 +56,32 @@ def rms_norm(rng, ne00=4096, ne01=8, ne02=2):
     return "rms_norm.cl", "kernel_rms_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2
 
 
-CASES = {"soft_max": soft_max, "rms_norm": rms_norm}
+def norm(rng, ne00=4096, ne01=8, ne02=2):
+    x = rng.standard_normal((ne02, ne01, ne00)).astype(np.float32)
+    dst = np.zeros_like(x)
+    nth = 64
+    nb01, nb02 = ne00 * 4, ne00 * ne01 * 4
+    u, i = np.uint64, np.int32
+    args = [x, u(0), dst, u(0), i(ne00), i(ne01), i(ne02), i(1), u(4), u(nb01), u(nb02),
+            u(nb02 * ne02), np.float32(1e-5), LocalMem(4 * nth)]
+    return "norm.cl", "kernel_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2
+
+
+def mul_mv_f32(rng, ne00=4096, ne01=64, ne11=4):
+    """ggml_cl_mul_mat, F32 x F32 (nrows 4, nth0 32 on Intel): W (ne01 x ne00), ne11 vectors."""
+    w = rng.standard_normal((ne01, ne00)).astype(np.float32)
+    x = rng.standard_normal((ne11, ne00)).astype(np.float32)
+    dst = np.zeros((ne11, ne01), np.float32)
+    u, i = np.uint64, np.int32
+    nb01, nb11 = ne00 * 4, ne00 * 4
+    args = [w, u(0), x, u(0), dst, u(0), i(ne00), i(ne01), i(1), u(4), u(nb01), u(nb01 * ne01),
+            u(nb01 * ne01), i(ne00), i(ne11), i(1), u(4), u(nb11), u(nb11 * ne11),
+            u(nb11 * ne11), i(ne01), i(ne11), i(1), i(1)]
+    ny = (ne11 + 3) // 4
+    return "mul_mv_f32_f32.cl", "kernel_mul_mat_f32_f32", (ne01 * 32, ny, 1), (32, 1, 1), args, 4
+
+
+CASES = {"soft_max": soft_max, "rms_norm": rms_norm, "norm": norm, "mul_mv_f32": mul_mv_f32}
 
 
 def ulps(a: np.ndarray, b: np.ndarray) -> int:
