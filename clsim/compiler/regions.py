@@ -255,8 +255,11 @@ class Analysis:
     # -- group scalars ----------------------------------------------------------------------
     def group_evaluable(self, node, scalars=None) -> bool:
         scalars = self.group_scalars if scalars is None else scalars
+        # np in np.int64(n): the front end resolves the attribute chain, not its base name
+        bases = {id(a.value) for a in ast.walk(node)
+                 if isinstance(a, ast.Attribute) and hasattr(a, "resolved")}
         for n in ast.walk(node):
-            if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
+            if isinstance(n, ast.Name) and not hasattr(n, "resolved") and id(n) not in bases:
                 if n.id not in scalars and n.id not in self.params:
                     return False
             if isinstance(n, ast.Subscript) and not self._is_vector(n.value):

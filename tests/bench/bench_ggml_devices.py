@@ -1,6 +1,6 @@
 """ggml's OpenCL kernels, unchanged, in the simulator (translated by the OpenCL C front end) and
 on a device (the same .cl built by pyopencl), at the launch shapes of ggml-opencl.cpp (Intel
-path: nth = 32 for soft_max, 64 for rms_norm; sub-groups of 16), compared bit for bit and in
+path: nth = 32 for soft_max, 64 for rms_norm; the device's sub-group size), compared bit for bit and in
 ULPs. Argument lists follow the host code's clSetKernelArg calls.
 
 Run: python tests/bench/bench_ggml_devices.py /path/to/ggml-opencl/kernels [--device intel-cpu]
@@ -24,6 +24,7 @@ from verify.clrun import LocalMem, run_cl  # noqa: E402
 OPTIONS = "-cl-std=CL2.0 -cl-mad-enable -cl-unsafe-math-optimizations -cl-finite-math-only " \
           "-cl-fast-relaxed-math"
 SUBGROUP = 16
+PLAIN = "-cl-std=CL2.0"  # without fast-relaxed math: the device's exp within the spec's ULPs
 
 
 def soft_max(rng, ne00=1000, ne01=8, ne02=4):
@@ -55,7 +56,32 @@ def rms_norm(rng, ne00=4096, ne01=8, ne02=2):
     return "rms_norm.cl", "kernel_rms_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2
 
 
-CASES = {"soft_max": soft_max, "rms_norm": rms_norm}
+def norm(rng, ne00=4096, ne01=8, ne02=2):
+    x = rng.standard_normal((ne02, ne01, ne00)).astype(np.float32)
+    dst = np.zeros_like(x)
+    nth = 64
+    nb01, nb02 = ne00 * 4, ne00 * ne01 * 4
+    u, i = np.uint64, np.int32
+    args = [x, u(0), dst, u(0), i(ne00), i(ne01), i(ne02), i(1), u(4), u(nb01), u(nb02),
+            u(nb02 * ne02), np.float32(1e-5), LocalMem(4 * nth)]
+    return "norm.cl", "kernel_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2
+
+
+def mul_mv_f32(rng, ne00=4096, ne01=64, ne11=4):
+    """ggml_cl_mul_mat, F32 x F32 (nrows 4, nth0 32 on Intel): W (ne01 x ne00), ne11 vectors."""
+    w = rng.standard_normal((ne01, ne00)).astype(np.float32)
+    x = rng.standard_normal((ne11, ne00)).astype(np.float32)
+    dst = np.zeros((ne11, ne01), np.float32)
+    u, i = np.uint64, np.int32
+    nb01, nb11 = ne00 * 4, ne00 * 4
+    args = [w, u(0), x, u(0), dst, u(0), i(ne00), i(ne01), i(1), u(4), u(nb01), u(nb01 * ne01),
+            u(nb01 * ne01), i(ne00), i(ne11), i(1), u(4), u(nb11), u(nb11 * ne11),
+            u(nb11 * ne11), i(ne01), i(ne11), i(1), i(1)]
+    ny = (ne11 + 3) // 4
+    return "mul_mv_f32_f32.cl", "kernel_mul_mat_f32_f32", (ne01 * 32, ny, 1), (32, 1, 1), args, 4
+
+
+CASES = {"soft_max": soft_max, "rms_norm": rms_norm, "norm": norm, "mul_mv_f32": mul_mv_f32}
 
 
 def ulps(a: np.ndarray, b: np.ndarray) -> int:
@@ -71,23 +97,25 @@ def main() -> None:
     ap.add_argument("kernels", type=Path)
     ap.add_argument("--device", default="intel-cpu")
     args = ap.parse_args()
-    for name, make in CASES.items():
+    for (name, make), options in [(c, o) for c in CASES.items() for o in (OPTIONS, PLAIN)]:
         file, kernel_name, gsize, lsize, kargs, out = make(np.random.default_rng(0))
         source = (args.kernels / file).read_text()
+        # The device picks its sub-group size (the Intel CPU runtime: 8 or 16); the simulator
+        # runs with the same one, since ggml's reductions depend on it.
+        dev = run_cl(args.device, source, kernel_name, gsize, lsize, kargs, options=options)
         try:
-            kernel = clsim.load_cl(str(args.kernels / file), kernel_name, options=OPTIONS)
+            kernel = clsim.load_cl(str(args.kernels / file), kernel_name, options=options)
             sim_args = [a.copy() if isinstance(a, np.ndarray) else a for a in kargs]
-            clsim.run(kernel, gsize, lsize, sim_args, subgroup_size=SUBGROUP)
+            clsim.run(kernel, gsize, lsize, sim_args, subgroup_size=dev.subgroup_size)
         except clsim.SimulationError as exc:
             print(f"{name}: simulator: {str(exc).splitlines()[0]}")
             continue
-        dev = run_cl(args.device, source, kernel_name, gsize, lsize, kargs, options=OPTIONS,
-                     subgroup_size=SUBGROUP)
         got, want = sim_args[out], dev.buffers[out]
         same = np.array_equal(got.view(np.uint32), want.view(np.uint32))
-        print(f"{name} ({file}, global {gsize}, local {lsize}): "
+        print(f"{name} ({file}, global {gsize}, local {lsize}, "
+              f"{'ggml build options' if options == OPTIONS else 'plain build'}): "
               f"{'bit for bit' if same else f'max {ulps(got, want)} ULP'} against "
-              f"{args.device}", flush=True)
+              f"{args.device} (sub-groups of {dev.subgroup_size})", flush=True)
 
 
 if __name__ == "__main__":

@@ -141,3 +141,23 @@ def test_cli_translate_writes_the_module_and_refuses_bad_c(tmp_path, capsys):
     assert cli_main(["translate", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("clsim: error: bad.cl:1:")
+
+
+def test_barrier_loop_bound_with_a_numpy_conversion_is_uniform():
+    """for (long t = 0; t < K; t += 16) around a barrier: the translation writes
+    range(np.int64(0), K, 16), and np.int64(...) of uniform values is uniform."""
+    src = """__kernel void tiles(__global float *x, int K) {
+        __local float t_[16];
+        float acc = 0.0f;
+        for (long t = 0; t < K; t += 16) {
+            t_[get_local_id(0)] = x[t + get_local_id(0)];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            acc += t_[15 - get_local_id(0)];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        x[get_global_id(0)] = acc;
+    }"""
+    x = np.arange(32, dtype=np.float32)
+    want = x[15::-1] + x[31:15:-1]
+    clsim.run(clsim.load_cl(src, "tiles"), (16,), (16,), (x, np.int32(32)), jit=False)
+    np.testing.assert_array_equal(x[:16], want)

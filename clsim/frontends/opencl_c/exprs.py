@@ -85,6 +85,25 @@ def _same_value(a: CType, b: CType) -> bool:
     return a == b or a.kind == b.kind == "pointer" and a.inner == b.inner
 
 
+def _widening_child(cursor):
+    """The operand under an implicit conversion that keeps every value (a signed integer to a
+    wider signed one, an unsigned to any wider integer, a float to a wider float), else None."""
+    c = cursor
+    while c.kind == CK.PAREN_EXPR:
+        c = children(c)[0]
+    if c.kind != CK.UNEXPOSED_EXPR or len(children(c)) != 1:
+        return None
+    child = children(c)[0]
+    to, frm = ctype(c.type), ctype(child.type)
+    if to.kind != "scalar" or frm.kind != "scalar" or frm.name == "bool":
+        return None
+    wide, narrow = np.dtype(to.name), np.dtype(frm.name)
+    if wide.itemsize <= narrow.itemsize or wide.kind not in "iuf" or narrow.kind not in "iuf":
+        return None
+    ok = (wide.kind == narrow.kind) or (wide.kind == "i" and narrow.kind == "u")
+    return child if ok else None
+
+
 def constant_expression(cursor) -> bool:
     """Literals and operators only (no variable, no call): clang's value of it is the value."""
     return all(n.kind in (CK.INTEGER_LITERAL, CK.FLOATING_LITERAL, CK.CHARACTER_LITERAL,
@@ -164,6 +183,11 @@ class Expressions:
             value = evaluate(lit)  # clang's folding first: the walk below only on constants
             if value is not None and constant_expression(lit):
                 return literal(value, INT32)
+        widened = _widening_child(cursor)
+        if widened is not None and want is not None and want == t:
+            # int to long, float to double: value-preserving, and the other operand already
+            # has the wider type, so Python's usual conversions (C's) widen it the same way
+            return self.value(widened)
         if lit.kind == CK.INTEGER_LITERAL and t.kind == "scalar" and \
                 (want is None or want == t) and t.name in _BARE_OK:
             value = evaluate(lit)
@@ -423,6 +447,8 @@ class Expressions:
         kids = [k for k in children(cursor) if k.kind != CK.TYPE_REF]
         to = ctype(cursor.type)
         child = kids[-1]
+        if to.kind == "scalar" and ctype(child.type).kind == "scalar":
+            return self.convert(self.expr(child), to, cursor)  # (long)get_group_id(0)
         if to.kind == "vector" and child.kind in (CK.PAREN_EXPR, CK.INIT_LIST_EXPR) and \
                 strip(child).kind in (CK.INIT_LIST_EXPR, CK.UNEXPOSED_EXPR) and \
                 len(children(strip(child))) > 1:

@@ -344,13 +344,13 @@ class Statements(Expressions):
         if len(first) != 1 or not first[0].text.startswith(f"{name} = "):
             return None
         a = first[0].text[len(name) + 3:]
-        b = self.typed(right, t).code
+        b = self.bare(right, t).code
         if op == "<=":
             b = f"{b} + 1"
         elif op == ">=":
             b = f"{b} - 1"
         s = "" if step[0] is None and sign > 0 else \
-            f", {'-' if sign < 0 else ''}{self.typed(step[0], t).code if step[0] is not None else '1'}"
+            f", {'-' if sign < 0 else ''}{self.bare(step[0], t).code if step[0] is not None else '1'}"
         return name, start, f"range({a}, {b}{s})"
 
 
