@@ -3,8 +3,10 @@ it uses and agrees with the simulator under the spec's policies (bit for bit for
 outputs) on the spec's drawn cases, through the verifier (``verify.fuzz_spec`` with the
 printed source in place of the hand-written ``.cl`` twin).
 
-Cost: the default profiles run ``DEFAULT_EXAMPLES`` drawn cases per kernel on one device (the
-first present of intel-cpu, pocl, oclgrind whose features the spec's ``requires`` allow);
+Cost: the default profiles run one drawn case per kernel (``CLSIM_VERIFY_EXAMPLES`` sets more)
+on one device (the first present of intel-cpu, pocl, oclgrind whose features the spec's
+``requires`` allow), with tests/device/test_kernels_on_devices.py's seed so that a whole run
+shares the simulator variants it compiles;
 ``CLSIM_HYPOTHESIS_PROFILE=thorough`` runs the profile's examples on each of intel-cpu, pocl and
 oclgrind. A device lacking a feature (sub-groups, fp16) is a skip with the reason.
 ``CLSIM_TEST_DEVICES`` narrows the devices as everywhere.
@@ -30,7 +32,9 @@ import to_cl_zoo as zoo  # beside this file (pytest puts the folder on sys.path)
 
 SPECS = all_specs()
 THOROUGH = os.environ.get("CLSIM_HYPOTHESIS_PROFILE") == "thorough"
-DEFAULT_EXAMPLES = 2
+# One drawn case per kernel by default (the suite's time: each new case can compile a new
+# simulator variant); CLSIM_VERIFY_EXAMPLES raises it, the thorough profile uses its own.
+DEFAULT_EXAMPLES = int(os.environ.get("CLSIM_VERIFY_EXAMPLES", 1))
 EXAMPLES = settings.default.max_examples if THOROUGH else DEFAULT_EXAMPLES
 DEVICES = ("intel-cpu", "pocl", "oclgrind")
 # tests/device/test_kernels_on_devices.py's seed: the same drawn cases, so in one pytest run the
