@@ -216,3 +216,23 @@ def test_big_endian_buffers_compare_by_value():
     assert (d.index, d.ulp, d.expected_hex, d.actual_hex) == ((1,), 1, "0x40000000", "0x40000001")
     assert compare("be", a, b, ulp(1)).equal
     assert ulp_distance(a, b).tolist() == [0, 1]
+
+
+def test_messages_name_the_sides_and_magnitude_prints_bound_and_margin():
+    """Issue 23: sides by name (never expected/actual); a magnitude policy shows its bound
+    k*eps*scale and the margin at the element shown, and the least margin when it agrees."""
+    from verify.policy import magnitude
+
+    x = np.array([1e8, 1.0, -1e8, 3.0], np.float32)
+    forward, backward = np.array([3.0], np.float32), np.array([0.0], np.float32)
+    tight = magnitude(0.01, scale=lambda inputs: np.float64(1.0))
+    text = compare("dot", forward, backward, tight, 1.0,
+                   ("simulator", "device intel-cpu")).describe()
+    assert "simulator:        3.0" in text and "device intel-cpu: 0.0" in text
+    assert "expected" not in text and "actual" not in text
+    assert "bound k*eps*scale = 0.01 * 1.19e-07 * 1 = 1.19209e-09; |difference| 3; margin -3" \
+        in text
+    safe = magnitude(4, scale=lambda inputs: np.sum(np.abs(inputs["x"]), dtype=np.float64))
+    agree = compare("dot", forward, backward, safe, safe.scale({"x": x})).describe()
+    assert "equal" in agree and "least margin: bound k*eps*scale = 4 * 1.19e-07" in agree
+    assert "margin 92.3674" in agree
