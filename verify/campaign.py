@@ -36,7 +36,7 @@ from tqdm import tqdm
 from clsim.errors import SimulationError
 from verify.failures import DEFAULT_DIR
 from verify.fuzz import DEFAULT_EXAMPLES, MAX_ELEMENTS, FuzzReport, fuzz_spec
-from verify.lifeline import die_with_parent
+from clsim.lifeline import die_with_parent
 from verify.runner import CHECKS, default_checks
 
 LIBRARY = "kernels_py"
@@ -138,7 +138,7 @@ def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
 def _pool(jobs: int) -> ProcessPoolExecutor:
     pool = _POOLS.get(jobs)
     if pool is None:
-        # Its processes die with this one (verify.lifeline), as the device workers do.
+        # Its processes die with this one (clsim.lifeline), as the device workers do.
         pool = ProcessPoolExecutor(
             jobs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent,
             initargs=(os.getpid(), threading.current_thread() is threading.main_thread()))

@@ -34,12 +34,15 @@ from typing import Any
 import numpy as np
 
 from verify.devices import DeviceInfo, child_env, get_device, import_pyopencl
+from clsim.lifeline import spawn
 
 PROBE_VERSION = 2
 FAULT_ENV = "CLSIM_PROBE_FAULT"
 PROBE_TIMEOUT_S = 180
 # Not "-m verify.probe": the verify package imports this module first (runpy would warn).
-_CHILD = "import sys; from verify.probe import main; sys.exit(main())"
+# die_with_parent first: a probe stuck in a driver must not outlive a killed verifier.
+_CHILD = ("import sys; from clsim.lifeline import die_with_parent; die_with_parent(); "
+          "from verify.probe import main; sys.exit(main())")
 PROBE_SOURCE = """__kernel void clsim_probe(__global int* out)
 {
     size_t i = get_global_id(0);
@@ -210,9 +213,8 @@ def _write_cache(info: DeviceInfo, health: Health) -> None:
 
 
 def _start(info: DeviceInfo) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", _CHILD, info.short_name],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=child_env())
+    return spawn([sys.executable, "-c", _CHILD, info.short_name], stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True, env=child_env())
 
 
 def _verdict(proc: subprocess.Popen) -> tuple[Health, bool]:

@@ -12,7 +12,7 @@ kernel ``printf`` never corrupt the protocol. The child inherits our ICD folder 
 - No answer within ``timeout_s`` (default ``DEFAULT_TIMEOUT_S``, or ``CLSIM_DEVICE_TIMEOUT_S``):
   the child is killed, ``DeviceTimedOut``.
 - Ctrl-C in the parent kills the child and propagates.
-- The parent killed (even by SIGKILL): the child dies too (``verify.lifeline``).
+- The parent killed (even by SIGKILL): the child dies too (``clsim.lifeline``).
 - The child's data memory is capped (``RLIMIT_DATA``, half of physical memory, or
   ``CLSIM_WORKER_MEMORY_MB``; 0 for none): a runaway driver fails there, not in the OOM killer.
 
@@ -42,7 +42,7 @@ from verify.clargs import pack_shared
 from verify.devices import DeviceInfo, child_env
 from verify.errors import DeviceCrashed, DeviceTimedOut
 from verify.features import non_uniform
-from verify.lifeline import die_with_parent, spawn
+from clsim.lifeline import die_with_parent, spawn
 
 DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = "CLSIM_DEVICE_TIMEOUT_S"

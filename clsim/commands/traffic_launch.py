@@ -30,6 +30,7 @@ from clsim.cli import load_library
 from clsim.commands import first_run, specs
 from clsim.commands.progress import RunProgress
 from clsim.errors import InvalidArgumentError, SimulationError
+from clsim.lifeline import die_with_parent
 
 PURPOSE = "with traffic counting"
 _POLL_S = 0.2
@@ -95,7 +96,9 @@ def count_traffic(request: TrafficRequest, bar: bool = True) -> TrafficOutcome:
     return TrafficOutcome(result.traffic, result.compile_s + once_s)
 
 
-def _child(request: TrafficRequest, conn) -> None:
+def _child(request: TrafficRequest, conn, parent_pid: int, death_signal: bool) -> None:
+    # A child still compiling must not outlive a killed `clsim run` (a core busy for minutes).
+    die_with_parent(parent_pid, death_signal)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
     try:
         load_library()
@@ -153,7 +156,11 @@ class PendingTraffic:
                 _warm_numba()
             context = multiprocessing.get_context(method)
             self.conn, child_end = context.Pipe(duplex=False)
-            self.process = context.Process(target=_child, args=(request, child_end),
+            # The parent-death signal follows the forking thread: only the main thread is
+            # sure to live as long as this process.
+            tie = threading.current_thread() is threading.main_thread()
+            self.process = context.Process(target=_child,
+                                           args=(request, child_end, os.getpid(), tie),
                                            name="clsim traffic launch", daemon=True)
             self.process.start()
             child_end.close()
