@@ -73,6 +73,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--report-all", action="store_true",
                         help="with --check all, races or uninit: collect every finding instead "
                              "of stopping at the first")
+    parser.add_argument("--explain-speed", action="store_true",
+                        help="run in a child that compiles afresh and print which loops LLVM "
+                             "vectorised in the generated functions, and why not (slow)")
     parser.add_argument("--timeout", type=opt.positive_seconds, metavar="SECONDS",
                         help="stop the kernel after this many seconds (compilation not counted)")
 
@@ -88,6 +91,9 @@ def _max_errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float,
 
 
 def main(args) -> int:
+    if args.explain_speed:  # the same command, minus this option, in a remark-printing child
+        from clsim.explain_speed import print_explained
+        return print_explained(["-m", "clsim.cli", *_same_command(args)])
     if args.report_all and args.check not in _COLLECTING:
         raise SimulationError(
             f"--report-all collects the findings of race and uninitialised-read checks, which "
@@ -128,6 +134,20 @@ def main(args) -> int:
     else:
         print("  traffic: not counted (add --traffic)")
     return 0 if ok and not findings else 1
+
+
+def _same_command(args) -> list[str]:
+    """``clsim run`` with the options ``args`` was parsed from, less --explain-speed."""
+    argv = ["run", args.name, "--seed", str(args.seed), "--check", args.check]
+    for flag, value in (("--shape", args.shape), ("--subgroup-size", args.subgroup_size),
+                        ("--timeout", args.timeout)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.local_size is not None:
+        argv += ["--local-size", ",".join(map(str, args.local_size))]
+    argv += [flag for flag, on in (("--no-jit", args.no_jit), ("--traffic", args.traffic),
+                                   ("--report-all", args.report_all)) if on]
+    return argv
 
 
 def _stopped_by(name: str, check: str, finding: SimulationError) -> int:
