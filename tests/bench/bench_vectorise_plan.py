@@ -7,10 +7,9 @@ softmax 1024x1024 (work-group 256 per row) written by hand three ways, all launc
   same runtime helpers: one work-item at a time (``for _lid``) through each region, privates
   as per-lane arrays only where they cross a barrier, checked loads that return early.
 * ``lane-major``: each region's work-item loop innermost over contiguous lanes; the kernel's own
-  ``for c in range(lid, ncols, wg)`` loop outside it (its trip count is per lane, so lanes past
-  their end are masked); privates as arrays; no early exit (an out-of-bounds index is recorded
-  in a mask, the load clamped, and the error raised after the region); uniform values hoisted;
-  branch-free fmax. Same order of operations per lane and the same tree order: bit-identical.
+  ``for c in range(lid, ncols, wg)`` loop outside it (full trips for all lanes, then a tail of
+  the lanes that have one more); privates as arrays; no early exit (the affine indices'
+  whole range checked once before the region); uniform values hoisted; branch-free fmax. Same order of operations per lane and the same tree order: bit-identical.
 * ``lane-major + poly exp``: the same with float32 exp computed in float64 by a branch-free
   polynomial (table 2^n, degree-13 Taylor on |r| <= ln2/2) and rounded once.
 
@@ -26,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -138,6 +138,13 @@ def today_group(gx, L0, v_x, v_y, v_ncols, err):
 
 # ---- branch-free helpers for the lane-major form
 @_inline
+def clamp(i, n):
+    # selects: Numba's min/max builtins are loops over their arguments, branches to LLVM
+    i = i if i > 0 else 0
+    return i if i < n - 1 else n - 1
+
+
+@_inline
 def fmax32(a, b):
     # fmax's NaN rule as selects: LLVM if-converts these, the helper's early returns it cannot
     m = b if a < b else a
@@ -150,7 +157,7 @@ LN2_LO = 1.90821492927058770002e-10
 LOG2E = 1.4426950408889634
 _N_MIN, _N_MAX = -220, 150  # n for |v| <= 150: float32 exp is 0 or inf beyond
 POW2 = np.array([math.ldexp(1.0, k) for k in range(_N_MIN, _N_MAX + 1)])  # 2^n by lookup
-_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(14))
+_ROUNDER = 6755399441055744.0  # 1.5 * 2^52: adding it rounds a double to an integer
 
 
 @_inline
@@ -159,8 +166,9 @@ def exp64_poly(v, pow2):
     Taylor to degree 13 (truncation < 2^-60), times 2^n looked up. Exact to about 1 ulp of
     double for |v| <= 150, the range whose float32 result is neither 0 nor inf; beyond, it
     returns a value that rounds to float32 0 or inf as libm's does."""
-    w = min(max(v, -150.0), 150.0)
-    n = math.floor(w * LOG2E + 0.5)
+    w = v if v > -150.0 else -150.0  # selects, not min/max: Numba's min/max are calls
+    w = w if w < 150.0 else 150.0
+    n = (w * LOG2E + _ROUNDER) - _ROUNDER  # round to nearest without a libm call
     r = (w - n * LN2_HI) - n * LN2_LO
     p = 1.0 / 6227020800.0
     p = p * r + 1.0 / 479001600.0
@@ -176,7 +184,9 @@ def exp64_poly(v, pow2):
     p = p * r + 0.5
     p = p * r + 1.0
     p = p * r + 1.0
-    res = p * pow2[np.int64(n) - _N_MIN]  # a gather; below 2^-1022 only float32 zeros result
+    # a gather from a global (a constant to LLVM: no alias check, which a table passed as an
+    # argument needs and cannot get: "cannot identify array bounds"); pow2 is unused
+    res = p * POW2[np.int32(n) - _N_MIN]
     return v if v != v else res
 
 
@@ -203,23 +213,21 @@ def _lane_major(use_poly: bool):
         total = np.empty(L, np.float32)
         scratch = np.empty(MAX_WG, np.float32)
         base = gx * np.int64(ncols)  # uniform: hoisted
-        trips = (np.int64(ncols) + L - 1) // L  # most trips of any lane; the rest masked
-        oob = False
-        for lid in range(L):
-            row_max[lid] = -np.float32(np.inf)
-        for k in range(trips):
-            for lid in range(L):  # contiguous lanes: the loop LLVM vectorises
-                c = lid + k * L
-                live = c < ncols
-                i = base + c
-                out = (i < 0) | (i >= n)
-                oob |= live & out
-                v = x[min(max(i, 0), n - 1)]
-                m = fmax32(row_max[lid], v)
-                row_max[lid] = m if live else row_max[lid]
-        if oob:  # raised after the region, as today's message would say
+        full = np.int64(ncols) // L  # trips every lane makes; then a tail of `rest` lanes
+        rest = np.int64(ncols) - full * L
+        # x[base + c] and y[base + c] are affine in (k, lid): their whole range is checked
+        # once, before the region; a failure would rerun the group the checked way for the
+        # first failing work-item's message (not written here).
+        if ncols > 0 and (base < 0 or base + ncols > n or base + ncols > y.shape[0]):
             bad[gx] = 1
             return
+        for lid in range(L):
+            row_max[lid] = -np.float32(np.inf)
+        for k in range(full):
+            for lid in range(L):  # contiguous lanes: the loop LLVM vectorises
+                row_max[lid] = fmax32(row_max[lid], x[base + k * L + lid])
+        for lid in range(rest):
+            row_max[lid] = fmax32(row_max[lid], x[base + full * L + lid])
         for lid in range(L):
             scratch[lid] = row_max[lid]
         active = L
@@ -231,13 +239,11 @@ def _lane_major(use_poly: bool):
         rmax = scratch[0]  # uniform after the barrier: one value, not an array
         for lid in range(L):
             total[lid] = np.float32(0.0)
-        for k in range(trips):
+        for k in range(full):
             for lid in range(L):
-                c = lid + k * L
-                live = c < ncols
-                i = min(max(base + c, 0), n - 1)
-                e = exp32(x[i] - rmax, pow2)
-                total[lid] = total[lid] + e if live else total[lid]
+                total[lid] = total[lid] + exp32(x[base + k * L + lid] - rmax, pow2)
+        for lid in range(rest):
+            total[lid] = total[lid] + exp32(x[base + full * L + lid] - rmax, pow2)
         for lid in range(L):
             scratch[lid] = total[lid]
         active = L
@@ -247,12 +253,10 @@ def _lane_major(use_poly: bool):
                 scratch[lid] = scratch[lid] + scratch[lid + half]
             active = half
         tot = scratch[0]
-        for k in range(trips):
-            for lid in range(L):
-                c = lid + k * L
-                if c < ncols:
-                    i = base + c
-                    y[i] = exp32(x[i] - rmax, pow2) / tot
+        for k in range(full + (rest > 0)):
+            for lid in range(L if k < full else rest):
+                i = base + k * L + lid
+                y[i] = exp32(x[i] - rmax, pow2) / tot
     return group
 
 
@@ -295,7 +299,7 @@ def vector_lines(dispatcher) -> tuple[int, bool]:
     asm = next(iter(dispatcher.inspect_asm().values()))
     body = [ln for ln in asm.splitlines() if ln.startswith("\t") and not ln.startswith("\t.")]
     wide = sum(1 for ln in body if "%ymm" in ln or "%zmm" in ln)
-    calls_exp = any("exp" in ln for ln in body if "call" in ln or "movabsq" in ln)
+    calls_exp = any(re.search(r"\$exp\b|\bexp@", ln) for ln in body)
     return wide, calls_exp
 
 
