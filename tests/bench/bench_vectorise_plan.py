@@ -278,6 +278,19 @@ def _launcher(group):
     return launch
 
 
+@_jit
+def serial_today(x, y, ncols, errs):
+    for g in range(errs.shape[0]):
+        today_group(g, WG, x, y, ncols, errs[g])
+
+
+@_jit
+def serial_lane_poly(x, y, ncols, bad, pow2):
+    # one thread: the comparison a loaded machine disturbs least
+    for g in range(bad.shape[0]):
+        lane_poly_group(g, WG, x, y, ncols, bad, pow2)
+
+
 launch_lane_libm = _launcher(lane_libm_group)
 launch_lane_poly = _launcher(lane_poly_group)
 
@@ -324,6 +337,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     opts = parser.parse_args(argv)
     import clsim
+    from bench_engine import njit_softmax
     from clsim.spec import get_spec
     from verify.clrun import run_cl
 
@@ -354,7 +368,12 @@ def main(argv=None) -> int:
                                                                POW2),
         "hand: lane-major, poly exp": lambda: launch_lane_poly(x, outs["poly"], ncols, bad,
                                                                POW2),
+        "hand, one thread: today's form": lambda: serial_today(x, outs["today"], ncols, errs),
+        "hand, one thread: lane-major, poly exp": lambda: serial_lane_poly(x, outs["poly"],
+                                                                           ncols, bad, POW2),
+        "plain @njit loop, one thread": lambda: njit_softmax(inputs["x"], plain_y),
     }
+    plain_y = np.zeros_like(inputs["x"])
     for fn in systems.values():
         fn()
     same = {k: outs[k].tobytes() == sim_y.tobytes() for k in outs}
