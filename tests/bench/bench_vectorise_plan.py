@@ -9,7 +9,8 @@ softmax 1024x1024 (work-group 256 per row) written by hand three ways, all launc
 * ``lane-major``: each region's work-item loop innermost over contiguous lanes; the kernel's own
   ``for c in range(lid, ncols, wg)`` loop outside it (full trips for all lanes, then a tail of
   the lanes that have one more); privates as arrays; no early exit (the affine indices'
-  whole range checked once before the region); uniform values hoisted; branch-free fmax. Same order of operations per lane and the same tree order: bit-identical.
+  whole range checked once before the region); uniform values hoisted; branch-free fmax.
+  Same order of operations per lane and the same tree order: bit-identical.
 * ``lane-major + poly exp``: the same with float32 exp computed in float64 by a branch-free
   polynomial (table 2^n, degree-13 Taylor on |r| <= ln2/2) and rounded once.
 
@@ -161,7 +162,7 @@ _ROUNDER = 6755399441055744.0  # 1.5 * 2^52: adding it rounds a double to an int
 
 
 @_inline
-def exp64_poly(v, pow2):
+def exp64_poly(v):
     """exp(v) in float64 without a call or a branch: v = n ln2 + r, |r| <= ln2/2, exp(r) by
     Taylor to degree 13 (truncation < 2^-60), times 2^n looked up. Exact to about 1 ulp of
     double for |v| <= 150, the range whose float32 result is neither 0 nor inf; beyond, it
@@ -185,14 +186,14 @@ def exp64_poly(v, pow2):
     p = p * r + 1.0
     p = p * r + 1.0
     # a gather from a global (a constant to LLVM: no alias check, which a table passed as an
-    # argument needs and cannot get: "cannot identify array bounds"); pow2 is unused
+    # argument needs and cannot get: "cannot identify array bounds")
     res = p * POW2[np.int32(n) - _N_MIN]
     return v if v != v else res
 
 
 @_inline
-def exp32_poly(x, pow2):
-    return np.float32(exp64_poly(np.float64(x), pow2))
+def exp32_poly(x):
+    return np.float32(exp64_poly(np.float64(x)))
 
 
 @_inline
@@ -202,12 +203,12 @@ def exp32_libm(x):
 
 
 def _lane_major(use_poly: bool):
-    def exp32(x, pow2):
-        return exp32_poly(x, pow2) if use_poly else exp32_libm(x)
+    def exp32(x):
+        return exp32_poly(x) if use_poly else exp32_libm(x)
     exp32 = _inline(exp32)
 
     @_jit
-    def group(gx, L, x, y, ncols, bad, pow2):
+    def group(gx, L, x, y, ncols, bad):
         n = x.shape[0]
         row_max = np.empty(L, np.float32)
         total = np.empty(L, np.float32)
@@ -241,9 +242,9 @@ def _lane_major(use_poly: bool):
             total[lid] = np.float32(0.0)
         for k in range(full):
             for lid in range(L):
-                total[lid] = total[lid] + exp32(x[base + k * L + lid] - rmax, pow2)
+                total[lid] = total[lid] + exp32(x[base + k * L + lid] - rmax)
         for lid in range(rest):
-            total[lid] = total[lid] + exp32(x[base + full * L + lid] - rmax, pow2)
+            total[lid] = total[lid] + exp32(x[base + full * L + lid] - rmax)
         for lid in range(L):
             scratch[lid] = total[lid]
         active = L
@@ -256,7 +257,7 @@ def _lane_major(use_poly: bool):
         for k in range(full + (rest > 0)):
             for lid in range(L if k < full else rest):
                 i = base + k * L + lid
-                y[i] = exp32(x[i] - rmax, pow2) / tot
+                y[i] = exp32(x[i] - rmax) / tot
     return group
 
 
@@ -272,9 +273,9 @@ def launch_today(x, y, ncols, errs):
 
 def _launcher(group):
     @_jitp
-    def launch(x, y, ncols, bad, pow2):
+    def launch(x, y, ncols, bad):
         for g in prange(bad.shape[0]):
-            group(g, WG, x, y, ncols, bad, pow2)
+            group(g, WG, x, y, ncols, bad)
     return launch
 
 
@@ -285,10 +286,10 @@ def serial_today(x, y, ncols, errs):
 
 
 @_jit
-def serial_lane_poly(x, y, ncols, bad, pow2):
+def serial_lane_poly(x, y, ncols, bad):
     # one thread: the comparison a loaded machine disturbs least
     for g in range(bad.shape[0]):
-        lane_poly_group(g, WG, x, y, ncols, bad, pow2)
+        lane_poly_group(g, WG, x, y, ncols, bad)
 
 
 launch_lane_libm = _launcher(lane_libm_group)
@@ -302,9 +303,9 @@ def exp_loop_libm(x, out):
 
 
 @_jit
-def exp_loop_poly(x, out, pow2):
+def exp_loop_poly(x, out):
     for i in range(x.size):
-        out[i] = exp32_poly(x[i], pow2)
+        out[i] = exp32_poly(x[i])
 
 
 def vector_lines(dispatcher) -> tuple[int, bool]:
@@ -316,16 +317,16 @@ def vector_lines(dispatcher) -> tuple[int, bool]:
     return wide, calls_exp
 
 
-def exp_accuracy(pow2, count: int = 1 << 22) -> dict:
+def exp_accuracy(count: int = 1 << 22) -> dict:
     """float64 ulps of the polynomial against libm, and float32 results that differ."""
     rng = np.random.default_rng(1)
     x = rng.uniform(-104.0, 88.7, count).astype(np.float32)
     poly = np.empty_like(x)
     libm = np.empty_like(x)
-    exp_loop_poly(x, poly, pow2)
+    exp_loop_poly(x, poly)
     exp_loop_libm(x, libm)
     v = x.astype(np.float64)
-    p64 = np.array([exp64_poly(t, pow2) for t in v[:20000]])
+    p64 = np.array([exp64_poly(t) for t in v[:20000]])
     ref = np.exp(v[:20000])
     ulps = np.abs(p64 - ref) / np.spacing(ref)
     return {"max_ulp_f64": float(ulps.max()), "f32_differ": int((poly != libm).sum()),
@@ -364,13 +365,11 @@ def main(argv=None) -> int:
         "clsim default": lambda: clsim.run(spec.kernel, launch.global_size, launch.local_size,
                                            (inputs["x"], sim_y, ncols)),
         "hand: today's generated form": lambda: launch_today(x, outs["today"], ncols, errs),
-        "hand: lane-major, libm exp": lambda: launch_lane_libm(x, outs["libm"], ncols, bad,
-                                                               POW2),
-        "hand: lane-major, poly exp": lambda: launch_lane_poly(x, outs["poly"], ncols, bad,
-                                                               POW2),
+        "hand: lane-major, libm exp": lambda: launch_lane_libm(x, outs["libm"], ncols, bad),
+        "hand: lane-major, poly exp": lambda: launch_lane_poly(x, outs["poly"], ncols, bad),
         "hand, one thread: today's form": lambda: serial_today(x, outs["today"], ncols, errs),
         "hand, one thread: lane-major, poly exp": lambda: serial_lane_poly(x, outs["poly"],
-                                                                           ncols, bad, POW2),
+                                                                           ncols, bad),
         "plain @njit loop, one thread": lambda: njit_softmax(inputs["x"], plain_y),
     }
     plain_y = np.zeros_like(inputs["x"])
@@ -393,9 +392,9 @@ def main(argv=None) -> int:
     xs = np.random.default_rng(2).uniform(-20, 0, 1 << 20).astype(np.float32)
     out = np.empty_like(xs)
     exp_loop_libm(xs, out)
-    exp_loop_poly(xs, out, POW2)
+    exp_loop_poly(xs, out)
     t = best_interleaved({"libm": lambda: exp_loop_libm(xs, out),
-                          "poly": lambda: exp_loop_poly(xs, out, POW2)}, rounds=opts.rounds)
+                          "poly": lambda: exp_loop_poly(xs, out)}, rounds=opts.rounds)
     print(f"exp over 2^20 float32: libm {t['libm'] * 1e3:.2f} ms, poly {t['poly'] * 1e3:.2f} ms "
           f"({t['libm'] / t['poly']:.1f}x faster)")
     for name, fn in (("libm", exp_loop_libm), ("poly", exp_loop_poly),
@@ -403,7 +402,7 @@ def main(argv=None) -> int:
                      ("lane-major group, poly", lane_poly_group), ("today's group", today_group)):
         wide, calls = vector_lines(fn)
         print(f"  {name}: {wide} ymm/zmm instructions, call to exp left: {calls}")
-    print("accuracy:", exp_accuracy(POW2))
+    print("accuracy:", exp_accuracy())
     return 0
 
 
