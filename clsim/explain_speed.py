@@ -106,6 +106,8 @@ def _enclosing(functions: list[tuple[int, int, str]], line: int) -> str:
 
 
 def _source_line(path: str, line: int) -> str:
+    if line < 1:  # LLVM's line 0: code the debug information ties to no line
+        return ""
     try:
         return Path(path).read_text().splitlines()[line - 1].strip()
     except (OSError, IndexError):
