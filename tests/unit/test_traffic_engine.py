@@ -359,11 +359,11 @@ def row_softmax(x, y, ncols):
     barrier(CLK_LOCAL_MEM_FENCE)
     active = wg
     while active > 1:
-        half = active // 2
-        if lid < half:
-            scratch[lid] = fmax(scratch[lid], scratch[lid + half])
+        half_ = active // 2
+        if lid < half_:
+            scratch[lid] = fmax(scratch[lid], scratch[lid + half_])
         barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+        active = half_
     m = scratch[0]
     for c in range(lid, ncols, wg):
         y[row * ncols + c] = exp(x[row * ncols + c] - m)
@@ -401,7 +401,7 @@ def test_counting_does_not_change_results_or_depend_on_parallelism():
 def test_loop_steps_and_tree_counts():
     """ncols = 100 over 64 lanes: the first loop's load runs 100 times per row in 4 steps
     (lanes 0-31 and 32-63 on c = lid, then lanes 0-31 (32 floats) and 32-35 on c = lid + 64).
-    The tree's scratch[lid + half] load runs 32+16+...+1 = 63 times per row."""
+    The tree's scratch[lid + half_] load runs 32+16+...+1 = 63 times per row."""
     r, _ = _softmax_run(traffic=True)
     loads = [s for s in r.traffic.sites if s["buffer"] == "x"]
     first = min(loads, key=lambda s: s["line"])
