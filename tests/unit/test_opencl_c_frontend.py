@@ -161,3 +161,15 @@ def test_barrier_loop_bound_with_a_numpy_conversion_is_uniform():
     want = x[15::-1] + x[31:15:-1]
     clsim.run(clsim.load_cl(src, "tiles"), (16,), (16,), (x, np.int32(32)), jit=False)
     np.testing.assert_array_equal(x[:16], want)
+
+
+def test_a_pointer_through_void_keeps_its_type():
+    """ggml's p = (global void *)((global char *)dst + offsetd) into a global float *p:
+    p is a float pointer offsetd bytes further (a byte pointer would write elsewhere)."""
+    src = """__kernel void k(__global float *dst, ulong offsetd) {
+        global float *p = (global void *)((global char *)dst + offsetd);
+        p[1] = 5.0f;
+    }"""
+    dst = np.zeros(8, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (dst, np.uint64(8)), jit=False)
+    assert dst[3] == 5.0 and np.count_nonzero(dst) == 1
