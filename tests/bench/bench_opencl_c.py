@@ -1,7 +1,7 @@
 """The OpenCL C front end's costs: a translated kernel's launch time against its hand-written
 Python twin (softmax, tiled matmul, Q4_0 GEMV; warm, at the spec's default shape, measured
-round-robin), the first compile of each (a fresh cache, each in its own process so neither
-inherits the other's Numba state), and translating the library's largest .cl file (CPU and
+round-robin), the first compile of each (CPU seconds of the first launch in a fresh process
+and cache, so neither inherits the other's Numba state), and translating the library's largest .cl file (CPU and
 wall time). Ratios are translated / twin within one run.
 
 Run: python tests/bench/bench_opencl_c.py [--docs]   (--docs appends to docs/performance.md)
@@ -48,10 +48,11 @@ def _launch(name: str, which: str):
 
 
 def first_compile(name: str, which: str) -> float:
-    """Seconds of the first launch (compile included) in a fresh process and cache."""
+    """CPU seconds of the first launch (compile included) in a fresh process and cache: CPU,
+    not wall, time, since other processes share the cores."""
     code = (f"import sys, time; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
             f"from bench_opencl_c import _launch; go = _launch({name!r}, {which!r}); "
-            "t = time.perf_counter(); go(); print(time.perf_counter() - t)")
+            "t = time.process_time(); go(); print(time.process_time() - t)")
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "CLSIM_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -83,8 +84,8 @@ def main() -> None:
         print(name, json.dumps(rows[name]), flush=True)
     file, lines, cpu, wall = translate_times()
     out = [f"Machine: {machine()}.", "",
-           "| kernel | launch, twin | launch, translated | ratio | first compile, twin | "
-           "first compile, translated | ratio |", "| --- | --- | --- | --- | --- | --- | --- |"]
+           "| kernel | launch, twin | launch, translated | ratio | first compile, twin (CPU) | "
+           "first compile, translated (CPU) | ratio |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in rows.items():
         out.append(f"| {name} | {r['twin_s'] * 1e3:.2f} ms | {r['cl_s'] * 1e3:.2f} ms | "
                    f"{r['ratio']:.2f} | {r['compile_twin_s']:.1f} s | {r['compile_cl_s']:.1f} s "

@@ -161,3 +161,28 @@ def test_barrier_loop_bound_with_a_numpy_conversion_is_uniform():
     want = x[15::-1] + x[31:15:-1]
     clsim.run(clsim.load_cl(src, "tiles"), (16,), (16,), (x, np.int32(32)), jit=False)
     np.testing.assert_array_equal(x[:16], want)
+
+
+def test_a_pointer_through_void_keeps_its_type():
+    """ggml's p = (global void *)((global char *)dst + offsetd) into a global float *p:
+    p is a float pointer offsetd bytes further (a byte pointer would write elsewhere)."""
+    src = """__kernel void k(__global float *dst, ulong offsetd) {
+        global float *p = (global void *)((global char *)dst + offsetd);
+        p[1] = 5.0f;
+    }"""
+    dst = np.zeros(8, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (dst, np.uint64(8)), jit=False)
+    assert dst[3] == 5.0 and np.count_nonzero(dst) == 1
+
+
+def test_a_race_names_both_cl_lines():
+    src = """__kernel void race(__global float *x) {
+      __local float t[64];
+      t[get_local_id(0)] = x[get_global_id(0)];
+      x[get_global_id(0)] = t[63 - get_local_id(0)];
+    }"""
+    with pytest.raises(clsim.DataRaceError) as info:
+        clsim.run(clsim.load_cl(src, "race"), (64,), (64,), (np.zeros(64, np.float32),),
+                  jit=False, checks="all")
+    message = str(info.value)
+    assert message.startswith("kernel.cl:3 in race") and "load at kernel.cl:4" in message

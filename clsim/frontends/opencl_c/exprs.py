@@ -50,6 +50,8 @@ class Py:
     prec: int = ATOM
     # A char pointer plus a byte offset, (base, offset): a cast of it becomes view(base, T, off).
     byte_base: tuple[str, str] | None = None
+    # A char view of a pointer, view(p, np.int8): p, so bytes counted from it view p directly.
+    viewed: str | None = None
 
 
 _CHILDREN: dict = {}
@@ -232,9 +234,10 @@ class Expressions:
             if py.code == "None" or py.code == "0":
                 return Py("None", to)
             raise Unsupported(cursor, f"a cast from {src} to a pointer")
-        if src.inner == to.inner or to.inner.kind == "void" or src.space != to.space and \
-                src.inner == to.inner:
+        if src.inner == to.inner:
             return Py(py.code, to, py.prec, py.byte_base)
+        if to.inner.kind == "void":  # keeps what it points to: a cast back views the same bytes
+            return py
         target = to.inner
         if target.kind not in ("scalar", "vector", "struct"):
             raise Unsupported(cursor, f"a cast to a pointer to {target}")
@@ -242,7 +245,12 @@ class Expressions:
         base, offset = py.byte_base or (py.code, None)
         if offset is not None:
             return Py(f"view({base}, {name}, {offset})", to)
-        return Py(f"view({py.code}, {name})", to)
+        if py.viewed is not None:
+            return Py(f"view({py.viewed}, {name})", to)
+        out = Py(f"view({py.code}, {name})", to)
+        if target.kind == "scalar" and target.name in ("int8", "uint8"):
+            out.viewed = py.code
+        return out
 
     # -- leaves
     def number(self, cursor, as_type: CType | None = None) -> Py:
@@ -290,7 +298,9 @@ class Expressions:
             return self.expr(child)
         if frm.kind == "pointer" and to.kind == "pointer":
             py = self.expr(child)
-            return Py(py.code, to, py.prec, py.byte_base)  # address-space or qualifier change only
+            if frm.inner == to.inner:
+                return Py(py.code, to, py.prec, py.byte_base)  # address space, qualifiers
+            return self.pointer_cast(py, to, cursor)  # from void *, or C's implicit casts
         if to.kind == "scalar" and frm.kind == "scalar":
             value = evaluate(cursor)
             if value is not None and constant_expression(child):
@@ -347,7 +357,7 @@ class Expressions:
         if op == "+" and a is ptr and ptr.type.inner.kind == "scalar" and \
                 ptr.type.inner.name in ("int8", "uint8"):
             py.byte_base = (a.byte_base[0], f"{a.byte_base[1]} + {wrap(b, p + 1)}") \
-                if a.byte_base else (a.code, b.code)
+                if a.byte_base else (a.viewed or a.code, b.code)
         return py
 
     def unary(self, cursor) -> Py:

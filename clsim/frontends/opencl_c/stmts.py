@@ -309,6 +309,16 @@ class Statements(Expressions):
         self.loop_incs.pop()
         self.names.pop()
 
+    def step_text(self, step, t: CType) -> str:
+        """A range step in the loop variable's type: ``i += s`` computes in C's common type
+        and converts back to i's, which is the same modulo 2**bits as adding s converted."""
+        if step is None:
+            return "1"
+        py = self.bare(step, t)
+        if py.type == t:
+            return py.code
+        return self.convert(self.expr(strip(step)), t, step).code
+
     def counted_range(self, init, cond, inc, body, start):
         """``(var, first line of the init, "range(a, b, s)")`` for ``for (i = a; i < b; i += s)``
         whose bound and step the body cannot change; else None."""
@@ -350,7 +360,7 @@ class Statements(Expressions):
         elif op == ">=":
             b = f"{b} - 1"
         s = "" if step[0] is None and sign > 0 else \
-            f", {'-' if sign < 0 else ''}{self.bare(step[0], t).code if step[0] is not None else '1'}"
+            f", {'-' if sign < 0 else ''}{self.step_text(step[0], t)}"
         return name, start, f"range({a}, {b}{s})"
 
 
