@@ -55,6 +55,24 @@ def test_integer_division_and_remainder_are_cs():
     assert "long i;" in src and "(long)get_global_id(0)" in src  # ids are int64 in clsim
 
 
+@clsim.func
+def shadows(x):
+    SCALE = x * 2.0  # a local named like the module constant: no #define may rename it
+    return SCALE
+
+
+@clsim.kernel
+def constant_and_local(y):
+    i = get_global_id(0)
+    y[i] = shadows(y[i]) + SCALE
+
+
+def test_module_constants_never_rename_a_variable():
+    src = to_cl(constant_and_local, (np.zeros(4, np.float32),))
+    assert "#define SCALE" not in src and "float SCALE;" in src
+    assert "+ 0.1f;" in src
+
+
 @clsim.kernel
 def table_read(y, n):
     i = get_global_id(0)

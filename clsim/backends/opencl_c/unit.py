@@ -66,6 +66,9 @@ class Unit:
         self.subgroups = False
         self.extensions: set[str] = set()
         self.cl2: set[str] = set()
+        # every variable and parameter name printed: a #define must not rename one
+        self.variables = {c_name(n) for n in typed.kernel.env} | {
+            c_name(n) for spec in self.program.funcs.values() for n in spec.env}
         self.helper_names: dict[tuple, str] = {}
         self.helper_queue: list[tuple] = []
 
@@ -102,8 +105,8 @@ class Unit:
         if node.id in OPENCL_CONSTANTS:
             return node.id
         name = c_name(node.id)
-        if self.defines.setdefault(name, text) != text:
-            return text  # two modules' constants share the name: the number
+        if name in self.variables or self.defines.setdefault(name, text) != text:
+            return text  # a variable or another module's constant has the name: the number
         return name
 
     def helper_call(self, printer, node, kfn) -> str:
