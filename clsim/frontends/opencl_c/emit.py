@@ -275,6 +275,8 @@ def _retype_parameter(emitter, c, name: str, t: CType) -> None:
     if t.kind != "pointer":
         return
     inner = t.inner
+    if inner.kind == "void":
+        return  # local void *: LocalMem's bytes; each cast views them as it needs
     if t.space == "local" and not (inner.kind == "scalar" and inner.name in ("int8", "uint8")):
         pointee = f"np.{inner.name}" if inner.kind == "scalar" else inner.py_name
         emitter.put(f"{name} = view({name}, {pointee})", c)
