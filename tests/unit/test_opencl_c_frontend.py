@@ -186,3 +186,13 @@ def test_a_race_names_both_cl_lines():
                   jit=False, checks="all")
     message = str(info.value)
     assert message.startswith("kernel.cl:3 in race") and "load at kernel.cl:4" in message
+
+
+def test_a_vector_argument_reaches_the_kernel_whole():
+    src = """__kernel void k(__global int *out, int4 s) {
+        out[0] = s.x * 1000 + s.y * 100 + s.z * 10 + s.w;
+    }"""
+    out = np.zeros(1, np.int32)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (out, np.array([1, 2, 3, 4], np.int32)),
+              jit=False)
+    assert out[0] == 1234
