@@ -19,6 +19,8 @@ class PointerExpressions:
         """C's pointer casts as views: ``(global T*)((global char*)p + off)`` is
         ``view(p, np.T, off)``."""
         src = py.type
+        if py.code == "None":  # NULL, ((void *)0), is NULL as any pointer type
+            return Py("None", to)
         if src.kind != "pointer":
             if py.code == "None" or py.code == "0":
                 return Py("None", to)
