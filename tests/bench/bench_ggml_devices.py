@@ -1,7 +1,8 @@
 """ggml's OpenCL kernels, unchanged, in the simulator (translated by the OpenCL C front end) and
 on a device (the same .cl built by pyopencl), at the launch shapes of ggml-opencl.cpp (Intel
-path: nth = 32 for soft_max, 64 for rms_norm; the device's sub-group size), compared bit for bit and in
-ULPs. Argument lists follow the host code's clSetKernelArg calls.
+path: nth = 32 for soft_max, 64 for rms_norm; the device's sub-group size), compared bit for
+bit, in ULPs, and for dot products against the magnitude of their terms. Argument lists follow
+the host code's clSetKernelArg calls.
 
 Run: python tests/bench/bench_ggml_devices.py /path/to/ggml-opencl/kernels [--device intel-cpu]
 (test data from outside the project: nothing of it is copied here).

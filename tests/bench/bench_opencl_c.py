@@ -1,8 +1,8 @@
 """The OpenCL C front end's costs: a translated kernel's launch time against its hand-written
 Python twin (softmax, tiled matmul, Q4_0 GEMV; warm, at the spec's default shape, measured
 round-robin), the first compile of each (CPU seconds of the first launch in a fresh process
-and cache, so neither inherits the other's Numba state), and translating the library's largest .cl file (CPU and
-wall time). Ratios are translated / twin within one run.
+and cache, so neither inherits the other's Numba state), and translating the library's largest
+.cl file (CPU and wall time). Ratios are translated / twin within one run.
 
 Run: python tests/bench/bench_opencl_c.py [--docs]   (--docs appends to docs/performance.md)
 """
@@ -85,7 +85,8 @@ def main() -> None:
     file, lines, cpu, wall = translate_times()
     out = [f"Machine: {machine()}.", "",
            "| kernel | launch, twin | launch, translated | ratio | first compile, twin (CPU) | "
-           "first compile, translated (CPU) | ratio |", "| --- | --- | --- | --- | --- | --- | --- |"]
+           "first compile, translated (CPU) | ratio |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in rows.items():
         out.append(f"| {name} | {r['twin_s'] * 1e3:.2f} ms | {r['cl_s'] * 1e3:.2f} ms | "
                    f"{r['ratio']:.2f} | {r['compile_twin_s']:.1f} s | {r['compile_cl_s']:.1f} s "

@@ -186,3 +186,27 @@ def test_a_race_names_both_cl_lines():
                   jit=False, checks="all")
     message = str(info.value)
     assert message.startswith("kernel.cl:3 in race") and "load at kernel.cl:4" in message
+
+
+def test_a_vector_argument_reaches_the_kernel_whole():
+    src = """__kernel void k(__global int *out, int4 s) {
+        out[0] = s.x * 1000 + s.y * 100 + s.z * 10 + s.w;
+    }"""
+    out = np.zeros(1, np.int32)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (out, np.array([1, 2, 3, 4], np.int32)),
+              jit=False)
+    assert out[0] == 1234
+
+
+def test_null_pointer_parameter():
+    """A parameter the host passes as NULL is None; `p != NULL` tests it."""
+    src = """__kernel void k(__global float *x, __global const float *bias) {
+        x[0] = 1.0f;
+        if (bias != NULL) { x[0] += bias[0]; }
+    }"""
+    kernel = clsim.load_cl(src, "k")
+    x = np.zeros(1, np.float32)
+    clsim.run(kernel, (1,), (1,), (x, None), jit=False)
+    assert x[0] == 1.0
+    clsim.run(kernel, (1,), (1,), (x, np.full(1, 2.0, np.float32)), jit=False)
+    assert x[0] == 3.0

@@ -38,6 +38,8 @@ def _sample(kernel, t: CType):
         return np.zeros(64, dtype)
     if t.kind == "struct":
         return np.zeros((), kernel.structs[t.name])[()]
+    if t.kind == "vector":
+        return np.ones(t.width, t.name)
     return None
 
 

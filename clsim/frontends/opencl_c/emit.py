@@ -202,8 +202,10 @@ class ModuleEmitter:
                     raise Unsupported(c, f"a parameter of type {t} ({p_name})" if t.kind ==
                                       "other" else f"image parameters ({p_name}: {t})")
                 if is_kernel and t.kind == "vector":
-                    raise Unsupported(c, f"a vector kernel parameter ({t} {p_name})")
-                if is_kernel:
+                    # the simulator takes scalars: the vector is rebuilt from its components
+                    parts = ", ".join(f"{p_name}_s{k:x}" for k in range(t.width))
+                    emitter.put(f"{p_name} = {t.py_name}({parts})", c)
+                elif is_kernel:
                     _retype_parameter(emitter, c, p_name, t)
             body = next(k for k in children(c) if k.kind == CK.COMPOUND_STMT)
             emitter.box_locals(body)
@@ -219,7 +221,7 @@ class ModuleEmitter:
         self.out.append(Line(0, "", c.location.line))
         self.out.append(Line(0, "", c.location.line))
         self.put_top("@kernel" if is_kernel else "@func", c)
-        self.put_top(f"def {name}({', '.join(p for p, _ in params)}):", c)
+        self.put_top(f"def {name}({', '.join(_python_params(params, is_kernel))}):", c)
         self.out.extend(emitter.lines)
         if is_kernel:
             self.t.kernels.append(c.spelling)
@@ -269,12 +271,26 @@ class ModuleEmitter:
         self.t.source = "\n".join(lines) + "\n"
 
 
+def _python_params(params, is_kernel: bool) -> list[str]:
+    """The Python parameters: a kernel's vector parameter is one per component
+    (``ClKernel.adapt_args`` splits the argument)."""
+    out = []
+    for name, t in params:
+        if is_kernel and t.kind == "vector":
+            out += [f"{name}_s{k:x}" for k in range(t.width)]
+        else:
+            out.append(name)
+    return out
+
+
 def _retype_parameter(emitter, c, name: str, t: CType) -> None:
     """A kernel parameter the argument cannot type as C declares it gets its type first thing:
     a ``local T *`` is LocalMem's bytes, a ``global float4 *`` a float array."""
     if t.kind != "pointer":
         return
     inner = t.inner
+    if inner.kind == "void":
+        return  # local void *: LocalMem's bytes; each cast views them as it needs
     if t.space == "local" and not (inner.kind == "scalar" and inner.name in ("int8", "uint8")):
         pointee = f"np.{inner.name}" if inner.kind == "scalar" else inner.py_name
         emitter.put(f"{name} = view({name}, {pointee})", c)

@@ -10,133 +10,20 @@ precedence, so parentheses appear only where Python needs them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import clang.cindex as ci
 import numpy as np
 
 from clsim import api
 from clsim.compiler.builtins import registry
 from clsim.frontends.opencl_c.ctype import CType, ctype
+from clsim.frontends.opencl_c.nodes import (  # noqa: F401  (the emitters' shared names)
+    _BARE_OK, _NAMED_CONSTANTS, ATOM, BOOL, CK, COMPARE, INT32, INT64, OUT_PARAM_BUILTINS,
+    PREC, RENAMED_CALLS, UNARY, Py, Unsupported, _widening_child, children,
+    constant_expression, literal, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
-
-CK = ci.CursorKind
-ATOM, UNARY, POWER = 14, 12, 13
-PREC = {"or": 2, "and": 3, "not": 4, "cmp": 5, "|": 6, "^": 7, "&": 8, "<<": 9, ">>": 9,
-        "+": 10, "-": 10, "*": 11, "/": 11, "//": 11, "%": 11, "if": 1}
-COMPARE = {"<", ">", "<=", ">=", "==", "!="}
-BOOL = CType("scalar", "bool")
-INT32, INT64 = CType("scalar", "int32"), CType("scalar", "int64")
-_BARE_OK = {"int32", "int64", "uint32", "uint64"}
-_NAMED_CONSTANTS = {n for n in vars(api) if n.isupper()}
-# C builtins whose value the Python twin names differently.
-RENAMED_CALLS = {"__builtin_inff": "INFINITY", "__builtin_huge_valf": "HUGE_VALF",
-                 "__builtin_nanf": "NAN"}
-OUT_PARAM_BUILTINS = {"frexp", "modf", "fract", "sincos", "remquo", "lgamma_r"}
+from clsim.frontends.opencl_c.pointers import PointerExpressions
 
 
-class Unsupported(Exception):
-    """A construct the Python kernel language cannot express yet; carries the cursor."""
-
-    def __init__(self, cursor, what: str):
-        super().__init__(what)
-        self.cursor, self.what = cursor, what
-
-
-@dataclass
-class Py:
-    code: str
-    type: CType
-    prec: int = ATOM
-    # A char pointer plus a byte offset, (base, offset): a cast of it becomes view(base, T, off).
-    byte_base: tuple[str, str] | None = None
-    # A char view of a pointer, view(p, np.int8): p, so bytes counted from it view p directly.
-    viewed: str | None = None
-
-
-_CHILDREN: dict = {}
-
-
-def children(cursor) -> list:
-    """A node's children (memoised: the emitters look at a node's children several times)."""
-    key = cursor.hash
-    kids = _CHILDREN.get(key)
-    if kids is None or kids[0] != cursor:
-        kids = _CHILDREN[key] = (cursor, list(cursor.get_children()))
-        if len(_CHILDREN) > 200_000:
-            _CHILDREN.clear()
-    return kids[1]
-
-
-def strip(cursor):
-    """The node under parentheses and value-preserving implicit casts."""
-    while True:
-        if cursor.kind == CK.PAREN_EXPR:
-            cursor = children(cursor)[0]
-            continue
-        if cursor.kind == CK.UNEXPOSED_EXPR:
-            kids = children(cursor)
-            if len(kids) == 1 and _same_value(ctype(kids[0].type), ctype(cursor.type)):
-                cursor = kids[0]
-                continue
-        return cursor
-
-
-def _same_value(a: CType, b: CType) -> bool:
-    """Types whose conversion keeps the value: equal, or pointers to one type in two spaces."""
-    return a == b or a.kind == b.kind == "pointer" and a.inner == b.inner
-
-
-def _widening_child(cursor):
-    """The operand under an implicit conversion that keeps every value (a signed integer to a
-    wider signed one, an unsigned to any wider integer, a float to a wider float), else None."""
-    c = cursor
-    while c.kind == CK.PAREN_EXPR:
-        c = children(c)[0]
-    if c.kind != CK.UNEXPOSED_EXPR or len(children(c)) != 1:
-        return None
-    child = children(c)[0]
-    to, frm = ctype(c.type), ctype(child.type)
-    if to.kind != "scalar" or frm.kind != "scalar" or frm.name == "bool":
-        return None
-    wide, narrow = np.dtype(to.name), np.dtype(frm.name)
-    if wide.itemsize <= narrow.itemsize or wide.kind not in "iuf" or narrow.kind not in "iuf":
-        return None
-    ok = (wide.kind == narrow.kind) or (wide.kind == "i" and narrow.kind == "u")
-    return child if ok else None
-
-
-def constant_expression(cursor) -> bool:
-    """Literals and operators only (no variable, no call): clang's value of it is the value."""
-    return all(n.kind in (CK.INTEGER_LITERAL, CK.FLOATING_LITERAL, CK.CHARACTER_LITERAL,
-                          CK.BINARY_OPERATOR, CK.UNARY_OPERATOR, CK.PAREN_EXPR,
-                          CK.UNEXPOSED_EXPR, CK.CXX_UNARY_EXPR, CK.TYPE_REF)
-               for n in cursor.walk_preorder())
-
-
-def literal(value, t: CType) -> Py:
-    """A constant of C type ``t`` as the Python twin writes it."""
-    if t.kind == "scalar" and t.name == "float32":
-        return Py(_float_text(value, np.float32), t)
-    if t.kind == "scalar" and t.name == "int32":
-        return Py(str(int(value)), t, ATOM if value >= 0 else UNARY)
-    if t.kind == "scalar" and t.name == "bool":
-        return Py("True" if value else "False", t)
-    if t.is_float:
-        return Py(f"{t.py_name}({_float_text(value, np.float64)})", t)
-    return Py(f"{t.py_name}({int(value)})", t)
-
-
-def _float_text(value: float, kind) -> str:
-    if np.isnan(value):
-        return "NAN"
-    if np.isinf(value):
-        return "INFINITY" if value > 0 else "-INFINITY"
-    text = repr(float(kind(value))) if kind is np.float64 else str(kind(value))
-    return text if any(c in text for c in ".e") else text + ".0"
-
-
-class Expressions:
+class Expressions(PointerExpressions):
     """The expression half of a function's emitter; ``names`` maps C names to Python ones."""
 
     def __init__(self, module, names):
@@ -226,33 +113,6 @@ class Expressions:
             return py
         raise Unsupported(cursor, f"a conversion from {py.type} to {to}")
 
-    def pointer_cast(self, py: Py, to: CType, cursor) -> Py:
-        """C's pointer casts as views: ``(global T*)((global char*)p + off)`` is
-        ``view(p, np.T, off)``."""
-        src = py.type
-        if src.kind != "pointer":
-            if py.code == "None" or py.code == "0":
-                return Py("None", to)
-            raise Unsupported(cursor, f"a cast from {src} to a pointer")
-        if src.inner == to.inner:
-            return Py(py.code, to, py.prec, py.byte_base)
-        if to.inner.kind == "void":  # keeps what it points to: a cast back views the same bytes
-            return py
-        target = to.inner
-        if target.kind not in ("scalar", "vector", "struct"):
-            raise Unsupported(cursor, f"a cast to a pointer to {target}")
-        name = target.py_name if target.kind != "scalar" else f"np.{target.name}"
-        base, offset = py.byte_base or (py.code, None)
-        if offset is not None:
-            return Py(f"view({base}, {name}, {offset})", to)
-        if py.viewed is not None:
-            return Py(f"view({py.viewed}, {name})", to)
-        out = Py(f"view({py.code}, {name})", to)
-        if target.kind == "scalar" and target.name in ("int8", "uint8"):
-            out.viewed = py.code
-        return out
-
-    # -- leaves
     def number(self, cursor, as_type: CType | None = None) -> Py:
         value = evaluate(cursor)
         if value is None:
@@ -344,22 +204,6 @@ class Expressions:
         p = PREC[op]
         return Py(f"{wrap(a, p)} {op} {wrap(b, p + 1)}", t, p)
 
-    def pointer_arith(self, cursor, op, a: Py, b: Py, t: CType) -> Py:
-        if op in COMPARE:
-            p = PREC["cmp"]
-            if b.code == "None" or a.code == "None":
-                word = "is" if op == "==" else "is not"
-                return Py(f"{a.code} {word} {b.code}", BOOL, p)
-            return Py(f"{wrap(a, p + 1)} {op} {wrap(b, p + 1)}", BOOL, p)
-        p = PREC[op]
-        py = Py(f"{wrap(a, p)} {op} {wrap(b, p + 1)}", t, p)
-        ptr = a if a.type.kind == "pointer" else b
-        if op == "+" and a is ptr and ptr.type.inner.kind == "scalar" and \
-                ptr.type.inner.name in ("int8", "uint8"):
-            py.byte_base = (a.byte_base[0], f"{a.byte_base[1]} + {wrap(b, p + 1)}") \
-                if a.byte_base else (a.viewed or a.code, b.code)
-        return py
-
     def unary(self, cursor) -> Py:
         op = unary_op(cursor)
         (child,) = children(cursor)
@@ -383,43 +227,6 @@ class Expressions:
                 return Py(f"-{inner.code}", inner.type, UNARY)
             return Py(f"{op}{wrap(inner, UNARY)}", ctype(cursor.type), UNARY)
         raise Unsupported(cursor, f"the unary operator '{op}'")
-
-    def pun(self, pointer):
-        """``*(T *)&v`` with v a scalar of T's size (``*(global ushort *)&x[i].d`` on a half
-        field): (v as a Py, v's type, T): the same bits read as another type, ``as_T(v)``."""
-        cast = strip(pointer)
-        if cast.kind != CK.CSTYLE_CAST_EXPR or ctype(cast.type).kind != "pointer":
-            return None
-        address = strip(children(cast)[-1])
-        if address.kind != CK.UNARY_OPERATOR or unary_op(address) != "&":
-            return None
-        target = ctype(cast.type).inner
-        lvalue = children(address)[0]
-        source = ctype(lvalue.type)
-        if source.kind != "scalar" or target.kind != "scalar" or \
-                np.dtype(source.name).itemsize != np.dtype(target.name).itemsize:
-            return None
-        return self.value(lvalue), source, target
-
-    def address_of(self, cursor, child) -> Py:
-        target = strip(child)
-        t = ctype(cursor.type)
-        if target.kind == CK.ARRAY_SUBSCRIPT_EXPR:
-            base, index = children(target)
-            b = self.value(base)
-            if b.type.kind == "pointer" and b.type.inner.kind != "array":
-                i = self.value(index)
-                return Py(f"{wrap(b, PREC['+'])} + {wrap(i, PREC['+'] + 1)}", t, PREC["+"])
-        if target.kind == CK.UNARY_OPERATOR and unary_op(target) == "*":
-            return self.value(children(target)[0])
-        if target.kind == CK.DECL_REF_EXPR and target.referenced is not None and \
-                target.referenced.hash in self.boxed:
-            return Py(self.names.get(target.referenced), t)  # &t: the one-element array
-        if target.kind == CK.MEMBER_REF_EXPR and ctype(target.type).kind == "scalar":
-            pass
-        what = "a struct field" if target.kind == CK.MEMBER_REF_EXPR else \
-            "a private variable" if target.kind == CK.DECL_REF_EXPR else "this lvalue"
-        raise Unsupported(cursor, f"a pointer to {what} (&{self.module.text(child)})")
 
     def subscript(self, cursor) -> Py:
         base, index = children(cursor)
@@ -518,16 +325,3 @@ class Expressions:
         else:
             self.module.use(name)
         return Py(f"{name}({', '.join(texts)})", result)
-
-    def _field_address(self, arg) -> str | None:
-        target = strip(arg)
-        if target.kind == CK.UNARY_OPERATOR and unary_op(target) == "&":
-            inner = strip(children(target)[0])
-            if inner.kind == CK.MEMBER_REF_EXPR:
-                return self.value(inner).code
-        return None
-
-
-def wrap(py: Py, need: int) -> str:
-    return py.code if py.prec >= need else f"({py.code})"
-

@@ -33,8 +33,28 @@ class ClKernel(KernelFunction):
     def adapt_args(self, args) -> tuple:
         if len(args) != len(self.cl_params):
             return tuple(args)  # run() reports the count
-        return tuple(self._adapt(name, t, a) for (name, t), a in
-                     zip(self.cl_params, args, strict=True))
+        out = []
+        for (name, t), value in zip(self.cl_params, args, strict=True):
+            if t.kind == "vector":
+                out += self._components(name, t, value)
+            else:
+                out.append(self._adapt(name, t, value))
+        return tuple(out)
+
+    def _components(self, name: str, t: CType, value) -> list:
+        """A vector argument (pyopencl's cltypes.int4 record, or an array of its components)
+        as the scalars the generated kernel takes."""
+        if isinstance(value, np.void | np.ndarray) and value.dtype.names:
+            parts = [value[n] for n in value.dtype.names]
+        elif isinstance(value, np.ndarray):
+            parts = list(value.reshape(-1))
+        else:
+            parts = []
+        if len(parts) < t.width:
+            raise InvalidArgumentError(
+                f"{self.name}: argument '{name}' must be a {t} (pyopencl.cltypes.make_{t}(...) "
+                f"or an array of {t.width} values)", kernel=self.name, argument=name)
+        return [np.dtype(t.name).type(v) for v in parts[:t.width]]
 
     def _adapt(self, name: str, t: CType, value):
         if t.kind == "pointer" and t.space in ("global", "constant") and \

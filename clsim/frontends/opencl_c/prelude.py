@@ -2,8 +2,8 @@
 wheel does not ship), generated from clsim's own facts: the type names, the vector types, the
 constants ``clsim.api`` exports (``CLK_LOCAL_MEM_FENCE``, ``INFINITY``, ``FLT_MAX``...), the C11
 memory orders and scopes of the builtin table, the feature and extension macros under which
-clang declares its builtins, and ``as_T()``. ``tests/unit/test_opencl_c_prelude.py`` checks every public builtin
-of the table is declared with it.
+clang declares its builtins, and ``as_T()``. ``tests/unit/test_opencl_c_prelude.py`` checks
+every public builtin of the table is declared with it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ SCALAR_C = {"char": "char", "uchar": "unsigned char", "short": "short",
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 # OpenCL C 2.0's optional features, as opencl-c-base.h defines them: clang declares the builtins
 # that need one (generic-space pointers, sub-groups, work-group collectives) only under its macro.
-_FEATURES = ("__opencl_subgroup_builtins", "__opencl_c_generic_address_space", "__opencl_c_atomic_order_acq_rel",
+_FEATURES = ("__opencl_subgroup_builtins", "__opencl_c_generic_address_space",
+             "__opencl_c_atomic_order_acq_rel",
              "__opencl_c_atomic_order_seq_cst", "__opencl_c_atomic_scope_device",
              "__opencl_c_atomic_scope_all_devices", "__opencl_c_program_scope_global_variables",
              "__opencl_c_work_group_collective_functions",

@@ -15,7 +15,7 @@ import clang.cindex as ci
 from clsim.frontends.opencl_c.ctype import CType, ctype
 from clsim.frontends.opencl_c.exprs import (ATOM, CK, PREC, Expressions, Py, Unsupported,
                                             children, literal, strip, wrap)
-from clsim.frontends.opencl_c.parse import binary_op, evaluate, is_postfix, unary_op
+from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
 
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="}
 
