@@ -17,6 +17,8 @@ import kernels_py  # noqa: F401  (registers the library's specs)
 from clsim.spec import all_specs, differing_elements
 from verify.fuzz import spec_cases
 
+from twin_runs import assert_same_outputs  # beside this file
+
 SPECS = all_specs()
 # Twins blocked on a language gap not merged on this branch yet (issue 22 item 2, helper lang):
 # the front end reports the construct; the test starts passing when the gap closes.
@@ -41,6 +43,8 @@ def _params():
 def test_translated_twin_matches_python_twin(name):
     spec = SPECS[name]
     translated = clsim.load_cl(spec.cl_path, spec.cl_kernel_name)
+    assert_same_outputs(spec, spec.kernel, translated, "between the translated .cl and the "
+                        "Python twin")
 
     @settings(max_examples=3, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))

@@ -19,6 +19,8 @@ import kernels_py  # noqa: F401  (registers the library's specs)
 from clsim.spec import all_specs, differing_elements
 from verify.fuzz import spec_cases
 
+from twin_runs import assert_same_outputs  # beside this file
+
 SPECS = all_specs()
 # One drawn case per kernel by default (68 kernels, two plain-Python runs and a translation
 # each); the thorough profile draws more.
@@ -46,6 +48,7 @@ def _params():
 def test_printed_cl_reads_back_as_the_same_kernel(name):
     spec = SPECS[name]
     reread = clsim.load_cl(clsim.to_cl(spec), spec.kernel.name)
+    assert_same_outputs(spec, spec.kernel, reread, "after to_cl and load_cl")
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))

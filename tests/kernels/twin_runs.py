@@ -1,0 +1,39 @@
+"""Running a library spec's kernel and another form of it on the same inputs, for the tests
+that check one source against its other form (tests/kernels/test_*_round_trip.py,
+test_cl_twins_translated.py).
+
+Hypothesis' first drawn case is its simplest (all zeros), where `a + b` and `a - b` agree:
+each comparison also runs the spec's own generator on a small shape, whose inputs are random.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import clsim
+from clsim.spec import differing_elements
+
+LIMITS = {"n": 3000, "rows": 6, "cols": 300, "groups": 4}
+
+
+def small_shape(spec) -> dict:
+    """Each dimension of the default shape cut down, keeping every key."""
+    return {k: min(v, LIMITS.get(k, 64)) for k, v in spec.default_shape.items()}
+
+
+def generated_outputs(kernel, spec, seed: int = 7) -> dict:
+    """The outputs of ``kernel`` run (plain Python) on the spec's generated inputs."""
+    shape = small_shape(spec)
+    inputs = spec.make_inputs(np.random.default_rng(seed), shape)
+    launch = spec.launch(inputs, shape, None)
+    clsim.run(kernel, launch.global_size, launch.local_size, launch.args, jit=False,
+              subgroup_size=spec.subgroup_size)
+    return {out: inputs[out] for out in spec.outputs}
+
+
+def assert_same_outputs(spec, kernel, other, what: str) -> None:
+    """``other`` gives ``kernel``'s outputs bit for bit on the spec's generated inputs."""
+    want, got = generated_outputs(kernel, spec), generated_outputs(other, spec)
+    for out in spec.outputs:
+        assert differing_elements(got[out], want[out]) == 0, \
+            f"{spec.name}: output '{out}' differs {what} (generated inputs)"
