@@ -102,6 +102,18 @@ def has_jumps(stmts) -> bool:
     return False
 
 
+def _walk_unresolved(node):
+    """``ast.walk`` that does not enter a resolved attribute (``np.int64``, a module's
+    constant): it is the same for every work-item, and its base name (``np``) is no variable
+    of the kernel (the C front end writes ``range(np.int64(0), np.int64(K), ...)``)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not (isinstance(n, ast.Attribute) and hasattr(n, "resolved")):
+            todo.extend(ast.iter_child_nodes(n))
+
+
 class Analysis:
     """Cut structure, uniformity and storage classes of one (inlined) kernel body."""
 
@@ -255,7 +267,7 @@ class Analysis:
     # -- group scalars ----------------------------------------------------------------------
     def group_evaluable(self, node, scalars=None) -> bool:
         scalars = self.group_scalars if scalars is None else scalars
-        for n in ast.walk(node):
+        for n in _walk_unresolved(node):
             if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
                 if n.id not in scalars and n.id not in self.params:
                     return False
