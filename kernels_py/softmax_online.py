@@ -65,15 +65,15 @@ def softmax_online(x, y, ncols):
     barrier(CLK_LOCAL_MEM_FENCE)
     active = wg
     while active > 1:
-        half = (active + 1) // 2
-        if lid < active - half:
+        half_ = (active + 1) // 2
+        if lid < active - half_:
             m1 = maxima[lid]
-            m2 = maxima[lid + half]
+            m2 = maxima[lid + half_]
             top = fmax(m1, m2)
-            sums[lid] = rescaled(sums[lid], m1, top) + rescaled(sums[lid + half], m2, top)
+            sums[lid] = rescaled(sums[lid], m1, top) + rescaled(sums[lid + half_], m2, top)
             maxima[lid] = top
         barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+        active = half_
     m = maxima[0]
     s = sums[0]
 

@@ -54,12 +54,12 @@ def gemv_rows(m, x, y, ncols):
         acc += m[row * ncols + c] * x[c]
     part[lid] = acc
     barrier(CLK_LOCAL_MEM_FENCE)
-    half = 32
-    while half > 0:
-        if lid < half:
-            part[lid] = part[lid] + part[lid + half]
+    half_ = 32
+    while half_ > 0:
+        if lid < half_:
+            part[lid] = part[lid] + part[lid + half_]
         barrier(CLK_LOCAL_MEM_FENCE)
-        half = half // 2
+        half_ = half_ // 2
     if lid == 0:
         y[row] = part[0]
 

@@ -36,11 +36,11 @@ from clsim.compiler.frontend import parse
 def halve(tile, lid, n):
     active = n
     while active > 1:
-        half = active // 2
-        if lid < half:
-            tile[lid] = tile[lid] + tile[lid + half]
+        half_ = active // 2
+        if lid < half_:
+            tile[lid] = tile[lid] + tile[lid + half_]
         barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+        active = half_
 
 
 @kernel

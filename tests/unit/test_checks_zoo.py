@@ -45,11 +45,11 @@ def tree_missing_barrier(x, out):
     scratch = local_array(64, np.float32)
     scratch[lid] = x[get_global_id(0)]
     barrier(CLK_LOCAL_MEM_FENCE)
-    half = 32
-    while half > 0:
-        if lid < half:
-            scratch[lid] = scratch[lid] + scratch[lid + half]  # zoo: tree
-        half = half // 2
+    half_ = 32
+    while half_ > 0:
+        if lid < half_:
+            scratch[lid] = scratch[lid] + scratch[lid + half_]  # zoo: tree
+        half_ = half_ // 2
     if lid == 0:
         out[get_group_id(0)] = scratch[0]
 
@@ -60,12 +60,12 @@ def tree_with_barrier(x, out):
     scratch = local_array(64, np.float32)
     scratch[lid] = x[get_global_id(0)]
     barrier(CLK_LOCAL_MEM_FENCE)
-    half = 32
-    while half > 0:
-        if lid < half:
-            scratch[lid] = scratch[lid] + scratch[lid + half]
+    half_ = 32
+    while half_ > 0:
+        if lid < half_:
+            scratch[lid] = scratch[lid] + scratch[lid + half_]
         barrier(CLK_LOCAL_MEM_FENCE)
-        half = half // 2
+        half_ = half_ // 2
     if lid == 0:
         out[get_group_id(0)] = scratch[0]
 

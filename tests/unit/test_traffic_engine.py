@@ -359,11 +359,11 @@ def row_softmax(x, y, ncols):
     barrier(CLK_LOCAL_MEM_FENCE)
     active = wg
     while active > 1:
-        half = active // 2
-        if lid < half:
-            scratch[lid] = fmax(scratch[lid], scratch[lid + half])
+        half_ = active // 2
+        if lid < half_:
+            scratch[lid] = fmax(scratch[lid], scratch[lid + half_])
         barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+        active = half_
     m = scratch[0]
     for c in range(lid, ncols, wg):
         y[row * ncols + c] = exp(x[row * ncols + c] - m)

@@ -51,11 +51,11 @@ def patterns(x, y, n):
     barrier(CLK_LOCAL_MEM_FENCE)
     active = wg
     while active > 1:  # a tree reduction over a shrinking prefix of lanes
-        half = (active + 1) // 2
-        if lid < active - half:
-            t[lid] = t[lid] + t[lid + half]
+        half_ = (active + 1) // 2
+        if lid < active - half_:
+            t[lid] = t[lid] + t[lid + half_]
         barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+        active = half_
     y[i] = v + t[0]
     y[n + 2 * i] = v  # strided global stores
     if i < n - 5:

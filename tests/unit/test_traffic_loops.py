@@ -163,11 +163,11 @@ def guarded_locals(x, y, n):
     v = t[lid + 1] if lid < 15 else t[0]  # conditional operands: recorded by call
     active = 16
     while active > 1:  # a tree reduction: accesses under if, recorded without a call
-        half = active // 2
-        if lid < half:
-            t[lid] = t[lid] + t[(lid + half) % n]  # in range: no uninitialised local read
+        half_ = active // 2
+        if lid < half_:
+            t[lid] = t[lid] + t[(lid + half_) % n]  # in range: no uninitialised local read
         barrier(CLK_LOCAL_MEM_FENCE)
-        active = half
+        active = half_
     y[lid] = t[0] + v + t[(lid * 3) % 16]
 
 
