@@ -26,7 +26,7 @@ def _one_line_error(capsys, argv, code=2):
     (["run", "vector_add", "--seed", "-1"], "--seed: -1 must be from 0"),
     (["run", "vector_add", "--subgroup-size", "0"], "--subgroup-size: 0 must be at least 1"),
     (["run", "vector_add", "--timeout", "0"], "--timeout"),
-    (["run", "vector_add", "--report-all"], "--report-all collects"),
+    (["run", "vector_add", "--report-all", "--no-checks"], "--report-all collects"),
     (["run", "vector_add", "--report-all", "--check", "bounds"], "--check bounds does not run"),
     (["run", "vector_add", "--bogus"], "unrecognized arguments: --bogus"),
     (["run", "vector_add", "--check", "foo"], "invalid choice: 'foo'"),
