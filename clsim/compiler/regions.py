@@ -102,6 +102,18 @@ def has_jumps(stmts) -> bool:
     return False
 
 
+def _walk_unresolved(node):
+    """``ast.walk`` that does not enter a resolved attribute (``np.int64``, a module's
+    constant): it is the same for every work-item, and its base name (``np``) is no variable
+    of the kernel (the C front end writes ``range(np.int64(0), np.int64(K), ...)``)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not (isinstance(n, ast.Attribute) and hasattr(n, "resolved")):
+            todo.extend(ast.iter_child_nodes(n))
+
+
 class Analysis:
     """Cut structure, uniformity and storage classes of one (inlined) kernel body."""
 
@@ -255,11 +267,8 @@ class Analysis:
     # -- group scalars ----------------------------------------------------------------------
     def group_evaluable(self, node, scalars=None) -> bool:
         scalars = self.group_scalars if scalars is None else scalars
-        # np in np.int64(n): the front end resolves the attribute chain, not its base name
-        bases = {id(a.value) for a in ast.walk(node)
-                 if isinstance(a, ast.Attribute) and hasattr(a, "resolved")}
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and not hasattr(n, "resolved") and id(n) not in bases:
+        for n in _walk_unresolved(node):
+            if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
                 if n.id not in scalars and n.id not in self.params:
                     return False
             if isinstance(n, ast.Subscript) and not self._is_vector(n.value):

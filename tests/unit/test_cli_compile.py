@@ -42,8 +42,10 @@ def test_a_cold_run_counts_both_variants_in_its_compile_line(tmp_path):
     argv = ["run", "vector_add", "--shape", "n=300", "--local-size", "64", "--traffic"]
     proc = _cold_cli(argv, str(tmp_path / "kernels"))
     assert proc.returncode == 0, proc.stderr
-    line = re.search(r"  compile: vector_add ([\d.]+) s, vector_add with traffic counting "
-                     r"([\d.]+) s \(side by side\)", proc.stdout)
+    # The main variant is the checked one: clsim run checks everything by default.
+    line = re.search(r"  compile: vector_add with race and uninitialised-read checking "
+                     r"([\d.]+) s, vector_add with traffic counting ([\d.]+) s "
+                     r"\(side by side\)", proc.stdout)
     assert line, proc.stdout
     assert float(line[1]) > 0 and float(line[2]) > 0
     assert "traffic of vector_add" in proc.stdout  # the child's traffic report arrived

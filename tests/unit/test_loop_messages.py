@@ -116,3 +116,19 @@ def test_masked_for_loop_with_break_leaves_c_value_of_its_variable(jit):
         want = np.zeros(64, F32)
         want[16:32] = sum(x[16 + j] for j in range(min(stop, 3) + 1)) + F32(last)
         np.testing.assert_array_equal(out, want)
+
+
+@kernel
+def _np_bounds(c, K):
+    tile = clsim.local_array(16, np.float32)
+    for t in range(np.int64(0), np.int64(K), np.int64(16)):  # the C front end's form
+        tile[get_local_id(0)] = np.float32(t)
+        barrier(CLK_LOCAL_MEM_FENCE)
+    c[get_local_id(0)] = tile[0]
+
+
+def test_barrier_loop_bounds_through_numpy_casts_are_uniform():
+    """``np.int64(K)`` is K for every work-item: its ``np`` is no per-item variable."""
+    c = np.zeros(16, F32)
+    clsim.run(_np_bounds, (16,), (16,), [c, np.int32(40)], jit=False)
+    assert (c == 32).all()

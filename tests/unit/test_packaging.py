@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Imported only where used, each with its own message: matplotlib (`--plot`, the 'plot' extra);
 # pytest (verify.pytest_plugin and verify.testing are pytest plugins, loaded by pytest itself).
 OPTIONAL = {"matplotlib": "plot", "pytest": "test"}
-IMPORT_NAME = {"pocl_binary_distribution": "pocl-binary-distribution"}
+# Import names whose distribution is named otherwise (clang.cindex comes with libclang).
+IMPORT_NAME = {"pocl_binary_distribution": "pocl-binary-distribution", "clang": "libclang"}
 
 
 def _requirement_names(requirements) -> set[str]:
