@@ -58,8 +58,19 @@ def test_reduce_sum_fuzzing_with_the_issues_seed_agrees(device, tmp_path):
     assert report.equal, report.found and report.found.error
 
 
+# Loops a device adds in an order that is neither the loop as written nor P running sums,
+# measured and listed in docs/conformance.md: the Intel CPU runtime 2026.2 on an AMD EPYC
+# regroups the constant-trip dot loop at 32 and 64 trips (on general data 180 and 150 of 512
+# sums match any left, tree or pairwise fold of 1-32 running sums); at 4 and 16 trips it adds
+# as written. The per-work-item loops of clsim's library kernels have no such shape.
+UNNAMED_ORDERS = {"intel-cpu": {"loop_dot_const@32", "loop_dot_const@64"}}
+
+
 @pytest.mark.parametrize("device", device_params())
 def test_per_work_item_loops_add_in_an_order_clsim_names(device):
-    """Measured here: "left" for all 16 shapes on intel-cpu, pocl and oclgrind."""
-    found = measure_loops(get_device(device))
-    assert len(found) == 16 and "unknown" not in found.values(), found
+    """Measured here: "left" for all 16 shapes on pocl and oclgrind, and on intel-cpu except
+    the listed dot loops."""
+    info = get_device(device)
+    found = measure_loops(info)
+    unnamed = {shape for shape, order in found.items() if order == "unknown"}
+    assert len(found) == 16 and unnamed <= UNNAMED_ORDERS.get(info.driver, set()), found
