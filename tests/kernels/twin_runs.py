@@ -9,9 +9,11 @@ each comparison also runs the spec's own generator on a small shape, whose input
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
 
 import clsim
 from clsim.spec import differing_elements
+from verify.fuzz import spec_cases
 
 LIMITS = {"n": 3000, "rows": 6, "cols": 300, "groups": 4}
 
@@ -37,3 +39,26 @@ def assert_same_outputs(spec, kernel, other, what: str) -> None:
     for out in spec.outputs:
         assert differing_elements(got[out], want[out]) == 0, \
             f"{spec.name}: output '{out}' differs {what} (generated inputs)"
+
+
+def _case_outputs(kernel, spec, case) -> dict:
+    args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
+    clsim.run(kernel, case.global_size, case.local_size, tuple(args.values()), jit=False,
+              subgroup_size=spec.subgroup_size)
+    return args
+
+
+def assert_same_on_drawn_cases(spec, kernel, other, what: str, examples: int) -> None:
+    """``other`` gives ``kernel``'s outputs bit for bit on the verifier's drawn cases (edge
+    values included), kept small: both run without Numba."""
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(spec_cases(spec, max_elements=2048, vary_local=False))
+    def agree(case):
+        want, got = _case_outputs(kernel, spec, case), _case_outputs(other, spec, case)
+        for out in spec.outputs:
+            assert differing_elements(got[out], want[out]) == 0, \
+                f"{spec.name}: output '{out}' differs {what}"
+
+    agree()
