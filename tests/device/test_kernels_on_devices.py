@@ -150,7 +150,8 @@ def test_subgroup_variants_at_each_size(name, size, device):
             inputs = spec.make_inputs(np.random.default_rng(size), shape)
             launch = _subgroup_launch(spec, inputs, shape, size, groups_of)
             case = Case(dict(zip(kernel_params(spec.kernel), launch.args, strict=True)),
-                        tuple(launch.global_size), tuple(launch.local_size), shape)
+                        tuple(launch.global_size), tuple(launch.local_size), shape,
+                        inputs=inputs)
             result = run_pair(pair, case, device)
             assert result.equal, f"{shape}, local {launch.local_size}: {result.describe()}"
 
