@@ -496,7 +496,7 @@ def test_report_runs_every_variant_of_a_family(tmp_path, capsys):
     header = next(line for line in text.splitlines() if line.startswith("metric"))
     assert header.split()[1:] == family
     for metric in ("global sectors", "coalescing efficiency", "bank-conflict replays", "flops",
-                   "intensity", "bound", "predicted time"):
+                   "intensity", "limit", "predicted time"):
         assert metric in text
     data = json.loads(out_json.read_text())
     assert [v["label"] for v in data["variants"]] == family
