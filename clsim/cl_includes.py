@@ -111,7 +111,7 @@ def _refused(name: str, line: int, what: str, why: str) -> IncludeRefused:
     return IncludeRefused(f"{name}:{line}: {what} refused: {why}. {_FIX}.")
 
 
-def _open_inside(root: Path, here: Path, target: str, name: str, line: int) -> tuple[Path, str]:
+def open_inside(root: Path, here: Path, target: str, name: str, line: int) -> tuple[Path, str]:
     """(real path, text) of ``target`` included from folder ``here``, checked to stay in
     ``root`` without links and to be a regular file."""
     what = f'#include "{target}"'
@@ -190,7 +190,7 @@ class _Resolver:
                 raise _refused(name, number, what,
                                "a source given as text has no folder to include from (pass "
                                "the .cl file's path)")
-            real, body = _open_inside(self.root, here, quoted.group(1), name, number)
+            real, body = open_inside(self.root, here, quoted.group(1), name, number)
             if real in stack:
                 raise _refused(name, number, what, "it includes itself")
             if len(stack) >= MAX_DEPTH:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import ctypes
 import re
 import shlex
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import clang.cindex as ci
 
+from clsim.cl_includes import open_inside, resolve_includes
 from clsim.errors import KernelCompileError
 from clsim.frontends.opencl_c.prelude import PRELUDE_NAME, prelude_text
 
@@ -67,46 +67,16 @@ def defines_from_options(options: str) -> list[str]:
     return out
 
 
-def check_include(folder: Path | None, spec: str, where: str) -> Path:
-    """The file ``#include spec`` names, when it is a regular file inside ``folder``;
-    otherwise a KernelCompileError: system headers, absolute paths, paths leaving the folder,
-    and anything that is not a plain file (a device, a fifo) are never read."""
-    spec = spec.strip()
-    if not (len(spec) >= 2 and spec[0] == '"' and spec[-1] == '"'):
-        raise KernelCompileError(
-            f"{where}: #include {spec}: only #include \"file\" next to the kernel is read "
-            "(no system headers, no computed includes). Paste the declarations in")
-    name = spec[1:-1]
-    if folder is None:
-        raise KernelCompileError(f"{where}: #include \"{name}\": kernel source given as text has "
-                                 "no folder to include from. Load it from its file")
-    if Path(name).is_absolute():
-        raise KernelCompileError(f"{where}: #include \"{name}\": absolute paths are refused; "
-                                 "include a file from the kernel's own folder")
-    target = (folder / name).resolve()
-    if not target.is_relative_to(folder.resolve()):
-        raise KernelCompileError(f"{where}: #include \"{name}\" leaves the kernel's folder; "
-                                 "only files inside it are read")
-    try:
-        mode = target.stat().st_mode
-    except OSError as exc:
-        raise KernelCompileError(f"{where}: #include \"{name}\": {exc.strerror}") from exc
-    if not stat.S_ISREG(mode):
-        raise KernelCompileError(f"{where}: #include \"{name}\" is not a regular file; "
-                                 "it is not read")
-    return target
-
-
-def _gather(text: str, path: Path | None, shown: str, folder: Path | None,
-            files: dict[str, str]) -> None:
-    """Read every file ``text`` includes (recursively), validated by ``check_include``."""
+def _gather(text: str, here: Path, shown: str, root: Path, files: dict[str, str]) -> None:
+    """Read every file ``text`` includes (recursively) for clang's unsaved files, each through
+    ``clsim.cl_includes.open_inside``: the one include policy, also the device side's."""
     for match in _INCLUDE.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
-        target = check_include(folder, match.group(1).split("//")[0], f"{shown}:{line}")
-        key = str(target)
-        if key not in files:
-            files[key] = target.read_text(encoding="utf-8", errors="replace")
-            _gather(files[key], target, target.name, folder, files)
+        target = match.group(1).split("//")[0].strip()[1:-1]  # quoted: resolve_includes checked
+        real, body = open_inside(root, here, target, shown, line)
+        if str(real) not in files:
+            files[str(real)] = body
+            _gather(body, real.parent, real.name, root, files)
 
 
 def parse_cl(source: str, path: str | None, options: str = "") -> Parsed:
@@ -116,7 +86,11 @@ def parse_cl(source: str, path: str | None, options: str = "") -> Parsed:
     folder = Path(path).resolve().parent if path else None
     name = str(Path(path).resolve()) if path else "kernel.cl"
     files = {name: source}
-    _gather(source, Path(name), Path(name).name, folder, files)
+    # Directives are judged as the preprocessor sees them (splices, comments, trigraphs) and
+    # anything but a quoted file inside the kernel's folder is refused before clang reads it.
+    resolve_includes(source, folder, Path(name).name)
+    if folder is not None:
+        _gather(source, folder, Path(name).name, folder, files)
     files[PRELUDE_NAME] = prelude_text()
     args = [*CLANG_ARGS, *defines_from_options(options), "-include", PRELUDE_NAME]
     index = ci.Index.create()
