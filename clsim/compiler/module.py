@@ -20,6 +20,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler import launcher
 from clsim.compiler import shared_helpers
+from clsim.compiler.astwalk import walk
 from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
 from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
@@ -396,7 +397,7 @@ def refuse_vector_out_params(name: str, body, params, types) -> None:
     written that way would leave the caller's vector silently unchanged, so it is refused."""
     vectors = {p for p, t in zip(params, types, strict=True) if isinstance(t, ct.VecT)}
     for root in body:
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Assign | ast.AugAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 hit = next((t.id for t in targets

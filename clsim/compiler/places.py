@@ -11,6 +11,7 @@ import ast
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import vectors as vx
+from clsim.compiler.astwalk import walk
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.inline import clone
 from clsim.compiler.pointer_params import user_name
@@ -226,7 +227,7 @@ def rewrite_field_update(s: ast.AugAssign) -> None:
     the index expressions have no side effects in kernels, so reading them twice is C's
     meaning."""
     read = clone(s.target)
-    for node in ast.walk(read):
+    for node in walk(read):
         if hasattr(node, "ctx"):
             node.ctx = ast.Load()
     value = ast.BinOp(left=read, op=s.op, right=s.value)
@@ -275,7 +276,7 @@ def _written(body, program=None):
     builtins, and buffers passed to helpers that write them (any helper, without
     ``program``)."""
     for root in body:
-        for node in ast.walk(root):
+        for node in walk(root):
             targets = []
             if isinstance(node, ast.Assign):
                 targets = [t for t in node.targets if not isinstance(t, ast.Name)]

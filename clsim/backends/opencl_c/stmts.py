@@ -14,6 +14,7 @@ import ast
 from clsim.backends.opencl_c.exprs import ExprPrinter
 from clsim.backends.opencl_c.names import c_name, declaration, literal
 from clsim.compiler import ctypes as ct
+from clsim.compiler.astwalk import walk
 from clsim.compiler.builtins import lookup
 from clsim.compiler.diagnostics import builtin_name, node_error
 
@@ -273,7 +274,7 @@ def _is_half_type(t) -> bool:
 def _name_counts(stmts) -> dict[str, int]:
     counts: dict[str, int] = {}
     for s in stmts:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
                 counts[n.id] = counts.get(n.id, 0) + 1
     return counts
@@ -282,7 +283,7 @@ def _name_counts(stmts) -> dict[str, int]:
 def _assigned(stmts) -> set[str]:
     out = set()
     for s in stmts:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 out.add(n.id)
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
