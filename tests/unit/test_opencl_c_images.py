@@ -37,14 +37,18 @@ kernel void transpose4(__read_only image1d_buffer_t src, __write_only image1d_bu
 
 SAMPLED = """__constant sampler_t EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
                                 CLK_FILTER_NEAREST;
+__constant sampler_t BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
 kernel void shifted(read_only image2d_t img, global float *out, int dx) {
-    const sampler_t border = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+    const sampler_t edge = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
+                           CLK_FILTER_NEAREST;
     int x = get_global_id(0), y = get_global_id(1);
     int w = get_image_width(img);
     float4 a = read_imagef(img, EDGE, (int2)(x + dx, y));
-    float4 b = read_imagef(img, border, (int2)(x + dx, y));
-    out[2 * (y * w + x)] = a.x + a.w;
-    out[2 * (y * w + x) + 1] = b.x + b.w;
+    float4 b = read_imagef(img, BORDER, (int2)(x + dx, y));
+    float4 c = read_imagef(img, edge, (int2)(x + dx, y));
+    out[3 * (y * w + x)] = a.x + a.w;
+    out[3 * (y * w + x) + 1] = b.x + b.w;
+    out[3 * (y * w + x) + 2] = c.x + c.w;
 }
 """
 
@@ -73,21 +77,22 @@ def test_samplers_become_module_constants_and_address_as_declared():
     source = translate(SAMPLED).source
     assert ("EDGE = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE | "
             "CLK_FILTER_NEAREST") in source
-    assert "border = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST" \
+    assert "BORDER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST" \
         in source
+    assert "read_imagef(img, BORDER, " in source and "read_imagef(img, edge, " in source
     kernel = clsim.load_cl(SAMPLED, "shifted")
     h, w = 2, 3
     img = np.arange(h * w * 4, dtype=np.float32).reshape(h, w, 4)
-    out = np.zeros(2 * h * w, np.float32)
+    out = np.zeros(3 * h * w, np.float32)
     clsim.run(kernel, (w, h), (w, 1), (clsim.Image(img), out, np.int32(2)), jit=False)
-    pairs = out.reshape(h, w, 2)
+    got = out.reshape(h, w, 3)
     for y in range(h):
         for x in range(w):
             edge = img[y, min(x + 2, w - 1)]
-            assert pairs[y, x, 0] == edge[0] + edge[3]  # clamp-to-edge: the last column
+            assert got[y, x, 0] == got[y, x, 2] == edge[0] + edge[3]  # the last column
             inside = x + 2 < w
             border = img[y, x + 2, 0] + img[y, x + 2, 3] if inside else 0.0
-            assert pairs[y, x, 1] == border  # clamp: the border colour (0, 0, 0, 0)
+            assert got[y, x, 1] == border  # clamp: the border colour (0, 0, 0, 0)
 
 
 def test_an_image_read_in_a_helper_runs_and_compiles_with_its_format():
