@@ -2178,6 +2178,22 @@ def _degrees_float64(x):
     return np.float64(np.float64(57.29577951308232) * x)
 
 
+def _dot4x8_ss(a, b):
+    return (((np.int64(a) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) + (((np.int64(a) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) + (((np.int64(a) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) + (((np.int64(a) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(24)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) >> np.int64(7)))
+
+
+def _dot4x8_su(a, b):
+    return (((np.int64(a) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(0)) & np.int64(255)) + (((np.int64(a) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(8)) & np.int64(255)) + (((np.int64(a) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(16)) & np.int64(255)) + (((np.int64(a) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(24)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(24)) & np.int64(255))
+
+
+def _dot4x8_us(a, b):
+    return ((np.int64(a) >> np.int64(0)) & np.int64(255)) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) + ((np.int64(a) >> np.int64(8)) & np.int64(255)) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) + ((np.int64(a) >> np.int64(16)) & np.int64(255)) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) + ((np.int64(a) >> np.int64(24)) & np.int64(255)) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) >> np.int64(7)))
+
+
+def _dot4x8_uu(a, b):
+    return ((np.int64(a) >> np.int64(0)) & np.int64(255)) * ((np.int64(b) >> np.int64(0)) & np.int64(255)) + ((np.int64(a) >> np.int64(8)) & np.int64(255)) * ((np.int64(b) >> np.int64(8)) & np.int64(255)) + ((np.int64(a) >> np.int64(16)) & np.int64(255)) * ((np.int64(b) >> np.int64(16)) & np.int64(255)) + ((np.int64(a) >> np.int64(24)) & np.int64(255)) * ((np.int64(b) >> np.int64(24)) & np.int64(255))
+
+
 def _empty_bool_(shape):
     return np.empty(shape, np.bool_)
 

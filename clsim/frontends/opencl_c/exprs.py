@@ -18,7 +18,7 @@ from clsim.frontends.opencl_c.ctype import CType, ctype
 from clsim.frontends.opencl_c.nodes import (  # noqa: F401  (the emitters' shared names)
     _BARE_OK, _NAMED_CONSTANTS, ATOM, BOOL, CK, COMPARE, INT32, INT64, OUT_PARAM_BUILTINS,
     PREC, RENAMED_CALLS, UNARY, Py, Unsupported, _widening_child, children,
-    constant_expression, literal, strip, wrap)
+    constant_expression, literal, sampler_text, sampler_value, site, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
 from clsim.frontends.opencl_c.pointers import PointerExpressions
 
@@ -144,6 +144,8 @@ class Expressions(PointerExpressions):
             raise Unsupported(cursor, "an implicit expression clang does not expose")
         child = kids[0]
         to, frm = ctype(cursor.type), ctype(child.type)
+        if to.kind == "sampler" and frm.kind == "scalar":  # a constant sampler, at its use
+            return Py(self.module.sampler_at(cursor), to)
         if frm.kind == "vector" and (to != frm):
             if to.kind == "vector" and child.kind not in (CK.UNEXPOSED_EXPR, CK.DECL_REF_EXPR,
                                                           CK.ARRAY_SUBSCRIPT_EXPR,
@@ -310,10 +312,14 @@ class Expressions(PointerExpressions):
             return Py(f"np.float32({self._field_address(args[1])})", ctype(cursor.type))
         elif callee is not None and callee.is_definition():
             texts = [self.value(a).code for a in args]
+            for index, arg in enumerate(args):  # an image handed on: its reads say its format
+                self.module.note_image(arg, (callee.spelling, index))
         else:
             texts = [self.bare(a).code for a in args]
         result = ctype(cursor.type)
         entry = registry.lookup(name)
+        if name.startswith(("read_image", "write_image")) and args:
+            self.module.note_image(args[0], name.split("_image")[1])  # f, h, i, ui
         if entry is not None and entry.family == "work-item":
             result = INT64  # clsim's ids are long; value() converts to C's size_t/uint
         elif entry is not None and entry.family == "relational" and result == INT32 and \

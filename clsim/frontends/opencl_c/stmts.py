@@ -14,7 +14,7 @@ import clang.cindex as ci
 
 from clsim.frontends.opencl_c.ctype import CType, ctype
 from clsim.frontends.opencl_c.exprs import (ATOM, CK, PREC, Expressions, Py, Unsupported,
-                                            children, literal, strip, wrap)
+                                            children, literal, sampler_value, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
 
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="}
@@ -107,6 +107,8 @@ class Statements(Expressions):
             return
         if t.kind == "array":
             return self.array_decl(var, name, t, init)
+        if t.kind == "sampler":
+            return self.sampler_decl(var, name, init)
         if t.kind in ("other", "image"):
             raise Unsupported(var, f"a variable of type {t}")
         if init is None:
@@ -119,6 +121,13 @@ class Statements(Expressions):
             self.put(f"{name} = {zero.code}", var)
             return
         self.put(f"{name} = {self.typed(init, t).code}", var)
+
+    def sampler_decl(self, var, name: str, init) -> None:
+        """``const sampler_t s = CLK_...;`` in a function: a module-level constant, as the
+        image builtins take a sampler."""
+        if init is None or sampler_value(init) is None:
+            raise Unsupported(var, "a sampler that is not a compile-time constant")
+        self.names.by_decl[var.hash] = self.module.declare_sampler(var, init, name)
 
     def typed(self, cursor, t: CType) -> Py:
         """``cursor``'s value as exactly ``t`` (a bare literal only where Python's type of it
