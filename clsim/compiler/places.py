@@ -54,8 +54,8 @@ def field_pointer(node: ast.Attribute, field: ct.ArrayT):
     C's array-to-pointer decay, a view of the field's element type into the buffer's bytes.
     The record must be in a buffer (a struct variable's own bytes are no buffer)."""
     root = node
-    while isinstance(root, ast.Subscript | ast.Attribute):
-        root = root.value
+    while isinstance(root, ast.Subscript | ast.Attribute) and not pointer_element(root):
+        root = root.value  # down to the buffer, a pointer, or ax[k] of a pointer array
     t = getattr(root, "ctype", None)
     if isinstance(t, ct.PtrT) and t.record_copy and len(field.shape) == 1:
         t = ct.PtrT(t.base, t.array)  # a record read in place: its buffer's bytes
