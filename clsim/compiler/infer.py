@@ -56,6 +56,13 @@ def const_type(value):
     return None
 
 
+def is_pointer_like(t) -> bool:
+    """A pointer, or a buffer (read as a pointer to its first element)."""
+    return (isinstance(t, ct.PtrT) and not t.record_copy) or (
+        isinstance(t, ct.ArrayT) and t.ndim == 1 and t.pointee is None and
+        t.space in ("global", "constant", "local"))
+
+
 def binop_type(op: str, a, b, loc):
     if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT) or ct.NULL in (a, b):
         return pointer_arith(op, a, b, loc)
@@ -595,6 +602,14 @@ class Typer:
             if len(node.args) != 1:
                 raise compile_error(loc, f"{value}(x) converts one value")
             t = self.expr(node.args[0])
+            if is_pointer_like(t):  # C's (ulong)p: the address (an alignment test)
+                t = self.pointer(node.args[0])
+                if value not in ("int64", "uint64"):
+                    raise compile_error(loc, f"a pointer converts to a 64-bit integer "
+                                             f"(np.uint64(p), C's (ulong)p), not to {value}")
+                node.pointer_address = True
+                return value
+            node.__dict__.pop("pointer_address", None)
             if isinstance(t, ct.VecT):
                 raise compile_error(loc, f"np.{value}() converts scalars; convert a {t} with "
                                          f"convert_{ct.cname(value)}{t.width}(v)")

@@ -25,7 +25,8 @@ def clone(node):
     new = type(node)()
     for name in node._fields:
         setattr(new, name, clone(getattr(node, name, None)))
-    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset", "loc", "resolved"):
+    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset", "loc", "resolved",
+                 "vector_array"):
         if hasattr(node, attr):
             setattr(new, attr, getattr(node, attr))
     return new

@@ -34,6 +34,8 @@ from clsim.compiler.regions import Analysis
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.vector_arrays import user_name as array_name
+from clsim.compiler.vector_arrays import vector_arrays
 from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
 from clsim.runtime.record import Site
@@ -95,6 +97,7 @@ class Program:
         body = scope_loop_variables(parsed.tree.body, parsed.params)
         body = copy_written_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         body = pointer_params(body, dict(zip(parsed.params, arg_types, strict=True)))
+        body = vector_arrays(body, self)
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
         typer.run(body)
         refuse_vector_out_params(kfn.name, body, parsed.params, arg_types)
@@ -228,7 +231,7 @@ class ModuleEmitter:
                 param = site.buffer.removesuffix("__buf")
                 site = site._replace(buffer=names[0] if len(names) == 1 else
                                      f"{param} ({' or '.join(names)})")
-            out.append(site)
+            out.append(site._replace(buffer=array_name(site.buffer)))
         return out
 
     def table(self, name: str, arrt) -> str:
@@ -431,6 +434,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     body = scope_loop_variables(body, arg_types)
     body = copy_written_params(body, arg_types)
     body = pointer_params(body, arg_types)
+    body = vector_arrays(body, program)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
@@ -489,7 +493,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
 
 def _array_bytes(storage: dict, env: dict) -> dict[str, tuple[str, int]]:
     """Each local and private array: (space, bytes of one instance)."""
-    return {name: ("local" if kind == "larray" else "private",
+    return {array_name(name): ("local" if kind == "larray" else "private",
                    math.prod(env[name].shape) * np.dtype(env[name].dtype).itemsize)
             for name, kind in sorted(storage.items()) if kind in ("larray", "parray")}
 

@@ -55,8 +55,8 @@ def field_pointer(node: ast.Attribute, field: ct.ArrayT):
     C's array-to-pointer decay, a view of the field's element type into the buffer's bytes.
     The record must be in a buffer (a struct variable's own bytes are no buffer)."""
     root = node
-    while isinstance(root, ast.Subscript | ast.Attribute):
-        root = root.value
+    while isinstance(root, ast.Subscript | ast.Attribute) and not pointer_element(root):
+        root = root.value  # down to the buffer, a pointer, or ax[k] of a pointer array
     t = getattr(root, "ctype", None)
     if isinstance(t, ct.PtrT) and t.record_copy and len(field.shape) == 1:
         t = ct.PtrT(t.base, t.array)  # a record read in place: its buffer's bytes
@@ -89,6 +89,8 @@ def rewrite_component_store(typer, s, target, value) -> bool:
     if not isinstance(target, ast.Attribute | ast.Subscript):
         return False
     base = target.value
+    if _vector_in_memory(typer, base):  # p[i].x = e: p[i] = vector_set(p[i], e)
+        return _rewrite_memory_component(typer, s, target, value)
     if not isinstance(base, ast.Name) or hasattr(base, "resolved"):
         return False
     vec = typer.env.get(base.id)
@@ -120,6 +122,51 @@ def rewrite_component_store(typer, s, target, value) -> bool:
                      type_comment=None)
     new.loc = s.loc
     new.targets[0].loc = s.loc
+    s.__class__ = ast.Assign
+    s.__dict__.update(new.__dict__)
+    return True
+
+
+def _vector_in_memory(typer, node) -> bool:
+    """``p[i]`` through a pointer to vectors (a view, an array of vectors)."""
+    if not isinstance(node, ast.Subscript) or isinstance(node.value, ast.Subscript):
+        return False
+    t = typer.expr(node.value)
+    return isinstance(t, ct.PtrT) and isinstance(t.view, ct.VecT)
+
+
+def _rewrite_memory_component(typer, s, target, value) -> bool:
+    """``p[i].xy = e`` (or ``+=``, ``p[i][k] = e``) as ``p[i] = vector_set(p[i], e)``: C
+    writes the components in memory; the index expressions have no side effects in kernels,
+    so reading them twice is the same access."""
+    place = target.value
+    read = clone(place)
+    for node in ast.walk(read):
+        if hasattr(node, "ctx"):
+            node.ctx = ast.Load()
+    component = clone(target)
+    component.value = read
+    component.ctx = ast.Load()
+    vec = typer.expr(place)
+    if value is None:
+        value = ast.BinOp(left=component, op=s.op, right=s.value)
+        value.loc = s.loc
+    call = ast.Call(func=ast.Name(id="vector_set", ctx=ast.Load()), args=[read, value],
+                    keywords=[])
+    call.func.resolved = ("builtin", "vector_set")
+    call.loc = call.func.loc = s.loc
+    if isinstance(target, ast.Attribute):
+        call.vector_components = vx.assigned_components(target.attr, vec.width, s.loc)
+    elif isinstance(target.slice, ast.Constant):
+        if not 0 <= target.slice.value < vec.width:
+            raise compile_error(s.loc, f"v[{target.slice.value}] is beyond a {vec}")
+        call.vector_components = [target.slice.value]
+    else:
+        call.vector_index = target.slice
+        call.args.append(target.slice)
+    place.ctx = ast.Store()
+    new = ast.Assign(targets=[place], value=call, type_comment=None)
+    new.loc = s.loc
     s.__class__ = ast.Assign
     s.__dict__.update(new.__dict__)
     return True

@@ -109,6 +109,8 @@ class Expressions(PointerExpressions):
             raise Unsupported(cursor, f"a cast from {py.type} to {to} (use convert_{to}())")
         if to.kind == "pointer":
             return self.pointer_cast(py, to, cursor)
+        if py.type.kind == "pointer" and to.kind == "scalar" and to.name in ("int64", "uint64"):
+            return Py(f"{to.py_name}({py.code})", to)  # (ulong)p: the address
         if to.kind == "void":
             return py
         raise Unsupported(cursor, f"a conversion from {py.type} to {to}")

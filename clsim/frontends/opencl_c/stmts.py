@@ -83,14 +83,15 @@ class Statements(Expressions):
                 raise Unsupported(var, f"a local {var.kind.name.lower()}")
 
     def box_locals(self, body) -> None:
-        """Scalar locals whose address is taken (``fill(&t)``) live in a one-element private
-        array, as the Python language passes a private variable by reference."""
+        """Scalar and vector locals whose address is taken (``fill(&t)``, ``(uchar *)&v``)
+        live in a one-element private array, as the Python language passes a private
+        variable by reference."""
         for node in body.walk_preorder():
             if node.kind == CK.UNARY_OPERATOR and unary_op(node) == "&":
                 target = strip(children(node)[0])
                 ref = target.referenced if target.kind == CK.DECL_REF_EXPR else None
                 if ref is not None and ref.kind == CK.VAR_DECL and \
-                        ctype(ref.type).kind == "scalar":
+                        ctype(ref.type).kind in ("scalar", "vector"):
                     self.boxed.add(ref.hash)
 
     def var_decl(self, var) -> None:
@@ -103,7 +104,7 @@ class Statements(Expressions):
         if var.hash in self.boxed:
             self.module.use("private_array")
             fill = f", fill=({self.typed(init, t).code},)" if init is not None else ""
-            self.put(f"{name} = private_array(1, np.{t.name}{fill})", var)
+            self.put(f"{name} = private_array(1, {t.py_name}{fill})", var)
             return
         if t.kind == "array":
             return self.array_decl(var, name, t, init)
