@@ -31,6 +31,7 @@ from clsim.frontends.opencl_c.load import translate, translated_kernels  # noqa:
 from ggml_launches import CASES, Launch  # noqa: E402
 from verify.clrun import build_kernel, build_options, run_cl  # noqa: E402
 from verify.devices import get_device, import_pyopencl  # noqa: E402
+from verify.policy import compare  # noqa: E402
 
 # ggml-opencl.cpp builds its programs with these
 OPTIONS = "-cl-std=CL2.0 -cl-mad-enable -cl-unsafe-math-optimizations -cl-finite-math-only " \
@@ -50,19 +51,21 @@ def ulps(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.abs(ia - ib).max()) if ia.size else 0
 
 
-def agreement(launch: Launch, got: np.ndarray, want: np.ndarray) -> tuple[bool, str]:
-    """(exact, the agreement in words) under the launch's policy."""
-    same = np.array_equal(got.view(np.uint8), want.view(np.uint8))
-    if same:
-        return True, "bit for bit"
+def agreement(launch: Launch, build: str, got: np.ndarray, want: np.ndarray) -> tuple[bool, str]:
+    """(agreed under the launch's policy for this build, what was measured, in words)."""
+    policy = launch.policies[build]
+    scale = None if launch.scale is None else launch.scale.reshape(got.shape)
+    verdict = compare(launch.kernel, got, want, policy, scale=scale)
+    if np.array_equal(got.view(np.uint8), want.view(np.uint8)):
+        return verdict.equal, "bit for bit"
     if got.dtype.kind != "f":
         bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
-        return False, f"{bad.size} values differ (first at {bad[0]})"
+        return verdict.equal, f"{bad.size} values differ (first at {bad[0]})"
     text = f"max {ulps(got, want)} ULP"
-    if launch.policy == "magnitude":
-        err = np.abs(got.astype(np.float64) - want) / launch.scale.reshape(got.shape)
-        text += f", {err.max() / np.finfo(np.float32).eps:.2f} eps of sum\\|terms\\|"
-    return False, text
+    if scale is not None:
+        err = np.abs(got.astype(np.float64) - want) / scale
+        text += f", {err.max() / np.finfo(np.float32).eps:.2f} eps of {launch.scale_of}"
+    return verdict.equal, f"{text} (policy {policy})"
 
 
 def _wg_size(device: str, source: str, options: str, kernel: str) -> int:
@@ -133,12 +136,13 @@ def measure(name: str, kernels_dir: Path, device: str, build: str) -> dict:
         return row
     row.update(compiled="yes", ran="yes", sim_s=time.perf_counter() - began,
                compile_s=result.compile_s)
-    texts, exact = [], True
+    texts, agreed = [], True
     for index in outs:
-        ok, text = agreement(launch, sim_args[index], dev.buffers[index])
-        exact &= ok
+        ok, text = agreement(launch, build, sim_args[index], dev.buffers[index])
+        agreed &= ok
         texts.append(text)
-    row["agreed"] = "; ".join(texts)
+    row["agreed"] = ("yes: " if agreed else "NO: ") + "; ".join(texts)
+    row["why_policy"] = launch.why
     return row
 
 

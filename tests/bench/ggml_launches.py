@@ -19,6 +19,7 @@ import numpy as np
 
 from clsim import Image
 from verify.clrun import LocalMem
+from verify.policy import EXACT, Policy, magnitude, ulp
 
 GGML = gguf.GGMLQuantizationType
 u64, i32, f32 = np.uint64, np.int32, np.float32
@@ -34,8 +35,12 @@ class Launch:
     args: list
     out: int | tuple[int, ...]  # the argument(s) compared
     shape: str  # what the shape is, for the table
-    policy: str = "ulp"  # "exact", "ulp" or "magnitude" (against sum|terms| in ``scale``)
+    # verify.policy's policy per build ("ggml", "plain"), the reason, and the magnitude
+    # policy's scale per output element (sum |terms|, or what ``scale_of`` names)
+    policies: dict[str, Policy] = field(default_factory=lambda: {"ggml": EXACT, "plain": EXACT})
+    why: str = "the arithmetic is fixed by the source"
     scale: np.ndarray | None = None
+    scale_of: str = "sum\\|terms\\|"
     defines: str = ""
     # Options for the device build only: a compiler's strictness the simulator does not share.
     device_options: str = ""
@@ -53,6 +58,28 @@ def _dot_scale(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
 
 
+def _mag(k: float) -> Policy:
+    """verify.policy's magnitude policy; its scale is computed here, from the data."""
+    return magnitude(k, scale=None)
+
+
+def _dot_policy(terms_per_lane: int, lanes: int, fast_ulp: int = 0) -> dict[str, Policy]:
+    """A dot product each lane sums in order, then a sub-group tree: any order of that shape
+    errs by at most (terms per lane + log2 lanes) eps sum|terms| (twice that between two
+    orders); -cl-mad-enable may fuse, which only removes roundings."""
+    k = 2 * (terms_per_lane + int(np.log2(lanes)) + 1)
+    return {"ggml": _mag(k + fast_ulp), "plain": _mag(k)}
+
+
+DOT_WHY = "reduction order (each lane's sum, then the sub-group's tree) and mad fusion"
+
+
+def _sum_ulps(terms_per_lane: int, lanes: int) -> int:
+    """ULPs between two orders of a sum of positive terms of that shape (relative error at most
+    (terms per lane + log2 lanes) eps each)."""
+    return 2 * (terms_per_lane + int(np.log2(lanes)) + 1)
+
+
 def soft_max(rng, ne00=1000, ne01=8, ne02=4) -> Launch:
     """ggml_cl_soft_max with a mask (src1) and attention sinks (src2), each its own buffer."""
     x = (rng.standard_normal((ne02, ne01, ne00)) * 3).astype(np.float32)
@@ -65,8 +92,14 @@ def soft_max(rng, ne00=1000, ne01=8, ne02=4) -> Launch:
     args = [x, u64(0), mask, u64(0), sinks, u64(0), dst, u64(0), i32(ne00), u64(nb01), u64(nb02),
             u64(nb03), i32(1), i32(1), u64(nb01), u64(0), u64(0), u64(nb01), u64(nb02), u64(nb03),
             f32(0.125), f32(0.0), f32(1.0), f32(1.0), i32(4)]
+    # exp: 3 ULP, or 3 + floor(|2x|) under -cl-unsafe-math-optimizations (x down to about -40
+    # here); the sum of exps, then a multiplication by its reciprocal.
+    sums = _sum_ulps(-(-ne00 // nth), nth)
     return Launch("softmax_f32.cl", "kernel_soft_max", (ne01 * nth, ne02, 1), (nth, 1, 1), args,
-                  6, f"{ne02}x{ne01} rows of {ne00}, mask, sinks")
+                  6, f"{ne02}x{ne01} rows of {ne00}, mask, sinks",
+                  {"ggml": ulp(sums + 3 + 80 + 3), "plain": ulp(sums + 3 + 1)},
+                  "exp's error (3 ULP; 3 + 2\\|x\\| with fast-relaxed math) and the order of "
+                  "the sum of exps")
 
 
 def rms_norm(rng, ne00=4096, ne01=8, ne02=2) -> Launch:
@@ -76,8 +109,11 @@ def rms_norm(rng, ne00=4096, ne01=8, ne02=2) -> Launch:
     nb01, nb02 = ne00 * 4, ne00 * ne01 * 4
     args = [x, u64(0), dst, u64(0), i32(ne00), i32(ne01), i32(ne02), i32(1), u64(nb01),
             u64(nb02), u64(nb02 * ne02), f32(1e-6), LocalMem(4 * nth // SUBGROUP)]
+    bound = ulp(_sum_ulps(ne00 // nth, nth) // 2 + 4)  # sqrt halves the sum's error
     return Launch("rms_norm.cl", "kernel_rms_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2,
-                  f"{ne02}x{ne01} rows of {ne00}")
+                  f"{ne02}x{ne01} rows of {ne00}", {"ggml": bound, "plain": bound},
+                  "the order of the sum of squares, and rsqrt/division (2-3 ULP with "
+                  "fast-relaxed math)")
 
 
 def norm(rng, ne00=4096, ne01=8, ne02=2) -> Launch:
@@ -87,8 +123,10 @@ def norm(rng, ne00=4096, ne01=8, ne02=2) -> Launch:
     nb01, nb02 = ne00 * 4, ne00 * ne01 * 4
     args = [x, u64(0), dst, u64(0), i32(ne00), i32(ne01), i32(ne02), i32(1), u64(4), u64(nb01),
             u64(nb02), u64(nb02 * ne02), f32(1e-5), LocalMem(4 * nth)]
+    bound = ulp(_sum_ulps(ne00 // nth, nth) + 4)  # the mean's error, the variance's, sqrt
     return Launch("norm.cl", "kernel_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2,
-                  f"{ne02}x{ne01} rows of {ne00}")
+                  f"{ne02}x{ne01} rows of {ne00}", {"ggml": bound, "plain": bound},
+                  "the order of the sums (mean, variance), sqrt and division")
 
 
 def rope_norm(rng, head=128, heads=32, tokens=4, n_past=100) -> Launch:
@@ -105,8 +143,18 @@ def rope_norm(rng, head=128, heads=32, tokens=4, n_past=100) -> Launch:
             f32(1.0), f32(32.0), f32(1.0), i32(0)]
     # rope.cl's f16 multi and vision kernels assign a float* to a half* parameter: a warning in
     # clang, an error in the Intel CPU runtime's compiler unless demoted.
+    # Each output is x0 cos(t) -+ x1 sin(t), t = pos * base^(-i/d): pow's relative error e
+    # moves the angle by e*t, so errors scale with (|x0| + |x1|) (1 + t). OpenCL allows pow 16
+    # ULP and sin/cos 4 ULP; with -cl-unsafe-math-optimizations pow 8192 ULP and sin/cos an
+    # absolute 2^-11 (4096 eps) on [-pi, pi].
+    theta = pos[:, None].astype(np.float64) * 10000.0 ** (-np.arange(0, head, 2) / head)
+    pair = np.abs(x[..., 0::2]).astype(np.float64) + np.abs(x[..., 1::2])
+    scale = np.repeat(pair * (1 + theta[:, None, :]), 2, axis=-1)
     return Launch("rope.cl", "kernel_rope_norm_f32", (heads * nth, tokens, 1), (nth, 1, 1), args,
                   6, f"{tokens} tokens x {heads} heads x {head}, positions {n_past}..",
+                  {"ggml": _mag(2 * (8192 + 4096 + 4)), "plain": _mag(2 * (16 + 4 + 4))},
+                  "pow, sin and cos within OpenCL's bounds (full profile; unsafe-math for the "
+                  "ggml build), amplified by the angle", scale, "(\\|x0\\|+\\|x1\\|)(1+θ)",
                   device_options="-Wno-error=incompatible-pointer-types")
 
 
@@ -121,7 +169,8 @@ def get_rows_f16(rng, ne00=4096, vocab=2048, ne10=8) -> Launch:
             u64(ne00 * 2 * vocab), u64(ne00 * 2 * vocab), i32(ne10), u64(4), u64(ne10 * 4),
             u64(ne10 * 4), u64(ne00 * 4), u64(ne00 * 4 * ne10), u64(ne00 * 4 * ne10)]
     return Launch("get_rows.cl", "kernel_get_rows_f16", (ne10, 1, 1), (1, 1, 1), args, 4,
-                  f"{ne10} tokens from {vocab}x{ne00} f16", policy="exact", needs_kernel_wg=True)
+                  f"{ne10} tokens from {vocab}x{ne00} f16", why="half to float is exact",
+                  needs_kernel_wg=True)
 
 
 def convert_q4_0(rng, rows=4096, cols=4096) -> Launch:
@@ -133,7 +182,7 @@ def convert_q4_0(rng, rows=4096, cols=4096) -> Launch:
     d = np.zeros(nblocks, np.float16)
     return Launch("cvt.cl", "kernel_convert_block_q4_0", (nblocks, 1, 1), (64, 1, 1),
                   [blocks.reshape(-1), q, d], (1, 2), f"{rows}x{cols} Q4_0 weight",
-                  policy="exact")
+                  why="byte copies")
 
 
 def mul_mv_f32(rng, ne00=4096, ne01=64, ne11=4) -> Launch:
@@ -147,7 +196,8 @@ def mul_mv_f32(rng, ne00=4096, ne01=64, ne11=4) -> Launch:
             u64(nb11 * ne11), u64(nb11 * ne11), i32(ne01), i32(ne11), i32(1), i32(1)]
     ny = (ne11 + 3) // 4
     return Launch("mul_mv_f32_f32.cl", "kernel_mul_mat_f32_f32", (ne01 * 32, ny, 1), (32, 1, 1),
-                  args, 4, f"{ne01}x{ne00} by {ne11} vectors", "magnitude", _dot_scale(w, x))
+                  args, 4, f"{ne01}x{ne00} by {ne11} vectors", _dot_policy(ne00 // 32, 32), DOT_WHY,
+                  _dot_scale(w, x))
 
 
 def mul_mv_f16(rng, head=128, n_kv=256, heads=8, tokens=4) -> Launch:
@@ -165,10 +215,10 @@ def mul_mv_f16(rng, head=128, n_kv=256, heads=8, tokens=4) -> Launch:
     scale = np.stack([_dot_scale(k[h].astype(np.float32), q[h]) for h in range(heads)])
     return Launch("mul_mv_f16_f32_l4.cl", "kernel_mul_mat_f16_f32_l4", (n_kv * 32, 1, heads),
                   (32, 1, 1), args, 4, f"KQ: {heads} heads, {n_kv} keys x {head}, {tokens} "
-                  "queries", "magnitude", scale)
+                  "queries", _dot_policy(head // 32, 32), DOT_WHY, scale)
 
 
-def mul_mv_q4_0(rng, ne00=4096, ne01=256, ne11=1) -> Launch:
+def mul_mv_q4_0(rng, ne00=4096, ne01=4096, ne11=1) -> Launch:
     """ggml_cl_mul_mat Q4_0 x F32, blocks as stored (no GGML_OPENCL_SOA_Q): Intel path nth0 16,
     N_DST 4; global ((ne01+3)/4*16, ne11, 1)."""
     w = rng.standard_normal((ne01, ne00)).astype(np.float32)
@@ -180,10 +230,11 @@ def mul_mv_q4_0(rng, ne00=4096, ne01=256, ne11=1) -> Launch:
     scale = _dot_scale(gguf.quants.dequantize(blocks, GGML.Q4_0), x)
     return Launch("mul_mv_q4_0_f32.cl", "kernel_mul_mat_q4_0_f32",
                   ((ne01 + 3) // 4 * 16, ne11, 1), (16, 1, 1), args, 4,
-                  f"{ne01}x{ne00} Q4_0 by {ne11} vector", "magnitude", scale)
+                  f"{ne01}x{ne00} Q4_0 by {ne11} vector", _dot_policy(ne00 // 16, 16), DOT_WHY,
+                  scale)
 
 
-def mul_mv_q8_0_flat(rng, ne00=4096, ne01=256, ne11=1) -> Launch:
+def mul_mv_q8_0_flat(rng, ne00=4096, ne01=4096, ne11=1) -> Launch:
     """ggml_cl_mul_mat Q8_0 x F32 with GGML_OPENCL_SOA_Q (the default build): quants and scales
     in two buffers, as kernel_convert_block_q8_0 leaves them; Intel nth0 16, nth1 2, ndst 8."""
     w = rng.standard_normal((ne01, ne00)).astype(np.float32)
@@ -201,10 +252,11 @@ def mul_mv_q8_0_flat(rng, ne00=4096, ne01=256, ne11=1) -> Launch:
     scale = _dot_scale(gguf.quants.dequantize(blocks, GGML.Q8_0), x)
     return Launch("mul_mv_q8_0_f32_flat.cl", "kernel_mul_mv_q8_0_f32_flat",
                   ((ne01 + 7) // 8 * 16, ne11 * 2, 1), (16, 2, 1), args, 4,
-                  f"{ne01}x{ne00} Q8_0 (SoA) by {ne11} vector", "magnitude", scale)
+                  f"{ne01}x{ne00} Q8_0 (SoA) by {ne11} vector", _dot_policy(ne00 // 16, 16),
+                  DOT_WHY, scale)
 
 
-def mul_mv_q6_K(rng, ne00=4096, ne01=128, ne11=1) -> Launch:
+def mul_mv_q6_K(rng, ne00=4096, ne01=4096, ne11=1) -> Launch:
     """ggml_cl_mul_mat Q6_K x F32, blocks as stored: Intel nth0 16, nth1 2 (one row per
     sub-group); global ((ne01+1)/2*16, ne11*2, 1)."""
     nb = ne00 // 256
@@ -218,7 +270,8 @@ def mul_mv_q6_K(rng, ne00=4096, ne01=128, ne11=1) -> Launch:
             i32(ne00), i32(1), i32(ne01), i32(ne11), i32(1), i32(1)]
     return Launch("mul_mv_q6_k_f32.cl", "kernel_mul_mv_q6_K_f32",
                   ((ne01 + 1) // 2 * 16, ne11 * 2, 1), (16, 2, 1), args, 4,
-                  f"{ne01}x{ne00} Q6_K by {ne11} vector", "magnitude", _dot_scale(w, x))
+                  f"{ne01}x{ne00} Q6_K by {ne11} vector", _dot_policy(ne00 // 16, 16), DOT_WHY,
+                  _dot_scale(w, x))
 
 
 def gemv_img_y8_gqa(rng, head=128, n_kv=256, kv_heads=4, gqa=8) -> Launch:
@@ -242,7 +295,7 @@ def gemv_img_y8_gqa(rng, head=128, n_kv=256, kv_heads=4, gqa=8) -> Launch:
     return Launch("mul_mv_f16_f32_l4.cl", "kernel_mul_mat_f16_f32_l4_y8_gqa_img",
                   ((head + 7) // 8 * 64, 1, kv_heads), (64, 1, 1), args, 3,
                   f"KQV: {kv_heads} KV heads x {gqa} query heads, {n_kv} keys x {head}",
-                  "magnitude", scale)
+                  _dot_policy(n_kv // 16, 16), DOT_WHY, scale)
 
 
 CASES = {
