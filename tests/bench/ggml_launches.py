@@ -196,7 +196,7 @@ def mul_mv_f32(rng, ne00=4096, ne01=64, ne11=4) -> Launch:
             u64(nb11 * ne11), u64(nb11 * ne11), i32(ne01), i32(ne11), i32(1), i32(1)]
     ny = (ne11 + 3) // 4
     return Launch("mul_mv_f32_f32.cl", "kernel_mul_mat_f32_f32", (ne01 * 32, ny, 1), (32, 1, 1),
-                  args, 4, f"{ne01}x{ne00} by {ne11} vectors", _dot_policy(ne00 // 32, 32), DOT_WHY,
+                  args, 4, f"{ne01}x{ne00} by {ne11} vectors", _dot_policy(ne00 // 8, 8), DOT_WHY,
                   _dot_scale(w, x))
 
 
@@ -215,7 +215,7 @@ def mul_mv_f16(rng, head=128, n_kv=256, heads=8, tokens=4) -> Launch:
     scale = np.stack([_dot_scale(k[h].astype(np.float32), q[h]) for h in range(heads)])
     return Launch("mul_mv_f16_f32_l4.cl", "kernel_mul_mat_f16_f32_l4", (n_kv * 32, 1, heads),
                   (32, 1, 1), args, 4, f"KQ: {heads} heads, {n_kv} keys x {head}, {tokens} "
-                  "queries", _dot_policy(head // 32, 32), DOT_WHY, scale)
+                  "queries", _dot_policy(head // 8, 8), DOT_WHY, scale)
 
 
 def mul_mv_q4_0(rng, ne00=4096, ne01=4096, ne11=1) -> Launch:
@@ -298,9 +298,71 @@ def gemv_img_y8_gqa(rng, head=128, n_kv=256, kv_heads=4, gqa=8) -> Launch:
                   _dot_policy(n_kv // 16, 16), DOT_WHY, scale)
 
 
+def flash_attn_f32(rng, d=128, n_q=64, n_kv=256, heads=8, block=32) -> Launch:
+    """ggml_cl_flash_attn, F32 Q/K/V prefill (n_q > 1): flash_attn_f32 built with the host's
+    -D DK, DV, BLOCK_M, BLOCK_N and FA_SG=32 (Intel); BLOCK_M/N come from fa_tune.h, which is
+    not in the folder: 32 each here. Global ((n_q+BM-1)/BM*BM, heads), local (BM, 1); a causal
+    f16 mask and attention sinks, each its own buffer. Output o is [n_q][heads][DV]."""
+    q = rng.standard_normal((heads, n_q, d)).astype(np.float32)
+    k = rng.standard_normal((heads, n_kv, d)).astype(np.float32)
+    v = rng.standard_normal((heads, n_kv, d)).astype(np.float32)
+    o = np.zeros((n_q, heads, d), np.float32)
+    causal = np.arange(n_kv)[None, :] > (n_kv - n_q + np.arange(n_q))[:, None]
+    mask = np.where(causal, -np.inf, 0.0).astype(np.float16)
+    sinks = rng.standard_normal(heads).astype(np.float32)
+    row = d * 4
+    args = [q, u64(0), k, u64(0), v, u64(0), o, u64(0), f32(1 / np.sqrt(d)), i32(n_q),
+            i32(n_kv), i32(0), i32(heads), u64(row), u64(row * n_q), u64(row * n_q * heads),
+            u64(row), u64(row * n_kv), u64(row * n_kv * heads), u64(row), u64(row * n_kv),
+            u64(row * n_kv * heads), u64(row), u64(row * heads), u64(row * heads * n_q),
+            f32(0.0), f32(1.0), f32(1.0), i32(8), f32(0.0), i32(heads), mask, u64(0),
+            u64(n_kv * 2), u64(0), u64(0), i32(1), i32(1), sinks, u64(0)]
+    # o is a weighted mean of V's rows: its error scales with max |v| (exp and native_exp's
+    # relative error on the weights; native_exp's is the implementation's, taken as half_exp's
+    # 8192 ULP bound).
+    scale = np.broadcast_to(np.abs(v).max(axis=1)[None, :, :], o.shape)
+    defines = f"-D DK={d} -D DV={d} -D BLOCK_M={block} -D BLOCK_N={block} -D FA_SG=32"
+    return Launch("flash_attn_f32.cl", "flash_attn_f32", (-(-n_q // block) * block, heads),
+                  (block, 1), args, 6, f"{heads} heads, {n_q} queries x {n_kv} keys x {d}",
+                  {"ggml": _mag(2 * (8192 + d)), "plain": _mag(2 * (8192 + d))},
+                  "exp/native_exp on the softmax weights and the order of the weighted sums",
+                  scale, "max\\|v\\|", defines)
+
+
+def gemm_img_q4_0(rng, m=4096, k=4096, n=8) -> Launch:
+    """Adreno's image GEMM (kernel_gemm_noshuffle_q4_0_f32, ggml_cl_mul_mat_q4_0_f32_adreno):
+    Q4_0 weights as the host leaves them after kernel_convert_block_q4_0_noshuffle and the
+    transposes (4 nibbles of 4 consecutive k per ushort, [K/4][M]; scales [K/32][M]), the
+    activations transposed to [K][N] halves in an RGBA half image1d_buffer (kernel_transpose_32_16).
+    Global (ceil(N/8), ceil(M/4)), local (1, 128); C is [N][M]. The kernel accumulates in
+    half8 registers."""
+    w = rng.standard_normal((m, k)).astype(np.float32)
+    blocks = _quantize(w, GGML.Q4_0).reshape(m, k // 32, 18)
+    d = blocks[:, :, :2].copy().view(np.float16)[:, :, 0]  # [M][K/32]
+    qs = blocks[:, :, 2:]
+    nib = np.concatenate([qs & 0xF, qs >> 4], axis=2).reshape(m, k).astype(np.uint16)
+    packed = nib[:, 0::4] | nib[:, 1::4] << 4 | nib[:, 2::4] << 8 | nib[:, 3::4] << 12
+    src0_q = np.ascontiguousarray(packed.T)  # [K/4][M]
+    src0_d = np.ascontiguousarray(d.T)  # [K/32][M]
+    x = rng.standard_normal((n, k)).astype(np.float32)
+    b_t = np.ascontiguousarray(x.T.astype(np.float16))  # [K][N], N a multiple of 8 here
+    img = Image(b_t.reshape(-1, 4), "RGBA", np.float16, kind="image1d_buffer")
+    dst = np.zeros((n, m), np.float32)
+    wq = (nib.astype(np.float32) - 8) * np.repeat(d.astype(np.float32), 32, axis=1)
+    scale = _dot_scale(wq, b_t.T.astype(np.float32))
+    return Launch("gemm_noshuffle_q4_0_f32.cl", "kernel_gemm_noshuffle_q4_0_f32",
+                  (-(-n // 8), -(-m // 4), 1), (1, 128, 1),
+                  [src0_q, src0_d, img, dst, i32(m), i32(n), i32(k), i32(n)], 3,
+                  f"{m}x{k} Q4_0 by {n} activations (prefill)",
+                  {"ggml": _mag(2 * k * 8192), "plain": _mag(2 * k * 8192)},
+                  "half8 accumulators: each of K steps rounds to half (eps 2^-10 = 8192 float "
+                  "eps); any fusion (-cl-mad-enable) changes those roundings", scale)
+
+
 CASES = {
     "soft_max": soft_max, "rms_norm": rms_norm, "norm": norm, "rope_norm": rope_norm,
     "mul_mv_f32": mul_mv_f32, "mul_mv_f16": mul_mv_f16, "mul_mv_q4_0": mul_mv_q4_0,
     "mul_mv_q8_0": mul_mv_q8_0_flat, "mul_mv_q6_K": mul_mv_q6_K, "get_rows": get_rows_f16,
     "convert_q4_0": convert_q4_0, "gemv_image": gemv_img_y8_gqa,
+    "gemm_image": gemm_img_q4_0, "flash_attn": flash_attn_f32,
 }
