@@ -1,131 +1,204 @@
 """ggml's OpenCL kernels, unchanged, in the simulator (translated by the OpenCL C front end) and
 on a device (the same .cl built by pyopencl), at the launch shapes of ggml-opencl.cpp (Intel
-path: nth = 32 for soft_max, 64 for rms_norm; the device's sub-group size), compared bit for
-bit, in ULPs, and for dot products against the magnitude of their terms. Argument lists follow
-the host code's clSetKernelArg calls.
+path; the launches are in ggml_launches.py), with ggml's build options and with a plain build.
+For each kernel: translated, compiled, ran, agreed (bit for bit, in ULPs, or for dot products
+against the magnitude of their terms), and the simulator's and the device's times.
 
 Run: python tests/bench/bench_ggml_devices.py /path/to/ggml-opencl/kernels [--device intel-cpu]
-(test data from outside the project: nothing of it is copied here).
+     [--only rope_norm,get_rows] [--docs]
+(test data from outside the project: nothing of it is copied here). ``--docs`` rewrites the
+generated section of docs/opencl-c.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import clsim  # noqa: E402
-from verify.clrun import LocalMem, run_cl  # noqa: E402
+from clsim.errors import KernelCompileError, SimulationError  # noqa: E402
+from clsim.frontends.opencl_c.load import translate, translated_kernels  # noqa: E402
+from ggml_launches import CASES, Launch  # noqa: E402
+from verify.clrun import build_kernel, build_options, run_cl  # noqa: E402
+from verify.devices import get_device, import_pyopencl  # noqa: E402
+from verify.policy import compare  # noqa: E402
 
+# ggml-opencl.cpp builds its programs with these
 OPTIONS = "-cl-std=CL2.0 -cl-mad-enable -cl-unsafe-math-optimizations -cl-finite-math-only " \
           "-cl-fast-relaxed-math"
-SUBGROUP = 16
 # Without fast-relaxed math, and with division and sqrt correctly rounded as the simulator's
 PLAIN = "-cl-std=CL2.0 -cl-fp32-correctly-rounded-divide-sqrt"
-
-
-def soft_max(rng, ne00=1000, ne01=8, ne02=4):
-    """ggml_cl_soft_max with a mask (src1) and attention sinks (src2), each its own buffer (the
-    kernel tests src1 != src0: one array passed twice is one buffer in the simulator, while
-    run_cl makes a buffer per argument)."""
-    x = (rng.standard_normal((ne02, ne01, ne00)) * 3).astype(np.float32)
-    mask = rng.standard_normal((ne01, ne00)).astype(np.float32)
-    sinks = rng.standard_normal(ne02).astype(np.float32)
-    dst = np.zeros_like(x)
-    nb01, nb02 = ne00 * 4, ne00 * ne01 * 4
-    nb03 = nb02 * ne02
-    nth = min(32, ne00)
-    u, i, f = np.uint64, np.int32, np.float32
-    args = [x, u(0), mask, u(0), sinks, u(0), dst, u(0), i(ne00), u(nb01), u(nb02), u(nb03),
-            i(1), i(1), u(nb01), u(0), u(0), u(nb01), u(nb02), u(nb03), f(0.125), f(0.0),
-            f(1.0), f(1.0), i(4)]
-    return "softmax_f32.cl", "kernel_soft_max", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 6
-
-
-def rms_norm(rng, ne00=4096, ne01=8, ne02=2):
-    x = rng.standard_normal((ne02, ne01, ne00)).astype(np.float32)
-    dst = np.zeros_like(x)
-    nth = min(64, ne00)
-    nb01, nb02 = ne00 * 4, ne00 * ne01 * 4
-    u, i = np.uint64, np.int32
-    args = [x, u(0), dst, u(0), i(ne00), i(ne01), i(ne02), i(1), u(nb01), u(nb02),
-            u(nb02 * ne02), np.float32(1e-6), LocalMem(4 * nth // SUBGROUP)]
-    return "rms_norm.cl", "kernel_rms_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2
-
-
-def norm(rng, ne00=4096, ne01=8, ne02=2):
-    x = rng.standard_normal((ne02, ne01, ne00)).astype(np.float32)
-    dst = np.zeros_like(x)
-    nth = 64
-    nb01, nb02 = ne00 * 4, ne00 * ne01 * 4
-    u, i = np.uint64, np.int32
-    args = [x, u(0), dst, u(0), i(ne00), i(ne01), i(ne02), i(1), u(4), u(nb01), u(nb02),
-            u(nb02 * ne02), np.float32(1e-5), LocalMem(4 * nth)]
-    return "norm.cl", "kernel_norm", (ne01 * nth, ne02, 1), (nth, 1, 1), args, 2
-
-
-def mul_mv_f32(rng, ne00=4096, ne01=64, ne11=4):
-    """ggml_cl_mul_mat, F32 x F32 (nrows 4, nth0 32 on Intel): W (ne01 x ne00), ne11 vectors."""
-    w = rng.standard_normal((ne01, ne00)).astype(np.float32)
-    x = rng.standard_normal((ne11, ne00)).astype(np.float32)
-    dst = np.zeros((ne11, ne01), np.float32)
-    u, i = np.uint64, np.int32
-    nb01, nb11 = ne00 * 4, ne00 * 4
-    args = [w, u(0), x, u(0), dst, u(0), i(ne00), i(ne01), i(1), u(4), u(nb01), u(nb01 * ne01),
-            u(nb01 * ne01), i(ne00), i(ne11), i(1), u(4), u(nb11), u(nb11 * ne11),
-            u(nb11 * ne11), i(ne01), i(ne11), i(1), i(1)]
-    ny = (ne11 + 3) // 4
-    SCALES["mul_mv_f32"] = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
-    return "mul_mv_f32_f32.cl", "kernel_mul_mat_f32_f32", (ne01 * 32, ny, 1), (32, 1, 1), args, 4
-
-
-# sum |terms| per output of a dot-product kernel: its reduction order is the device's own (a
-# sub-group reduction's tree), so agreement is judged against the magnitude of the terms.
-SCALES: dict[str, np.ndarray] = {}
-CASES = {"soft_max": soft_max, "rms_norm": rms_norm, "norm": norm, "mul_mv_f32": mul_mv_f32}
+BUILDS = {"ggml": OPTIONS, "plain": PLAIN}
+BEGIN = "<!-- BEGIN GENERATED: ggml devices -->"
+END = "<!-- END GENERATED: ggml devices -->"
 
 
 def ulps(a: np.ndarray, b: np.ndarray) -> int:
-    ia = a.view(np.int32).astype(np.int64)
-    ib = b.view(np.int32).astype(np.int64)
+    ia = a.astype(np.float32).view(np.int32).astype(np.int64)
+    ib = b.astype(np.float32).view(np.int32).astype(np.int64)
     ia = np.where(ia < 0, -(2**31) - ia, ia)
     ib = np.where(ib < 0, -(2**31) - ib, ib)
-    return int(np.abs(ia - ib).max())
+    return int(np.abs(ia - ib).max()) if ia.size else 0
+
+
+def agreement(launch: Launch, build: str, got: np.ndarray, want: np.ndarray) -> tuple[bool, str]:
+    """(agreed under the launch's policy for this build, what was measured, in words)."""
+    policy = launch.policies[build]
+    scale = None if launch.scale is None else launch.scale.reshape(got.shape)
+    verdict = compare(launch.kernel, got, want, policy, scale=scale)
+    if np.array_equal(got.view(np.uint8), want.view(np.uint8)):
+        return verdict.equal, "bit for bit"
+    if got.dtype.kind != "f":
+        bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+        return verdict.equal, f"{bad.size} values differ (first at {bad[0]})"
+    text = f"max {ulps(got, want)} ULP"
+    if scale is not None:
+        err = np.abs(got.astype(np.float64) - want) / scale
+        text += f", {err.max() / np.finfo(np.float32).eps:.2f} eps of {launch.scale_of}"
+    return verdict.equal, f"{text} (policy {policy})"
+
+
+def _wg_size(device: str, source: str, options: str, kernel: str) -> int:
+    """CL_KERNEL_WORK_GROUP_SIZE, as the host's get_kernel_workgroup_size asks it."""
+    cl = import_pyopencl()
+    info = get_device(device)
+    k = build_kernel(info, source, build_options(info, options), kernel)
+    return int(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, info.cl_device))
+
+
+def _fill_get_rows(launch: Launch, max_wg: int) -> None:
+    """ggml_cl_get_rows: nth = smallest power of two >= ne00 within the kernel's limit."""
+    ne00, ne10 = int(launch.args[6]), int(launch.args[10])
+    nth = 1
+    while nth < ne00 and 2 * nth <= max_wg:
+        nth *= 2
+    launch.global_size = (ne10 * nth, 1, 1)
+    launch.local_size = (nth, 1, 1)
+
+
+def _copies(args: list) -> list:
+    """Fresh arrays for the simulator; one array passed twice stays one (one buffer, as the
+    host passes src0 again for rope's absent src2 and the kernel compares the pointers)."""
+    copies: dict[int, np.ndarray] = {}
+    return [copies.setdefault(id(a), a.copy()) if isinstance(a, np.ndarray) else a
+            for a in args]
+
+
+def measure(name: str, kernels_dir: Path, device: str, build: str) -> dict:
+    launch = CASES[name](np.random.default_rng(0))
+    path = kernels_dir / launch.file
+    options = f"{BUILDS[build]} {launch.defines}".strip()
+    row = dict(name=name, build=build, file=launch.file, kernel=launch.kernel,
+               shape=launch.shape, translated="no", compiled="no", ran="no", agreed="",
+               why="", sim_s=None, compile_s=None, device_ms=None, subgroup=None)
+    try:
+        t = translate(str(path), options)
+        fail = t.failure_of(launch.kernel)
+        if fail is not None:
+            row["why"] = fail.message(launch.file)
+            return row
+        kernel = translated_kernels(t)[launch.kernel]
+    except SimulationError as exc:
+        row["why"] = str(exc).splitlines()[0]
+        return row
+    row["translated"] = "yes"
+    source = path.read_text()
+    if launch.needs_kernel_wg:
+        _fill_get_rows(launch, _wg_size(device, source, options, launch.kernel))
+    row["launch"] = f"{launch.global_size} / {launch.local_size}"
+    outs = launch.out if isinstance(launch.out, tuple) else (launch.out,)
+    dev = run_cl(device, source, launch.kernel, launch.global_size, launch.local_size,
+                 launch.args, options=f"{options} {launch.device_options}".strip())
+    row["device_ms"] = dev.time_ns / 1e6 if dev.time_ns else None
+    row["subgroup"] = dev.subgroup_size
+    sim_args = _copies(launch.args)
+    began = time.perf_counter()
+    try:
+        result = clsim.run(kernel, launch.global_size, launch.local_size, sim_args,
+                           subgroup_size=dev.subgroup_size,
+                           max_work_group_size=max(1024, math.prod(launch.local_size)))
+    except KernelCompileError as exc:
+        row["why"] = str(exc).splitlines()[0]
+        return row
+    except SimulationError as exc:
+        row["compiled"] = "yes"
+        row["why"] = str(exc).splitlines()[0]
+        return row
+    row.update(compiled="yes", ran="yes", sim_s=time.perf_counter() - began,
+               compile_s=result.compile_s)
+    texts, agreed = [], True
+    for index in outs:
+        ok, text = agreement(launch, build, sim_args[index], dev.buffers[index])
+        agreed &= ok
+        texts.append(text)
+    row["agreed"] = ("yes: " if agreed else "NO: ") + "; ".join(texts)
+    row["why_policy"] = launch.why
+    return row
+
+
+def fmt_time(row: dict) -> str:
+    if row["sim_s"] is None:
+        return ""
+    dev = f"{row['device_ms']:.2f} ms" if row["device_ms"] is not None else "?"
+    return f"{row['sim_s']:.1f} s ({row['compile_s']:.1f} s compile) / {dev}"
+
+
+def table(rows: list[dict], device: str) -> list[str]:
+    by_name: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        by_name.setdefault(r["name"], {})[r["build"]] = r
+    out = [f"| kernel | shape (global / local) | translated | compiled | ran | {device}, ggml "
+           "build | plain build | sub-group | simulator (compile) / device, ggml build |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for builds in by_name.values():
+        g, p = builds.get("ggml"), builds.get("plain")
+        r = g or p
+        shape = r["shape"] + (f" ({r['launch']})" if "launch" in r else "")
+        agreed = [(b["agreed"] or b["why"].replace("|", "\\|")[:150]) if b else ""
+                  for b in (g, p)]
+        out.append(f"| `{r['kernel']}` ({r['file']}) | {shape} | {r['translated']} | "
+                   f"{r['compiled']} | {r['ran']} | {agreed[0]} | {agreed[1]} | "
+                   f"{r['subgroup'] or ''} | {fmt_time(r)} |")
+    return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kernels", type=Path)
     ap.add_argument("--device", default="intel-cpu")
+    ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--builds", default="ggml,plain")
+    ap.add_argument("--docs", action="store_true", help="rewrite docs/opencl-c.md's table")
     args = ap.parse_args()
-    for (name, make), options in [(c, o) for c in CASES.items() for o in (OPTIONS, PLAIN)]:
-        file, kernel_name, gsize, lsize, kargs, out = make(np.random.default_rng(0))
-        source = (args.kernels / file).read_text()
-        # The device picks its sub-group size (the Intel CPU runtime: 8 or 16); the simulator
-        # runs with the same one, since ggml's reductions depend on it.
-        dev = run_cl(args.device, source, kernel_name, gsize, lsize, kargs, options=options)
-        try:
-            kernel = clsim.load_cl(str(args.kernels / file), kernel_name, options=options)
-            sim_args = [a.copy() if isinstance(a, np.ndarray) else a for a in kargs]
-            clsim.run(kernel, gsize, lsize, sim_args, subgroup_size=dev.subgroup_size)
-        except clsim.SimulationError as exc:
-            print(f"{name}: simulator: {str(exc).splitlines()[0]}")
-            continue
-        got, want = sim_args[out], dev.buffers[out]
-        same = np.array_equal(got.view(np.uint32), want.view(np.uint32))
-        magnitude = ""
-        if name in SCALES:
-            err = np.abs(got.astype(np.float64) - want) / SCALES[name].reshape(got.shape)
-            magnitude = f", max error {err.max() / np.finfo(np.float32).eps:.1f} eps of sum|terms|"
-        print(f"{name} ({file}, global {gsize}, local {lsize}, "
-              f"{'ggml build options' if options == OPTIONS else 'plain build'}): "
-              f"{'bit for bit' if same else f'max {ulps(got, want)} ULP'} against "
-              f"{args.device} (sub-groups of {dev.subgroup_size}){magnitude}", flush=True)
+    names = [n for n in args.only.split(",") if n] or list(CASES)
+    rows = []
+    for name in names:
+        for build in args.builds.split(","):
+            row = measure(name, args.kernels, args.device, build)
+            rows.append(row)
+            print(f"{name} ({build}): translated {row['translated']}, compiled "
+                  f"{row['compiled']}, ran {row['ran']}: {row['agreed'] or row['why']} "
+                  f"[{fmt_time(row)}]", flush=True)
+    lines = table(rows, args.device)
+    print("\n".join(lines))
+    if args.docs:
+        doc = ROOT / "docs" / "opencl-c.md"
+        text = doc.read_text()
+        head, _, rest = text.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        stamp = f"Measured {datetime.date.today()} against {args.device}."
+        doc.write_text(head + BEGIN + "\n\n" + stamp + "\n\n" + "\n".join(lines) + "\n\n" +
+                       END + tail)
 
 
 if __name__ == "__main__":
