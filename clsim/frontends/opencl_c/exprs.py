@@ -146,6 +146,9 @@ class Expressions(PointerExpressions):
             raise Unsupported(cursor, "an implicit expression clang does not expose")
         child = kids[0]
         to, frm = ctype(cursor.type), ctype(child.type)
+        if frm.kind == "pointer" and frm.inner.kind == "vector" and to != frm and \
+                "->" in self.module.text(cursor):
+            return self.swizzle(cursor, child)  # reg->s0 on a pointer to a vector
         if frm.kind == "vector" and (to != frm):
             if to.kind == "vector" and child.kind not in (CK.UNEXPOSED_EXPR, CK.DECL_REF_EXPR,
                                                           CK.ARRAY_SUBSCRIPT_EXPR,
@@ -172,11 +175,13 @@ class Expressions(PointerExpressions):
         return self.convert(self.expr(child), to, cursor)
 
     def swizzle(self, cursor, child) -> Py:
-        text = self.module.text(cursor)
+        text = self.module.text(cursor).replace("->", ".")
         component = text.rsplit(".", 1)[-1].strip() if "." in text else ""
         if not component.isidentifier():
             raise Unsupported(cursor, "a vector component access written through a macro")
         base = self.expr(child)
+        if base.type.kind == "pointer":  # p->s0: the vector p points to
+            return Py(f"{wrap(base, ATOM)}[0].{component}", ctype(cursor.type))
         return Py(f"{wrap(base, ATOM)}.{component}", ctype(cursor.type))
 
     # -- operators
