@@ -127,8 +127,10 @@ def rewrite_component_store(typer, s, target, value) -> bool:
 
 
 def _vector_in_memory(typer, node) -> bool:
-    """``p[i]`` through a pointer to vectors (a view, an array of vectors)."""
-    if not isinstance(node, ast.Subscript) or isinstance(node.value, ast.Subscript):
+    """``p[i]`` through a pointer variable to vectors (a view, an array of vectors), whose
+    alignment to the vector was checked where it was assigned (an in-place
+    ``view(x, float4, off)[i]`` is checked at each access, whole)."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name):
         return False
     t = typer.expr(node.value)
     return isinstance(t, ct.PtrT) and isinstance(t.view, ct.VecT)
