@@ -138,3 +138,16 @@ def test_an_access_through_a_cast_half_pointer_past_the_buffer_names_it():
         clsim.run(kernel, (8,), (4,), (np.zeros(40, np.uint8), np.zeros(24, np.float32),
                                        np.zeros(120, np.uint8)), jit=False)
     assert "'raw'" in str(info.value) and "kernel.cl:" in str(info.value)
+
+
+def test_the_translation_prints_back_as_c_that_reads_back_the_same():
+    """load_cl, then to_cl (arrays of vectors as ``uint4 qv[2]``, components in memory as
+    ``acc[1].s1``), then load_cl again: the same outputs."""
+    kernel = clsim.load_cl(PRIVATE, "k")
+    x = np.arange(8, dtype=np.float32)
+    text = clsim.to_cl(kernel, (x, np.zeros(8, np.float32)), local_size=(4,))
+    assert "uint4 qv[2];" in text and "acc[1].s1 = 7.0f;" in text
+    back = clsim.load_cl(text, "k")
+    out = np.zeros(8, np.float32)
+    clsim.run(back, (8,), (4,), (x, out), jit=False)
+    np.testing.assert_array_equal(out, 33 + 6 * x)
