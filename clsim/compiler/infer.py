@@ -30,6 +30,7 @@ from clsim.compiler.places import (
     record_pointer,
     refuse_constant_store,
     refuse_copy_store,
+    rewrite_component_load,
     rewrite_component_store,
     rewrite_field_update,
 )
@@ -457,6 +458,9 @@ class Typer:
                 raise self.null_use(node.value)
             if isinstance(base, ct.VecT):
                 node.components = vx.components(node.attr, base.width, loc)
+                if len(node.components) == 1 and \
+                        rewrite_component_load(self, node, node.components[0]):
+                    return self.expr(node)  # p[i].y: that component of memory
                 return vx.swizzle_type(base, node.components)
             if isinstance(base, StructT):
                 return field_type(base, node.attr, loc)

@@ -26,7 +26,7 @@ def clone(node):
     for name in node._fields:
         setattr(new, name, clone(getattr(node, name, None)))
     for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset", "loc", "resolved",
-                 "vector_array"):
+                 "vector_array", "component_view"):
         if hasattr(node, attr):
             setattr(new, attr, getattr(node, attr))
     return new

@@ -23,10 +23,11 @@ from clsim.compiler import shared_helpers
 from clsim.compiler.astwalk import walk
 from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
+from clsim.compiler.continues import guard_continues
 from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
 from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
-from clsim.compiler.inline import inline_cut_helpers
+from clsim.compiler.inline import clone, inline_cut_helpers
 from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.pointer_params import pointer_params
@@ -434,7 +435,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     body = scope_loop_variables(body, arg_types)
     body = copy_written_params(body, arg_types)
     body = pointer_params(body, arg_types)
-    body = vector_arrays(body, program)
+    body = guard_continues(clone(vector_arrays(body, program)))
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)

@@ -128,8 +128,10 @@ def rewrite_component_store(typer, s, target, value) -> bool:
 
 
 def _vector_in_memory(typer, node) -> bool:
-    """``p[i]`` through a pointer to vectors (a view, an array of vectors)."""
-    if not isinstance(node, ast.Subscript) or isinstance(node.value, ast.Subscript):
+    """``p[i]`` through a pointer variable to vectors (a view, an array of vectors), whose
+    alignment to the vector was checked where it was assigned (an in-place
+    ``view(x, float4, off)[i]`` is checked at each access, whole)."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name):
         return False
     t = typer.expr(node.value)
     return isinstance(t, ct.PtrT) and isinstance(t.view, ct.VecT)
@@ -140,6 +142,12 @@ def _rewrite_memory_component(typer, s, target, value) -> bool:
     writes the components in memory; the index expressions have no side effects in kernels,
     so reading them twice is the same access."""
     place = target.value
+    vec = typer.expr(place)
+    single = vx.assigned_components(target.attr, vec.width, s.loc) \
+        if isinstance(target, ast.Attribute) else \
+        [target.slice.value] if isinstance(target.slice, ast.Constant) else None
+    if single is not None and len(single) == 1 and 0 <= single[0] < vec.width:
+        return _component_store(s, place, single[0], vec, value)
     read = clone(place)
     for node in ast.walk(read):
         if hasattr(node, "ctx"):
@@ -147,7 +155,6 @@ def _rewrite_memory_component(typer, s, target, value) -> bool:
     component = clone(target)
     component.value = read
     component.ctx = ast.Load()
-    vec = typer.expr(place)
     if value is None:
         value = ast.BinOp(left=component, op=s.op, right=s.value)
         value.loc = s.loc
@@ -170,6 +177,63 @@ def _rewrite_memory_component(typer, s, target, value) -> bool:
     s.__class__ = ast.Assign
     s.__dict__.update(new.__dict__)
     return True
+
+
+def rewrite_component_load(typer, node, k: int) -> bool:
+    """``p[i].y`` (a vector in memory) read as ``view(p + i, np.float32)[1]``: C reads that
+    one component, not the whole vector (whose other components may be unwritten)."""
+    if not _vector_in_memory(typer, node.value):
+        return False
+    vec = typer.expr(node.value)
+    load = _component_element(node.value, k, vec, ast.Load(), node.loc)
+    node.__class__ = ast.Subscript
+    node.__dict__.pop("attr", None)
+    node.__dict__.pop("components", None)
+    node.value, node.slice, node.ctx = load.value, load.slice, ast.Load()
+    return True
+
+
+def _component_element(place, k: int, vec, ctx, loc):
+    """``view(p + i, np.T)[k]``: component ``k`` of the vector ``p[i]`` in memory."""
+    dtype = ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr=vec.dtype,
+                          ctx=ast.Load())
+    dtype.resolved = ("dtype", vec.dtype)
+    pointer = ast.BinOp(left=_loaded(place.value), op=ast.Add(), right=_loaded(place.slice))
+    call = ast.Call(func=ast.Name(id="view", ctx=ast.Load()), args=[pointer, dtype],
+                    keywords=[])
+    call.func.resolved = ("builtin", "view")
+    call.component_view = True  # the element type follows the vector's (memory.py)
+    node = ast.Subscript(value=call, slice=ast.Constant(value=k), ctx=ctx)
+    for sub in ast.walk(node):
+        if not hasattr(sub, "loc"):
+            sub.loc = loc
+    return node
+
+
+def _component_store(s, place, k: int, vec, value) -> bool:
+    """``p[i].y = e`` as ``view(p + i, np.float32)[1] = e``: C writes that one component in
+    memory (the others stay as they are, written or not)."""
+    loc = s.loc
+
+    def element(ctx):
+        return _component_element(place, k, vec, ctx, loc)
+
+    if value is None:  # p[i].y += e
+        value = ast.BinOp(left=element(ast.Load()), op=s.op, right=s.value)
+        value.loc = loc
+    new = ast.Assign(targets=[element(ast.Store())], value=value, type_comment=None)
+    new.loc = loc
+    s.__class__ = ast.Assign
+    s.__dict__.update(new.__dict__)
+    return True
+
+
+def _loaded(node):
+    node = clone(node)
+    for sub in ast.walk(node):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return node
 
 
 def refuse_constant_store(target, loc) -> None:

@@ -66,7 +66,8 @@ class FunctionPrinter(ExprPrinter):
                     or name in self.loop_declared:
                 continue
             if isinstance(t, ct.ArrayT) and t.space == "local" and not self.fn.is_kernel:
-                raise node_error(self.fn.body[0], f"'{name}' is a local array in helper "
+                raise node_error(self.fn.body[0], f"'{vector_array_name(name)}' is a local "
+                                 f"array in helper "
                                  f"{self.fn.name}(), which OpenCL C allows only in kernels; "
                                  "pass it in as a parameter")
             if name.endswith(VEC_SUFFIX):

@@ -159,6 +159,8 @@ def _view_typing(typer, call):
         raise node_error(call, "view(x, T, off): x must be a buffer, a pointer into one or "
                                "another view (a struct copy b = x[ib] is a value: view the "
                                "pointer, view(x + ib, T, off))")
+    if getattr(call, "component_view", False) and isinstance(buf.view, ct.VecT):
+        return ct.PtrT(buf.base, buf.array, buf.view.dtype)  # p[i].y in memory (places.py)
     if kind == "dtype" and what != "bool":
         return ct.PtrT(buf.base, buf.array, what)
     if kind == "struct":

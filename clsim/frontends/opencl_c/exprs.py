@@ -148,6 +148,9 @@ class Expressions(PointerExpressions):
         to, frm = ctype(cursor.type), ctype(child.type)
         if to.kind == "sampler" and frm.kind == "scalar":  # a constant sampler, at its use
             return Py(self.module.sampler_at(cursor), to)
+        if frm.kind == "pointer" and frm.inner.kind == "vector" and to != frm and \
+                "->" in self.module.text(cursor):
+            return self.swizzle(cursor, child)  # reg->s0 on a pointer to a vector
         if frm.kind == "vector" and (to != frm):
             if to.kind == "vector" and child.kind not in (CK.UNEXPOSED_EXPR, CK.DECL_REF_EXPR,
                                                           CK.ARRAY_SUBSCRIPT_EXPR,
@@ -174,11 +177,15 @@ class Expressions(PointerExpressions):
         return self.convert(self.expr(child), to, cursor)
 
     def swizzle(self, cursor, child) -> Py:
-        text = self.module.text(cursor)
+        text = self.module.text(cursor).replace("->", ".")
         component = text.rsplit(".", 1)[-1].strip() if "." in text else ""
         if not component.isidentifier():
+            component = _macro_component(cursor, ctype(cursor.type), ctype(child.type))
+        if not component:
             raise Unsupported(cursor, "a vector component access written through a macro")
         base = self.expr(child)
+        if base.type.kind == "pointer":  # p->s0: the vector p points to
+            return Py(f"{wrap(base, ATOM)}[0].{component}", ctype(cursor.type))
         return Py(f"{wrap(base, ATOM)}.{component}", ctype(cursor.type))
 
     # -- operators
@@ -333,3 +340,57 @@ class Expressions(PointerExpressions):
         else:
             self.module.use(name)
         return Py(f"{name}({', '.join(texts)})", result)
+
+
+def _macro_component(cursor, result: CType, vector: CType) -> str | None:
+    """The component of ``(x).s0`` written in a macro's body, where the source text of the
+    expansion (``CONV(h[i])``) does not show it: clang's tokens of the expression start at
+    its spelling in the macro. The postfix chain from there (``(x)``, then ``.a``, ``[i]``...)
+    ends with the component; the last accessor naming as many components as the result has,
+    each within the vector, is it (None when no accessor fits: a compile error, never a
+    guess)."""
+    width = vector.width if vector.kind == "vector" else 0
+    if width == 0:
+        return None
+    want = result.width if result.kind == "vector" else 1
+    tokens = []
+    for token in cursor.get_tokens():
+        tokens.append(token.spelling)
+        if len(tokens) > 64:
+            break
+    k, depth, found = 0, 0, None
+    while k < len(tokens):  # the primary expression: a name or a parenthesised group
+        tok = tokens[k]
+        depth += tok in ("(", "[")
+        depth -= tok in (")", "]")
+        k += 1
+        if depth == 0:
+            break
+    while k < len(tokens):  # its postfix chain
+        tok = tokens[k]
+        if tok in (".", "->") and k + 1 < len(tokens):
+            name = tokens[k + 1]
+            if _names_components(name, width, want):
+                found = name
+            k += 2
+        elif tok in ("[", "("):
+            depth = 0
+            while k < len(tokens):
+                depth += tokens[k] in ("(", "[")
+                depth -= tokens[k] in (")", "]")
+                k += 1
+                if depth == 0:
+                    break
+        else:
+            break
+    return found
+
+
+def _names_components(name: str, width: int, count: int) -> bool:
+    from clsim.compiler.vectors import components
+    from clsim.errors import KernelCompileError
+
+    try:
+        return len(components(name, width, None)) == count
+    except KernelCompileError:
+        return False

@@ -165,6 +165,11 @@ class Statements(Expressions):
         if init is None:
             self.put(f"{name} = private_array({shape}, {dtype})", var)
             return
+        if len(t.dims) > 1 and elem.kind == "scalar" and _all_zero(init):
+            # float s[N][M] = { {0.0f} }: C zeroes what the list leaves out
+            self.put(f"{name} = private_array({shape}, {dtype}, "
+                     f"fill={literal(0, elem).code})", var)
+            return
         if len(t.dims) != 1 or init.kind != CK.INIT_LIST_EXPR:
             raise Unsupported(var, "this array initialiser")
         items = children(init)
@@ -395,6 +400,14 @@ def for_parts(cursor):
     kids = iter(children(cursor))
     parts = [next(kids) if p else None for p in present]
     return (*parts, next(kids))
+
+
+def _all_zero(init) -> bool:
+    """An initialiser list (nested or not) whose every value is the constant 0."""
+    node = strip(init)
+    if node.kind == CK.INIT_LIST_EXPR:
+        return all(_all_zero(k) for k in children(node))
+    return evaluate(node) == 0
 
 
 def _has_initialiser(var) -> bool:
