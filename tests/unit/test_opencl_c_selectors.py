@@ -3,9 +3,10 @@ source (``v.lo.s1``), inside a macro's body (ggml's ``CONVERT_ACC4(x)`` spells `
 the macro), chained (``(v).wzyx.s3012``), and full-width ones that keep the vector's type
 (``v.wzyx``, which clang gives the same type as ``v``: once translated as plain ``v``).
 
-Contract: each selector picks the components OpenCL C picks; one the front end cannot read
-(a selector in a macro applied to a macro argument) is a compile error naming it, never a
-wrong result. Kernels written here; jit=False.
+Contract: each selector picks the components OpenCL C picks, also on a macro's argument
+(``b.s0`` in the body, ``as_float4(x[0])`` at the call); one the front end cannot read (the
+selector in a second macro the body calls) is a compile error naming it, never a wrong
+result. Kernels written here; jit=False.
 """
 
 from __future__ import annotations
@@ -40,10 +41,36 @@ def test_selectors_in_macros_and_full_width_ones_pick_cs_components():
     assert list(f[8:12]) == list(want)
 
 
-def test_a_selector_the_front_end_cannot_read_is_refused():
-    src = """#define FIRST(t, b) t += b.s0;
-    kernel void k(global uint2 *x, global float *o) { float t = 0; FIRST(t, as_float2(x[0]))
-        o[0] = t; }"""
+def test_selectors_on_macro_arguments_pick_the_macro_bodys_uses_in_order():
+    """ggml's dequantizeBlockAccum_ns_sgbroadcast_1_hi(total, as_ushort8(regA), ...) spells
+    bits4.s0, bits4.s1... in the body, on an argument written at the call."""
+    src = """#define ACC(t, b) t += b.s0 * 2.0f; t += b.s1; t -= b.lo.y + b.w;
+    kernel void k(global float4 *x, global float *o) {
+        float t = 0;
+        ACC(t, as_float4(x[0]))
+        ACC(t, (x[1] + x[0]))
+        o[0] = t;
+    }"""
+    x, o = np.array([1, 2, 3, 4, 10, 20, 30, 40], np.float32), np.zeros(1, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (x, o), jit=False)
+    a, b = x[:4], x[4:] + x[:4]
+    assert o[0] == sum(v[0] * 2 + v[1] - (v[1] + v[3]) for v in (a, b))
+
+
+@pytest.mark.parametrize("macros", [
+    # the selector is in a second macro the body calls: no use in this body has it
+    "#define INNER(b) b.s0\n#define OUTER(t, b) t += INNER(b);",
+    # a use the expansion drops (SKIP discards it): pairing uses and selectors in order would
+    # read .s0 for the .s1 that is left
+    "#define SKIP(x) 0.0f\n#define OUTER(t, b) t += SKIP(b.s0) + b.s1;",
+])
+def test_a_selector_the_front_end_cannot_read_is_refused(macros):
+    src = macros + """
+    kernel void k(global float4 *x, global float *o) {
+        float t = 0;
+        OUTER(t, as_float4(x[0]))
+        o[0] = t;
+    }"""
     with pytest.raises(clsim.KernelCompileError,
                        match="a vector component access written through a macro"):
         clsim.load_cl(src, "k")

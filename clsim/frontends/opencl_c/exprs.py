@@ -10,8 +10,6 @@ precedence, so parentheses appear only where Python needs them.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from clsim import api
@@ -22,10 +20,8 @@ from clsim.frontends.opencl_c.nodes import (  # noqa: F401  (the emitters' share
     PREC, RENAMED_CALLS, UNARY, Py, Unsupported, _widening_child, children,
     constant_expression, literal, sampler_text, sampler_value, site, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
-
-# OpenCL C's component selectors: .s0-.sf (any run), .xyzw, .rgba, .lo/.hi/.even/.odd
-_SWIZZLE = re.compile(r"^(?:[sS][0-9a-fA-F]+|[xyzw]{1,4}|[rgba]{1,4}|lo|hi|even|odd)$")
 from clsim.frontends.opencl_c.pointers import PointerExpressions
+from clsim.frontends.opencl_c.selectors import SWIZZLE, is_selector, selector_width
 
 
 class Expressions(PointerExpressions):
@@ -158,7 +154,7 @@ class Expressions(PointerExpressions):
                                                           CK.CALL_EXPR):
                 raise Unsupported(cursor, f"an implicit conversion from {frm} to {to}")
             return self.swizzle(cursor, child)
-        if frm.kind == "vector" and _is_selector(cursor):
+        if frm.kind == "vector" and is_selector(cursor):
             return self.swizzle(cursor, child)  # v.wzyx: all components, the same type
         if frm.kind == "array" and to.kind == "pointer":
             py = self.expr(child)  # an array is used as a pointer to its first element
@@ -181,10 +177,10 @@ class Expressions(PointerExpressions):
     def swizzle(self, cursor, child) -> Py:
         text = self.module.text(cursor)
         component = text.rsplit(".", 1)[-1].strip() if "." in text else ""
-        if not _SWIZZLE.match(component):  # written through a macro: the macro's own tokens
-            component = _macro_component(cursor, child)
-        if not _SWIZZLE.match(component or "") or \
-                _width(component, ctype(child.type)) != max(ctype(cursor.type).width, 1):
+        if not SWIZZLE.match(component):  # written through a macro
+            component = self.module.macro_selectors.selector(cursor, child)
+        if not SWIZZLE.match(component or "") or \
+                selector_width(component, ctype(child.type)) != max(ctype(cursor.type).width, 1):
             raise Unsupported(cursor, "a vector component access written through a macro")
         base = self.expr(child)
         return Py(f"{wrap(base, ATOM)}.{component}", ctype(cursor.type))
@@ -341,56 +337,3 @@ class Expressions(PointerExpressions):
         else:
             self.module.use(name)
         return Py(f"{name}({', '.join(texts)})", result)
-
-
-def _is_selector(node) -> bool:
-    """A component selector that keeps the vector's type (``v.wzyx``, ``v.s0123``), which
-    clang does not expose: its node has its base's type spelled alike (an implicit cast
-    changes it, as an lvalue's ``__private`` goes, except a compound literal's) and spans a
-    selector past its base (in a macro, where both span the call, one in the macro's tokens)."""
-    kids = children(node)
-    if node.kind not in (CK.UNEXPOSED_EXPR, CK.MEMBER_REF_EXPR) or len(kids) != 1 or \
-            ctype(kids[0].type).kind != "vector" or node.type.spelling != kids[0].type.spelling:
-        return False
-    end, base_end = node.extent.end, kids[0].extent.end
-    if (end.line, end.column) != (base_end.line, base_end.column):
-        return True
-    return _macro_component(node, kids[0]) is not None
-
-
-def _width(component: str, base: CType) -> int:
-    """How many components a selector picks from a vector of ``base``'s width."""
-    if component in ("lo", "hi", "even", "odd"):
-        return (base.width + 1) // 2
-    return len(component) - 1 if component[0] in "sS" else len(component)
-
-
-_OPEN, _CLOSE = "([{", ")]}"
-
-
-def _macro_component(cursor, base) -> str | None:
-    """The selector of a component access written in a macro's body (``(x).s0``): clang's
-    tokens for the node start where the macro spells it, so the selector is the postfix
-    ``.name`` after as many others as the base's own accessors (``x.lo.s0``: the second)."""
-    nested = 0
-    while _is_selector(base) or base.kind == CK.UNEXPOSED_EXPR and len(children(base)) == 1 \
-            and ctype(children(base)[0].type).kind == "vector" and \
-            ctype(base.type) != ctype(children(base)[0].type):
-        nested, base = nested + 1, children(base)[0]
-    tokens = [t.spelling for t in cursor.get_tokens()]
-    depth, selectors, i = 0, [], 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok in _OPEN:
-            depth += 1
-        elif tok in _CLOSE:
-            depth -= 1
-            if depth < 0:
-                break
-        elif depth == 0 and tok == "." and i + 1 < len(tokens):
-            selectors.append(tokens[i + 1])
-            i += 1
-        elif depth == 0 and i > 0 and not (tok.isidentifier() and tokens[i - 1] == "."):
-            break  # the postfix chain ends at the first operator or separator
-        i += 1
-    return selectors[nested] if nested < len(selectors) else None
