@@ -261,6 +261,7 @@ class ModuleEmitter:
                     _retype_parameter(emitter, c, p_name, t)
             body = next(k for k in children(c) if k.kind == CK.COMPOUND_STMT)
             emitter.box_locals(body)
+            emitter.find_flat_arrays(body)
             emitter.block(body)
         except Unsupported as exc:
             line = exc.cursor.extent.start.line if exc.cursor is not None else c.location.line

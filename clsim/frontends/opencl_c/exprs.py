@@ -20,16 +20,18 @@ from clsim.frontends.opencl_c.nodes import (  # noqa: F401  (the emitters' share
     PREC, RENAMED_CALLS, UNARY, Py, Unsupported, _widening_child, children,
     constant_expression, literal, sampler_text, sampler_value, site, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
+from clsim.frontends.opencl_c.arrays import FlatArrays
 from clsim.frontends.opencl_c.pointers import PointerExpressions
 from clsim.frontends.opencl_c.selectors import SWIZZLE, is_selector, selector_width
 
 
-class Expressions(PointerExpressions):
+class Expressions(PointerExpressions, FlatArrays):
     """The expression half of a function's emitter; ``names`` maps C names to Python ones."""
 
     def __init__(self, module, names):
         self.module, self.names = module, names
         self.boxed: set[int] = set()  # scalar locals whose address is taken (see box_locals)
+        self.flat: dict[int, tuple[int, ...]] = {}  # arrays declared flat (arrays.py)
         self.table = {
             CK.INTEGER_LITERAL: self.number, CK.FLOATING_LITERAL: self.number,
             CK.CHARACTER_LITERAL: self.number, CK.CXX_UNARY_EXPR: self.number,
@@ -237,6 +239,9 @@ class Expressions(PointerExpressions):
         raise Unsupported(cursor, f"the unary operator '{op}'")
 
     def subscript(self, cursor) -> Py:
+        flat = self.flat_subscript(cursor)
+        if flat is not None:
+            return flat
         base, index = children(cursor)
         inner = strip(base)
         if inner.kind == CK.UNEXPOSED_EXPR and ctype(inner.type).kind == "pointer" and \

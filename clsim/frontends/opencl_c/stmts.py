@@ -150,7 +150,7 @@ class Statements(Expressions):
         if elem.kind not in ("scalar", "vector"):
             raise Unsupported(var, f"an array of {elem}")
         dtype = f"np.{elem.name}" if elem.kind == "scalar" else elem.py_name
-        shape = str(t.dims[0]) if len(t.dims) == 1 else str(t.dims)
+        shape = self.array_shape(var, t)
         space = ctype(var.type)
         is_local = "__local" in var.type.spelling
         if is_local:
@@ -164,8 +164,10 @@ class Statements(Expressions):
         if init is None:
             self.put(f"{name} = private_array({shape}, {dtype})", var)
             return
-        if len(t.dims) != 1 or init.kind != CK.INIT_LIST_EXPR:
+        if init.kind != CK.INIT_LIST_EXPR:
             raise Unsupported(var, "this array initialiser")
+        if len(t.dims) > 1:
+            return self.array_init_nd(var, name, t, init)
         items = children(init)
         values = [evaluate(strip(k)) for k in items]
         if elem.kind == "scalar" and all(v is not None for v in values):
