@@ -265,6 +265,9 @@ class Expressions(PointerExpressions, FlatArrays):
 
     def conditional(self, cursor) -> Py:
         c, a, b = children(cursor)
+        chosen = evaluate(c) if constant_expression(c) else None
+        if isinstance(chosen, int):  # C evaluates the chosen side only (ggml's REDUCE_PARTIAL)
+            return self.value(a if chosen else b)
         if ctype(c.type).kind == "vector":  # per component, by each component's top bit
             x, y, m = self.value(a), self.value(b), self.value(c)
             return Py(f"select({y.code}, {x.code}, {m.code})", ctype(cursor.type))
