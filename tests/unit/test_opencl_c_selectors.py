@@ -6,7 +6,8 @@ the macro), chained (``(v).wzyx.s3012``), and full-width ones that keep the vect
 Contract: each selector picks the components OpenCL C picks, also on a macro's argument
 (``b.s0`` in the body, ``as_float4(x[0])`` at the call); one the front end cannot read (the
 selector in a second macro the body calls) is a compile error naming it, never a wrong
-result. Kernels written here; jit=False.
+result. Also here: a vector shift's count, which clang types apart from the shifted vector.
+Kernels written here; jit=False.
 """
 
 from __future__ import annotations
@@ -74,3 +75,17 @@ def test_a_selector_the_front_end_cannot_read_is_refused(macros):
     with pytest.raises(clsim.KernelCompileError,
                        match="a vector component access written through a macro"):
         clsim.load_cl(src, "k")
+
+
+def test_vector_shift_counts_take_the_shifted_vectors_type():
+    """clang types uchar4 << (uchar)4 with an int4 count; OpenCL uses the count's low
+    log2(8) bits, which converting it to uchar4 keeps (ggml's mul_mm_q5_0_f32_l4_lm)."""
+    src = """kernel void k(global uchar4 *q, global int4 *n, global uchar4 *o) {
+        o[0] = q[0] << (uchar)4; o[1] = q[1] >> 3; o[2] = q[2] << n[0]; o[3] = q[3] << 9; }"""
+    q = np.array([1, 2, 0x81, 0xFF] * 4, np.uint8)
+    n, o = np.array([1, 2, 9, 7], np.int32), np.zeros(16, np.uint8)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (q, n, o), jit=False)
+    v = q[:4].astype(np.int64)
+    masked = [1, 2, 1, 7]  # 9 & 7
+    want = [(v << 4) & 255, v >> 3, (v << masked) & 255, (v << 1) & 255]
+    np.testing.assert_array_equal(o.reshape(4, 4), np.array(want, np.uint8))

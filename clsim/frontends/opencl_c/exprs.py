@@ -199,7 +199,7 @@ class Expressions(PointerExpressions, FlatArrays):
             p = PREC[word]
             return Py(f"{wrap(a, p)} {word} {wrap(b, p + 1)}", BOOL, p)
         if op in ("<<", ">>"):
-            a, b = self.value(left), self.value(right)
+            a, b = self.value(left), self.shift_count(right, ctype(left.type))
         else:  # value() gives each operand its C type, so each side knows the other's
             a, b = self.bare(left, ctype(right.type)), self.bare(right, ctype(left.type))
         t = ctype(cursor.type)
@@ -213,6 +213,23 @@ class Expressions(PointerExpressions, FlatArrays):
             op = "//"
         p = PREC[op]
         return Py(f"{wrap(a, p)} {op} {wrap(b, p + 1)}", t, p)
+
+    def shift_count(self, right, left: CType) -> Py:
+        """A vector shift's count in the shifted vector's type: clang types ``v << (uchar)4``
+        on a uchar4 with an int4 count, the Python language wants one type, and OpenCL uses
+        only the count's low log2(bits) bits, which the conversion keeps."""
+        b = self.value(right)
+        if left.kind != "vector" or b.type == left:
+            return b
+        inner = strip(right)
+        if inner.kind == CK.UNEXPOSED_EXPR and len(children(inner)) == 1 and \
+                ctype(children(inner)[0].type).kind == "scalar":  # a splat scalar
+            elem, count = CType("scalar", left.name), children(inner)[0]
+            value = evaluate(count)
+            scalar = literal(int(np.array(value).astype(left.name)), elem) \
+                if isinstance(value, int) else self.convert(self.value(count), elem, right)
+            return Py(f"{left.py_name}({scalar.code})", left)
+        return Py(f"convert_{left.py_name}({b.code})", left)
 
     def unary(self, cursor) -> Py:
         op = unary_op(cursor)
