@@ -212,3 +212,22 @@ def test_null_pointer_parameter():
     assert x[0] == 1.0
     clsim.run(kernel, (1,), (1,), (x, np.full(1, 2.0, np.float32)), jit=False)
     assert x[0] == 3.0
+
+
+def test_a_constant_condition_keeps_only_the_chosen_side():
+    """ggml's REDUCE_PARTIAL: (LANES == 1u) ? x : reduce(...) with a helper holding a barrier,
+    which may only be called on a line of its own: C evaluates only the chosen side."""
+    src = """#define N 4u
+    float red(float x, local float *t, uint lane) {
+        t[lane] = x; barrier(CLK_LOCAL_MEM_FENCE);
+        float r = t[lane] + t[lane ^ 1]; barrier(CLK_LOCAL_MEM_FENCE); return r; }
+    #define R(x, t, l) ((N == 1u) ? (x) : red((x), (t), (l)))
+    kernel void k(global float *o) {
+        local float t[8]; uint l = get_local_id(0);
+        const float v = R((float)l, t, l);
+        o[l] = v + ((N > 2u) ? 100.0f : 200.0f);
+    }"""
+    assert "v = red(np.float32(l), t, l)" in translate(src).source
+    o = np.zeros(8, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (8,), (8,), (o,), jit=False)
+    assert list(o) == [101, 101, 105, 105, 109, 109, 113, 113]

@@ -21,6 +21,7 @@ from clsim.frontends.opencl_c.exprs import (CK, Unsupported, children, literal, 
                                             sampler_value, site, strip)
 from clsim.frontends.opencl_c.names import Names
 from clsim.frontends.opencl_c.parse import Parsed, evaluate
+from clsim.frontends.opencl_c.selectors import MacroSelectors
 from clsim.frontends.opencl_c.stmts import Line, Statements
 
 _IMPORTABLE = set(api.BUILTIN_NAMES) | {n for n in vars(api) if n.isupper()} | {
@@ -82,6 +83,7 @@ class ModuleEmitter:
         self.taken: set[str] = set()
         self.func_names: dict[int, str] = {}
         self.samplers: dict[tuple, str] = {}  # where a sampler's initialiser is -> its name
+        self.macro_selectors = MacroSelectors(parsed.tu)
         self.calls: dict[str, set[str]] = {}
         self.current = ""
         self.return_type = CType("void")
@@ -259,6 +261,7 @@ class ModuleEmitter:
                     _retype_parameter(emitter, c, p_name, t)
             body = next(k for k in children(c) if k.kind == CK.COMPOUND_STMT)
             emitter.box_locals(body)
+            emitter.find_flat_arrays(body)
             emitter.block(body)
         except Unsupported as exc:
             line = exc.cursor.extent.start.line if exc.cursor is not None else c.location.line

@@ -20,15 +20,18 @@ from clsim.frontends.opencl_c.nodes import (  # noqa: F401  (the emitters' share
     PREC, RENAMED_CALLS, UNARY, Py, Unsupported, _widening_child, children,
     constant_expression, literal, sampler_text, sampler_value, site, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
+from clsim.frontends.opencl_c.arrays import FlatArrays
 from clsim.frontends.opencl_c.pointers import PointerExpressions
+from clsim.frontends.opencl_c.selectors import SWIZZLE, is_selector, selector_width
 
 
-class Expressions(PointerExpressions):
+class Expressions(PointerExpressions, FlatArrays):
     """The expression half of a function's emitter; ``names`` maps C names to Python ones."""
 
     def __init__(self, module, names):
         self.module, self.names = module, names
         self.boxed: set[int] = set()  # scalar locals whose address is taken (see box_locals)
+        self.flat: dict[int, tuple[int, ...]] = {}  # arrays declared flat (arrays.py)
         self.table = {
             CK.INTEGER_LITERAL: self.number, CK.FLOATING_LITERAL: self.number,
             CK.CHARACTER_LITERAL: self.number, CK.CXX_UNARY_EXPR: self.number,
@@ -158,6 +161,8 @@ class Expressions(PointerExpressions):
                                                           CK.CALL_EXPR):
                 raise Unsupported(cursor, f"an implicit conversion from {frm} to {to}")
             return self.swizzle(cursor, child)
+        if frm.kind == "vector" and is_selector(cursor):
+            return self.swizzle(cursor, child)  # v.wzyx: all components, the same type
         if frm.kind == "array" and to.kind == "pointer":
             py = self.expr(child)  # an array is used as a pointer to its first element
             return Py(py.code, to, py.prec)
@@ -179,9 +184,10 @@ class Expressions(PointerExpressions):
     def swizzle(self, cursor, child) -> Py:
         text = self.module.text(cursor).replace("->", ".")
         component = text.rsplit(".", 1)[-1].strip() if "." in text else ""
-        if not component.isidentifier():
-            component = _macro_component(cursor, ctype(cursor.type), ctype(child.type))
-        if not component:
+        if not SWIZZLE.match(component):  # written through a macro
+            component = self.module.macro_selectors.selector(cursor, child)
+        if not SWIZZLE.match(component or "") or \
+                selector_width(component, ctype(child.type)) != max(ctype(cursor.type).width, 1):
             raise Unsupported(cursor, "a vector component access written through a macro")
         base = self.expr(child)
         if base.type.kind == "pointer":  # p->s0: the vector p points to
@@ -200,7 +206,7 @@ class Expressions(PointerExpressions):
             p = PREC[word]
             return Py(f"{wrap(a, p)} {word} {wrap(b, p + 1)}", BOOL, p)
         if op in ("<<", ">>"):
-            a, b = self.value(left), self.value(right)
+            a, b = self.value(left), self.shift_count(right, ctype(left.type))
         else:  # value() gives each operand its C type, so each side knows the other's
             a, b = self.bare(left, ctype(right.type)), self.bare(right, ctype(left.type))
         t = ctype(cursor.type)
@@ -214,6 +220,23 @@ class Expressions(PointerExpressions):
             op = "//"
         p = PREC[op]
         return Py(f"{wrap(a, p)} {op} {wrap(b, p + 1)}", t, p)
+
+    def shift_count(self, right, left: CType) -> Py:
+        """A vector shift's count in the shifted vector's type: clang types ``v << (uchar)4``
+        on a uchar4 with an int4 count, the Python language wants one type, and OpenCL uses
+        only the count's low log2(bits) bits, which the conversion keeps."""
+        b = self.value(right)
+        if left.kind != "vector" or b.type == left:
+            return b
+        inner = strip(right)
+        if inner.kind == CK.UNEXPOSED_EXPR and len(children(inner)) == 1 and \
+                ctype(children(inner)[0].type).kind == "scalar":  # a splat scalar
+            elem, count = CType("scalar", left.name), children(inner)[0]
+            value = evaluate(count)
+            scalar = literal(int(np.array(value).astype(left.name)), elem) \
+                if isinstance(value, int) else self.convert(self.value(count), elem, right)
+            return Py(f"{left.py_name}({scalar.code})", left)
+        return Py(f"convert_{left.py_name}({b.code})", left)
 
     def unary(self, cursor) -> Py:
         op = unary_op(cursor)
@@ -240,6 +263,9 @@ class Expressions(PointerExpressions):
         raise Unsupported(cursor, f"the unary operator '{op}'")
 
     def subscript(self, cursor) -> Py:
+        flat = self.flat_subscript(cursor)
+        if flat is not None:
+            return flat
         base, index = children(cursor)
         inner = strip(base)
         if inner.kind == CK.UNEXPOSED_EXPR and ctype(inner.type).kind == "pointer" and \
@@ -263,6 +289,9 @@ class Expressions(PointerExpressions):
 
     def conditional(self, cursor) -> Py:
         c, a, b = children(cursor)
+        chosen = evaluate(c) if constant_expression(c) else None
+        if isinstance(chosen, int):  # C evaluates the chosen side only (ggml's REDUCE_PARTIAL)
+            return self.value(a if chosen else b)
         if ctype(c.type).kind == "vector":  # per component, by each component's top bit
             x, y, m = self.value(a), self.value(b), self.value(c)
             return Py(f"select({y.code}, {x.code}, {m.code})", ctype(cursor.type))
@@ -342,48 +371,6 @@ class Expressions(PointerExpressions):
         return Py(f"{name}({', '.join(texts)})", result)
 
 
-def _macro_component(cursor, result: CType, vector: CType) -> str | None:
-    """The component of ``(x).s0`` written in a macro's body, where the source text of the
-    expansion (``CONV(h[i])``) does not show it: clang's tokens of the expression start at
-    its spelling in the macro. The postfix chain from there (``(x)``, then ``.a``, ``[i]``...)
-    ends with the component; the last accessor naming as many components as the result has,
-    each within the vector, is it (None when no accessor fits: a compile error, never a
-    guess)."""
-    width = vector.width if vector.kind == "vector" else 0
-    if width == 0:
-        return None
-    want = result.width if result.kind == "vector" else 1
-    tokens = []
-    for token in cursor.get_tokens():
-        tokens.append(token.spelling)
-        if len(tokens) > 64:
-            break
-    k, depth, found = 0, 0, None
-    while k < len(tokens):  # the primary expression: a name or a parenthesised group
-        tok = tokens[k]
-        depth += tok in ("(", "[")
-        depth -= tok in (")", "]")
-        k += 1
-        if depth == 0:
-            break
-    while k < len(tokens):  # its postfix chain
-        tok = tokens[k]
-        if tok in (".", "->") and k + 1 < len(tokens):
-            name = tokens[k + 1]
-            if _names_components(name, width, want):
-                found = name
-            k += 2
-        elif tok in ("[", "("):
-            depth = 0
-            while k < len(tokens):
-                depth += tokens[k] in ("(", "[")
-                depth -= tokens[k] in (")", "]")
-                k += 1
-                if depth == 0:
-                    break
-        else:
-            break
-    return found
 
 
 def _names_components(name: str, width: int, count: int) -> bool:

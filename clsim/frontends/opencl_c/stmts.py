@@ -151,7 +151,7 @@ class Statements(Expressions):
         if elem.kind not in ("scalar", "vector"):
             raise Unsupported(var, f"an array of {elem}")
         dtype = f"np.{elem.name}" if elem.kind == "scalar" else elem.py_name
-        shape = str(t.dims[0]) if len(t.dims) == 1 else str(t.dims)
+        shape = self.array_shape(var, t)
         space = ctype(var.type)
         is_local = "__local" in var.type.spelling
         if is_local:
@@ -165,13 +165,10 @@ class Statements(Expressions):
         if init is None:
             self.put(f"{name} = private_array({shape}, {dtype})", var)
             return
-        if len(t.dims) > 1 and elem.kind == "scalar" and _all_zero(init):
-            # float s[N][M] = { {0.0f} }: C zeroes what the list leaves out
-            self.put(f"{name} = private_array({shape}, {dtype}, "
-                     f"fill={literal(0, elem).code})", var)
-            return
-        if len(t.dims) != 1 or init.kind != CK.INIT_LIST_EXPR:
+        if init.kind != CK.INIT_LIST_EXPR:
             raise Unsupported(var, "this array initialiser")
+        if len(t.dims) > 1:
+            return self.array_init_nd(var, name, t, init)
         items = children(init)
         values = [evaluate(strip(k)) for k in items]
         if elem.kind == "scalar" and all(v is not None for v in values):
@@ -402,12 +399,6 @@ def for_parts(cursor):
     return (*parts, next(kids))
 
 
-def _all_zero(init) -> bool:
-    """An initialiser list (nested or not) whose every value is the constant 0."""
-    node = strip(init)
-    if node.kind == CK.INIT_LIST_EXPR:
-        return all(_all_zero(k) for k in children(node))
-    return evaluate(node) == 0
 
 
 def _has_initialiser(var) -> bool:
