@@ -1127,19 +1127,15 @@ def _clamp(x, lo, hi):
 
 
 def _fmax_float32(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if a < b else a
+    m = b if a < b else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _fmin_float32(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if b < a else a
+    m = b if b < a else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _clamp_float32(x, lo, hi):
@@ -1147,19 +1143,15 @@ def _clamp_float32(x, lo, hi):
 
 
 def _fmax_float64(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if a < b else a
+    m = b if a < b else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _fmin_float64(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if b < a else a
+    m = b if b < a else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _clamp_float64(x, lo, hi):

@@ -157,21 +157,19 @@ def _powr_{t}(x, y):
         return np.{t}(math.nan if abs(b) == math.inf else 1.0)
     return np.{t}(_pow_core(a, b))
 """, ("_pow_core",)) for t in ("float32", "float64"))
+# fmax/fmin as three selects and one return: LLVM if-converts them in a work-item loop, which
+# early returns keep it from doing ("Control flow cannot be substituted for a select").
 _FMAX = _per_type("fmax", """
 def _fmax_{t}(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if a < b else a
+    m = b if a < b else a
+    m = a if b != b else m
+    return b if a != a else m
 """)
 _FMIN = _per_type("fmin", """
 def _fmin_{t}(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if b < a else a
+    m = b if b < a else a
+    m = a if b != b else m
+    return b if a != a else m
 """)
 # sign(NaN) is 0.0 (OpenCL C 6.15.4); sign(+-0) keeps the zero.
 _SIGN = _per_type("sign", """
