@@ -2,12 +2,14 @@
 
 The conformance run and the builtin tests evaluate a builtin over arrays of inputs on the
 simulator (and, with the ``.cl`` twin from ``cl_source``, on devices). Kernels are written to a
-private temporary folder and imported, because clsim reads a kernel's source with ``inspect``.
+folder in clsim's kernel cache and imported, because clsim reads a kernel's source with
+``inspect``; the same path in every process, so their compiled code is cached like any kernel's.
 A builtin returning a tuple (``m, e = frexp(x)``) writes one output per component.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import tempfile
 from pathlib import Path
@@ -16,16 +18,33 @@ import numpy as np
 
 import clsim
 from clsim.compiler import ctypes as ct
+from clsim.runtime.cache import cache_dir, write_source
 
 _DIR: Path | None = None
 _CACHE: dict[tuple, object] = {}
 
 
 def _folder() -> Path:
+    """One folder for every process, in clsim's kernel cache. A generated module names its
+    kernel's file, so a folder made anew per process (it was a ``mkdtemp``) made every probe a
+    new module, compiled again in every process: seconds per builtin and type, thousands of
+    modules in the cache. Only where that folder cannot be made, a private temporary one."""
     global _DIR
     if _DIR is None:
-        _DIR = Path(tempfile.mkdtemp(prefix="clsim-probes-"))
+        try:
+            _DIR = cache_dir() / "probes"
+            _DIR.mkdir(exist_ok=True)
+        except OSError:
+            _DIR = Path(tempfile.mkdtemp(prefix="clsim-probes-"))
     return _DIR
+
+
+def _load(path: Path, source: str, function: str):
+    write_source(path, source)  # atomic: xdist workers write and import the same probe
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, function)
 
 
 def python_source(name: str, nargs: int, nout: int = 1) -> str:
@@ -45,11 +64,7 @@ def probe_kernel(name: str, nargs: int, nout: int = 1):
     key = (name, nargs, nout)
     if key not in _CACHE:
         path = _folder() / f"probe_{name}_{nargs}_{nout}.py"
-        path.write_text(python_source(name, nargs, nout))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _CACHE[key] = module.probe
+        _CACHE[key] = _load(path, python_source(name, nargs, nout), "probe")
     return _CACHE[key]
 
 
@@ -98,13 +113,10 @@ def evaluate_many(names, args, out_dtype, *, jit: bool) -> np.ndarray:
     names = tuple(names)
     key = ("many", names, len(args))
     if key not in _CACHE:
-        digest = abs(hash(names)) % 10**12
+        source = many_source(names, len(args))
+        digest = hashlib.sha256(source.encode()).hexdigest()[:12]  # the same in every process
         path = _folder() / f"probe_many_{len(args)}_{digest}.py"
-        path.write_text(many_source(names, len(args)))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _CACHE[key] = module.probe_many
+        _CACHE[key] = _load(path, source, "probe_many")
     args = [np.ascontiguousarray(a) for a in args]
     n = args[0].size
     out = np.zeros(len(names) * n, out_dtype)

@@ -88,6 +88,13 @@ def _private_temp_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="clsim-kernels-"))
 
 
+def write_source(path: Path, source: str) -> None:
+    """Make ``path`` hold ``source`` the way the cache's own modules are written (atomically,
+    untouched when it already does): for kernel sources generated elsewhere whose generated
+    modules should hit this cache in the next process too (``verify.probe_kernels``)."""
+    _write(path, source)
+
+
 def _write(path: Path, source: str) -> None:
     """Make ``path`` hold ``source``, atomically. A missing file is created only if still
     missing (a link, not a rename), so when processes race to create one kernel the first

@@ -235,3 +235,32 @@ def test_mad_mix_smoothstep_judges_accept_the_spec_and_nothing_else():
         call, got = calls[name], outs[list(calls).index(name)].copy()
         got += np.float32(off)
         assert judge(call, group, "sim", [got]).deviations == call.defined[0].sum() > 10
+
+
+_PROBE_FILES = """
+import inspect
+from verify.probe_kernels import evaluate_many, probe_kernel, _CACHE
+import numpy as np
+evaluate_many(["clz", "popcount"], [np.arange(4, dtype=np.int32)], np.int32, jit=False)
+print(inspect.getsourcefile(probe_kernel("clz", 1).fn))
+print(inspect.getsourcefile(_CACHE[("many", ("clz", "popcount"), 1)].fn))
+"""
+
+
+def test_probe_kernels_live_at_the_same_path_in_every_process():
+    """A probe kernel's generated module names the probe's file: a path that changed per process
+    (a temporary folder, a name from Python's salted hash) compiled every probe again in every
+    process. Another process, with another hash seed, finds them at this process's paths."""
+    import inspect
+    import subprocess
+    import sys
+
+    from verify.probe_kernels import _CACHE, probe_kernel
+
+    evaluate_many(["clz", "popcount"], [np.arange(4, dtype=np.int32)], np.int32, jit=False)
+    here = [inspect.getsourcefile(probe_kernel("clz", 1).fn),
+            inspect.getsourcefile(_CACHE[("many", ("clz", "popcount"), 1)].fn)]
+    proc = subprocess.run([sys.executable, "-c", _PROBE_FILES], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == here
