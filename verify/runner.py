@@ -20,8 +20,8 @@ This module draws nothing (``verify.fuzz``) and saves nothing (``verify.failures
 from __future__ import annotations
 
 import hashlib
-import math
 import os
+import time
 from contextvars import ContextVar
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -40,6 +40,7 @@ from clsim.errors import InvalidArgumentError, SimulationError
 from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
 from clsim.spec import Policy
+from verify import jit_choice
 from verify.clargs import copy_args, memory_groups
 from verify.clrun import ClRun, run_cl
 from verify.devices import WORKING_POCL_HINT, DeviceInfo, get_device
@@ -51,9 +52,7 @@ from verify.probe import health
 from verify.reference import ReferenceComparison, compare_reference
 from verify.worker import run_isolated
 
-# Launches up to this many work-items plus buffer elements run on the simulator as plain Python
-# (no Numba compile per local size: the fuzzer draws many small launches); larger ones JIT.
-PYTHON_LIMIT = 1 << 17
+PYTHON_LIMIT = jit_choice.PYTHON_LIMIT  # plain Python up to here, unless checked (jit_choice)
 _MEMO_SIZE = 32
 SLOW_NS = 10**9
 # The simulator's checks while verifying: a race or an uninitialised read in both twins makes
@@ -183,7 +182,8 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
     ``reduction_order``: the order of float sub-group sums (None: the simulator's default).
 
     ``jit=None`` runs small launches (up to PYTHON_LIMIT work-items plus elements) as plain
-    Python and larger ones with Numba; both give identical results. Results are memoised on the
+    Python and larger ones with Numba, checked ones with Numba once plain Python has cost
+    a compile (``jit_choice``); both give identical results. Results are memoised on the
     argument bytes, so verifying one example on several devices simulates it once.
     """
     return simulate_checked(kernel, global_size, local_size, args, subgroup_size, jit,
@@ -205,13 +205,16 @@ def simulate_checked(kernel: KernelFunction, global_size: Sequence[int],
         after, findings = _memo[key]
         return copy_args(after), findings
     copies = copy_args(args)
+    choice = None
     if jit is None:
-        size = math.prod(global_size) + sum(
-            v.size for v in copies if isinstance(v, np.ndarray))
-        jit = False if size <= PYTHON_LIMIT else None
+        jit, choice = jit_choice.choose(kernel, global_size, local_size, copies, subgroup_size,
+                                        reduction_order, checks)
+    start = time.perf_counter()
     result = clsim.run(kernel, tuple(global_size), local_size, copies, jit=jit,
                        subgroup_size=subgroup_size, reduction_order=reduction_order,
                        checks=checks, report_all=checks not in ("default", "none", "bounds"))
+    if choice is not None:
+        jit_choice.record(choice, result, time.perf_counter() - start)
     findings = tuple(getattr(result, "findings", None) or ())
     _memo[key] = (copies, findings)
     while len(_memo) > _MEMO_SIZE:

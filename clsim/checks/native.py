@@ -29,8 +29,9 @@ from clsim.checks.shadow import FAST_PATHS, SHARED
 from clsim.runtime.cache import guard_numba_cache, load_source
 
 # the opcode ``_cs_call`` passes to run each helper
-OPS = {"_cs_end": 0, "_cs_ld": 1, "_cs_st": 2, "_cs_at": 3, "_cs_ldp": 4, "_cs_stp": 5,
-       "_cs_atp": 6, "_cs_lock": 7}
+OPS = {"_cs_end": 0, "_cs_ld": ly.K_LOAD, "_cs_st": ly.K_STORE, "_cs_at": ly.K_ATOMIC,
+       "_cs_ldp": ly.K_LOAD + 3, "_cs_stp": ly.K_STORE + 3, "_cs_atp": ly.K_ATOMIC + 3,
+       "_cs_lock": 7}
 ARRAYS = ("m", "o", "s", "f", "err", "lg")
 KERNEL_CALLS = ("_cs_call", *FAST_PATHS)  # what generated kernels call
 _COLS = {"o": ly.OBJ_COLS, "f": ly.FIND_COLS}  # the 2-D state arrays' row widths
@@ -57,14 +58,16 @@ _HEADERS = {
 
 
 def _dispatch() -> list[str]:
-    """The body that runs the helper ``op`` names on the state arrays."""
+    """The body that runs the helper ``op`` names on the state arrays: the recorders' opcodes
+    are their access kinds (``layout.K_*``), plus 3 for an access through an address."""
     arrays = ", ".join(ARRAYS)
-    lines = [f"    if op == {OPS['_cs_end']}:", f"        return _cs_end({arrays})"]
-    for name, op in OPS.items():
-        if name != "_cs_end":
-            lines += [f"    if op == {op}:",
-                      f"        return {name}(i, width, target, eb, site, lid, {arrays})"]
-    return [*lines, "    return 0"]
+    call = f"(op{{}}, i, width, target, eb, site, lid, {arrays})"
+    return [f"    if op == {OPS['_cs_end']}:", f"        return _cs_end({arrays})",
+            f"    if op <= {OPS['_cs_at']}:", f"        return _cs_rec{call.format('')}",
+            f"    if op <= {OPS['_cs_atp']}:", f"        return _cs_recp{call.format(' - 3')}",
+            f"    if op == {OPS['_cs_lock']}:",
+            f"        return _cs_lock(i, width, target, eb, site, lid, {arrays})",
+            "    return 0"]
 
 
 def _entry() -> str:

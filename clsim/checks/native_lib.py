@@ -19,16 +19,111 @@ _jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)
 
 
 @_jit
-def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
-    off = 0
+def _cs_unordered(rec, gs, cross, lid, last, lasts, sgs):
+    if rec == 0:
+        return False
+    st = rec >> 29
+    if st < gs:
+        return cross
+    rl = rec & 32767
+    if rl == lid or st < last:
+        return False
+    return not (st < lasts and rl // sgs == lid // sgs)
+
+
+@_jit
+def _cs_lockset(hl, rk, same_group, weak_release):
+    if hl == 0 and rk == 0:
+        return True, 0
+    if hl != 0 and (hl >> 1) == (rk >> 1) and (same_group or (hl & 2) == 0):
+        if ((hl | rk) & 1) == 0 and weak_release == 0:
+            return False, 0
+        return True, 16
+    return True, 32
+
+
+@_jit
+def _cs_note(cat, kind, prev, pk, ph, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err):
+    code = 20 + cat
+    _info = kind | (pk << 4) | (sgs << 16)
+    _pg = -1
+    _b = -1
+    if prev != 0:
+        _st = prev >> 29
+        _pg = _st >> m[5]
+        _b = (prev >> 15) & 16383
+        if _st < gs:
+            _info |= 256
+        else:
+            if _st < (m[2] if cross else m[3]):
+                _info |= 512
+            if _st < lasts:
+                if (prev & 32767) // sgs != lid // sgs:
+                    _info |= 1024
+        if (kind == 3) != (pk == 3):
+            _info |= 2048
+    _info |= ph << 8
+    if (ph & 16) != 0:
+        _info |= m[28] << 40
+    if m[7 + cat - 1] != 0:
+        if cat == 1:
+            if err[0] == 0:
+                err[0] = code
+                err[1] = site
+                err[2] = e
+                err[3] = obj
+                err[4] = lid
+                err[5] = prev
+                err[6] = _info
+                err[10] = _pg
+                err[14] = m[11]
+                err[15] = m[12]
+        elif m[25] == 0:
+            f[4608, 0] = code
+            f[4608, 1] = site
+            f[4608, 2] = e
+            f[4608, 3] = obj
+            f[4608, 4] = lid
+            f[4608, 5] = prev
+            f[4608, 6] = _info
+            f[4608, 10] = _pg
+            f[4608, 14] = m[11]
+            f[4608, 15] = m[12]
+            m[25] = 1
+    else:
+        _key = cat + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * 16385)
+        _n = m[19]
+        if _key == m[20] and _n > 0:  # the same pair again: count it on its row
+            f[512 + _n - 1, 16] += 1
+        elif _n < 4096:
+            _r = 512 + _n
+            f[_r, 16] = 1
+            f[_r, 0] = code
+            f[_r, 1] = site
+            f[_r, 2] = e
+            f[_r, 3] = obj
+            f[_r, 4] = lid
+            f[_r, 5] = prev
+            f[_r, 6] = _info
+            f[_r, 10] = _pg
+            f[_r, 17] = _key
+            m[19] = _n + 1
+            m[20] = _key
+        else:
+            m[10] += 1
+    return 0 + (m.size - m.size) + (f.size - f.size) + (err.size - err.size)
+
+
+@_jit
+def _cs_rec(kind, i, width, obj, eb, site, lid, m, o, s, f, err, lg):
     mode = o[obj, 0]
     if mode != 0 and err[0] == 0:
         if m[22] != 0:
             for k in range(width):
                 _n = m[23]
                 if _n < 1048576:
-                    lg[2 * _n] = off + eb + i + k
-                    lg[2 * _n + 1] = 1 | (obj << 2) | (site << 12) | (lid << 26)
+                    lg[2 * _n] = eb + i + k
+                    lg[2 * _n + 1] = kind | (obj << 2) | (site << 12) | (lid << 26)
                     m[23] = _n + 1
                 else:
                     m[24] += 1
@@ -41,8 +136,10 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
             sgs = m[6]
             lb = m[21]
             hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
+            zero = np.int64(0)
+            conflicts = 5 if kind == 1 else (7 if kind == 2 else 3)
             for k in range(width):
-                e = off + eb + i + k
+                e = eb + i + k
                 if cross:
                     _x = o[obj, 1] + e
                     _q = 32 + 2 * obj
@@ -50,803 +147,60 @@ def _cs_ld(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
                         m[_q] = 4611686018427387904 - _x
                     if _x + 1 > m[_q + 1]:
                         m[_q + 1] = _x + 1
-                if (mode & 32) != 0:
+                if kind != 2 and (mode & 32) != 0:
                     if (s[o[obj, 1] + e] >> 29) < gs:
                         if (mode & 4) == 0 or (s[o[obj, 5] + e] >> 29) < gs:
-                            _info = 1 | (0 << 4) | (sgs << 16)
-                            _pg = -1
-                            _b = -1
-                            if 0 != 0:
-                                _st = 0 >> 29
-                                _pg = _st >> m[5]
-                                _b = (0 >> 15) & 16383
-                                if _st < gs:
-                                    _info |= 256
-                                else:
-                                    if _st < (m[2] if cross else m[3]):
-                                        _info |= 512
-                                    if _st < lasts:
-                                        if (0 & 32767) // sgs != lid // sgs:
-                                            _info |= 1024
-                                if (0 == 3):
-                                    _info |= 2048
-                            _info |= 0 << 8
-                            if (0 & 16) != 0:
-                                _info |= m[28] << 40
-                            if m[8] != 0:
-                                if m[25] == 0:
-                                    _t = f[4608]
-                                    _t[0] = 22
-                                    _t[1] = site
-                                    _t[2] = e
-                                    _t[3] = obj
-                                    _t[4] = lid
-                                    _t[5] = 0
-                                    _t[6] = _info
-                                    _t[10] = _pg
-                                    _t[14] = m[11]
-                                    _t[15] = m[12]
-                                    m[25] = 1
-                            else:
-                                _key = 2 + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * 16385)
-                                _n = m[19]
-                                if _key == m[20] and _n > 0:  # the same pair again: count it on its row
-                                    f[512 + _n - 1, 16] += 1
-                                elif _n < 4096:
-                                    _r = 512 + _n
-                                    f[_r, 16] = 1
-                                    f[_r, 0] = 22
-                                    f[_r, 1] = site
-                                    f[_r, 2] = e
-                                    f[_r, 3] = obj
-                                    f[_r, 4] = lid
-                                    f[_r, 5] = 0
-                                    f[_r, 6] = _info
-                                    f[_r, 10] = _pg
-                                    f[_r, 17] = _key
-                                    m[19] = _n + 1
-                                    m[20] = _key
-                                else:
-                                    m[10] += 1
+                            _cs_note(np.int64(2), kind, zero, zero, zero, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err)
                 if (mode & 16) != 0:
-                    prev = 0
-                    pk = 0
-                    ph = 0
-                    if prev == 0 and (mode & 1) != 0:
-                        _p = s[o[obj, 1] + e]
-
-                        _c = False
-                        _lh = 0
-                        if _p != 0:
-                            _st = _p >> 29
-                            if _st < gs:
-                                _c = cross
-                            else:
-                                _rl = _p & 32767
-                                if _rl != lid and _st >= last:
-                                    _c = True
-                                    if _st < lasts:
-                                        if _rl // sgs == lid // sgs:
-                                            _c = False
-                            if _c and lb != 0:
-                                _rk = s[o[obj, 12] + e]
-                                if hl != 0 or _rk != 0:
-                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                            _c = False
-                                        else:
-                                            _lh = 16
-                                    else:
-                                        _lh = 32
-
-                        if _c:
-                            prev = _p
-                            pk = 2
-                            ph = _lh
-                    if prev == 0 and (mode & 4) != 0:
-                        _p = s[o[obj, 5] + e]
-
-                        _c = False
-                        _lh = 0
-                        if _p != 0:
-                            _st = _p >> 29
-                            if _st < gs:
-                                _c = cross
-                            else:
-                                _rl = _p & 32767
-                                if _rl != lid and _st >= last:
-                                    _c = True
-                                    if _st < lasts:
-                                        if _rl // sgs == lid // sgs:
-                                            _c = False
-                        if _c:
-                            prev = _p
-                            pk = 3
-                            ph = _lh
-                        else:
-                            _p = s[o[obj, 6] + e]
-
-                            _c = False
-                            _lh = 0
-                            if _p != 0:
-                                _st = _p >> 29
-                                if _st < gs:
-                                    _c = cross
-                                else:
-                                    _rl = _p & 32767
-                                    if _rl != lid and _st >= last:
-                                        _c = True
-                                        if _st < lasts:
-                                            if _rl // sgs == lid // sgs:
-                                                _c = False
-                            if _c:
-                                prev = _p
-                                pk = 3
-                                ph = _lh
-                            elif cross:
-                                _p = s[o[obj, 7] + e]
-
-                                _c = False
-                                _lh = 0
-                                if _p != 0:
-                                    _st = _p >> 29
-                                    if _st < gs:
-                                        _c = cross
-                                    else:
-                                        _rl = _p & 32767
-                                        if _rl != lid and _st >= last:
-                                            _c = True
-                                            if _st < lasts:
-                                                if _rl // sgs == lid // sgs:
-                                                    _c = False
-                                if _c:
-                                    prev = _p
-                                    pk = 3
-                                    ph = _lh
+                    prev = zero  # the earlier access, its kind, its lock hints
+                    pk = zero
+                    ph = zero
+                    for rs in range(3):
+                        if (((conflicts & mode) >> rs) & 1) != 0:
+                            first = (1, 2, 5)[rs]
+                            for j in range(1 if rs == 0 else (3 if cross else 2)):  # X only if cross
+                                if prev == 0:
+                                    _p = s[o[obj, first + j] + e]
+                                    _c = _cs_unordered(_p, gs, cross, lid, last, lasts, sgs)
+                                    _lh = zero
+                                    if _c and lb != 0 and rs < 2:  # plain records: lock twins
+                                        _c, _lh = _cs_lockset(hl, s[o[obj, first + j + 11] + e], (_p >> 29) >= gs, m[29])
+                                    if _c:
+                                        prev = _p
+                                        pk = np.int64((2, 1, 3)[rs])
+                                        ph = _lh
                     if prev != 0:
-                        _info = 1 | (pk << 4) | (sgs << 16)
-                        _pg = -1
-                        _b = -1
-                        if prev != 0:
-                            _st = prev >> 29
-                            _pg = _st >> m[5]
-                            _b = (prev >> 15) & 16383
-                            if _st < gs:
-                                _info |= 256
-                            else:
-                                if _st < (m[2] if cross else m[3]):
-                                    _info |= 512
-                                if _st < lasts:
-                                    if (prev & 32767) // sgs != lid // sgs:
-                                        _info |= 1024
-                            if (pk == 3):
-                                _info |= 2048
-                        _info |= ph << 8
-                        if (ph & 16) != 0:
-                            _info |= m[28] << 40
-                        if m[7] != 0:
-                            if err[0] == 0:
-                                _t = err
-                                _t[0] = 21
-                                _t[1] = site
-                                _t[2] = e
-                                _t[3] = obj
-                                _t[4] = lid
-                                _t[5] = prev
-                                _t[6] = _info
-                                _t[10] = _pg
-                                _t[14] = m[11]
-                                _t[15] = m[12]
-                        else:
-                            _key = 1 + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * 16385)
-                            _n = m[19]
-                            if _key == m[20] and _n > 0:  # the same pair again: count it on its row
-                                f[512 + _n - 1, 16] += 1
-                            elif _n < 4096:
-                                _r = 512 + _n
-                                f[_r, 16] = 1
-                                f[_r, 0] = 21
-                                f[_r, 1] = site
-                                f[_r, 2] = e
-                                f[_r, 3] = obj
-                                f[_r, 4] = lid
-                                f[_r, 5] = prev
-                                f[_r, 6] = _info
-                                f[_r, 10] = _pg
-                                f[_r, 17] = _key
-                                m[19] = _n + 1
-                                m[20] = _key
-                            else:
-                                m[10] += 1
-                if (mode & 2) != 0:
-                    _b1 = o[obj, 2] + e
+                        _cs_note(np.int64(1), kind, prev, pk, ph, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err)
+                if kind == 2:
+                    if (mode & 1) != 0:
+                        s[o[obj, 1] + e] = (m[0] << 29) | (site << 15) | lid
+                        if lb != 0:
+                            s[o[obj, 12] + e] = hl
+                elif (mode & (2 if kind == 1 else 4)) != 0:
+                    # this access joins R1 (A1); the old R1 moves to R2, and to RX if an
+                    # earlier group made it, unless it was this work-item's
+                    c1 = 2 if kind == 1 else 5
+                    twins = lb != 0 and kind == 1
+                    _b1 = o[obj, c1] + e
                     _r1 = s[_b1]
                     if _r1 != 0:
                         _st = _r1 >> 29
                         if _st < gs or (_r1 & 32767) != lid:
                             if cross and _st < gs:
-                                s[o[obj, 4] + e] = _r1
-                                if lb != 0:
-                                    s[o[obj, 15] + e] = s[o[obj, 13] + e]
-                            s[o[obj, 3] + e] = _r1
-                            if lb != 0:
-                                s[o[obj, 14] + e] = s[o[obj, 13] + e]
+                                s[o[obj, c1 + 2] + e] = _r1
+                                if twins:
+                                    s[o[obj, c1 + 2 + 11] + e] = s[o[obj, c1 + 11] + e]
+                            s[o[obj, c1 + 1] + e] = _r1
+                            if twins:
+                                s[o[obj, c1 + 1 + 11] + e] = s[o[obj, c1 + 11] + e]
                     s[_b1] = (m[0] << 29) | (site << 15) | lid
-                    if lb != 0:
-                        s[o[obj, 13] + e] = hl
+                    if twins:
+                        s[o[obj, c1 + 11] + e] = hl
     return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
 
 
 @_jit
-def _cs_st(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
-    off = 0
-    mode = o[obj, 0]
-    if mode != 0 and err[0] == 0:
-        if m[22] != 0:
-            for k in range(width):
-                _n = m[23]
-                if _n < 1048576:
-                    lg[2 * _n] = off + eb + i + k
-                    lg[2 * _n + 1] = 2 | (obj << 2) | (site << 12) | (lid << 26)
-                    m[23] = _n + 1
-                else:
-                    m[24] += 1
-                m[22] = 1
-        else:
-            gs = m[1]
-            cross = (mode & 8) != 0
-            last = m[3] if cross else m[2]
-            lasts = m[4]
-            sgs = m[6]
-            lb = m[21]
-            hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
-            for k in range(width):
-                e = off + eb + i + k
-                if cross:
-                    _x = o[obj, 1] + e
-                    _q = 32 + 2 * obj
-                    if 4611686018427387904 - _x > m[_q]:
-                        m[_q] = 4611686018427387904 - _x
-                    if _x + 1 > m[_q + 1]:
-                        m[_q + 1] = _x + 1
-                if (mode & 16) != 0:
-                    prev = 0
-                    pk = 0
-                    ph = 0
-                    if prev == 0 and (mode & 1) != 0:
-                        _p = s[o[obj, 1] + e]
-
-                        _c = False
-                        _lh = 0
-                        if _p != 0:
-                            _st = _p >> 29
-                            if _st < gs:
-                                _c = cross
-                            else:
-                                _rl = _p & 32767
-                                if _rl != lid and _st >= last:
-                                    _c = True
-                                    if _st < lasts:
-                                        if _rl // sgs == lid // sgs:
-                                            _c = False
-                            if _c and lb != 0:
-                                _rk = s[o[obj, 12] + e]
-                                if hl != 0 or _rk != 0:
-                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                            _c = False
-                                        else:
-                                            _lh = 16
-                                    else:
-                                        _lh = 32
-
-                        if _c:
-                            prev = _p
-                            pk = 2
-                            ph = _lh
-                    if prev == 0 and (mode & 2) != 0:
-                        _p = s[o[obj, 2] + e]
-
-                        _c = False
-                        _lh = 0
-                        if _p != 0:
-                            _st = _p >> 29
-                            if _st < gs:
-                                _c = cross
-                            else:
-                                _rl = _p & 32767
-                                if _rl != lid and _st >= last:
-                                    _c = True
-                                    if _st < lasts:
-                                        if _rl // sgs == lid // sgs:
-                                            _c = False
-                            if _c and lb != 0:
-                                _rk = s[o[obj, 13] + e]
-                                if hl != 0 or _rk != 0:
-                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                            _c = False
-                                        else:
-                                            _lh = 16
-                                    else:
-                                        _lh = 32
-
-                        if _c:
-                            prev = _p
-                            pk = 1
-                            ph = _lh
-                        else:
-                            _p = s[o[obj, 3] + e]
-
-                            _c = False
-                            _lh = 0
-                            if _p != 0:
-                                _st = _p >> 29
-                                if _st < gs:
-                                    _c = cross
-                                else:
-                                    _rl = _p & 32767
-                                    if _rl != lid and _st >= last:
-                                        _c = True
-                                        if _st < lasts:
-                                            if _rl // sgs == lid // sgs:
-                                                _c = False
-                                if _c and lb != 0:
-                                    _rk = s[o[obj, 14] + e]
-                                    if hl != 0 or _rk != 0:
-                                        if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                            if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                                _c = False
-                                            else:
-                                                _lh = 16
-                                        else:
-                                            _lh = 32
-
-                            if _c:
-                                prev = _p
-                                pk = 1
-                                ph = _lh
-                            elif cross:
-                                _p = s[o[obj, 4] + e]
-
-                                _c = False
-                                _lh = 0
-                                if _p != 0:
-                                    _st = _p >> 29
-                                    if _st < gs:
-                                        _c = cross
-                                    else:
-                                        _rl = _p & 32767
-                                        if _rl != lid and _st >= last:
-                                            _c = True
-                                            if _st < lasts:
-                                                if _rl // sgs == lid // sgs:
-                                                    _c = False
-                                    if _c and lb != 0:
-                                        _rk = s[o[obj, 15] + e]
-                                        if hl != 0 or _rk != 0:
-                                            if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                                if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                                    _c = False
-                                                else:
-                                                    _lh = 16
-                                            else:
-                                                _lh = 32
-
-                                if _c:
-                                    prev = _p
-                                    pk = 1
-                                    ph = _lh
-                    if prev == 0 and (mode & 4) != 0:
-                        _p = s[o[obj, 5] + e]
-
-                        _c = False
-                        _lh = 0
-                        if _p != 0:
-                            _st = _p >> 29
-                            if _st < gs:
-                                _c = cross
-                            else:
-                                _rl = _p & 32767
-                                if _rl != lid and _st >= last:
-                                    _c = True
-                                    if _st < lasts:
-                                        if _rl // sgs == lid // sgs:
-                                            _c = False
-                        if _c:
-                            prev = _p
-                            pk = 3
-                            ph = _lh
-                        else:
-                            _p = s[o[obj, 6] + e]
-
-                            _c = False
-                            _lh = 0
-                            if _p != 0:
-                                _st = _p >> 29
-                                if _st < gs:
-                                    _c = cross
-                                else:
-                                    _rl = _p & 32767
-                                    if _rl != lid and _st >= last:
-                                        _c = True
-                                        if _st < lasts:
-                                            if _rl // sgs == lid // sgs:
-                                                _c = False
-                            if _c:
-                                prev = _p
-                                pk = 3
-                                ph = _lh
-                            elif cross:
-                                _p = s[o[obj, 7] + e]
-
-                                _c = False
-                                _lh = 0
-                                if _p != 0:
-                                    _st = _p >> 29
-                                    if _st < gs:
-                                        _c = cross
-                                    else:
-                                        _rl = _p & 32767
-                                        if _rl != lid and _st >= last:
-                                            _c = True
-                                            if _st < lasts:
-                                                if _rl // sgs == lid // sgs:
-                                                    _c = False
-                                if _c:
-                                    prev = _p
-                                    pk = 3
-                                    ph = _lh
-                    if prev != 0:
-                        _info = 2 | (pk << 4) | (sgs << 16)
-                        _pg = -1
-                        _b = -1
-                        if prev != 0:
-                            _st = prev >> 29
-                            _pg = _st >> m[5]
-                            _b = (prev >> 15) & 16383
-                            if _st < gs:
-                                _info |= 256
-                            else:
-                                if _st < (m[2] if cross else m[3]):
-                                    _info |= 512
-                                if _st < lasts:
-                                    if (prev & 32767) // sgs != lid // sgs:
-                                        _info |= 1024
-                            if (pk == 3):
-                                _info |= 2048
-                        _info |= ph << 8
-                        if (ph & 16) != 0:
-                            _info |= m[28] << 40
-                        if m[7] != 0:
-                            if err[0] == 0:
-                                _t = err
-                                _t[0] = 21
-                                _t[1] = site
-                                _t[2] = e
-                                _t[3] = obj
-                                _t[4] = lid
-                                _t[5] = prev
-                                _t[6] = _info
-                                _t[10] = _pg
-                                _t[14] = m[11]
-                                _t[15] = m[12]
-                        else:
-                            _key = 1 + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * 16385)
-                            _n = m[19]
-                            if _key == m[20] and _n > 0:  # the same pair again: count it on its row
-                                f[512 + _n - 1, 16] += 1
-                            elif _n < 4096:
-                                _r = 512 + _n
-                                f[_r, 16] = 1
-                                f[_r, 0] = 21
-                                f[_r, 1] = site
-                                f[_r, 2] = e
-                                f[_r, 3] = obj
-                                f[_r, 4] = lid
-                                f[_r, 5] = prev
-                                f[_r, 6] = _info
-                                f[_r, 10] = _pg
-                                f[_r, 17] = _key
-                                m[19] = _n + 1
-                                m[20] = _key
-                            else:
-                                m[10] += 1
-                if (mode & 1) != 0:
-                    s[o[obj, 1] + e] = (m[0] << 29) | (site << 15) | lid
-                    if lb != 0:
-                        s[o[obj, 12] + e] = hl
-    return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
-
-
-@_jit
-def _cs_at(i, width, obj, eb, site, lid, m, o, s, f, err, lg):
-    off = 0
-    mode = o[obj, 0]
-    if mode != 0 and err[0] == 0:
-        if m[22] != 0:
-            for k in range(width):
-                _n = m[23]
-                if _n < 1048576:
-                    lg[2 * _n] = off + eb + i + k
-                    lg[2 * _n + 1] = 3 | (obj << 2) | (site << 12) | (lid << 26)
-                    m[23] = _n + 1
-                else:
-                    m[24] += 1
-                m[22] = 1
-        else:
-            gs = m[1]
-            cross = (mode & 8) != 0
-            last = m[3] if cross else m[2]
-            lasts = m[4]
-            sgs = m[6]
-            lb = m[21]
-            hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
-            for k in range(width):
-                e = off + eb + i + k
-                if cross:
-                    _x = o[obj, 1] + e
-                    _q = 32 + 2 * obj
-                    if 4611686018427387904 - _x > m[_q]:
-                        m[_q] = 4611686018427387904 - _x
-                    if _x + 1 > m[_q + 1]:
-                        m[_q + 1] = _x + 1
-                if (mode & 32) != 0:
-                    if (s[o[obj, 1] + e] >> 29) < gs:
-                        if (mode & 4) == 0 or (s[o[obj, 5] + e] >> 29) < gs:
-                            _info = 3 | (0 << 4) | (sgs << 16)
-                            _pg = -1
-                            _b = -1
-                            if 0 != 0:
-                                _st = 0 >> 29
-                                _pg = _st >> m[5]
-                                _b = (0 >> 15) & 16383
-                                if _st < gs:
-                                    _info |= 256
-                                else:
-                                    if _st < (m[2] if cross else m[3]):
-                                        _info |= 512
-                                    if _st < lasts:
-                                        if (0 & 32767) // sgs != lid // sgs:
-                                            _info |= 1024
-                                if not (0 == 3):
-                                    _info |= 2048
-                            _info |= 0 << 8
-                            if (0 & 16) != 0:
-                                _info |= m[28] << 40
-                            if m[8] != 0:
-                                if m[25] == 0:
-                                    _t = f[4608]
-                                    _t[0] = 22
-                                    _t[1] = site
-                                    _t[2] = e
-                                    _t[3] = obj
-                                    _t[4] = lid
-                                    _t[5] = 0
-                                    _t[6] = _info
-                                    _t[10] = _pg
-                                    _t[14] = m[11]
-                                    _t[15] = m[12]
-                                    m[25] = 1
-                            else:
-                                _key = 2 + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * 16385)
-                                _n = m[19]
-                                if _key == m[20] and _n > 0:  # the same pair again: count it on its row
-                                    f[512 + _n - 1, 16] += 1
-                                elif _n < 4096:
-                                    _r = 512 + _n
-                                    f[_r, 16] = 1
-                                    f[_r, 0] = 22
-                                    f[_r, 1] = site
-                                    f[_r, 2] = e
-                                    f[_r, 3] = obj
-                                    f[_r, 4] = lid
-                                    f[_r, 5] = 0
-                                    f[_r, 6] = _info
-                                    f[_r, 10] = _pg
-                                    f[_r, 17] = _key
-                                    m[19] = _n + 1
-                                    m[20] = _key
-                                else:
-                                    m[10] += 1
-                if (mode & 16) != 0:
-                    prev = 0
-                    pk = 0
-                    ph = 0
-                    if prev == 0 and (mode & 1) != 0:
-                        _p = s[o[obj, 1] + e]
-
-                        _c = False
-                        _lh = 0
-                        if _p != 0:
-                            _st = _p >> 29
-                            if _st < gs:
-                                _c = cross
-                            else:
-                                _rl = _p & 32767
-                                if _rl != lid and _st >= last:
-                                    _c = True
-                                    if _st < lasts:
-                                        if _rl // sgs == lid // sgs:
-                                            _c = False
-                            if _c and lb != 0:
-                                _rk = s[o[obj, 12] + e]
-                                if hl != 0 or _rk != 0:
-                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                            _c = False
-                                        else:
-                                            _lh = 16
-                                    else:
-                                        _lh = 32
-
-                        if _c:
-                            prev = _p
-                            pk = 2
-                            ph = _lh
-                    if prev == 0 and (mode & 2) != 0:
-                        _p = s[o[obj, 2] + e]
-
-                        _c = False
-                        _lh = 0
-                        if _p != 0:
-                            _st = _p >> 29
-                            if _st < gs:
-                                _c = cross
-                            else:
-                                _rl = _p & 32767
-                                if _rl != lid and _st >= last:
-                                    _c = True
-                                    if _st < lasts:
-                                        if _rl // sgs == lid // sgs:
-                                            _c = False
-                            if _c and lb != 0:
-                                _rk = s[o[obj, 13] + e]
-                                if hl != 0 or _rk != 0:
-                                    if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                        if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                            _c = False
-                                        else:
-                                            _lh = 16
-                                    else:
-                                        _lh = 32
-
-                        if _c:
-                            prev = _p
-                            pk = 1
-                            ph = _lh
-                        else:
-                            _p = s[o[obj, 3] + e]
-
-                            _c = False
-                            _lh = 0
-                            if _p != 0:
-                                _st = _p >> 29
-                                if _st < gs:
-                                    _c = cross
-                                else:
-                                    _rl = _p & 32767
-                                    if _rl != lid and _st >= last:
-                                        _c = True
-                                        if _st < lasts:
-                                            if _rl // sgs == lid // sgs:
-                                                _c = False
-                                if _c and lb != 0:
-                                    _rk = s[o[obj, 14] + e]
-                                    if hl != 0 or _rk != 0:
-                                        if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                            if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                                _c = False
-                                            else:
-                                                _lh = 16
-                                        else:
-                                            _lh = 32
-
-                            if _c:
-                                prev = _p
-                                pk = 1
-                                ph = _lh
-                            elif cross:
-                                _p = s[o[obj, 4] + e]
-
-                                _c = False
-                                _lh = 0
-                                if _p != 0:
-                                    _st = _p >> 29
-                                    if _st < gs:
-                                        _c = cross
-                                    else:
-                                        _rl = _p & 32767
-                                        if _rl != lid and _st >= last:
-                                            _c = True
-                                            if _st < lasts:
-                                                if _rl // sgs == lid // sgs:
-                                                    _c = False
-                                    if _c and lb != 0:
-                                        _rk = s[o[obj, 15] + e]
-                                        if hl != 0 or _rk != 0:
-                                            if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & 2) == 0):
-                                                if ((hl | _rk) & 1) == 0 and m[29] == 0:
-                                                    _c = False
-                                                else:
-                                                    _lh = 16
-                                            else:
-                                                _lh = 32
-
-                                if _c:
-                                    prev = _p
-                                    pk = 1
-                                    ph = _lh
-                    if prev != 0:
-                        _info = 3 | (pk << 4) | (sgs << 16)
-                        _pg = -1
-                        _b = -1
-                        if prev != 0:
-                            _st = prev >> 29
-                            _pg = _st >> m[5]
-                            _b = (prev >> 15) & 16383
-                            if _st < gs:
-                                _info |= 256
-                            else:
-                                if _st < (m[2] if cross else m[3]):
-                                    _info |= 512
-                                if _st < lasts:
-                                    if (prev & 32767) // sgs != lid // sgs:
-                                        _info |= 1024
-                            if not (pk == 3):
-                                _info |= 2048
-                        _info |= ph << 8
-                        if (ph & 16) != 0:
-                            _info |= m[28] << 40
-                        if m[7] != 0:
-                            if err[0] == 0:
-                                _t = err
-                                _t[0] = 21
-                                _t[1] = site
-                                _t[2] = e
-                                _t[3] = obj
-                                _t[4] = lid
-                                _t[5] = prev
-                                _t[6] = _info
-                                _t[10] = _pg
-                                _t[14] = m[11]
-                                _t[15] = m[12]
-                        else:
-                            _key = 1 + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * 16385)
-                            _n = m[19]
-                            if _key == m[20] and _n > 0:  # the same pair again: count it on its row
-                                f[512 + _n - 1, 16] += 1
-                            elif _n < 4096:
-                                _r = 512 + _n
-                                f[_r, 16] = 1
-                                f[_r, 0] = 21
-                                f[_r, 1] = site
-                                f[_r, 2] = e
-                                f[_r, 3] = obj
-                                f[_r, 4] = lid
-                                f[_r, 5] = prev
-                                f[_r, 6] = _info
-                                f[_r, 10] = _pg
-                                f[_r, 17] = _key
-                                m[19] = _n + 1
-                                m[20] = _key
-                            else:
-                                m[10] += 1
-                if (mode & 4) != 0:
-                    _b1 = o[obj, 5] + e
-                    _r1 = s[_b1]
-                    if _r1 != 0:
-                        _st = _r1 >> 29
-                        if _st < gs or (_r1 & 32767) != lid:
-                            if cross and _st < gs:
-                                s[o[obj, 7] + e] = _r1
-                            s[o[obj, 6] + e] = _r1
-                    s[_b1] = (m[0] << 29) | (site << 15) | lid
-    return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
-
-
-@_jit
-def _cs_ldp(i, width, p, eb, site, lid, m, o, s, f, err, lg):
+def _cs_recp(kind, i, width, p, eb, site, lid, m, o, s, f, err, lg):
     obj = -1
     off = 0
     for k in range(o.shape[0]):
@@ -856,35 +210,7 @@ def _cs_ldp(i, width, p, eb, site, lid, m, o, s, f, err, lg):
                 off = (p - o[k, 8]) // o[k, 10]
     if obj < 0:
         return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
-    return _cs_ld(i, width, np.int64(obj), np.int64(eb + off), site, lid, m, o, s, f, err, lg)
-
-
-@_jit
-def _cs_stp(i, width, p, eb, site, lid, m, o, s, f, err, lg):
-    obj = -1
-    off = 0
-    for k in range(o.shape[0]):
-        if obj < 0:
-            if o[k, 8] <= p and p < o[k, 8] + o[k, 9]:
-                obj = k
-                off = (p - o[k, 8]) // o[k, 10]
-    if obj < 0:
-        return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
-    return _cs_st(i, width, np.int64(obj), np.int64(eb + off), site, lid, m, o, s, f, err, lg)
-
-
-@_jit
-def _cs_atp(i, width, p, eb, site, lid, m, o, s, f, err, lg):
-    obj = -1
-    off = 0
-    for k in range(o.shape[0]):
-        if obj < 0:
-            if o[k, 8] <= p and p < o[k, 8] + o[k, 9]:
-                obj = k
-                off = (p - o[k, 8]) // o[k, 10]
-    if obj < 0:
-        return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
-    return _cs_at(i, width, np.int64(obj), np.int64(eb + off), site, lid, m, o, s, f, err, lg)
+    return _cs_rec(kind, i, width, np.int64(obj), np.int64(eb + off), site, lid, m, o, s, f, err, lg)
 
 
 @_jit
@@ -954,12 +280,7 @@ def _cs_end(m, o, s, f, err, lg):
             site = (p >> 12) & 16383
             lid = p >> 26
             # (int64, not literals: the entry point's signature, compiled once, not twice)
-            if kind == 1:
-                _cs_ld(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
-            elif kind == 2:
-                _cs_st(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
-            else:
-                _cs_at(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
+            _cs_rec(kind, zero, one, obj, e, site, lid, m, o, s, f, err, lg)
     if m[19] != 0:
         _cs_flush(m, f)
     if m[25] != 0:
@@ -1238,18 +559,10 @@ def _cs_native(op, i, width, target, eb, site, lid, p_m, n_m, p_o, n_o, p_s, n_s
     lg = numba.carray(p_lg, (n_lg,))
     if op == 0:
         return _cs_end(m, o, s, f, err, lg)
-    if op == 1:
-        return _cs_ld(i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    if op == 2:
-        return _cs_st(i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    if op == 3:
-        return _cs_at(i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    if op == 4:
-        return _cs_ldp(i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    if op == 5:
-        return _cs_stp(i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    if op == 6:
-        return _cs_atp(i, width, target, eb, site, lid, m, o, s, f, err, lg)
+    if op <= 3:
+        return _cs_rec(op, i, width, target, eb, site, lid, m, o, s, f, err, lg)
+    if op <= 6:
+        return _cs_recp(op - 3, i, width, target, eb, site, lid, m, o, s, f, err, lg)
     if op == 7:
         return _cs_lock(i, width, target, eb, site, lid, m, o, s, f, err, lg)
     return 0

@@ -33,12 +33,7 @@ def _cs_end(m, o, s, f, err, lg):
             site = (p >> 12) & {ly.MAX_SITE}
             lid = p >> 26
             # (int64, not literals: the entry point's signature, compiled once, not twice)
-            if kind == {ly.K_LOAD}:
-                _cs_ld(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
-            elif kind == {ly.K_STORE}:
-                _cs_st(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
-            else:
-                _cs_at(zero, one, obj, e, site, lid, m, o, s, f, err, lg)
+            _cs_rec(kind, zero, one, obj, e, site, lid, m, o, s, f, err, lg)
     if m[{ly.M_NPEND}] != 0:
         _cs_flush(m, f)
     if m[{ly.M_HELD}] != 0:

@@ -69,198 +69,128 @@ if _x + 1 > m[_q + 1]:
 
 
 # -- the full recorders -----------------------------------------------------------------------
-def _conflict(rec: str, lcol: int | None) -> str:
-    """Sets ``_c``: is the access in ``rec`` unordered with this one (and not this item's)?
-    With lock tracking (``lb``), an access holding the lock ``rec``'s access held (its twin
-    in ``lcol``) is ordered with it, unless either took or released it relaxed (``_lh``
-    says why no lock ordered them)."""
-    locks = "" if lcol is None else f"""
-    if _c and lb != 0:
-        _rk = s[o[obj, {lcol}] + e]
-        if hl != 0 or _rk != 0:
-            if hl != 0 and (hl >> 1) == (_rk >> 1) and (_st >= gs or (hl & {ly.LOCK_LOCAL}) == 0):
-                if ((hl | _rk) & {ly.LOCK_WEAK}) == 0 and m[{ly.M_WEAK_RELEASE}] == 0:
-                    _c = False
-                else:
-                    _lh = {ly.H_RELAXED_LOCK}
-            else:
-                _lh = {ly.H_LOCKSET}
+# Their shared parts are helpers of their own, called rather than pasted into each recorder:
+# Numba's compile time grows with a function's length, and these helpers are compiled once per
+# machine before a first checked run (``native``). They take int64 and bool scalars only (the
+# callers pass ``np.int64`` values, never literals, so each compiles for one signature).
+
+# Is the access in record ``rec`` unordered with this one (and not this work-item's)?
+_UNORDERED = f"""
+def _cs_unordered(rec, gs, cross, lid, last, lasts, sgs):
+    if rec == 0:
+        return False
+    st = rec >> {ly.STAMP_SHIFT}
+    if st < gs:
+        return cross
+    rl = rec & {ly.MAX_LID}
+    if rl == lid or st < last:
+        return False
+    return not (st < lasts and rl // sgs == lid // sgs)
 """
-    return f"""
-_c = False
-_lh = 0
-if {rec} != 0:
-    _st = {rec} >> {ly.STAMP_SHIFT}
-    if _st < gs:
-        _c = cross
-    else:
-        _rl = {rec} & {ly.MAX_LID}
-        if _rl != lid and _st >= last:
-            _c = True
-            if _st < lasts:
-                if _rl // sgs == lid // sgs:
-                    _c = False{locks}
+
+# With lock tracking: an access unordered with an earlier one is still ordered with it when
+# both held the same lock (``hl`` this work-item's, ``rk`` the earlier access's twin record),
+# unless either took or released it relaxed. Returns (unordered, why no lock ordered them).
+_LOCKSET = f"""
+def _cs_lockset(hl, rk, same_group, weak_release):
+    if hl == 0 and rk == 0:
+        return True, 0
+    if hl != 0 and (hl >> 1) == (rk >> 1) and (same_group or (hl & {ly.LOCK_LOCAL}) == 0):
+        if ((hl | rk) & {ly.LOCK_WEAK}) == 0 and weak_release == 0:
+            return False, 0
+        return True, {ly.H_RELAXED_LOCK}
+    return True, {ly.H_LOCKSET}
 """
 
 
-def _check(cols: tuple[int, ...], bit: int, kind: int) -> str:
-    """Sets ``prev``/``pk`` to the first unordered record among ``cols`` (X only if cross)."""
-    body = ""
-    for n, col in enumerate(cols):
-        step = (f"_p = s[o[obj, {col}] + e]\n{_conflict('_p', ly.LOCK_COLS.get(col))}"
-                f"if _c:\n    prev = _p\n    pk = {kind}\n    ph = _lh\n")
-        if n == 0:
-            body = step
-        elif n == 1:
-            body += "else:\n" + _ind(step, 4)
+def _row(target: str, prev: str) -> str:
+    """Writes a finding's columns into the row ``target`` (``_t`` or ``f[_r, ``)."""
+    cols = {0: "code", 1: "site", 2: "e", 3: "obj", 4: "lid", 5: prev, 6: "_info", 10: "_pg"}
+    return "".join(f"{target}{c}] = {v}\n" for c, v in cols.items())
+
+
+# Notes a finding of category ``cat`` by an access of ``kind`` against the earlier record
+# ``prev`` (0: none, an uninitialised read) of kind ``pk`` with lock hints ``ph``: into ``err``
+# (first-error mode) or the pending rows (report_all). First-error mode: a race goes straight
+# into ``err``; an uninitialised read is held until the end of the work-item loop, because the
+# write that makes it a race (a missing barrier: the writer runs later in the simulator's
+# order) may still come.
+_NOTE = f"""
+def _cs_note(cat, kind, prev, pk, ph, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err):
+    code = {ly.ERR_BASE} + cat
+    _info = kind | (pk << 4) | (sgs << 16)
+    _pg = -1
+    _b = -1
+    if prev != 0:
+        _st = prev >> {ly.STAMP_SHIFT}
+        _pg = _st >> m[{ly.M_EPOCH_BITS}]
+        _b = (prev >> {ly.SITE_SHIFT}) & {ly.MAX_SITE}
+        if _st < gs:
+            _info |= {ly.H_CROSS_GROUP << 8}
         else:
-            body += _ind("elif cross:\n" + _ind(step, 4), 4)
-    return f"if prev == 0 and (mode & {bit}) != 0:\n" + _ind(body, 4)
+            if _st < (m[{ly.M_LAST_LOCAL}] if cross else m[{ly.M_LAST_GLOBAL}]):
+                _info |= {ly.H_WRONG_FENCE << 8}
+            if _st < lasts:
+                if (prev & {ly.MAX_LID}) // sgs != lid // sgs:
+                    _info |= {ly.H_SUBGROUP << 8}
+        if (kind == {ly.K_ATOMIC}) != (pk == {ly.K_ATOMIC}):
+            _info |= {ly.H_ATOMIC_MIX << 8}
+    _info |= ph << 8
+    if (ph & {ly.H_RELAXED_LOCK}) != 0:
+        _info |= m[{ly.M_RELAXED}] << {ly.RELAXED_SHIFT}
+    if m[{ly.M_RAISE_RACE} + cat - 1] != 0:
+        if cat == {ly.CAT_RACE}:
+            if err[0] == 0:
+{_ind(_row("err[", "prev") + f"err[14] = m[{ly.M_G0}]" + chr(10) + f"err[15] = m[{ly.M_G1}]", 16)}        elif m[{ly.M_HELD}] == 0:
+{_ind(_row("f[" + str(ly.HELD_ROW) + ", ", "prev") + f"f[{ly.HELD_ROW}, 14] = m[{ly.M_G0}]" + chr(10) + f"f[{ly.HELD_ROW}, 15] = m[{ly.M_G1}]" + chr(10) + f"m[{ly.M_HELD}] = 1", 12)}    else:
+        _key = cat + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * {ly.MAX_SITE + 2})
+        _n = m[{ly.M_NPEND}]
+        if _key == m[{ly.M_LAST_KEY}] and _n > 0:  # the same pair again: count it on its row
+            f[{ly.MAX_FINDINGS} + _n - 1, {ly.F_COUNT}] += 1
+        elif _n < {ly.PENDING}:
+            _r = {ly.MAX_FINDINGS} + _n
+            f[_r, {ly.F_COUNT}] = 1
+{_ind(_row("f[_r, ", "prev"), 12)}            f[_r, {ly.F_KEY}] = _key
+            m[{ly.M_NPEND}] = _n + 1
+            m[{ly.M_LAST_KEY}] = _key
+        else:
+            m[{ly.M_OVERFLOW}] += 1
+    return 0 + {_keep("m", "f", "err")}
+"""
 
 
 def _note(cat: int, kind: int, prev: str, pk: str, ph: str = "0") -> str:
-    """Notes a finding: into ``err`` (first-error mode) or the pending rows (report_all);
-    ``ph``: the lock hints of the earlier access (``_conflict``)."""
-    mix = (f"if {'not ' if kind == ly.K_ATOMIC else ''}({pk} == {ly.K_ATOMIC}):\n"
-           f"        _info |= {ly.H_ATOMIC_MIX << 8}\n")
+    """Notes a finding (``_cs_note``); int64 arguments throughout, so one signature."""
+    args = ", ".join(f"np.int64({a})" for a in (cat, kind, prev, pk, ph))
+    return f"_cs_note({args}, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err)\n"
+
+
+# The record sets an access of each kind is checked against: W, R, A in this order (the first
+# unordered record is reported), bit k of the mask for set k; a plain record's lock twin sits
+# at a fixed distance from it.
+_SETS = (((ly.O_W,), ly.MB_W, ly.K_STORE), ((ly.O_R1, ly.O_R2, ly.O_RX), ly.MB_R, ly.K_LOAD),
+         ((ly.O_A1, ly.O_A2, ly.O_AX), ly.MB_A, ly.K_ATOMIC))
+_CONFLICTS = {ly.K_LOAD: 0b101, ly.K_STORE: 0b111, ly.K_ATOMIC: 0b011}
+_TWIN = ly.O_LW - ly.O_W
+assert all(cols == tuple(range(cols[0], cols[0] + len(cols))) and bit == 1 << k
+           for k, (cols, bit, _kind) in enumerate(_SETS))
+assert all(twin == col + _TWIN for col, twin in ly.LOCK_COLS.items())
+
+
+def _record() -> str:
+    """``_cs_rec``: the full rules for an access of ``kind`` (load, store, atomic) to
+    ``width`` elements from ``eb + i`` of object ``obj``: one recorder for the three kinds
+    (they differ in the sets checked and joined only), so it compiles once."""
+    firsts = ", ".join(str(cols[0]) for cols, _bit, _kind in _SETS)
+    kinds = ", ".join(str(kind) for _cols, _bit, kind in _SETS)
+    stamp = f"(m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid"
     return f"""
-_info = {kind} | ({pk} << 4) | (sgs << 16)
-_pg = -1
-_b = -1
-if {prev} != 0:
-    _st = {prev} >> {ly.STAMP_SHIFT}
-    _pg = _st >> m[{ly.M_EPOCH_BITS}]
-    _b = ({prev} >> {ly.SITE_SHIFT}) & {ly.MAX_SITE}
-    if _st < gs:
-        _info |= {ly.H_CROSS_GROUP << 8}
-    else:
-        if _st < (m[{ly.M_LAST_LOCAL}] if cross else m[{ly.M_LAST_GLOBAL}]):
-            _info |= {ly.H_WRONG_FENCE << 8}
-        if _st < lasts:
-            if ({prev} & {ly.MAX_LID}) // sgs != lid // sgs:
-                _info |= {ly.H_SUBGROUP << 8}
-    {mix}_info |= {ph} << 8
-if ({ph} & {ly.H_RELAXED_LOCK}) != 0:
-    _info |= m[{ly.M_RELAXED}] << {ly.RELAXED_SHIFT}
-if m[{ly.M_RAISE_RACE + cat - 1}] != 0:
-{_ind(_raise(cat, prev), 4)}else:
-    _key = {cat} + 4 * (min(site, _b) + 1 + (max(site, _b) + 1) * {ly.MAX_SITE + 2})
-    _n = m[{ly.M_NPEND}]
-    if _key == m[{ly.M_LAST_KEY}] and _n > 0:  # the same pair again: count it on its row
-        f[{ly.MAX_FINDINGS} + _n - 1, {ly.F_COUNT}] += 1
-    elif _n < {ly.PENDING}:
-        _r = {ly.MAX_FINDINGS} + _n
-        f[_r, {ly.F_COUNT}] = 1
-        f[_r, 0] = {ly.ERR_BASE + cat}
-        f[_r, 1] = site
-        f[_r, 2] = e
-        f[_r, 3] = obj
-        f[_r, 4] = lid
-        f[_r, 5] = {prev}
-        f[_r, 6] = _info
-        f[_r, 10] = _pg
-        f[_r, {ly.F_KEY}] = _key
-        m[{ly.M_NPEND}] = _n + 1
-        m[{ly.M_LAST_KEY}] = _key
-    else:
-        m[{ly.M_OVERFLOW}] += 1
-"""
-
-
-def _raise(cat: int, prev: str) -> str:
-    """First-error mode: a race goes straight into ``err``; an uninitialised read is held
-    until the end of the work-item loop, because the write that makes it a race (a missing
-    barrier: the writer runs later in the simulator's order) may still come."""
-    if cat == ly.CAT_RACE:
-        target, guard, done = "err", "err[0] == 0", ""
-    else:
-        target, guard = f"f[{ly.HELD_ROW}]", f"m[{ly.M_HELD}] == 0"
-        done = f"    m[{ly.M_HELD}] = 1\n"
-    return f"""
-if {guard}:
-    _t = {target}
-    _t[0] = {ly.ERR_BASE + cat}
-    _t[1] = site
-    _t[2] = e
-    _t[3] = obj
-    _t[4] = lid
-    _t[5] = {prev}
-    _t[6] = _info
-    _t[10] = _pg
-    _t[14] = m[{ly.M_G0}]
-    _t[15] = m[{ly.M_G1}]
-{done}"""
-
-
-def _uninit(kind: int) -> str:
-    return f"""
-if (mode & {ly.MB_UNINIT}) != 0:
-    if (s[o[obj, {ly.O_W}] + e] >> {ly.STAMP_SHIFT}) < gs:
-        if (mode & {ly.MB_A}) == 0 or (s[o[obj, {ly.O_A1}] + e] >> {ly.STAMP_SHIFT}) < gs:
-{_ind(_note(ly.CAT_UNINIT, kind, "0", "0"), 12)}"""
-
-
-def _stamp(target: str) -> str:
-    return f"{target} = (m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid\n"
-
-
-def _put(c1: int, c2: int, cx: int) -> str:
-    """Adds this access to a record set (1, 2, X); the lock twins (plain reads only, with
-    lock tracking) move with their records."""
-    twins = c1 in ly.LOCK_COLS
-    l1, l2, lx = (ly.LOCK_COLS.get(c) for c in (c1, c2, cx))
-
-    def move(col: int, lcol: int | None) -> str:
-        code = f"s[o[obj, {col}] + e] = _r1\n"
-        if twins:
-            code += f"if lb != 0:\n    s[o[obj, {lcol}] + e] = s[o[obj, {l1}] + e]\n"
-        return code
-
-    held = f"if lb != 0:\n    s[o[obj, {l1}] + e] = hl\n" if twins else ""
-    return f"""
-_b1 = o[obj, {c1}] + e
-_r1 = s[_b1]
-if _r1 != 0:
-    _st = _r1 >> {ly.STAMP_SHIFT}
-    if _st < gs or (_r1 & {ly.MAX_LID}) != lid:
-        if cross and _st < gs:
-{_ind(move(cx, lx), 12)}{_ind(move(c2, l2), 8)}{_stamp("s[_b1]")}{held}"""
-
-
-_W = ((ly.O_W,), ly.MB_W, ly.K_STORE)
-_R = ((ly.O_R1, ly.O_R2, ly.O_RX), ly.MB_R, ly.K_LOAD)
-_A = ((ly.O_A1, ly.O_A2, ly.O_AX), ly.MB_A, ly.K_ATOMIC)
-# per access kind: its code, the record sets it conflicts with, the set it joins, uninit?
-_RULES = {
-    "ld": (ly.K_LOAD, (_W, _A), (ly.MB_R, (ly.O_R1, ly.O_R2, ly.O_RX)), True),
-    "st": (ly.K_STORE, (_W, _R, _A), None, False),
-    "at": (ly.K_ATOMIC, (_W, _R), (ly.MB_A, (ly.O_A1, ly.O_A2, ly.O_AX)), True),
-}
-
-
-def _recorder(short: str, pointer: bool) -> str:
-    kind, conflicts, joins, uninit = _RULES[short]
-    race = "".join(_check(*c) for c in conflicts)
-    race += f"if prev != 0:\n{_ind(_note(ly.CAT_RACE, kind, 'prev', 'pk', 'ph'), 4)}"
-    if joins is None:
-        update = (f"if (mode & {ly.MB_W}) != 0:\n    s[o[obj, {ly.O_W}] + e] = "
-                  f"(m[{ly.M_NOW}] << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | lid\n"
-                  f"    if lb != 0:\n        s[o[obj, {ly.O_LW}] + e] = hl\n")
-    else:
-        update = f"if (mode & {joins[0]}) != 0:\n{_ind(_put(*joins[1]), 4)}"
-    start = "prev = 0\npk = 0\nph = 0\n"  # the earlier access, its kind, its lock hints
-    body = (_uninit(kind) if uninit else "") + \
-        f"if (mode & {ly.MB_RACE}) != 0:\n{_ind(start + race, 4)}" + update
-    if pointer:
-        return _by_address(short)
-    find = f"off = 0\nmode = o[obj, {ly.O_MODE}]\n"
-    keep = _keep("m", "o", "s", "f", "err", "lg")
-    return f"""
-def _cs_{short}(i, width, obj, eb, site, lid, {STATE}):
-{_ind(find, 4)}    if mode != 0 and err[0] == 0:
+def _cs_rec(kind, i, width, obj, eb, site, lid, {STATE}):
+    mode = o[obj, {ly.O_MODE}]
+    if mode != 0 and err[0] == 0:
         if m[{ly.M_DEFER}] != 0:
             for k in range(width):
-{_ind(_log(kind, "off + eb + i + k"), 16)}        else:
+{_ind(_log("kind", "eb + i + k"), 16)}        else:
             gs = m[{ly.M_GSTART}]
             cross = (mode & {ly.MB_CROSS}) != 0
             last = m[{ly.M_LAST_GLOBAL}] if cross else m[{ly.M_LAST_LOCAL}]
@@ -268,18 +198,68 @@ def _cs_{short}(i, width, obj, eb, site, lid, {STATE}):
             sgs = m[{ly.M_SG_SIZE}]
             lb = m[{ly.M_LOCK_BASE}]
             hl = m[lb + lid] if lb != 0 else 0  # this work-item's lock (``_cs_lock``)
+            zero = np.int64(0)
+            conflicts = {_CONFLICTS[ly.K_LOAD]} if kind == {ly.K_LOAD} else ({_CONFLICTS[ly.K_STORE]} if kind == {ly.K_STORE} else {_CONFLICTS[ly.K_ATOMIC]})
             for k in range(width):
-                e = off + eb + i + k
+                e = eb + i + k
                 if cross:
-{_ind(_range(f"o[obj, {ly.O_W}] + e"), 20)}{_ind(body, 16)}    return i + {keep}
+{_ind(_range(f"o[obj, {ly.O_W}] + e"), 20)}                if kind != {ly.K_STORE} and (mode & {ly.MB_UNINIT}) != 0:
+                    if (s[o[obj, {ly.O_W}] + e] >> {ly.STAMP_SHIFT}) < gs:
+                        if (mode & {ly.MB_A}) == 0 or (s[o[obj, {ly.O_A1}] + e] >> {ly.STAMP_SHIFT}) < gs:
+                            _cs_note(np.int64({ly.CAT_UNINIT}), kind, zero, zero, zero, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err)
+                if (mode & {ly.MB_RACE}) != 0:
+                    prev = zero  # the earlier access, its kind, its lock hints
+                    pk = zero
+                    ph = zero
+                    for rs in range({len(_SETS)}):
+                        if (((conflicts & mode) >> rs) & 1) != 0:
+                            first = ({firsts})[rs]
+                            for j in range(1 if rs == 0 else (3 if cross else 2)):  # X only if cross
+                                if prev == 0:
+                                    _p = s[o[obj, first + j] + e]
+                                    _c = _cs_unordered(_p, gs, cross, lid, last, lasts, sgs)
+                                    _lh = zero
+                                    if _c and lb != 0 and rs < 2:  # plain records: lock twins
+                                        _c, _lh = _cs_lockset(hl, s[o[obj, first + j + {_TWIN}] + e], (_p >> {ly.STAMP_SHIFT}) >= gs, m[{ly.M_WEAK_RELEASE}])
+                                    if _c:
+                                        prev = _p
+                                        pk = np.int64(({kinds})[rs])
+                                        ph = _lh
+                    if prev != 0:
+                        _cs_note(np.int64({ly.CAT_RACE}), kind, prev, pk, ph, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err)
+                if kind == {ly.K_STORE}:
+                    if (mode & {ly.MB_W}) != 0:
+                        s[o[obj, {ly.O_W}] + e] = {stamp}
+                        if lb != 0:
+                            s[o[obj, {ly.O_LW}] + e] = hl
+                elif (mode & ({ly.MB_R} if kind == {ly.K_LOAD} else {ly.MB_A})) != 0:
+                    # this access joins R1 (A1); the old R1 moves to R2, and to RX if an
+                    # earlier group made it, unless it was this work-item's
+                    c1 = {ly.O_R1} if kind == {ly.K_LOAD} else {ly.O_A1}
+                    twins = lb != 0 and kind == {ly.K_LOAD}
+                    _b1 = o[obj, c1] + e
+                    _r1 = s[_b1]
+                    if _r1 != 0:
+                        _st = _r1 >> {ly.STAMP_SHIFT}
+                        if _st < gs or (_r1 & {ly.MAX_LID}) != lid:
+                            if cross and _st < gs:
+                                s[o[obj, c1 + 2] + e] = _r1
+                                if twins:
+                                    s[o[obj, c1 + 2 + {_TWIN}] + e] = s[o[obj, c1 + {_TWIN}] + e]
+                            s[o[obj, c1 + 1] + e] = _r1
+                            if twins:
+                                s[o[obj, c1 + 1 + {_TWIN}] + e] = s[o[obj, c1 + {_TWIN}] + e]
+                    s[_b1] = {stamp}
+                    if twins:
+                        s[o[obj, c1 + {_TWIN}] + e] = hl
+    return i + {_keep("m", "o", "s", "f", "err", "lg")}
 """
 
 
-def _by_address(short: str) -> str:
-    """``_cs_<short>p``: an access through a helper's parameter ``p`` (an address): the
-    object holding that address and the element offset of ``p`` in it, then the recorder."""
-    return f"""
-def _cs_{short}p(i, width, p, eb, site, lid, {STATE}):
+# ``_cs_recp``: an access through a helper's parameter ``p`` (an address): the object holding
+# that address and the element offset of ``p`` in it, then the recorder.
+_BY_ADDRESS = f"""
+def _cs_recp(kind, i, width, p, eb, site, lid, {STATE}):
     obj = -1
     off = 0
     for k in range(o.shape[0]):
@@ -289,7 +269,7 @@ def _cs_{short}p(i, width, p, eb, site, lid, {STATE}):
                 off = (p - o[k, {ly.O_ADDR}]) // o[k, {ly.O_ITEM}]
     if obj < 0:
         return i + {_keep("m", "o", "s", "f", "err", "lg")}
-    return _cs_{short}(i, width, np.int64(obj), np.int64(eb + off), site, lid, {STATE})
+    return _cs_rec(kind, i, width, np.int64(obj), np.int64(eb + off), site, lid, {STATE})
 """
 
 
@@ -407,18 +387,18 @@ RECORDERS = {"load": "_cs_ld", "store": "_cs_st", "atomic": "_cs_at"}
 # Helpers the same for every kernel: compiled once into their own module (``native``).
 FAST = ("ld", "st")  # recorders with fast paths ``_cs_<short>q<l|g|p>``
 FAST_PATHS = tuple(f"_cs_{short}q{space}" for short in FAST for space in "lgp")
-SHARED = ("_cs_ld", "_cs_st", "_cs_at", "_cs_ldp", "_cs_stp", "_cs_atp", "_cs_lock",
+SHARED = ("_cs_unordered", "_cs_lockset", "_cs_note", "_cs_rec", "_cs_recp", "_cs_lock",
           "_cs_flush", "_cs_end", "_cs_cross_at", "_cs_cross", "_cs_defer", *FAST_PATHS)
 
 
 def sources() -> dict[str, str]:
     """Name -> source of every recorder and fast path (group-level helpers: ``replay``)."""
     out = {}
-    for short in _RULES:
-        out[f"_cs_{short}"] = _recorder(short, pointer=False)
-        out[f"_cs_{short}p"] = _recorder(short, pointer=True)
+    out["_cs_rec"] = _record()
+    out["_cs_recp"] = _BY_ADDRESS
     for short in FAST:
         for space in "lgp":
             out[f"_cs_{short}q{space}"] = _fast(short, space)
     out["_cs_defer"] = _DEFER
+    out.update(_cs_unordered=_UNORDERED, _cs_lockset=_LOCKSET, _cs_note=_NOTE)
     return out

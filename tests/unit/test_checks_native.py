@@ -10,6 +10,7 @@ what the arrays hold, in both modes.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import numpy as np
@@ -18,7 +19,7 @@ import clsim
 from clsim import barrier, get_global_id, get_local_id, kernel, local_array
 from clsim.checks import layout as ly
 from clsim.checks import native, pointers
-from clsim.checks.shadow import FAST_PATHS
+from clsim.checks.shadow import FAST_PATHS, SHARED
 
 
 def test_native_lib_is_generated_from_the_templates():
@@ -77,3 +78,27 @@ def test_the_deferral_function_address_is_set_per_launch():
     assert native.defer_address(True) == native.load(True)._cs_defer_c.address != 0
     assert native.defer_address(False) == 0
     assert ly.M_DEFER_FN < ly.M_RANGES
+
+
+
+def test_shared_helpers_call_each_other_with_one_signature():
+    """The shared helpers compile once per machine before a first checked run (issue 21); a
+    literal argument in a call among them makes Numba compile the callee for a second
+    signature (seconds). So every argument of such a call is a variable or an int64."""
+    tree = ast.parse(native.module_source(True))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id in SHARED]
+    assert {c.func.id for c in calls} >= {"_cs_rec", "_cs_note", "_cs_unordered", "_cs_flush"}
+    literal = [f"{c.func.id} argument {n}: {ast.unparse(a)}" for c in calls
+               for n, a in enumerate(c.args) if isinstance(a, ast.Constant)]
+    assert not literal, literal
+
+
+def test_loads_stores_and_atomics_share_one_full_recorder():
+    """One recorder for the three access kinds (their opcodes are the kinds), so one compile;
+    each opcode the kernels emit still reaches it, with the kind it names."""
+    source = native.module_source(True)
+    assert [name for name in SHARED if name.startswith("_cs_rec")] == ["_cs_rec", "_cs_recp"]
+    assert (native.OPS["_cs_ld"], native.OPS["_cs_st"], native.OPS["_cs_at"]) == (
+        ly.K_LOAD, ly.K_STORE, ly.K_ATOMIC)
+    assert "return _cs_rec(op, " in source and "return _cs_recp(op - 3, " in source
