@@ -1,11 +1,11 @@
 """Multi-dimensional C arrays in the Python twin.
 
 An array is written with one index per dimension (``tile[ly, lx]``), as the Python language
-wants. One whose rows are used as pointers (``vload4(0, &sh_qa[t][0])``, ``local uint *row =
-sh[l]``, the address of an element) is declared flat instead, of its total size, and indexed row-major (``sh[t * 8 + h]``),
-since the language has no pointer to a row. A braced initialiser of several dimensions fills
-the array with zero (what C leaves out is zero) and assigns the given elements.
-"""
+wants. One whose rows are used as pointers (``local uint *row = sh[l]``) or whose elements'
+addresses are taken (``vload4(0, &sh_qa[t][0])``) is declared flat instead, of its total
+size, and indexed row-major (``sh[t * 8 + h]``), since the language has no pointer to a row.
+A braced initialiser of several dimensions fills the array with zero (what C leaves out is
+zero) and assigns the given elements."""
 
 from __future__ import annotations
 
