@@ -5,8 +5,9 @@ selector is read from the source: the node's own text; in a macro's body (``(x).
 ggml's ``CONVERT_ACC4(x)``), the macro's tokens, where clang starts the node; on a macro
 argument (``bits4.s0`` in a macro called with ``as_ushort8(regA)``), the macro's body, where
 the k-th such node of one expansion is the k-th ``bits4.<selector>`` of the body (clang's
-nodes and the body's tokens are both in source order), and only when the counts agree. A
-selector none of these finds is None: the caller refuses the construct, never guesses.
+nodes and the body's tokens are both in source order), and only when the counts agree; a
+selector pasted in the body (``rf.s##j``) takes the call's argument. A selector none of these
+finds is None: the caller refuses the construct, never guesses.
 """
 
 from __future__ import annotations
