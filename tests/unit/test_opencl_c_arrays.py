@@ -40,6 +40,17 @@ ROWS = """kernel void k(global uint *o) {
 }
 """
 
+# only the address of an element is taken (ggml's MOE_DP4A_T: vload4(0, &sh_qa[t][0]))
+ELEMENTS = """kernel void k(global uint *o) {
+    __local uint sh[4][8];
+    int l = get_local_id(0);
+    for (int i = 0; i < 8; i++) sh[l][i] = l * 8 + i;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint4 a = vload4(0, &sh[3 - l][4]);
+    o[l] = a.x + a.w * 1000;
+}
+"""
+
 
 def test_braced_initialisers_of_two_dimensions_zero_the_rest():
     o = np.full(16, 9, np.float32)
@@ -57,6 +68,13 @@ def test_rows_used_as_pointers_index_a_flat_array():
     for lane in range(4):
         moved = 8 * (3 - lane) + 4  # row lane's first element, stored there by lane 3 - lane
         assert o[lane] == moved + (8 * lane + 5) * 100 + lane * 10000 + 5 * 100000
+
+
+def test_the_address_of_an_element_makes_the_array_flat():
+    o = np.zeros(4, np.uint32)
+    clsim.run(clsim.load_cl(ELEMENTS, "k"), (4,), (4,), (o,), jit=False)
+    assert [int(v) for v in o] == [8 * (3 - lane) + 4 + (8 * (3 - lane) + 7) * 1000
+                                   for lane in range(4)]
 
 
 def test_braces_for_some_rows_only_are_refused():

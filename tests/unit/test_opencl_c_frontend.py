@@ -231,3 +231,20 @@ def test_a_constant_condition_keeps_only_the_chosen_side():
     o = np.zeros(8, np.float32)
     clsim.run(clsim.load_cl(src, "k"), (8,), (8,), (o,), jit=False)
     assert list(o) == [101, 101, 105, 105, 109, 109, 113, 113]
+
+
+def test_do_while_zero_is_its_body_once():
+    """A macro's do { ... } while (0) is its body (ggml's MOE_DP4A_T, inside a loop with
+    barriers, where a 'while True ... break' loop under a varying condition is refused); one
+    with a break of its own stays a loop."""
+    src = """#define ADD(t) do { int z = (t) * 2; o[t] += z; } while (0)
+    kernel void k(global int *o) {
+        int i = get_global_id(0);
+        ADD(i);
+        do { o[i] += 100; if (o[i] > 150) break; } while (0);
+    }"""
+    source = translate(src).source
+    assert source.count("while True:") == 1 and "z = i * 2" in source
+    o = np.arange(4, dtype=np.int32) * 20
+    clsim.run(clsim.load_cl(src, "k"), (4,), (4,), (o,), jit=False)
+    assert list(o) == [20 * i + 2 * i + 100 for i in range(4)]

@@ -89,3 +89,16 @@ def test_vector_shift_counts_take_the_shifted_vectors_type():
     masked = [1, 2, 1, 7]  # 9 & 7
     want = [(v << 4) & 255, v >> 3, (v << masked) & 255, (v << 1) & 255]
     np.testing.assert_array_equal(o.reshape(4, 4), np.array(want, np.uint8))
+
+
+def test_a_selector_pasted_in_a_macro_takes_the_calls_argument():
+    """ggml's DOT_TOK(j): rf.s##j = ...; DOT_TOK(0) ... DOT_TOK(3)."""
+    src = """kernel void k(global float4 *x, global float4 *o) {
+        float4 rf;
+        #define SET(j) { rf.s##j = x[0].s##j * (j + 1); }
+        SET(0); SET(1); SET(2); SET(3);
+        o[0] = rf;
+    }"""
+    x, o = np.array([1, 2, 3, 4], np.float32), np.zeros(4, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (x, o), jit=False)
+    assert list(o) == [1, 4, 9, 16]

@@ -1,11 +1,11 @@
 """Multi-dimensional C arrays in the Python twin.
 
 An array is written with one index per dimension (``tile[ly, lx]``), as the Python language
-wants. One whose rows are used as pointers (``vload4(0, &sh_qa[t][0])``, ``local uint *row =
-sh[l]``) is declared flat instead, of its total size, and indexed row-major (``sh[t * 8 + h]``),
-since the language has no pointer to a row. A braced initialiser of several dimensions fills
-the array with zero (what C leaves out is zero) and assigns the given elements.
-"""
+wants. One whose rows are used as pointers (``local uint *row = sh[l]``) or whose elements'
+addresses are taken (``vload4(0, &sh_qa[t][0])``) is declared flat instead, of its total
+size, and indexed row-major (``sh[t * 8 + h]``), since the language has no pointer to a row.
+A braced initialiser of several dimensions fills the array with zero (what C leaves out is
+zero) and assigns the given elements."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from clsim.frontends.opencl_c.ctype import CType, ctype
 from clsim.frontends.opencl_c.nodes import (ATOM, CK, PREC, Py, Unsupported, children,
                                             constant_expression, strip, wrap)
-from clsim.frontends.opencl_c.parse import evaluate
+from clsim.frontends.opencl_c.parse import evaluate, unary_op
 
 
 class FlatArrays:
@@ -30,7 +30,7 @@ class FlatArrays:
     def _walk(self, node, path: list) -> None:
         if node.kind == CK.DECL_REF_EXPR and node.referenced is not None:
             t = ctype(node.type)
-            if t.kind == "array" and len(t.dims) > 1 and _depth(node, path) < len(t.dims):
+            if t.kind == "array" and len(t.dims) > 1 and _pointer_use(node, path, len(t.dims)):
                 self.flat[node.referenced.hash] = t.dims
         path.append(node)
         for kid in children(node):
@@ -97,8 +97,9 @@ def _decayed(node):
     return node
 
 
-def _depth(ref, path: list) -> int:
-    """How many subscripts apply to ``ref`` (through decays and parentheses)."""
+def _pointer_use(ref, path: list, rank: int) -> bool:
+    """Whether this use of an array of ``rank`` dimensions takes a pointer into it: fewer
+    subscripts than its rank (a row), or the address of an element (``&a[i][j]``)."""
     depth, below = 0, ref
     for node in reversed(path):
         if node.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
@@ -107,8 +108,8 @@ def _depth(ref, path: list) -> int:
         if node.kind == CK.ARRAY_SUBSCRIPT_EXPR and children(node)[0].hash == below.hash:
             depth, below = depth + 1, node
             continue
-        break
-    return depth
+        return depth < rank or node.kind == CK.UNARY_OPERATOR and unary_op(node) == "&"
+    return depth < rank
 
 
 def _elements(init, dims: tuple[int, ...], base: int, var) -> list:

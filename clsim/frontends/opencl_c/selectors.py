@@ -5,8 +5,9 @@ selector is read from the source: the node's own text; in a macro's body (``(x).
 ggml's ``CONVERT_ACC4(x)``), the macro's tokens, where clang starts the node; on a macro
 argument (``bits4.s0`` in a macro called with ``as_ushort8(regA)``), the macro's body, where
 the k-th such node of one expansion is the k-th ``bits4.<selector>`` of the body (clang's
-nodes and the body's tokens are both in source order), and only when the counts agree. A
-selector none of these finds is None: the caller refuses the construct, never guesses.
+nodes and the body's tokens are both in source order), and only when the counts agree; a
+selector pasted in the body (``rf.s##j``) takes the call's argument. A selector none of these
+finds is None: the caller refuses the construct, never guesses.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def _chain(tokens: list[str]) -> list[str]:
         elif depth == 0 and tok == "." and i + 1 < len(tokens):
             selectors.append(tokens[i + 1])
             i += 1
+            while i + 2 < len(tokens) and tokens[i + 1] == "##":  # s##j: pasted at expansion
+                selectors[-1] += "##" + tokens[i + 2]
+                i += 2
         elif depth == 0 and i > 0 and not (tok.isidentifier() and tokens[i - 1] == "."):
             break  # the chain ends at the first operator or separator
         i += 1
@@ -105,9 +109,9 @@ class MacroSelectors:
 
     def selector(self, node, base) -> str | None:
         found = body_selector(node, base)
+        call = self._call_at(node) if found is None or "##" in found else None
         if found is not None:
-            return found
-        call = self._call_at(node)
+            return found if call is None else _pasted(found, call)
         if call is None:
             return None
         if call.hash not in self.done:
@@ -158,10 +162,16 @@ class MacroSelectors:
 
 def _arguments(call) -> list[set] | None:
     """Each argument of a macro call as the set of places of its tokens."""
+    tokens = _argument_tokens(call)
+    return None if tokens is None else [{_where(t.location) for t in arg} for arg in tokens]
+
+
+def _argument_tokens(call) -> list[list] | None:
+    """Each argument of a macro call as its tokens."""
     tokens = list(call.get_tokens())
     if len(tokens) < 3 or tokens[1].spelling != "(":
         return None
-    args, current, depth = [], set(), 0
+    args, current, depth = [], [], 0
     for tok in tokens[2:]:
         text = tok.spelling
         if text in _OPEN:
@@ -173,10 +183,21 @@ def _arguments(call) -> list[set] | None:
             depth -= 1
         elif text == "," and depth == 0:
             args.append(current)
-            current = set()
+            current = []
             continue
-        current.add(_where(tok.location))
+        current.append(tok)
     return None
+
+
+def _pasted(selector: str, call) -> str | None:
+    """``s##j`` with the call's argument for ``j`` (``DOT_TOK(0)``: ``s0``)."""
+    params, _ = _definition(call.referenced)
+    args = _argument_tokens(call)
+    if params is None or args is None or len(params) != len(args):
+        return None
+    parts = selector.split("##")
+    values = {p: "".join(t.spelling for t in a) for p, a in zip(params, args, strict=True)}
+    return "".join(values.get(part, part) for part in parts)
 
 
 def _definition(macro) -> tuple[list[str] | None, list[str]]:

@@ -14,7 +14,8 @@ import clang.cindex as ci
 
 from clsim.frontends.opencl_c.ctype import CType, ctype
 from clsim.frontends.opencl_c.exprs import (ATOM, CK, PREC, Expressions, Py, Unsupported,
-                                            children, literal, sampler_value, strip, wrap)
+                                            children, constant_expression, literal,
+                                            sampler_value, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
 
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="}
@@ -270,6 +271,12 @@ class Statements(Expressions):
 
     def do_(self, cursor) -> None:
         body, cond = children(cursor)
+        if evaluate(cond) == 0 and constant_expression(cond) and \
+                not _has_continue(body, (CK.CONTINUE_STMT, CK.BREAK_STMT)):
+            self.names.push()  # do { ... } while (0), a macro's statement: its body, once
+            self.stmt(body)
+            self.names.pop()
+            return
         if _has_continue(body):
             raise Unsupported(cursor, "'continue' inside do-while")
         self.put("while True:", cursor)
@@ -480,10 +487,11 @@ def _pure(cursor) -> bool:
     return True
 
 
-def _has_continue(body) -> bool:
+def _has_continue(body, kinds=(CK.CONTINUE_STMT,)) -> bool:
+    """Whether ``body`` has a ``continue`` (or another of ``kinds``) of the loop around it."""
     def walk(node, in_loop):
         for k in children(node):
-            if k.kind == CK.CONTINUE_STMT and not in_loop:
+            if k.kind in kinds and not in_loop:
                 return True
             if walk(k, in_loop or k.kind in (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT)):
                 return True
