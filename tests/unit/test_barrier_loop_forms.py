@@ -103,3 +103,33 @@ def test_a_barrier_loop_bound_read_from_memory_by_a_helper_is_refused():
         clsim.run(blocks_from_memory, (4,), (4,),
                   (np.zeros(4, np.float32), np.zeros(4, np.float32), np.ones(1, np.int32)),
                   jit=False)
+
+
+REDUCE_CL = """
+#define LANES 4u
+#define REDUCE(p, t, l) ((LANES == 1u) ? (p) : reduce_shmem((p), (t), (l)))
+float reduce_shmem(float partial, __local float *temp, uint lane) {
+    temp[lane] = partial;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float s = temp[0] + temp[1] + temp[2] + temp[3];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return s;
+}
+kernel void k(global float *x, global float *out) {
+    __local float temp[4];
+    uint lid = get_local_id(0);
+    const float total = REDUCE(x[lid], temp, lid);
+    out[lid] = total * 2.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_barrier_helper_behind_a_constant_condition_is_called_as_a_statement(jit):
+    """The front end keeps only the side a constant ``?:`` takes, so a helper with a barrier
+    under ``(LANES == 1u) ? p : reduce(p)`` (ggml's gated_delta_net) is a plain call."""
+    kernel = clsim.load_cl(REDUCE_CL, "k")
+    x = np.array([1.0, 2.0, 3.0, 4.5], np.float32)
+    out = np.zeros(4, np.float32)
+    clsim.run(kernel, (4,), (4,), (x, out), jit=jit, checks="all")
+    np.testing.assert_array_equal(out, [21.0] * 4)

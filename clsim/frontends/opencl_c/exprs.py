@@ -261,6 +261,11 @@ class Expressions(PointerExpressions):
 
     def conditional(self, cursor) -> Py:
         c, a, b = children(cursor)
+        if ctype(c.type).kind != "vector" and constant_expression(strip(c)):
+            value = evaluate(strip(c))
+            if value is not None:  # (N == 1u) ? x : f(x) from a macro: only one side exists
+                py, t = self.value(a if value else b), ctype(cursor.type)
+                return py if py.type == t else self.convert(py, t, cursor)
         if ctype(c.type).kind == "vector":  # per component, by each component's top bit
             x, y, m = self.value(a), self.value(b), self.value(c)
             return Py(f"select({y.code}, {x.code}, {m.code})", ctype(cursor.type))
