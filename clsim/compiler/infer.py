@@ -34,6 +34,7 @@ from clsim.compiler.places import (
     rewrite_component_store,
     rewrite_field_update,
 )
+from clsim.compiler.split_pointers import SplitPointer, split
 from clsim.compiler.struct_locals import by_value
 from clsim.compiler.structs import StructT
 
@@ -113,8 +114,18 @@ class Typer:
     def run(self, body: list[ast.stmt]) -> None:
         """Type ``body``; again with their own bytes for the record copies that turn out to
         be modified, or whose buffer the body writes (they cannot be read in place)."""
+        split_done: set[str] = set()
         while True:
-            self._run_once(body)
+            try:
+                self._run_once(body)
+            except SplitPointer as clash:  # x into src0 here, into src1 there
+                if clash.name in split_done:
+                    raise clash.error from None
+                split_done.add(clash.name)
+                split(body, clash.name)
+                self.env, self.final = dict(self.start_env), False
+                self.record_copies, self.first_assigned, self.view_values = {}, {}, {}
+                continue
             if self.record_copies:
                 self.needs_copy |= check_record_copies(body, self.record_copies, self.program)
             if self.needs_copy <= self.struct_copies:
@@ -162,7 +173,10 @@ class Typer:
             return
         joined = ct.join(old, t)
         if joined is None and isinstance(old, ct.PtrT) and isinstance(t, ct.PtrT):
-            raise compile_error(loc, pointer_clash(name, old, t))
+            error = compile_error(loc, pointer_clash(name, old, t))
+            if old.base != t.base and old.dtype == t.dtype and name not in self.params:
+                raise SplitPointer(name, error)  # one variable per buffer (split_pointers)
+            raise error
         if joined is None:
             first, first_t = self.first_assigned.get(name, (None, old))
             line = f" (line {first.line} assigns it {ct.short(first_t)})" if first else ""
@@ -259,6 +273,8 @@ class Typer:
     def assign_variable(self, target, value, loc):
         """``name = value``: a value, a pointer, a record copy read in place or with its
         own bytes (struct_locals)."""
+        if isinstance(value, ast.IfExp):
+            value.assigned_to = target.id  # p = x if c else y may split p (split_pointers)
         t = self.pointer(value) if isinstance(value, ast.Name | ast.Attribute) else \
             self.expr(value)
         if target.id in self.struct_copies and by_value(t):
@@ -440,6 +456,11 @@ class Typer:
                 return None
             if isinstance(a, ct.PtrT) or isinstance(b, ct.PtrT) or ct.NULL in (a, b):
                 joined = ct.join(a, b)  # p if c else None, x + k if c else view(...)
+                target = getattr(node, "assigned_to", None)
+                if joined is None and target is not None and isinstance(a, ct.PtrT) and \
+                        isinstance(b, ct.PtrT) and a.base != b.base and a.dtype == b.dtype:
+                    raise SplitPointer(target, compile_error(
+                        loc, f"'if-else' between {ct.short(a)} and {ct.short(b)}"))
                 if joined is None or joined == ct.NULL:
                     raise compile_error(loc, f"'if-else' between {ct.short(a)} and "
                                              f"{ct.short(b)}: both sides point into one "

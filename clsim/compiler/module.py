@@ -99,7 +99,7 @@ class Program:
         body = scope_loop_variables(parsed.tree.body, parsed.params)
         body = copy_written_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         body = pointer_params(body, dict(zip(parsed.params, arg_types, strict=True)))
-        body = vector_arrays(body, self)
+        body = clone(vector_arrays(body, self))  # typing may split a pointer: its own copy
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
         typer.run(body)
         refuse_vector_out_params(kfn.name, body, parsed.params, arg_types)

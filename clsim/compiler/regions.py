@@ -21,6 +21,7 @@ from clsim.compiler import builtins as table
 from clsim.compiler.ctypes import ArrayT, VecT
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.frontend import func_target
+from clsim.compiler.pure import pure_helper
 from clsim.compiler.infer import is_cut_call
 from clsim.compiler.structs import StructT
 
@@ -181,7 +182,8 @@ class Analysis:
                 return True
             if isinstance(n, ast.Call):
                 name = builtin_name(n)
-                if func_target(n) is not None or table.is_varying(name):
+                if (func_target(n) is not None and not pure_helper(func_target(n))) or \
+                        table.is_varying(name):
                     return True
         return False
 
@@ -276,7 +278,8 @@ class Analysis:
             if isinstance(n, ast.Call):
                 name = builtin_name(n)
                 resolved = getattr(n.func, "resolved", ("",))[0]
-                if resolved == "func" or table.is_varying(name):
+                if (resolved == "func" and not pure_helper(func_target(n))) or \
+                        table.is_varying(name):
                     return False
                 if name is not None and is_cut_call(n):
                     return False

@@ -151,3 +151,27 @@ def test_the_translation_prints_back_as_c_that_reads_back_the_same():
     out = np.zeros(8, np.float32)
     clsim.run(back, (8,), (4,), (x, out), jit=False)
     np.testing.assert_array_equal(out, 33 + 6 * x)
+
+
+WALK = """
+kernel void k(global float *x, global float *out, int n) {
+    int i = get_global_id(0);
+    global float *end = x + n;
+    float s = 0.0f;
+    for (global float *p = x + i; p < end; p += 4) s += *p;
+    global const char *c0 = (global const char *)x;
+    global const char *c1 = c0 + 8;
+    out[i] = s + (c1 > c0 ? 100.0f : 0.0f) + (float)(c1 - c0);
+}
+"""
+
+
+@JIT
+def test_a_pointer_walks_to_an_end_pointer(jit):
+    """``for (p = x + i; p < end; p += 4)``: a pointer loop (a while in Python), compared
+    with another pointer into the same buffer."""
+    kernel = clsim.load_cl(WALK, "k")
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    clsim.run(kernel, (4,), (4,), (x, out, np.int32(16)), jit=jit, checks="all")
+    np.testing.assert_array_equal(out, [x[i::4].sum() + 108 for i in range(4)])

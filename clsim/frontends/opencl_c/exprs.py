@@ -289,9 +289,11 @@ class Expressions(PointerExpressions, FlatArrays):
 
     def conditional(self, cursor) -> Py:
         c, a, b = children(cursor)
-        chosen = evaluate(c) if constant_expression(c) else None
-        if isinstance(chosen, int):  # C evaluates the chosen side only (ggml's REDUCE_PARTIAL)
-            return self.value(a if chosen else b)
+        if ctype(c.type).kind != "vector" and constant_expression(strip(c)):
+            value = evaluate(strip(c))
+            if value is not None:  # (N == 1u) ? x : f(x) from a macro: only one side exists
+                py, t = self.value(a if value else b), ctype(cursor.type)
+                return py if py.type == t else self.convert(py, t, cursor)
         if ctype(c.type).kind == "vector":  # per component, by each component's top bit
             x, y, m = self.value(a), self.value(b), self.value(c)
             return Py(f"select({y.code}, {x.code}, {m.code})", ctype(cursor.type))

@@ -344,8 +344,8 @@ class Statements(Expressions):
         if init is None or cond is None or inc is None:
             return None
         var_cursor = _init_var(init)
-        if var_cursor is None:
-            return None
+        if var_cursor is None or ctype(var_cursor.type).kind != "scalar":
+            return None  # a pointer walks in a while loop (p < end; p += 4)
         c = strip(cond)
         if c.kind != CK.BINARY_OPERATOR or binary_op(c) not in ("<", "<=", ">", ">="):
             return None
