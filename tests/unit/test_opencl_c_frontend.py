@@ -212,3 +212,30 @@ def test_null_pointer_parameter():
     assert x[0] == 1.0
     clsim.run(kernel, (1,), (1,), (x, np.full(1, 2.0, np.float32)), jit=False)
     assert x[0] == 3.0
+
+
+def test_a_local_scalar_is_one_per_work_group():
+    """`__local float s;` (ggml's flash attention broadcasts a score this way): one variable
+    the group shares, written by one work-item and read by all after the barrier; a private
+    copy per work-item would leave the others reading 0."""
+    src = """__kernel void k(__global const float *x, __global float *out) {
+        __local float shared;
+        __local int count;
+        if (get_local_id(0) == 0) { shared = x[get_group_id(0)] * 2.0f; count = 7; }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        out[get_global_id(0)] = shared + count;
+    }"""
+    x = np.array([1.5, -3.0], np.float32)
+    out = np.zeros(16, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (16,), (8,), (x, out), jit=False, checks="all")
+    np.testing.assert_array_equal(out, np.repeat(x * 2 + 7, 8))
+
+
+def test_a_local_vector_variable_is_refused_at_its_line():
+    src = """__kernel void k(__global float4 *out) {
+        __local float4 v;
+        v = out[0];
+        out[1] = v;
+    }"""
+    with pytest.raises(clsim.KernelCompileError, match=r"kernel.cl:2 in k: a __local variable"):
+        clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (np.zeros(8, np.float32),), jit=False)
