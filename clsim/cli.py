@@ -11,6 +11,8 @@ adds the traceback and keeps the exit code.
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
 import traceback
 
@@ -96,7 +98,26 @@ def load_library() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run the command ``argv`` (default: this program's command line) and return its exit
+    code. As the program itself (``argv`` None) it ends the process at once when a launch left
+    a work-group stuck in compiled code (Ctrl-C or --timeout on an endless kernel)."""
+    code = _run_command(sys.argv[1:] if argv is None else list(argv))
+    if argv is None and _launch_threads_stuck():
+        # Finalizing the interpreter around a thread that still spins (and writes buffers)
+        # took seconds on a busy machine after the one line was out, and frees memory under it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        atexit._run_exitfuncs()
+        os._exit(code)
+    return code
+
+
+def _launch_threads_stuck() -> bool:
+    watch = sys.modules.get("clsim.runtime.watch")  # not imported: nothing was launched
+    return watch is not None and watch.stuck_workers() > 0
+
+
+def _run_command(argv: list[str]) -> int:
     try:
         load_library()
         parser = build_parser(_command(argv))

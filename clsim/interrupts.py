@@ -6,7 +6,8 @@ KeyboardInterrupt raised there is printed as "Exception ignored" and dropped, an
 went on to exit 0 (1 run in 5 of ``clsim verify softmax -n 200``). Within ``recorded()`` (the
 CLI wraps every command in it) SIGINT is remembered before the KeyboardInterrupt is raised,
 and ``raise_if_interrupted()`` raises it again: the device worker's wait loop calls it every
-half second, and the CLI when a command returns. Outside ``recorded()`` nothing changes.
+half second, a JIT launch's wait loop every tenth (``clsim.runtime.watch``), and the CLI when a
+command returns. Outside ``recorded()`` nothing changes.
 """
 
 from __future__ import annotations

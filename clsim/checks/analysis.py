@@ -105,8 +105,11 @@ def _bind_calls(parsed, tracked: set[str], out: set) -> None:
             continue
         callee = parse(resolved[1])
         name = resolved[1].name  # the helper's name as its access sites carry it
+        # a local name may hold a pointer into a tracked array (p = view(acc, float4); an
+        # array of vectors qv, whose storage is qv__vec): reached, to be safe
         reached = {param for param, arg in zip(callee.params, node.args, strict=False)
-                   if not isinstance(arg, ast.Name) or arg.id in tracked}
+                   if not isinstance(arg, ast.Name) or arg.id in tracked or
+                   arg.id not in parsed.params}
         # a pointer argument (x + k) reaches the helper as its buffer "p__buf" and an offset
         new = {(name, p + suffix) for p in reached for suffix in ("", "__buf")} - out
         if new:

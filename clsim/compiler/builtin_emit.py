@@ -9,6 +9,7 @@ from contextlib import ExitStack
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
+from clsim.compiler.diagnostics import compile_error
 
 
 class BuiltinStatements:
@@ -115,6 +116,17 @@ class BuiltinStatements:
     def half_vstore(self, call, width: int, stride: int, mode: int) -> None:
         """vstore_half[N][_mode]: each float rounded to half by ``mode`` at offset*stride."""
         vec, offset_node, buf = call.args
+        if getattr(buf.ctype, "view", None) is not None:  # a view: the half's two bytes
+            if stride != width:
+                raise compile_error(call.loc, "vstorea_half3 through a view is not supported")
+            v = self.fresh("_vv")
+            self.pre(f"{v} = {self.expr(vec)}")
+            data, off, _t = self.view_vector(call, buf, width, "store")
+            comps = [v] if width == 1 else [f"{v}[{k}]" for k in range(width)]
+            for k, comp in enumerate(comps):
+                bits = f"{self.helper('_f2h_mode')}({comp}, {self.const(mode, 'int64')})"
+                self.pre(f"{self.helper('_stb_uint16')}({data}, {off} + {2 * k}, {bits})")
+            return None
         v, o, base, lead_code, _arrt = self.vector_store_target(call, vec, offset_node, buf,
                                                                 width, stride)
         comps = [v] if width == 1 else [f"{v}[{k}]" for k in range(width)]

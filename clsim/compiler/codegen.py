@@ -24,6 +24,7 @@ from clsim.compiler.infer import _OPS, binop_type
 from clsim.compiler.loopvars import has_own_break
 from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.places import is_field
+from clsim.compiler.pure_loops import pure_loop
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
 from clsim.compiler.structs import StructT
 from clsim.runtime import record as rec
@@ -51,6 +52,9 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         self.masks: list = []  # masked.Mask stack: innermost decides who runs a region
         self.cut_loops: list = []  # (CutLoop, mask depth or None) for break/continue
         self.allocs: list[str] = []  # per-group allocations made while emitting
+        self.deferring = False  # inside a pure loop: error checks wait for its end
+        self.deferred = False  # a check is owed after the pure loop
+        self.remat: dict = {}  # work-item id aliases read as the id again (remat.py)
 
     def _err_return(self) -> str:
         if self.in_group_fn or self.ret_type is None:
@@ -95,12 +99,16 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         self.pending = saved
         if code is not None:
             self.emit(code)
-        if self.stmt_checked:
+        if self.stmt_checked and self.deferring:
+            self.deferred = True  # checked once after the pure loop (pure_loops)
+        elif self.stmt_checked:
             self.emit(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
 
     # -- variables --------------------------------------------------------------------------
     def read_var(self, name: str) -> str:
         kind = self.storage.get(name, "local")
+        if kind == "remat":  # a work-item id, computed again (remat.py)
+            return self.typed(self.remat[name], self.env[name])
         if kind == "ctx":
             t = self.env.get(name)
             if isinstance(t, ct.VecT):  # a vector context array is (local size, width)
@@ -110,6 +118,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         return f"v_{name}"
 
     def write_var(self, name: str) -> str:
+        if self.storage.get(name) == "remat":
+            return f"v_{name}"
         if self.storage.get(name) == "ctx" and isinstance(self.env.get(name), ct.VecT):
             return f"v_{name}__c[{self.lid_code()}]"
         return self.read_var(name)
@@ -238,6 +248,10 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         var = self.fresh("_r")
         self.statement(lambda: f"{var}a = ({', '.join(self.typed(a, 'int64') for a in it.args)},)")
         self.module.on_loop(self, s, var, t, start=True)  # instruments: before the loop
+        outermost = (not self.deferring and self.in_group_fn and not self.module.instruments
+                     and pure_loop(s, self.env))
+        cached = self._cache_context(s) if outermost else []
+        self.deferring = self.deferring or outermost
         self.emit(f"for {var} in range(*{var}a):")
         self.loop_depth += 1
         with self.indented():
@@ -246,8 +260,31 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         self.loop_depth -= 1
         if has_own_break(s):  # run to its end, C leaves the first value that failed the test
             self.emit(f"else:\n    {self.write_var(s.target.id)} = {self.loop_end(var, s, t)}")
+        if outermost:
+            self.deferring = False
+            self._uncache_context(cached)
+            if self.deferred:
+                self.deferred = False
+                self.emit(f"if _err[{rec.CODE}] != 0:\n    {self.err_return}")
         self.module.on_loop(self, s, var, t, start=False)  # instruments: after the loop
         self._after_exit_check(s)
+
+    def _cache_context(self, loop: ast.For) -> list[str]:
+        """Scalar context variables the pure ``loop`` assigns, held in a local across it:
+        LLVM cannot keep an array element in a register while the loop also loads from a
+        buffer that might alias it."""
+        names = sorted({n.id for n in ast.walk(loop) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store) and self.storage.get(n.id) == "ctx"
+                        and isinstance(self.env.get(n.id), str)})
+        for name in names:
+            self.emit(f"v_{name} = v_{name}__c[{self.lid_code()}]")
+            self.storage[name] = "local"
+        return names
+
+    def _uncache_context(self, names: list[str]) -> None:
+        for name in names:
+            self.storage[name] = "ctx"
+            self.emit(f"v_{name}__c[{self.lid_code()}] = v_{name}")
 
     def loop_end(self, var: str, loop: ast.For, t: str) -> str:
         """C's value of the variable of ``for`` loop ``loop`` after it ran to its end (the

@@ -285,6 +285,19 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         step = "" if view is not None else f" * {size_of(arrt.dtype)}"
         return f"(np.int64({row}.ctypes.data) + {off}{step})"
 
+    def pointer_address(self, node, t: str) -> str:
+        """C's ``(ulong)p``: each buffer starts at a 4096-byte boundary, as a device aligns
+        its buffers, plus the pointer's byte offset (so ``(ulong)p & 15`` is the device's
+        answer); a null pointer is 0."""
+        name, arrt, off = self.pointer_offset(node)
+        base, lead = self.array_base(name, arrt)
+        row = f"{base}[{lead[0]}]" if lead else base
+        view = getattr(node.ctype, "view", None)
+        step = "" if view is not None else f" * {size_of(arrt.dtype)}"
+        address = (f"(np.int64(0) if {off} < {ct.NULL_BELOW} else "
+                   f"((np.int64({row}.ctypes.data) >> 12) << 12) + {off}{step})")
+        return self.cast(address, "int64", t)
+
     def decode(self, code: str, dtype: str) -> str:
         """A value read from an array element of ``dtype`` (half arrays hold bits)."""
         return self.helper("_h2f") + f"({code})" if dtype == "float16" else code
@@ -345,6 +358,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
     # -- calls ------------------------------------------------------------------------------
     def e_Call(self, node):
         kind, value = node.func.resolved
+        if kind == "dtype" and getattr(node, "pointer_address", False):
+            return self.pointer_address(node.args[0], value)
         if kind == "dtype":
             literal = _signed_constant(node.args[0])
             if literal is not None and ct.is_float(value):

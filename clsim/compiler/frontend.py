@@ -20,6 +20,7 @@ import numpy as np
 
 from clsim.api import KernelFunction, builtin_by_identity
 from clsim.compiler import builtins as table
+from clsim.compiler.astwalk import preorder, walk
 from clsim.compiler.diagnostics import Loc, builtin_name, compile_error
 from clsim.compiler.keywords import check_names
 from clsim.compiler.loopvars import check_loop_variables
@@ -80,7 +81,7 @@ _REJECTED = {
 _REJECTED_TYPES = tuple(_REJECTED)
 
 
-class _Annotator(ast.NodeVisitor):
+class _Annotator:
     """Attaches a Loc to every node and rejects unsupported constructs."""
 
     def __init__(self, file: str, first_line: int, lines: list[str], func: str,
@@ -88,17 +89,28 @@ class _Annotator(ast.NodeVisitor):
         self.file, self.first, self.lines, self.func = file, first_line, lines, func
         # Generated kernels (clsim.frontends) map their lines to the source they came from.
         self.line_map = line_map or {}
+        self.locs: dict[int, Loc] = {}  # one per line: every node of a line shares it (frozen)
 
-    def generic_visit(self, node):
-        if hasattr(node, "lineno"):
-            line = self.first + node.lineno - 1
-            rel = node.lineno - 1
-            text = self.lines[rel] if 0 <= rel < len(self.lines) else ""
-            file, shown, shown_text = self.line_map.get(line, (self.file, line, text))
-            node.loc = Loc(file, shown, self.func, shown_text)
-            if isinstance(node, ast.Constant) and type(node.value) is int \
-                    and 2**31 <= node.value < 2**32 \
-                    and text[node.col_offset:node.col_offset + 2].lower() in ("0x", "0o", "0b"):
+    def _text(self, lineno: int) -> str:
+        rel = lineno - 1
+        return self.lines[rel] if 0 <= rel < len(self.lines) else ""
+
+    def _loc(self, lineno: int) -> Loc:
+        loc = self.locs.get(lineno)
+        if loc is None:
+            line = self.first + lineno - 1
+            file, shown, shown_text = self.line_map.get(line, (self.file, line,
+                                                               self._text(lineno)))
+            loc = self.locs[lineno] = Loc(file, shown, self.func, shown_text)
+        return loc
+
+    def annotate(self, node):
+        lineno = getattr(node, "lineno", None)
+        if lineno is not None:
+            node.loc = self._loc(lineno)
+            if type(node) is ast.Constant and type(node.value) is int \
+                    and 2**31 <= node.value < 2**32 and self._text(lineno)[
+                        node.col_offset:node.col_offset + 2].lower() in ("0x", "0o", "0b"):
                 # C gives a hex/octal literal the first of int, uint, long, ulong that holds it
                 # (decimal: int, long), so 0x80000000 is a uint; elsewhere the two agree.
                 node.resolved = ("const", np.uint32(node.value))
@@ -114,11 +126,11 @@ class _Annotator(ast.NodeVisitor):
                 top = isinstance(node, ast.FunctionDef) and node is self.top
                 if isinstance(node, bad) and not top:
                     raise compile_error(getattr(node, "loc", None), why)
-        super().generic_visit(node)
 
     def run(self, tree: ast.FunctionDef) -> None:
         self.top = tree
-        self.visit(tree)
+        for node in preorder(tree):  # a NodeVisitor's order: the same first error
+            self.annotate(node)
 
 
 def _resolve_value(obj, loc: Loc, name: str):
@@ -220,7 +232,7 @@ class _Resolver(ast.NodeTransformer):
 
 def _assigned_names(tree: ast.FunctionDef) -> set[str]:
     names = {a.arg for a in tree.args.args}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
     return names
@@ -297,7 +309,7 @@ def _function_def(source: str, py, file: str, first: int, name: str) -> ast.Func
 
 def _check_calls(parsed: Parsed) -> None:
     """Parse the helpers ``parsed`` calls and run the builtins' checks on its calls."""
-    for node in ast.walk(parsed.tree):
+    for node in walk(parsed.tree):
         if not isinstance(node, ast.Call):
             continue
         target = getattr(node.func, "resolved", None)
@@ -316,11 +328,11 @@ def _check_calls(parsed: Parsed) -> None:
 
 def _reject_conditional_effects(tree) -> None:
     """Builtins with side effects under and/or/if-else, where only some evaluations run."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         parts = node.values[1:] if isinstance(node, ast.BoolOp) else (
             [node.body, node.orelse] if isinstance(node, ast.IfExp) else [])
         for part in parts:
-            for sub in ast.walk(part):
+            for sub in walk(part):
                 entry = table.lookup(builtin_name(sub))
                 if entry is not None and entry.effects:
                     raise compile_error(sub.loc, f"{entry.name}() under 'and'/'or'/'if-else': "

@@ -30,6 +30,7 @@ from clsim.compiler.places import (
     record_pointer,
     refuse_constant_store,
     refuse_copy_store,
+    rewrite_component_load,
     rewrite_component_store,
     rewrite_field_update,
 )
@@ -54,6 +55,13 @@ def const_type(value):
     if isinstance(value, float):
         return "float32"  # a bare Python float literal is a float (0.1f), as the docs promise
     return None
+
+
+def is_pointer_like(t) -> bool:
+    """A pointer, or a buffer (read as a pointer to its first element)."""
+    return (isinstance(t, ct.PtrT) and not t.record_copy) or (
+        isinstance(t, ct.ArrayT) and t.ndim == 1 and t.pointee is None and
+        t.space in ("global", "constant", "local"))
 
 
 def binop_type(op: str, a, b, loc):
@@ -450,6 +458,9 @@ class Typer:
                 raise self.null_use(node.value)
             if isinstance(base, ct.VecT):
                 node.components = vx.components(node.attr, base.width, loc)
+                if len(node.components) == 1 and \
+                        rewrite_component_load(self, node, node.components[0]):
+                    return self.expr(node)  # p[i].y: that component of memory
                 return vx.swizzle_type(base, node.components)
             if isinstance(base, StructT):
                 return field_type(base, node.attr, loc)
@@ -595,6 +606,14 @@ class Typer:
             if len(node.args) != 1:
                 raise compile_error(loc, f"{value}(x) converts one value")
             t = self.expr(node.args[0])
+            if is_pointer_like(t):  # C's (ulong)p: the address (an alignment test)
+                t = self.pointer(node.args[0])
+                if value not in ("int64", "uint64"):
+                    raise compile_error(loc, f"a pointer converts to a 64-bit integer "
+                                             f"(np.uint64(p), C's (ulong)p), not to {value}")
+                node.pointer_address = True
+                return value
+            node.__dict__.pop("pointer_address", None)
             if isinstance(t, ct.VecT):
                 raise compile_error(loc, f"np.{value}() converts scalars; convert a {t} with "
                                          f"convert_{ct.cname(value)}{t.width}(v)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import itertools
 
+from clsim.compiler.astwalk import walk
 from clsim.compiler.frontend import Parsed, compile_error, func_target
 
 
@@ -24,7 +25,8 @@ def clone(node):
     new = type(node)()
     for name in node._fields:
         setattr(new, name, clone(getattr(node, name, None)))
-    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset", "loc", "resolved"):
+    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset", "loc", "resolved",
+                 "vector_array", "component_view"):
         if hasattr(node, attr):
             setattr(new, attr, getattr(node, attr))
     return new
@@ -50,7 +52,7 @@ class _Renamer(ast.NodeTransformer):
 def _assigned(stmts: list[ast.stmt]) -> set[str]:
     names = set()
     for stmt in stmts:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
     return names
@@ -101,14 +103,13 @@ class Inliner:
         return None
 
     def _reject_nested_cut_calls(self, stmt, owner: Parsed) -> None:
-        for field in ("body", "orelse"):
-            if isinstance(getattr(stmt, field, None), list):
-                continue
-        exprs = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+        if not any(callee.has_cut for callee in owner.callees.values()):
+            return  # nothing to find (most kernels): the walks below, per statement, add up
+        exprs = [n for n in walk(stmt) if isinstance(n, ast.Call)]
         body_nodes = set()
         for field in ("body", "orelse"):
             for sub in getattr(stmt, field, []) or []:
-                body_nodes.update(id(n) for n in ast.walk(sub))
+                body_nodes.update(id(n) for n in walk(sub))
         for call in exprs:
             if id(call) in body_nodes:
                 continue
@@ -148,11 +149,11 @@ class Inliner:
         for name in callee.locals - set(callee.params):
             mapping[name] = prefix + name
         for i, stmt in enumerate(body):
-            if any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+            if any(isinstance(n, ast.Return) for n in walk(stmt)):
                 last = i == len(body) - 1 and isinstance(stmt, ast.Return)
                 last_ok = last and (stmt.value is None or result is not None)
                 if not last_ok:
-                    node = next(n for n in ast.walk(stmt) if isinstance(n, ast.Return))
+                    node = next(n for n in walk(stmt) if isinstance(n, ast.Return))
                     raise compile_error(
                         node.loc,
                         f"{callee.fn.name}() contains a barrier, so it is inlined and cannot "

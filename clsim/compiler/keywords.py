@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from clsim.compiler.astwalk import walk
 from clsim.compiler.diagnostics import compile_error
 
 _SCALARS = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half",
@@ -39,7 +40,7 @@ def check_names(tree: ast.FunctionDef) -> None:
     for arg in tree.args.args:
         if arg.arg in RESERVED:
             raise compile_error(getattr(arg, "loc", tree.loc), _message(arg.arg, "parameter"))
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and \
                 node.id in RESERVED:
             raise compile_error(node.loc, _message(node.id, "variable"))

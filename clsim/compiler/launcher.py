@@ -7,10 +7,31 @@ configuration and its instruments; ``source`` writes the launcher of that kind. 
 
 from __future__ import annotations
 
+import re
+
 from clsim.runtime import record as rec
 
+# A group array whose contents start undefined (np.empty through a shared helper): the same
+# memory serves every group a thread runs, as a CPU OpenCL runtime reuses a thread's local
+# and private memory. Arrays that must start zeroed stay allocated per group.
+_SCRATCH = re.compile(r"(\w+) = (_empty_\w+\(.*\))")
 
-def source(pnames: str, how: str, jit: bool, state: str) -> str:
+
+def split_scratch(allocations: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(name, allocation) of the arrays the launcher allocates once per thread, and the
+    allocation lines that stay in ``_group``."""
+    scratch, per_group = [], []
+    for line in allocations:
+        m = _SCRATCH.fullmatch(line)
+        if m:
+            scratch.append((m.group(1), m.group(2)))
+        else:
+            per_group.append(line)
+    return scratch, per_group
+
+
+def source(pnames: str, how: str, jit: bool, state: str,
+           scratch: list[tuple[str, str]] = ()) -> str:
     """``_launch``: groups ``_start .. _start + _count - 1``, each recording into its own row
     of ``_errs`` (``how`` "prange": in Numba's parallel loop, "threads": serially, on one of
     the Python threads a chunk is split over) or into row 0, stopping at the first error
@@ -18,11 +39,15 @@ def source(pnames: str, how: str, jit: bool, state: str) -> str:
     loop = "prange" if how == "prange" else "range"
     row = "0" if how == "serial" else "_c"
     # conditional expressions, not min(): Numba compiles its overload again in every process
+    allocs = [f"{name} = {code}" for name, code in scratch]
+    per_group = how == "prange"
     lines = [
         "@_jitp" if (jit and how == "prange") else ("@_jit" if jit else ""),
         "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
         f"{pnames}, _errs):",
+        *([] if per_group else ["    " + a for a in allocs]),
         f"    for _c in {loop}(_count):",
+        *(["        " + a for a in allocs] if per_group else []),
         "        _g = np.int64(_start + _c)",
         "        _gx = np.int64(_g % _NG0)",
         "        _gy = np.int64((_g // _NG0) % _NG1)",
@@ -32,7 +57,8 @@ def source(pnames: str, how: str, jit: bool, state: str) -> str:
         "        _L2 = np.int64(_E2 if _E2 < _G2 - _gz * _E2 else _G2 - _gz * _E2)",
         f"        _e = _errs[{row}]",
         "        _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
-        f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state})",
+        f"_O0, _O1, _O2, {pnames.removesuffix(state)}, _e{state}"
+        + "".join(", " + name for name, _ in scratch) + ")",
         f"        if _e[{rec.CODE}] != 0:",
         *(f"            _e[{field}] = {value}" for field, value in zip(
             (*rec.GROUP, *rec.GROUP_SIZE), ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"),

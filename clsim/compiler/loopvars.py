@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 
+from clsim.compiler.astwalk import walk
 from clsim.compiler.diagnostics import compile_error
 
 _BODIES = ("body", "orelse")
@@ -39,7 +40,7 @@ def _targets(s) -> set[str]:
 
 def _check_reads(nodes, dead: frozenset) -> None:
     for root in nodes:
-        for n in ast.walk(root):
+        for n in walk(root):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in dead:
                 _dead_read(n.id, n)
 
@@ -53,7 +54,7 @@ def _dead_read(name: str, node) -> None:
 
 def _reject_assignments(loop: ast.For) -> None:
     name = loop.target.id
-    for n in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+    for n in walk(ast.Module(body=loop.body, type_ignores=[])):
         hit = name in _targets(n) or (
             isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == name)
         if hit:

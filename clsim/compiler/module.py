@@ -20,19 +20,24 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
 from clsim.compiler import launcher
 from clsim.compiler import shared_helpers
+from clsim.compiler.astwalk import walk
 from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
+from clsim.compiler.continues import guard_continues
 from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
 from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
-from clsim.compiler.inline import inline_cut_helpers
+from clsim.compiler.inline import clone, inline_cut_helpers
 from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.pointer_params import pointer_params
 from clsim.compiler.regions import Analysis
+from clsim.compiler.remat import id_aliases
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.vector_arrays import user_name as array_name
+from clsim.compiler.vector_arrays import vector_arrays
 from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
 from clsim.runtime.record import Site
@@ -94,6 +99,7 @@ class Program:
         body = scope_loop_variables(parsed.tree.body, parsed.params)
         body = copy_written_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         body = pointer_params(body, dict(zip(parsed.params, arg_types, strict=True)))
+        body = vector_arrays(body, self)
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
         typer.run(body)
         refuse_vector_out_params(kfn.name, body, parsed.params, arg_types)
@@ -227,7 +233,7 @@ class ModuleEmitter:
                 param = site.buffer.removesuffix("__buf")
                 site = site._replace(buffer=names[0] if len(names) == 1 else
                                      f"{param} ({' or '.join(names)})")
-            out.append(site)
+            out.append(site._replace(buffer=array_name(site.buffer)))
         return out
 
     def table(self, name: str, arrt) -> str:
@@ -338,7 +344,10 @@ class ModuleEmitter:
         self.func_sources[spec.mangled] = "\n".join([head, *gen.lines])
 
     # -- rendering --------------------------------------------------------------------------
-    def render(self, group_lines: list[str], params: list[str]) -> str:
+    def render(self, group_lines: list[str], params: list[str],
+               scratch: list[tuple[str, str]] = ()) -> str:
+        """The module's source; ``scratch``: (name, allocation) of the group's arrays, which
+        the launcher allocates once per thread and passes to ``_group``."""
         deco = "@_jit\n" if self.jit else ""
         imported: set[str] | None = set() if self.jit else None
         helper_src = [deco + src for src in
@@ -369,10 +378,11 @@ class ModuleEmitter:
             header += [line for line in inst.imports() if line not in header]
         consts = [f"_E{d} = np.int64({e[d]})" for d in range(3)] + self.const_lines
         state = "".join(", " + name for name in self.state_args)
+        arrays = "".join(", " + name for name, _ in scratch)
         group_sig = ("def _group(_gx, _gy, _gz, _L0, _L1, _L2, _G0, _G1, _G2, _NG0, _NG1, _NG2, "
-                     f"_O0, _O1, _O2, {pnames}, _err{state}):")
+                     f"_O0, _O1, _O2, {pnames}, _err{state}{arrays}):")
         how = launcher.kind(self.jit, self.parallel, self.instruments)
-        launch = launcher.source(pnames + state, how, self.jit, state)
+        launch = launcher.source(pnames + state, how, self.jit, state, scratch)
         # The group function is not inlined into the launcher at Numba's level
         # (inline='always'): it saved 0.3 s CPU on softmax's first compile, but Numba's inline
         # pass failed on kernels with private arrays passed to helpers and on conformance
@@ -396,7 +406,7 @@ def refuse_vector_out_params(name: str, body, params, types) -> None:
     written that way would leave the caller's vector silently unchanged, so it is refused."""
     vectors = {p for p, t in zip(params, types, strict=True) if isinstance(t, ct.VecT)}
     for root in body:
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Assign | ast.AugAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 hit = next((t.id for t in targets
@@ -430,6 +440,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     body = scope_loop_variables(body, arg_types)
     body = copy_written_params(body, arg_types)
     body = pointer_params(body, arg_types)
+    body = guard_continues(clone(vector_arrays(body, program)))
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
@@ -442,7 +453,12 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     module.instruments = list(instruments)
     module.body = body  # the statements emitted, for instruments' analyses (Emit.body)
     storage = _storage(analysis, arg_types, typer.env)
+    # instruments see every private as it is stored (shadow state): ids stay arrays there
+    aliases = {} if module.instruments else id_aliases(
+        body, {n for n, kind in storage.items() if kind == "ctx"})
+    storage.update(dict.fromkeys(aliases, "remat"))
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
+    gen.remat = aliases
     gen.bounds_checks = config.bounds
     gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
     gen.emit("_NL = _L0 * _L1 * _L2")
@@ -452,28 +468,36 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
         gen.emit("_lz = np.int64(0)")
     gen.emit("_lid = 0\n_lx = np.int64(0)")
     nl_max = program.local_size[0] * program.local_size[1] * program.local_size[2]
+    scratch_lines: list[str] = []  # the group's arrays: allocated per thread (launcher.py)
     for name, kind in sorted(storage.items()):
         t = typer.env[name]
-        if kind == "larray":
+        if kind == "larray" and name in arg_types:  # a LocalMem argument replaced per group
             gen.emit(f"v_{name} = {module.empty(t.shape, ct.storage_dtype(t.dtype))}")
+        elif kind == "larray":
+            scratch_lines.append(
+                f"v_{name} = {module.empty(t.shape, ct.storage_dtype(t.dtype))}")
         elif kind == "parray":
             shape = f"({nl_max},) + {t.shape}"
-            gen.emit(f"v_{name}__c = {module.empty(shape, ct.storage_dtype(t.dtype))}")
+            scratch_lines.append(
+                f"v_{name}__c = {module.empty(shape, ct.storage_dtype(t.dtype))}")
         elif kind == "sarray":
-            gen.emit(f"v_{name}__c = {module.empty(f'({nl_max}, {t.itemsize})', 'uint8')}")
+            scratch_lines.append(
+                f"v_{name}__c = {module.empty(f'({nl_max}, {t.itemsize})', 'uint8')}")
         elif kind == "ctx" and isinstance(t, ct.VecT):
             shape = f"({nl_max}, {t.width})"
-            gen.emit(f"v_{name}__c = {module.empty(shape, ct.register_dtype(t.dtype))}")
+            scratch_lines.append(
+                f"v_{name}__c = {module.empty(shape, ct.register_dtype(t.dtype))}")
         elif kind == "ctx":
             dtype = "bool_" if t == "bool" else ct.register_dtype(t)
-            gen.emit(f"v_{name}__c = {module.empty(nl_max, dtype)}")
+            scratch_lines.append(f"v_{name}__c = {module.empty(nl_max, dtype)}")
     if module.has_exit:
         gen.emit(f"_exited = {module.empty(nl_max, 'bool_', 'zeros')}")
     alloc_at = len(gen.lines)
     dispatch.group_start(module.instruments, gen)
     gen.items(analysis.tree)
-    gen.lines[alloc_at:alloc_at] = ["    " + line for line in gen.allocs]
-    source = module.render(gen.lines, list(arg_types))
+    scratch, per_group = launcher.split_scratch([*scratch_lines, *gen.allocs])
+    gen.lines[alloc_at:alloc_at] = ["    " + line for line in per_group]
+    source = module.render(gen.lines, list(arg_types), scratch)
     module.sites = module.sites_named_for_users()  # after emission: instruments saw p__buf
     source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
     if module.uses_printf:
@@ -488,7 +512,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
 
 def _array_bytes(storage: dict, env: dict) -> dict[str, tuple[str, int]]:
     """Each local and private array: (space, bytes of one instance)."""
-    return {name: ("local" if kind == "larray" else "private",
+    return {array_name(name): ("local" if kind == "larray" else "private",
                    math.prod(env[name].shape) * np.dtype(env[name].dtype).itemsize)
             for name, kind in sorted(storage.items()) if kind in ("larray", "parray")}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from clsim.compiler.astwalk import walk
 from clsim.compiler.inline import clone
 
 NULL = "null"  # the argument type of a None buffer
@@ -73,16 +74,16 @@ def fold_null_tests(body: list[ast.stmt], arg_types: dict) -> list[ast.stmt]:
     """``body`` with null tests on parameters decided. The parsed tree is cached and shared
     between launches, so a body with a null test is folded on a copy."""
     # a parameter the body reassigns is a pointer variable (pointer_params): tested at run time
-    assigned = {n.id for stmt in body for n in ast.walk(stmt)
+    assigned = {n.id for stmt in body for n in walk(stmt)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     nulls = {n for n, t in arg_types.items() if t == NULL}  # stays None: src2 = src2 + off
     buffers = {n for n, t in arg_types.items() if t != NULL and not isinstance(t, str)
                and not hasattr(t, "fields")} - assigned  # (a struct by value is no pointer)
     if not any(_null_test(n.test, nulls, buffers) is not None
-               for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.If | ast.IfExp)) \
-            and not any(isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot)
-                                                            for op in n.ops)
-                        for stmt in body for n in ast.walk(stmt)):
+               if isinstance(n, ast.If | ast.IfExp) else
+               isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot)
+                                                  for op in n.ops)
+               for stmt in body for n in walk(stmt)):
         return body
     body = clone(body)
     folder = _Folder(nulls, buffers)

@@ -11,6 +11,7 @@ import ast
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import vectors as vx
+from clsim.compiler.astwalk import walk
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.inline import clone
 from clsim.compiler.pointer_params import user_name
@@ -54,8 +55,8 @@ def field_pointer(node: ast.Attribute, field: ct.ArrayT):
     C's array-to-pointer decay, a view of the field's element type into the buffer's bytes.
     The record must be in a buffer (a struct variable's own bytes are no buffer)."""
     root = node
-    while isinstance(root, ast.Subscript | ast.Attribute):
-        root = root.value
+    while isinstance(root, ast.Subscript | ast.Attribute) and not pointer_element(root):
+        root = root.value  # down to the buffer, a pointer, or ax[k] of a pointer array
     t = getattr(root, "ctype", None)
     if isinstance(t, ct.PtrT) and t.record_copy and len(field.shape) == 1:
         t = ct.PtrT(t.base, t.array)  # a record read in place: its buffer's bytes
@@ -88,6 +89,8 @@ def rewrite_component_store(typer, s, target, value) -> bool:
     if not isinstance(target, ast.Attribute | ast.Subscript):
         return False
     base = target.value
+    if _vector_in_memory(typer, base):  # p[i].x = e: p[i] = vector_set(p[i], e)
+        return _rewrite_memory_component(typer, s, target, value)
     if not isinstance(base, ast.Name) or hasattr(base, "resolved"):
         return False
     vec = typer.env.get(base.id)
@@ -122,6 +125,115 @@ def rewrite_component_store(typer, s, target, value) -> bool:
     s.__class__ = ast.Assign
     s.__dict__.update(new.__dict__)
     return True
+
+
+def _vector_in_memory(typer, node) -> bool:
+    """``p[i]`` through a pointer variable to vectors (a view, an array of vectors), whose
+    alignment to the vector was checked where it was assigned (an in-place
+    ``view(x, float4, off)[i]`` is checked at each access, whole)."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name):
+        return False
+    t = typer.expr(node.value)
+    return isinstance(t, ct.PtrT) and isinstance(t.view, ct.VecT)
+
+
+def _rewrite_memory_component(typer, s, target, value) -> bool:
+    """``p[i].xy = e`` (or ``+=``, ``p[i][k] = e``) as ``p[i] = vector_set(p[i], e)``: C
+    writes the components in memory; the index expressions have no side effects in kernels,
+    so reading them twice is the same access."""
+    place = target.value
+    vec = typer.expr(place)
+    single = vx.assigned_components(target.attr, vec.width, s.loc) \
+        if isinstance(target, ast.Attribute) else \
+        [target.slice.value] if isinstance(target.slice, ast.Constant) else None
+    if single is not None and len(single) == 1 and 0 <= single[0] < vec.width:
+        return _component_store(s, place, single[0], vec, value)
+    read = clone(place)
+    for node in ast.walk(read):
+        if hasattr(node, "ctx"):
+            node.ctx = ast.Load()
+    component = clone(target)
+    component.value = read
+    component.ctx = ast.Load()
+    if value is None:
+        value = ast.BinOp(left=component, op=s.op, right=s.value)
+        value.loc = s.loc
+    call = ast.Call(func=ast.Name(id="vector_set", ctx=ast.Load()), args=[read, value],
+                    keywords=[])
+    call.func.resolved = ("builtin", "vector_set")
+    call.loc = call.func.loc = s.loc
+    if isinstance(target, ast.Attribute):
+        call.vector_components = vx.assigned_components(target.attr, vec.width, s.loc)
+    elif isinstance(target.slice, ast.Constant):
+        if not 0 <= target.slice.value < vec.width:
+            raise compile_error(s.loc, f"v[{target.slice.value}] is beyond a {vec}")
+        call.vector_components = [target.slice.value]
+    else:
+        call.vector_index = target.slice
+        call.args.append(target.slice)
+    place.ctx = ast.Store()
+    new = ast.Assign(targets=[place], value=call, type_comment=None)
+    new.loc = s.loc
+    s.__class__ = ast.Assign
+    s.__dict__.update(new.__dict__)
+    return True
+
+
+def rewrite_component_load(typer, node, k: int) -> bool:
+    """``p[i].y`` (a vector in memory) read as ``view(p + i, np.float32)[1]``: C reads that
+    one component, not the whole vector (whose other components may be unwritten)."""
+    if not _vector_in_memory(typer, node.value):
+        return False
+    vec = typer.expr(node.value)
+    load = _component_element(node.value, k, vec, ast.Load(), node.loc)
+    node.__class__ = ast.Subscript
+    node.__dict__.pop("attr", None)
+    node.__dict__.pop("components", None)
+    node.value, node.slice, node.ctx = load.value, load.slice, ast.Load()
+    return True
+
+
+def _component_element(place, k: int, vec, ctx, loc):
+    """``view(p + i, np.T)[k]``: component ``k`` of the vector ``p[i]`` in memory."""
+    dtype = ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr=vec.dtype,
+                          ctx=ast.Load())
+    dtype.resolved = ("dtype", vec.dtype)
+    pointer = ast.BinOp(left=_loaded(place.value), op=ast.Add(), right=_loaded(place.slice))
+    call = ast.Call(func=ast.Name(id="view", ctx=ast.Load()), args=[pointer, dtype],
+                    keywords=[])
+    call.func.resolved = ("builtin", "view")
+    call.component_view = True  # the element type follows the vector's (memory.py)
+    node = ast.Subscript(value=call, slice=ast.Constant(value=k), ctx=ctx)
+    for sub in ast.walk(node):
+        if not hasattr(sub, "loc"):
+            sub.loc = loc
+    return node
+
+
+def _component_store(s, place, k: int, vec, value) -> bool:
+    """``p[i].y = e`` as ``view(p + i, np.float32)[1] = e``: C writes that one component in
+    memory (the others stay as they are, written or not)."""
+    loc = s.loc
+
+    def element(ctx):
+        return _component_element(place, k, vec, ctx, loc)
+
+    if value is None:  # p[i].y += e
+        value = ast.BinOp(left=element(ast.Load()), op=s.op, right=s.value)
+        value.loc = loc
+    new = ast.Assign(targets=[element(ast.Store())], value=value, type_comment=None)
+    new.loc = loc
+    s.__class__ = ast.Assign
+    s.__dict__.update(new.__dict__)
+    return True
+
+
+def _loaded(node):
+    node = clone(node)
+    for sub in ast.walk(node):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return node
 
 
 def refuse_constant_store(target, loc) -> None:
@@ -226,7 +338,7 @@ def rewrite_field_update(s: ast.AugAssign) -> None:
     the index expressions have no side effects in kernels, so reading them twice is C's
     meaning."""
     read = clone(s.target)
-    for node in ast.walk(read):
+    for node in walk(read):
         if hasattr(node, "ctx"):
             node.ctx = ast.Load()
     value = ast.BinOp(left=read, op=s.op, right=s.value)
@@ -275,7 +387,7 @@ def _written(body, program=None):
     builtins, and buffers passed to helpers that write them (any helper, without
     ``program``)."""
     for root in body:
-        for node in ast.walk(root):
+        for node in walk(root):
             targets = []
             if isinstance(node, ast.Assign):
                 targets = [t for t in node.targets if not isinstance(t, ast.Name)]

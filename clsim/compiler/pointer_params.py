@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.astwalk import walk
 from clsim.compiler.inline import clone
 
 POINTER_SUFFIX = "__ptr"
 
 
 def _assigned(body) -> set[str]:
-    return {n.id for root in body for n in ast.walk(root)
+    return {n.id for root in body for n in walk(root)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
@@ -54,7 +55,7 @@ def pointer_params(body: list, param_types: dict) -> list:
 
 def _mentions(node, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and not hasattr(n, "resolved")
-               for n in ast.walk(node))
+               for n in walk(node))
 
 
 def _is_cast_of(stmt, name: str) -> bool:
@@ -65,7 +66,7 @@ def _is_cast_of(stmt, name: str) -> bool:
 
 def _rename(nodes, name: str) -> None:
     for root in nodes:
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Name) and node.id == name and not hasattr(node, "resolved"):
                 node.id += POINTER_SUFFIX
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import itertools
 
+from clsim.compiler.astwalk import walk
 from clsim.compiler.inline import clone
 
 _BODIES = ("body", "orelse")
@@ -88,7 +89,7 @@ def _blocks(stmts, name: str):
 
 def _reads(node, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-               for n in ast.walk(node))
+               for n in walk(node))
 
 
 def _exposed(stmts, name: str, defined: bool) -> tuple[bool, bool]:
@@ -150,7 +151,7 @@ def scope_loop_variables(body: list[ast.stmt], params) -> list[ast.stmt]:
         for block in blocks:
             new = f"{name}__s{next(counter)}"
             for root in block if isinstance(block, list) else [block]:
-                for node in ast.walk(root):
+                for node in walk(root):
                     if isinstance(node, ast.Name) and node.id == name and not hasattr(
                             node, "resolved"):
                         node.id = new

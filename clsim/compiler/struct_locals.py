@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.astwalk import walk
 from clsim.compiler.inline import clone
 from clsim.compiler.structs import StructT
 
@@ -37,7 +38,7 @@ def assigned_roots(body) -> set[str]:
     """Variables whose fields or elements some statement of ``body`` assigns."""
     out = set()
     for root in body:
-        for node in ast.walk(root):
+        for node in walk(root):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [node.target] if isinstance(node, ast.AugAssign) else []
             out |= {root_name(t) for t in targets if not isinstance(t, ast.Name)}
@@ -53,7 +54,7 @@ def copy_written_params(body: list, param_types: dict) -> list:
         return body
     body = clone(body)  # the parsed body is shared by every compilation of the function
     for root in body:
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Name) and node.id in written:
                 node.id += COPY_SUFFIX
     entry = []

@@ -80,6 +80,11 @@ _INT_ONLY = ("<<", ">>", "&", "|", "^", "%", "//")
 
 
 def binop_type(op: str, a, b, loc) -> ct.VecT:
+    if op in ("<<", ">>") and isinstance(a, ct.VecT) and isinstance(b, ct.VecT) and \
+            a.width == b.width and ct.is_int(a.dtype) and ct.is_int(b.dtype):
+        # OpenCL C 6.3.j: a shift takes the left operand's type, and its amount is taken
+        # modulo the left element's bits (clang splats a promoted scalar: uchar4 << int4)
+        return a
     vec = operand_vector(a, b, op, loc)
     if op == "**":
         raise compile_error(loc, "'**' is not supported: write pow(x, y) or x * x")

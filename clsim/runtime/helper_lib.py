@@ -1127,19 +1127,15 @@ def _clamp(x, lo, hi):
 
 
 def _fmax_float32(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if a < b else a
+    m = b if a < b else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _fmin_float32(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if b < a else a
+    m = b if b < a else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _clamp_float32(x, lo, hi):
@@ -1147,19 +1143,15 @@ def _clamp_float32(x, lo, hi):
 
 
 def _fmax_float64(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if a < b else a
+    m = b if a < b else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _fmin_float64(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if b < a else a
+    m = b if b < a else a
+    m = a if b != b else m
+    return b if a != a else m
 
 
 def _clamp_float64(x, lo, hi):
@@ -2178,6 +2170,22 @@ def _degrees_float64(x):
     return np.float64(np.float64(57.29577951308232) * x)
 
 
+def _dot4x8_ss(a, b):
+    return (((np.int64(a) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) + (((np.int64(a) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) + (((np.int64(a) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) + (((np.int64(a) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(24)) & np.int64(255)) >> np.int64(7))) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) >> np.int64(7)))
+
+
+def _dot4x8_su(a, b):
+    return (((np.int64(a) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(0)) & np.int64(255)) + (((np.int64(a) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(8)) & np.int64(255)) + (((np.int64(a) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(16)) & np.int64(255)) + (((np.int64(a) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(a) >> np.int64(24)) & np.int64(255)) >> np.int64(7))) * ((np.int64(b) >> np.int64(24)) & np.int64(255))
+
+
+def _dot4x8_us(a, b):
+    return ((np.int64(a) >> np.int64(0)) & np.int64(255)) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(0)) & np.int64(255)) >> np.int64(7))) + ((np.int64(a) >> np.int64(8)) & np.int64(255)) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(8)) & np.int64(255)) >> np.int64(7))) + ((np.int64(a) >> np.int64(16)) & np.int64(255)) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(16)) & np.int64(255)) >> np.int64(7))) + ((np.int64(a) >> np.int64(24)) & np.int64(255)) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) - np.int64(256) * (((np.int64(b) >> np.int64(24)) & np.int64(255)) >> np.int64(7)))
+
+
+def _dot4x8_uu(a, b):
+    return ((np.int64(a) >> np.int64(0)) & np.int64(255)) * ((np.int64(b) >> np.int64(0)) & np.int64(255)) + ((np.int64(a) >> np.int64(8)) & np.int64(255)) * ((np.int64(b) >> np.int64(8)) & np.int64(255)) + ((np.int64(a) >> np.int64(16)) & np.int64(255)) * ((np.int64(b) >> np.int64(16)) & np.int64(255)) + ((np.int64(a) >> np.int64(24)) & np.int64(255)) * ((np.int64(b) >> np.int64(24)) & np.int64(255))
+
+
 def _empty_bool_(shape):
     return np.empty(shape, np.bool_)
 
@@ -2278,11 +2286,31 @@ def _exp2_float64(x):
     return np.float64(2.0 ** v if v < 1024.0 else math.inf)
 
 
+def _exp_poly64(v):
+    w = v if v > -150.0 else -150.0
+    w = w if w < 150.0 else 150.0
+    n = (w * 1.4426950408889634 + 6755399441055744.0) - 6755399441055744.0
+    r = (w - n * 0.6931471803691238) - n * 1.9082149292705877e-10
+    p = 1.6059043836821613e-10
+    p = p * r + 2.08767569878681e-09
+    p = p * r + 2.505210838544172e-08
+    p = p * r + 2.755731922398589e-07
+    p = p * r + 2.7557319223985893e-06
+    p = p * r + 2.48015873015873e-05
+    p = p * r + 0.0001984126984126984
+    p = p * r + 0.001388888888888889
+    p = p * r + 0.008333333333333333
+    p = p * r + 0.041666666666666664
+    p = p * r + 0.16666666666666666
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    scale = _bitcast_float64(np.int64((np.int64(n) + np.int64(1023)) << np.int64(52)))
+    return v if v != v else p * scale
+
+
 def _exp_float32(x):
-    v = np.float64(x)
-    if v != v:
-        return np.float32(v)
-    return np.float32(math.exp(v) if v <= 709.782712893384 else math.inf)
+    return np.float32(_exp_poly64(np.float64(x)))
 
 
 def _exp_float64(x):
@@ -5583,6 +5611,7 @@ DEPS = {
     '_ctz_uint32': ('_bits_uint32', '_frombits_uint32'),
     '_ctz_uint64': ('_bits_uint64', '_frombits_uint64'),
     '_ctz_uint8': ('_bits_uint8', '_frombits_uint8'),
+    '_exp_float32': ('_exp_poly64',),
     '_f2h_mode': ('_rh', '_f2h'),
     '_fma_float16': ('_rh', '_ro_add'),
     '_fma_float32': ('_ro_add',),

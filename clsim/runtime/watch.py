@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from clsim import interrupts
 from clsim.errors import InvalidArgumentError, KernelInterrupted, KernelTimeoutError
 
 _TARGET_S = 0.05  # a chunk this long keeps stop latency and call overhead both small
@@ -156,6 +157,7 @@ def _threaded(step, total, max_chunk, first, kernel, deadline, timeout_s, progre
     started = time.monotonic()
     try:
         while not tally.finished.wait(_POLL_S):
+            interrupts.raise_if_interrupted()  # a Ctrl-C swallowed earlier (e.g. in a __del__)
             if progress is not None:
                 progress("run", tally.done, total)
             if deadline is not None and time.monotonic() > deadline:

@@ -28,8 +28,20 @@ from clsim.frontends.opencl_c.load import translate, translated_kernels  # noqa:
 # ggml-opencl.cpp builds every program with these; a few add -D options (see ggml-opencl.cpp).
 OPTIONS = "-cl-std=CL2.0 -cl-mad-enable -cl-unsafe-math-optimizations -cl-finite-math-only " \
           "-cl-fast-relaxed-math"
-# The -D options the host code adds to some programs (one configuration each).
-EXTRA = {"flash_attn": "-D DK=64 -D DV=64 -D BLOCK_M=32 -D BLOCK_N=32"}
+# The -D options the host code adds to some programs (file name, or a prefix of it -> one option
+# string per build the host makes; a kernel counts in the first build that has it). Line
+# numbers are ggml-opencl.cpp's.
+_GEMV = "-DSIMDGROUP_WIDTH=64"  # adreno_wave_size: 64 on every Adreno (l. 5900)
+EXTRA = {
+    "flash_attn": ["-D DK=64 -D DV=64 -D BLOCK_M=32 -D BLOCK_N=32"],  # one of its (dk, dv) configs
+    "gemv_noshuffle_q1_0_f32.cl": [_GEMV],  # l. 3403
+    "gemv_noshuffle_q4_0_f32.cl": [_GEMV],  # l. 3425
+    "gemv_noshuffle_q8_0_f32.cl": [_GEMV],  # l. 3768
+    # the first of its four builds (l. 3450): rows of 2048 elements
+    "gemv_noshuffle_q4_0_f32_spec.cl": [f"-DLINE_STRIDE_A=2048 -DBLOCK_STRIDE_A=16384 {_GEMV}"],
+    "mul_mm_f16_f32_kq_kqv.cl": ["", "-DKQV"],  # built twice (l. 2460): kq, then kqv
+}
+_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)", re.M)
 _KERNEL = re.compile(r"(?:\b|__)kernel\s+void\s+(\w+)")
 _IMAGE = re.compile(r"image[123]d|read_image|write_image")
 BEGIN, END = "<!-- BEGIN GENERATED: ggml coverage -->", "<!-- END GENERATED: ggml coverage -->"
@@ -44,27 +56,34 @@ def blocker(message: str) -> str:
     return text[:90]
 
 
-def survey(folder: Path) -> list[dict]:
-    rows = []
-    for path in sorted(folder.glob("*.cl")):
-        began = time.perf_counter()
-        text = path.read_text(errors="replace")
-        names = _KERNEL.findall(text)
-        images = bool(_IMAGE.search(text))
+def _builds(name: str) -> list[str]:
+    """The option strings the host builds ``name`` with (the longest matching EXTRA key)."""
+    keys = sorted((k for k in EXTRA if name.startswith(k)), key=len, reverse=True)
+    return [f"{OPTIONS} {extra}" for extra in (EXTRA[keys[0]] if keys else [""])]
+
+
+def _declared_kernels(text: str) -> list[str]:
+    """The kernel names a file declares; a name that is a macro (``FA_TILE_NAME``, which the
+    file defines to a kernel's name unless the host does) is the name it expands to."""
+    macros = set(_DEFINED.findall(text))
+    return [n for n in dict.fromkeys(_KERNEL.findall(text)) if n not in macros]
+
+
+def survey_file(path: Path) -> list[dict]:
+    text = path.read_text(errors="replace")
+    images = bool(_IMAGE.search(text))
+    rows: dict[str, dict] = {}
+    error = None
+    for options in _builds(path.name):
         try:
-            extra = next((v for k, v in EXTRA.items() if path.name.startswith(k)), "")
-            t = translate(str(path), f"{OPTIONS} {extra}")
+            t = translate(str(path), options)
             kernels = translated_kernels(t)
         except SimulationError as exc:
-            for name in names:
-                rows.append(dict(file=path.name, kernel=name, images=images, translated=False,
-                                 compiled=False, why=str(exc).splitlines()[0]))
+            error = str(exc).splitlines()[0]
             continue
-        hidden = [n for n in names if n not in t.kernel_names]
-        for name in hidden:  # behind #if: the host builds it with other -D options
-            rows.append(dict(file=path.name, kernel=name, images=images, translated=False,
-                             compiled=False, why="not built under these options (#if)"))
         for name in t.kernel_names:
+            if name in rows:
+                continue
             fail = t.failure_of(name)
             row = dict(file=path.name, kernel=name, images=images, translated=fail is None,
                        compiled=False, why=fail.message(path.name) if fail else "")
@@ -73,7 +92,19 @@ def survey(folder: Path) -> list[dict]:
                 row["compiled"], row["why"] = why is None, why or ""
             elif not fail:
                 row["why"] = "kernel not found by the front end"
-            rows.append(row)
+            rows[name] = row
+    for name in _declared_kernels(text):
+        if name not in rows:  # behind #if: no build of the host's defines it
+            rows[name] = dict(file=path.name, kernel=name, images=images, translated=False,
+                              compiled=False, why=error or "not built under these options (#if)")
+    return list(rows.values())
+
+
+def survey(folder: Path) -> list[dict]:
+    rows = []
+    for path in sorted(folder.glob("*.cl")):
+        began = time.perf_counter()
+        rows += survey_file(path)
         print(f"{path.name}: {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
     return rows
 

@@ -231,11 +231,41 @@ def test_a_local_scalar_is_one_per_work_group():
     np.testing.assert_array_equal(out, np.repeat(x * 2 + 7, 8))
 
 
-def test_a_local_vector_variable_is_refused_at_its_line():
-    src = """__kernel void k(__global float4 *out) {
+def test_a_local_vector_is_one_per_work_group_and_a_local_struct_is_refused():
+    src = """__kernel void k(__global const float4 *x, __global float4 *out) {
         __local float4 v;
-        v = out[0];
-        out[1] = v;
+        if (get_local_id(0) == 0) { v = x[get_group_id(0)]; }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        out[get_global_id(0)] = v;
     }"""
-    with pytest.raises(clsim.KernelCompileError, match=r"kernel.cl:2 in k: a __local variable"):
-        clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (np.zeros(8, np.float32),), jit=False)
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(16 * 4, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (16,), (8,), (x, out), jit=False)
+    np.testing.assert_array_equal(out.reshape(16, 4), np.repeat(x.reshape(2, 4), 8, axis=0))
+    src = """typedef struct { float a; int b; } pair;
+    __kernel void k(__global float *out) {
+        __local pair p;
+        p.a = 1.0f;
+        out[0] = p.a;
+    }"""
+    with pytest.raises(clsim.KernelCompileError, match=r"kernel.cl:3 in k: a __local variable"):
+        clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (np.zeros(1, np.float32),), jit=False)
+
+
+def test_a_constant_condition_keeps_only_the_chosen_side():
+    """ggml's REDUCE_PARTIAL: (LANES == 1u) ? x : reduce(...) with a helper holding a barrier,
+    which may only be called on a line of its own: C evaluates only the chosen side."""
+    src = """#define N 4u
+    float red(float x, local float *t, uint lane) {
+        t[lane] = x; barrier(CLK_LOCAL_MEM_FENCE);
+        float r = t[lane] + t[lane ^ 1]; barrier(CLK_LOCAL_MEM_FENCE); return r; }
+    #define R(x, t, l) ((N == 1u) ? (x) : red((x), (t), (l)))
+    kernel void k(global float *o) {
+        local float t[8]; uint l = get_local_id(0);
+        const float v = R((float)l, t, l);
+        o[l] = v + ((N > 2u) ? 100.0f : 200.0f);
+    }"""
+    assert "v = red(np.float32(l), t, l)" in translate(src).source
+    o = np.zeros(8, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (8,), (8,), (o,), jit=False)
+    assert list(o) == [101, 101, 105, 105, 109, 109, 113, 113]

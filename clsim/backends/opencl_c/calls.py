@@ -116,8 +116,11 @@ def _vector_constructor(p, node, name):
     return f"({name})({', '.join(p.expr(a) for a in node.args)})"
 
 
+_CAST_OPERAND = 14  # C's unary precedence: (T *)(x + k) needs its parentheses
+
+
 def _view(p, node, name):
-    buf = p.expr(node.args[0])
+    buf = p.sub(node.args[0], _CAST_OPERAND)
     t = node.ctype
     qual = {"global": "__global", "constant": "__constant", "local": "__local"}.get(
         t.array.space, "")

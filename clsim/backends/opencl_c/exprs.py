@@ -162,6 +162,11 @@ class ExprPrinter:
             _PRIMARY
 
     def _Subscript(self, node):
+        view = node.value
+        if getattr(view, "component_view", False) and isinstance(node.slice, ast.Constant):
+            pointer = view.args[0]  # view(p + i, T)[k], the rewrite of p[i].sk (places.py)
+            base = self.sub(pointer.left, _PRIMARY)
+            return f"{base}[{self.expr(pointer.right)}].s{node.slice.value:x}", _PRIMARY
         base_t = getattr(node.value, "ctype", None)
         base = self.sub(node.value, _PRIMARY)
         idx = node.slice

@@ -10,12 +10,16 @@ Python does: a bound the body may change is copied first.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from clsim.backends.opencl_c.exprs import ExprPrinter
 from clsim.backends.opencl_c.names import c_name, declaration, literal
 from clsim.compiler import ctypes as ct
+from clsim.compiler.astwalk import walk
 from clsim.compiler.builtins import lookup
 from clsim.compiler.diagnostics import builtin_name, node_error
+from clsim.compiler.vector_arrays import VEC_SUFFIX
+from clsim.compiler.vector_arrays import user_name as vector_array_name
 
 _AUG = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.FloorDiv: "/=",
         ast.Mod: "%=", ast.LShift: "<<=", ast.RShift: ">>=", ast.BitAnd: "&=", ast.BitOr: "|=",
@@ -62,9 +66,13 @@ class FunctionPrinter(ExprPrinter):
                     or name in self.loop_declared:
                 continue
             if isinstance(t, ct.ArrayT) and t.space == "local" and not self.fn.is_kernel:
-                raise node_error(self.fn.body[0], f"'{name}' is a local array in helper "
+                raise node_error(self.fn.body[0], f"'{vector_array_name(name)}' is a local "
+                                 f"array in helper "
                                  f"{self.fn.name}(), which OpenCL C allows only in kernels; "
                                  "pass it in as a parameter")
+            if name.endswith(VEC_SUFFIX):
+                continue  # an array of vectors' storage: declared as the array (below)
+            t = vector_array_type(name, t, self.fn.env)
             if _is_half_type(t):
                 self.unit.require_fp16(None)
             self.unit.note_type(t)
@@ -143,7 +151,7 @@ class FunctionPrinter(ExprPrinter):
         if fill is None:
             return
         t = self.fn.env[target.id]
-        name = c_name(target.id)
+        name = c_name(vector_array_name(target.id))
         how, values = fill
         if how == "start":
             values = [*values, *([0] * (t.shape[0] - len(values)))]
@@ -164,7 +172,7 @@ class FunctionPrinter(ExprPrinter):
             self.emit(f"{flat}[{k}] = {literal(v, t.dtype)};", call if k == 0 else None)
 
     def _vector_set(self, target, call, s):
-        base = c_name(target.id)
+        base = c_name(target.id) if isinstance(target, ast.Name) else self.expr(target)
         value = self.expr(call.args[1])
         if hasattr(call, "vector_components"):
             comps = "".join(f"{c:x}" for c in call.vector_components)
@@ -270,10 +278,20 @@ def _is_half_type(t) -> bool:
     return t == "float16" or (isinstance(t, ct.VecT) and t.dtype == "float16")
 
 
+def vector_array_type(name: str, t, env: dict):
+    """The C array type of an array of vectors (``uint4 qv[8]``): clsim's pointer ``qv``
+    to the storage ``qv__vec`` (flattened: a 2-D one prints as its rows one after another,
+    as its indices are)."""
+    storage = env.get(name + VEC_SUFFIX)
+    if not (isinstance(t, ct.PtrT) and t.base == name + VEC_SUFFIX and storage is not None):
+        return t
+    return replace(storage, dtype=t.view, shape=(storage.shape[0] // t.view.width,))
+
+
 def _name_counts(stmts) -> dict[str, int]:
     counts: dict[str, int] = {}
     for s in stmts:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
                 counts[n.id] = counts.get(n.id, 0) + 1
     return counts
@@ -282,7 +300,7 @@ def _name_counts(stmts) -> dict[str, int]:
 def _assigned(stmts) -> set[str]:
     out = set()
     for s in stmts:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 out.add(n.id)
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):

@@ -17,6 +17,7 @@ from clsim.compiler.module import FuncSpec, Program, helper_env
 from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.vector_arrays import vector_arrays
 from clsim.compiler.frontend import parse
 
 
@@ -50,7 +51,7 @@ def type_kernel(kfn, arg_types: dict, local_size: tuple[int, ...]) -> TypedKerne
     body = copy_written_params(body, arg_types)
     # typing rewrites statements in place (v.x = e becomes v = vector_set(v, e)): on a copy,
     # as module.generate types one, since the parsed tree is cached and shared with it
-    body = clone(body)
+    body = vector_arrays(clone(body), program)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)
     fn = TypedFunction(kfn.name, list(parsed.params), dict(arg_types), body, typer.env,

@@ -26,6 +26,7 @@ from clsim.backends.opencl_c.names import (
 from clsim.backends.opencl_c.stmts import FunctionPrinter
 from clsim.backends.opencl_c.typed import TypedKernel, retype_helper
 from clsim.compiler import ctypes as ct
+from clsim.compiler.astwalk import walk
 from clsim.compiler.builtins import lookup
 from clsim.compiler.diagnostics import builtin_name, node_error
 from clsim.compiler.infer import const_type
@@ -135,7 +136,7 @@ class Unit:
 
     def note_builtins(self, body) -> None:
         for stmt in body:
-            for node in ast.walk(stmt):
+            for node in walk(stmt):
                 name = builtin_name(node)
                 if name is None:
                     continue

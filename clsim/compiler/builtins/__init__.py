@@ -41,6 +41,7 @@ from clsim.compiler.builtins import (
     half,
     images,
     intbits,
+    intdot,
     integer,
     math,
     math_more,
@@ -58,7 +59,7 @@ from clsim.compiler.builtins.entry import FAMILIES, Builtin
 from clsim.compiler.helpers import Helper
 from clsim.compiler.structs import HELPERS as STRUCT_HELPERS
 
-_MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, relational,
+_MODULES = (workitem, math, math_more, math_parts, common, integer, intbits, intdot, relational,
             conversion, conversion_modes, vector, geometric, vector_convert, half, memory,
             memory_async, printf, atomics, atomics_c11, collectives, images)
 

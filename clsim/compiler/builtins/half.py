@@ -110,8 +110,6 @@ F2H_DEPS = (RH, H2F, F2H, F2H_MODE, FMA16, MIX16)
 
 
 def _need_half_buffer(name, call, t):
-    if isinstance(t, ct.PtrT) and t.view is not None:
-        raise node_error(call, f"{name} through a view(...) pointer is not supported yet")
     if not (isinstance(t, ct.ArrayT | ct.PtrT) and t.dtype == "float16"):
         raise node_error(call, f"{name}: the buffer must hold half values (an np.float16 "
                                f"buffer), got {ct.short(t)}")

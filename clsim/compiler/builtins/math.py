@@ -2,6 +2,7 @@
 
 Transcendentals are evaluated in float64 with ``math`` and rounded once to float32: both modes
 call the same libm, so results agree bit for bit and sit well inside OpenCL's ULP bounds.
+float32 ``exp`` is the exception: a vectorisable float64 polynomial (``math_poly``).
 ``native_*`` and ``half_*`` use the same implementation as the full-precision function.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.builtins.math_exact import FMA as _FMA
+from clsim.compiler.builtins.math_poly import FLOAT32 as POLY_FLOAT32
+from clsim.compiler.builtins.math_poly import HELPERS as POLY_HELPERS
 from clsim.compiler.builtins.rules import (
     call_common,
     call_helper,
@@ -85,7 +88,9 @@ def _{name}_{{t}}(x):
         return np.{{t}}(v)
     return np.{{t}}({UNARY[name]})
 """
-    return tuple(helper(f"_{name}_{t}", template.format(t=t), deps) for t in ("float32", "float64"))
+    poly = (POLY_FLOAT32[name], *POLY_HELPERS) if name in POLY_FLOAT32 else ()
+    return (*poly, *(helper(f"_{name}_{t}", template.format(t=t), deps)
+                     for t in ("float32", "float64") if not (poly and t == "float32")))
 
 
 # cbrt from pow and one Newton step, in plain arithmetic: np.cbrt (no-JIT) and libm's cbrt
@@ -157,21 +162,19 @@ def _powr_{t}(x, y):
         return np.{t}(math.nan if abs(b) == math.inf else 1.0)
     return np.{t}(_pow_core(a, b))
 """, ("_pow_core",)) for t in ("float32", "float64"))
+# fmax/fmin as three selects and one return: LLVM if-converts them in a work-item loop, which
+# early returns keep it from doing ("Control flow cannot be substituted for a select").
 _FMAX = _per_type("fmax", """
 def _fmax_{t}(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if a < b else a
+    m = b if a < b else a
+    m = a if b != b else m
+    return b if a != a else m
 """)
 _FMIN = _per_type("fmin", """
 def _fmin_{t}(a, b):
-    if a != a:
-        return b
-    if b != b:
-        return a
-    return b if b < a else a
+    m = b if b < a else a
+    m = a if b != b else m
+    return b if a != a else m
 """)
 # sign(NaN) is 0.0 (OpenCL C 6.15.4); sign(+-0) keeps the zero.
 _SIGN = _per_type("sign", """

@@ -16,6 +16,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.diagnostics import node_error
 from clsim.compiler.structs import struct_of
+from clsim.compiler.vector_arrays import vector_type
 from clsim.compiler.vectors import vector_view
 from clsim.runtime import record as rec
 
@@ -65,15 +66,28 @@ def _declare(name):
     def typing(typer, call):
         if len(call.args) != 2:
             raise node_error(call, f"{name}(shape, dtype) takes a shape and a numpy dtype")
+        hidden = getattr(call, "vector_array", None)
+        if hidden is not None:  # an array of vectors: a pointer to its storage (vector_arrays)
+            storage = typer.env.get(hidden)
+            return None if storage is None else ct.PtrT(hidden, storage,
+                                                        vector_type(call.args[1]))
         dt = getattr(call.args[1], "resolved", None)
         if not dt or dt[0] != "dtype":
             raise node_error(call, f"{name}: the second argument must be a numpy dtype such "
-                                   "as np.float32")
+                                   "as np.float32, or a vector type such as float4")
         shape = typer.program.const_shape(call.args[0], call.loc)
         call.fill = _fill_values(call, shape, dt[1], typer)
         return ct.ArrayT(dt[1], len(shape), space, shape)
 
     return typing
+
+
+def _vector_array_lower(gen, call):
+    """The pointer an array of vectors is: its first vector (vector_arrays)."""
+    if getattr(call, "vector_array", None) is None:
+        raise node_error(call, f"{call.func.resolved[1]}() declares an array: assign it to a name on "
+                               "its own line (a = private_array(n, np.float32))")
+    return gen.const(0, "int64")
 
 
 def _pointer_array(typer, call):
@@ -145,6 +159,8 @@ def _view_typing(typer, call):
         raise node_error(call, "view(x, T, off): x must be a buffer, a pointer into one or "
                                "another view (a struct copy b = x[ib] is a value: view the "
                                "pointer, view(x + ib, T, off))")
+    if getattr(call, "component_view", False) and isinstance(buf.view, ct.VecT):
+        return ct.PtrT(buf.base, buf.array, buf.view.dtype)  # p[i].y in memory (places.py)
     if kind == "dtype" and what != "bool":
         return ct.PtrT(buf.base, buf.array, what)
     if kind == "struct":
@@ -176,9 +192,11 @@ ENTRIES = [
             note="one per work-item, uninitialised; a[k] = p stores a pointer (all into one "
                  "buffer, of one type), a[k][i], a[k] + i use it"),
     Builtin("local_array", FAMILY, typing=_declare("local_array"), varying=True,
+            lower=_vector_array_lower,
             c="__local T a[N]", py="a = local_array(N, np.T)", types="shape: constants",
             note="one per work-group, uninitialised; N may be a tuple"),
     Builtin("private_array", FAMILY, typing=_declare("private_array"), varying=True,
+            lower=_vector_array_lower,
             keywords=("fill",), c="T a[N]", py="a = private_array(N, np.T)",
             types="shape: constants",
             note="one per work-item, uninitialised; fill=0.0 or fill=(a, b) initialises "

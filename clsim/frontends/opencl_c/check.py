@@ -14,18 +14,35 @@ from clsim.frontends.opencl_c.ctype import CType
 from clsim.instruments import registry
 from clsim.runtime.arguments import kernel_arg_types, stored_buffers
 from clsim.runtime.config import LaunchConfig, resolve_device
+from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
 
 
 def sample_args(kernel) -> tuple:
     """One small argument per ``.cl`` parameter, of the type the signature declares."""
     out = []
-    for _name, t in kernel.cl_params:
-        out.append(_sample(kernel, t))
+    for name, t in kernel.cl_params:
+        out.append(_sample(kernel, t, name))
     return tuple(out)
 
 
-def _sample(kernel, t: CType):
+# An image's format, by the builtins the kernel uses on it: the formats ggml's host gives its
+# images (ggml-opencl.cpp: CL_RGBA/CL_FLOAT for read_imagef, CL_R/CL_UNSIGNED_INT32 for
+# read_imageui).
+_IMAGE_FORMATS = {"f": ("RGBA", np.float32), "h": ("RGBA", np.float32),
+                  "ui": ("R", np.uint32), "i": ("R", np.int32)}
+
+
+def _sample_image(kernel, t: CType, name: str) -> Image:
+    suffixes = kernel.image_suffixes.get(name, set())
+    order, dtype = _IMAGE_FORMATS[min(suffixes, default="f")]
+    shape = (4, 4, len(order)) if t.name == "image2d" else (16 * len(order),)
+    return Image(np.zeros(shape, dtype), order, dtype, kind=t.name, access=t.space)
+
+
+def _sample(kernel, t: CType, name: str):
+    if t.kind == "image":
+        return _sample_image(kernel, t, name)
     if t.kind == "scalar":
         return np.dtype(t.name).type(1)
     if t.kind == "pointer" and t.space == "local":

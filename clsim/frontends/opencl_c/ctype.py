@@ -23,11 +23,19 @@ OPENCL_NAMES = {"int8": "char", "uint8": "uchar", "int16": "short", "uint16": "u
                 "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong",
                 "float16": "half", "float32": "float", "float64": "double", "bool": "bool"}
 _SPACES = ("__global", "__local", "__constant", "__private", "__generic")
+# The image types clsim simulates (clsim.Image's kinds and access qualifiers); clang's other
+# image kinds (read_write, 3-D, arrays, depth, MSAA) fall through to "other" and are refused.
+_IMAGES = {K.OCLIMAGE1DBUFFERRO: ("image1d_buffer", "read_only"),
+           K.OCLIMAGE1DBUFFERWO: ("image1d_buffer", "write_only"),
+           K.OCLIMAGE1DRO: ("image1d", "read_only"), K.OCLIMAGE1DWO: ("image1d", "write_only"),
+           K.OCLIMAGE2DRO: ("image2d", "read_only"), K.OCLIMAGE2DWO: ("image2d", "write_only")}
 
 
 @dataclass(frozen=True)
 class CType:
-    """kind: scalar, vector, pointer, array, struct, void, image, other."""
+    """kind: scalar, vector, pointer, array, struct, void, image, sampler, other. An image's
+    name is its clsim.Image kind (image1d_buffer, image1d, image2d), its space the access
+    qualifier (read_only, write_only)."""
 
     kind: str
     name: str = ""               # scalar dtype name, struct name, or what 'other' is
@@ -64,6 +72,10 @@ class CType:
             return f"{self.space} {self.inner} *"
         if self.kind == "array":
             return f"{self.inner}{''.join(f'[{d}]' for d in self.dims)}"
+        if self.kind == "image":
+            return f"{self.space} {self.name}_t"
+        if self.kind == "sampler":
+            return "sampler_t"
         return self.name or self.kind
 
 
@@ -117,9 +129,12 @@ def _ctype(t: ci.Type) -> CType:
         if decl.kind == ci.CursorKind.UNION_DECL:
             return CType("other", "a union")
         return CType("struct", struct_name(decl))
-    spelling = t.spelling
-    if "image" in spelling or "sampler" in spelling:
-        return CType("image", spelling)
+    if kind in _IMAGES:
+        image_kind, access = _IMAGES[kind]
+        return CType("image", image_kind, space=access)
+    if kind == K.OCLSAMPLER:
+        return CType("sampler")
+    spelling = t.spelling.replace("__private ", "")
     if spelling == "event_t":
         return CType("scalar", "int32")
     return CType("other", spelling)

@@ -17,9 +17,11 @@ import numpy as np
 import clsim
 from clsim import api
 from clsim.frontends.opencl_c.ctype import CType, clear_memo, ctype, struct_name
-from clsim.frontends.opencl_c.exprs import CK, Unsupported, children, literal, strip
+from clsim.frontends.opencl_c.exprs import (CK, Unsupported, children, literal, sampler_text,
+                                            sampler_value, site, strip)
 from clsim.frontends.opencl_c.names import Names
 from clsim.frontends.opencl_c.parse import Parsed, evaluate
+from clsim.frontends.opencl_c.selectors import MacroSelectors
 from clsim.frontends.opencl_c.stmts import Line, Statements
 
 _IMPORTABLE = set(api.BUILTIN_NAMES) | {n for n in vars(api) if n.isupper()} | {
@@ -51,9 +53,25 @@ class Translation:
     failures: dict[str, Failure] = field(default_factory=dict)  # function -> why
     kernel_names: list[str] = field(default_factory=list)  # every kernel, translated or not
     cl_text: str = ""  # the .cl file's text, for error messages
+    # (function, image parameter index) -> the image builtins' suffixes used on it ("f", "ui"),
+    # and the helpers' (function, index) it is handed to: what format the host must give it
+    image_uses: dict[tuple[str, int], set] = field(default_factory=dict)
 
     def failure_of(self, kernel: str) -> Failure | None:
         return self.failures.get(kernel)
+
+    def image_suffixes(self, function: str, index: int, seen=None) -> set[str]:
+        """The read/write suffixes (f, h, i, ui) a function's image parameter meets, through
+        the helpers it is passed to."""
+        seen = set() if seen is None else seen
+        out = set()
+        for use in self.image_uses.get((function, index), ()):
+            if isinstance(use, str):
+                out.add(use)
+            elif use not in seen:
+                seen.add(use)
+                out |= self.image_suffixes(*use, seen)
+        return out
 
 
 class ModuleEmitter:
@@ -64,6 +82,8 @@ class ModuleEmitter:
         self.header: list[str] = []
         self.taken: set[str] = set()
         self.func_names: dict[int, str] = {}
+        self.samplers: dict[tuple, str] = {}  # where a sampler's initialiser is -> its name
+        self.macro_selectors = MacroSelectors(parsed.tu)
         self.calls: dict[str, set[str]] = {}
         self.current = ""
         self.return_type = CType("void")
@@ -87,6 +107,34 @@ class ModuleEmitter:
 
     def function_name(self, decl) -> str:
         return self.func_names.get(decl.hash, decl.spelling)
+
+    def declare_sampler(self, var, init, name: str) -> str:
+        """A constant ``sampler_t`` as a module-level int (the image builtins take a sampler
+        only so), under ``name`` or, when that is taken, a fresh one; returns the name."""
+        top, n = name, 1
+        while top in self.taken:
+            n += 1
+            top = f"{name}_{n}"
+        self.taken.add(top)
+        self.samplers[site(init)] = top
+        self.put_top(f"{top} = {sampler_text(var, init)}", var)
+        return top
+
+    def sampler_at(self, cursor) -> str:
+        """The module-level name of the sampler whose initialiser clang put at ``cursor``."""
+        name = self.samplers.get(site(cursor))
+        if name is None:
+            raise Unsupported(cursor, "a sampler that is not a declared constant")
+        return name
+
+    def note_image(self, arg, use) -> None:
+        """``arg`` (an image parameter, by name) meets ``use``: a builtin's suffix or a
+        helper's (name, parameter index)."""
+        ref = strip(arg).referenced if strip(arg).kind == CK.DECL_REF_EXPR else None
+        if ref is None or ref.kind != CK.PARM_DECL or ctype(ref.type).kind != "image":
+            return
+        index = next(i for i, p in enumerate(ref.semantic_parent.get_arguments()) if p == ref)
+        self.t.image_uses.setdefault((self.current, index), set()).add(use)
 
     def check_callable(self, decl, call) -> None:
         self.calls.setdefault(self.current, set()).add(decl.spelling)
@@ -177,6 +225,8 @@ class ModuleEmitter:
             values += [0] * (total - len(values))
             shape = f".reshape({t.dims})" if len(t.dims) > 1 else ""
             self.put_top(f"{c.spelling} = np.array({values!r}, np.{t.inner.name}){shape}", c)
+        elif t.kind == "sampler" and init is not None and sampler_value(init) is not None:
+            self.declare_sampler(c, init, c.spelling)
         elif t.kind == "scalar" and init is not None and evaluate(strip(init)) is not None:
             self.put_top(f"{c.spelling} = {literal(evaluate(strip(init)), t).code}", c)
         else:
@@ -198,9 +248,11 @@ class ModuleEmitter:
         emitter = Statements(self, names)
         try:
             for p_name, t in params:
-                if t.kind in ("image", "other"):
-                    raise Unsupported(c, f"a parameter of type {t} ({p_name})" if t.kind ==
-                                      "other" else f"image parameters ({p_name}: {t})")
+                if t.kind == "other":
+                    raise Unsupported(c, f"a parameter of type {t} ({p_name})")
+                if t.kind == "sampler":  # the image builtins choose code by its bits
+                    raise Unsupported(c, f"a sampler parameter ({p_name}; declare the sampler "
+                                         "as a constant at program scope)")
                 if is_kernel and t.kind == "vector":
                     # the simulator takes scalars: the vector is rebuilt from its components
                     parts = ", ".join(f"{p_name}_s{k:x}" for k in range(t.width))
@@ -209,6 +261,7 @@ class ModuleEmitter:
                     _retype_parameter(emitter, c, p_name, t)
             body = next(k for k in children(c) if k.kind == CK.COMPOUND_STMT)
             emitter.box_locals(body)
+            emitter.find_flat_arrays(body)
             emitter.block(body)
         except Unsupported as exc:
             line = exc.cursor.extent.start.line if exc.cursor is not None else c.location.line

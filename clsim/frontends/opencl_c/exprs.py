@@ -18,17 +18,20 @@ from clsim.frontends.opencl_c.ctype import CType, ctype
 from clsim.frontends.opencl_c.nodes import (  # noqa: F401  (the emitters' shared names)
     _BARE_OK, _NAMED_CONSTANTS, ATOM, BOOL, CK, COMPARE, INT32, INT64, OUT_PARAM_BUILTINS,
     PREC, RENAMED_CALLS, UNARY, Py, Unsupported, _widening_child, children,
-    constant_expression, literal, strip, wrap)
+    constant_expression, literal, sampler_text, sampler_value, site, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
+from clsim.frontends.opencl_c.arrays import FlatArrays
 from clsim.frontends.opencl_c.pointers import PointerExpressions
+from clsim.frontends.opencl_c.selectors import SWIZZLE, is_selector, selector_width
 
 
-class Expressions(PointerExpressions):
+class Expressions(PointerExpressions, FlatArrays):
     """The expression half of a function's emitter; ``names`` maps C names to Python ones."""
 
     def __init__(self, module, names):
         self.module, self.names = module, names
         self.boxed: set[int] = set()  # scalar locals whose address is taken (see box_locals)
+        self.flat: dict[int, tuple[int, ...]] = {}  # arrays declared flat (arrays.py)
         self.table = {
             CK.INTEGER_LITERAL: self.number, CK.FLOATING_LITERAL: self.number,
             CK.CHARACTER_LITERAL: self.number, CK.CXX_UNARY_EXPR: self.number,
@@ -109,6 +112,8 @@ class Expressions(PointerExpressions):
             raise Unsupported(cursor, f"a cast from {py.type} to {to} (use convert_{to}())")
         if to.kind == "pointer":
             return self.pointer_cast(py, to, cursor)
+        if py.type.kind == "pointer" and to.kind == "scalar" and to.name in ("int64", "uint64"):
+            return Py(f"{to.py_name}({py.code})", to)  # (ulong)p: the address
         if to.kind == "void":
             return py
         raise Unsupported(cursor, f"a conversion from {py.type} to {to}")
@@ -144,6 +149,11 @@ class Expressions(PointerExpressions):
             raise Unsupported(cursor, "an implicit expression clang does not expose")
         child = kids[0]
         to, frm = ctype(cursor.type), ctype(child.type)
+        if to.kind == "sampler" and frm.kind == "scalar":  # a constant sampler, at its use
+            return Py(self.module.sampler_at(cursor), to)
+        if frm.kind == "pointer" and frm.inner.kind == "vector" and to != frm and \
+                "->" in self.module.text(cursor):
+            return self.swizzle(cursor, child)  # reg->s0 on a pointer to a vector
         if frm.kind == "vector" and (to != frm):
             if to.kind == "vector" and child.kind not in (CK.UNEXPOSED_EXPR, CK.DECL_REF_EXPR,
                                                           CK.ARRAY_SUBSCRIPT_EXPR,
@@ -151,6 +161,8 @@ class Expressions(PointerExpressions):
                                                           CK.CALL_EXPR):
                 raise Unsupported(cursor, f"an implicit conversion from {frm} to {to}")
             return self.swizzle(cursor, child)
+        if frm.kind == "vector" and is_selector(cursor):
+            return self.swizzle(cursor, child)  # v.wzyx: all components, the same type
         if frm.kind == "array" and to.kind == "pointer":
             py = self.expr(child)  # an array is used as a pointer to its first element
             return Py(py.code, to, py.prec)
@@ -170,11 +182,16 @@ class Expressions(PointerExpressions):
         return self.convert(self.expr(child), to, cursor)
 
     def swizzle(self, cursor, child) -> Py:
-        text = self.module.text(cursor)
+        text = self.module.text(cursor).replace("->", ".")
         component = text.rsplit(".", 1)[-1].strip() if "." in text else ""
-        if not component.isidentifier():
+        if not SWIZZLE.match(component):  # written through a macro
+            component = self.module.macro_selectors.selector(cursor, child)
+        if not SWIZZLE.match(component or "") or \
+                selector_width(component, ctype(child.type)) != max(ctype(cursor.type).width, 1):
             raise Unsupported(cursor, "a vector component access written through a macro")
         base = self.expr(child)
+        if base.type.kind == "pointer":  # p->s0: the vector p points to
+            return Py(f"{wrap(base, ATOM)}[0].{component}", ctype(cursor.type))
         return Py(f"{wrap(base, ATOM)}.{component}", ctype(cursor.type))
 
     # -- operators
@@ -189,7 +206,7 @@ class Expressions(PointerExpressions):
             p = PREC[word]
             return Py(f"{wrap(a, p)} {word} {wrap(b, p + 1)}", BOOL, p)
         if op in ("<<", ">>"):
-            a, b = self.value(left), self.value(right)
+            a, b = self.value(left), self.shift_count(right, ctype(left.type))
         else:  # value() gives each operand its C type, so each side knows the other's
             a, b = self.bare(left, ctype(right.type)), self.bare(right, ctype(left.type))
         t = ctype(cursor.type)
@@ -203,6 +220,23 @@ class Expressions(PointerExpressions):
             op = "//"
         p = PREC[op]
         return Py(f"{wrap(a, p)} {op} {wrap(b, p + 1)}", t, p)
+
+    def shift_count(self, right, left: CType) -> Py:
+        """A vector shift's count in the shifted vector's type: clang types ``v << (uchar)4``
+        on a uchar4 with an int4 count, the Python language wants one type, and OpenCL uses
+        only the count's low log2(bits) bits, which the conversion keeps."""
+        b = self.value(right)
+        if left.kind != "vector" or b.type == left:
+            return b
+        inner = strip(right)
+        if inner.kind == CK.UNEXPOSED_EXPR and len(children(inner)) == 1 and \
+                ctype(children(inner)[0].type).kind == "scalar":  # a splat scalar
+            elem, count = CType("scalar", left.name), children(inner)[0]
+            value = evaluate(count)
+            scalar = literal(int(np.array(value).astype(left.name)), elem) \
+                if isinstance(value, int) else self.convert(self.value(count), elem, right)
+            return Py(f"{left.py_name}({scalar.code})", left)
+        return Py(f"convert_{left.py_name}({b.code})", left)
 
     def unary(self, cursor) -> Py:
         op = unary_op(cursor)
@@ -229,6 +263,9 @@ class Expressions(PointerExpressions):
         raise Unsupported(cursor, f"the unary operator '{op}'")
 
     def subscript(self, cursor) -> Py:
+        flat = self.flat_subscript(cursor)
+        if flat is not None:
+            return flat
         base, index = children(cursor)
         inner = strip(base)
         if inner.kind == CK.UNEXPOSED_EXPR and ctype(inner.type).kind == "pointer" and \
@@ -252,6 +289,9 @@ class Expressions(PointerExpressions):
 
     def conditional(self, cursor) -> Py:
         c, a, b = children(cursor)
+        chosen = evaluate(c) if constant_expression(c) else None
+        if isinstance(chosen, int):  # C evaluates the chosen side only (ggml's REDUCE_PARTIAL)
+            return self.value(a if chosen else b)
         if ctype(c.type).kind == "vector":  # per component, by each component's top bit
             x, y, m = self.value(a), self.value(b), self.value(c)
             return Py(f"select({y.code}, {x.code}, {m.code})", ctype(cursor.type))
@@ -310,10 +350,14 @@ class Expressions(PointerExpressions):
             return Py(f"np.float32({self._field_address(args[1])})", ctype(cursor.type))
         elif callee is not None and callee.is_definition():
             texts = [self.value(a).code for a in args]
+            for index, arg in enumerate(args):  # an image handed on: its reads say its format
+                self.module.note_image(arg, (callee.spelling, index))
         else:
             texts = [self.bare(a).code for a in args]
         result = ctype(cursor.type)
         entry = registry.lookup(name)
+        if name.startswith(("read_image", "write_image")) and args:
+            self.module.note_image(args[0], name.split("_image")[1])  # f, h, i, ui
         if entry is not None and entry.family == "work-item":
             result = INT64  # clsim's ids are long; value() converts to C's size_t/uint
         elif entry is not None and entry.family == "relational" and result == INT32 and \
@@ -325,3 +369,15 @@ class Expressions(PointerExpressions):
         else:
             self.module.use(name)
         return Py(f"{name}({', '.join(texts)})", result)
+
+
+
+
+def _names_components(name: str, width: int, count: int) -> bool:
+    from clsim.compiler.vectors import components
+    from clsim.errors import KernelCompileError
+
+    try:
+        return len(components(name, width, None)) == count
+    except KernelCompileError:
+        return False

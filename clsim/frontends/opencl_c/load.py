@@ -20,15 +20,19 @@ from clsim.errors import InvalidArgumentError, KernelCompileError
 from clsim.frontends.opencl_c.ctype import CType
 from clsim.frontends.opencl_c.emit import Translation, translate_parsed
 from clsim.frontends.opencl_c.parse import parse_cl
+from clsim.runtime.images import Image
 
 
 class ClKernel(KernelFunction):
     """A kernel translated from OpenCL C: its ``.cl`` signature decides how arguments are
     taken (``adapt_args``)."""
 
-    def __init__(self, fn, params: list[tuple[str, CType]], structs: dict, path: str):
+    def __init__(self, fn, params: list[tuple[str, CType]], structs: dict, path: str,
+                 image_suffixes: dict[str, set[str]] | None = None):
         super().__init__(fn, is_kernel=True)
         self.cl_params, self.structs, self.cl_path = params, structs, path
+        # image parameter -> the read/write suffixes used on it (f, h, i, ui)
+        self.image_suffixes = image_suffixes or {}
 
     def adapt_args(self, args) -> tuple:
         if len(args) != len(self.cl_params):
@@ -57,6 +61,8 @@ class ClKernel(KernelFunction):
         return [np.dtype(t.name).type(v) for v in parts[:t.width]]
 
     def _adapt(self, name: str, t: CType, value):
+        if t.kind == "image":
+            return self._image(name, t, value)
         if t.kind == "pointer" and t.space in ("global", "constant") and \
                 isinstance(value, np.ndarray) and value.dtype.fields is None or \
                 t.kind == "pointer" and isinstance(value, np.ndarray) and t.inner.kind == "struct":
@@ -82,6 +88,17 @@ class ClKernel(KernelFunction):
                     argument=name)
             return converted
         return value
+
+    def _image(self, name: str, t: CType, value) -> Image:
+        """An image argument as the .cl declares it: a clsim.Image of the parameter's kind and
+        access (the device side binds it with the same flags, so they must agree)."""
+        if isinstance(value, Image) and (value.kind, value.access) == (t.name, t.space):
+            return value
+        got = repr(value) if isinstance(value, Image) else type(value).__name__
+        raise InvalidArgumentError(
+            f"{self.name}: argument '{name}' is a {t} in the .cl, got {got}; pass "
+            f"clsim.Image(data, order, dtype, kind={t.name!r}, access={t.space!r})",
+            kernel=self.name, argument=name)
 
     def _dtype(self, t: CType):
         if t.kind == "scalar":
@@ -123,8 +140,10 @@ def translated_kernels(translation: Translation) -> dict[str, ClKernel]:
     out = {}
     for name in translation.kernels:
         fn = namespace[name]
-        out[name] = ClKernel(fn.fn, translation.params[name], _structs(namespace),
-                             translation.path)
+        params = translation.params[name]
+        images = {p: translation.image_suffixes(name, i) for i, (p, t) in enumerate(params)
+                  if t.kind == "image"}
+        out[name] = ClKernel(fn.fn, params, _structs(namespace), translation.path, images)
         out[name].line_map = fn.line_map
     return out
 

@@ -11,6 +11,8 @@ import numpy as np
 
 from clsim import api
 from clsim.frontends.opencl_c.ctype import CType, ctype
+from clsim.frontends.opencl_c.parse import evaluate
+from clsim.runtime.images import SAMPLER_CONSTANTS
 
 CK = ci.CursorKind
 ATOM, UNARY, POWER = 14, 12, 13
@@ -130,3 +132,32 @@ def _float_text(value: float, kind) -> str:
 
 def wrap(py: Py, need: int) -> str:
     return py.code if py.prec >= need else f"({py.code})"
+
+
+def sampler_value(init) -> int | None:
+    """The int a ``sampler_t`` initialiser converts (clang types the conversion as the
+    sampler, which it does not evaluate), or None when it is not a constant."""
+    node = strip(init)
+    while ctype(node.type).kind == "sampler" and len(children(node)) == 1:
+        node = strip(children(node)[0])
+    value = evaluate(node)
+    return value if isinstance(value, int) else None
+
+
+def sampler_text(var, init) -> str:
+    """A constant ``sampler_t`` declaration's value as the Python twin's module-level int: the
+    ``CLK_...`` names or-ed as the source spells them after ``=`` (``from clsim import
+    CLK_...``), else its value."""
+    words = [tok.spelling for tok in var.get_tokens()]
+    words = words[words.index("=") + 1:] if "=" in words else []
+    words = words[:words.index(";")] if ";" in words else words
+    if words and all(w in SAMPLER_CONSTANTS or w in "|()" for w in words):
+        return " | ".join(w for w in words if w in SAMPLER_CONSTANTS)
+    return str(sampler_value(init))
+
+
+def site(cursor) -> tuple:
+    """Where a node starts: clang puts a constant sampler's initialiser at each use, so its
+    place names the sampler."""
+    start = cursor.extent.start
+    return (start.file.name if start.file else "", start.line, start.column)

@@ -137,6 +137,11 @@ _lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
 _lib.clang_EvalResult_getAsDouble.argtypes = [ctypes.c_void_p]
 _lib.clang_EvalResult_getAsDouble.restype = ctypes.c_double
 _lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+_lib.clang_getCursorPrintingPolicy.argtypes = [ci.Cursor]
+_lib.clang_getCursorPrintingPolicy.restype = ctypes.c_void_p
+_lib.clang_getCursorPrettyPrinted.argtypes = [ci.Cursor, ctypes.c_void_p]
+_lib.clang_getCursorPrettyPrinted.restype = ci._CXString
+_lib.clang_PrintingPolicy_dispose.argtypes = [ctypes.c_void_p]
 
 
 def _spelling(cx) -> str:
@@ -160,6 +165,16 @@ _POSTFIX = {1, 2}  # CXUnaryOperator_PostInc, _PostDec
 
 def is_postfix(cursor: ci.Cursor) -> bool:
     return _lib.clang_getCursorUnaryOperatorKind(cursor) in _POSTFIX
+
+
+def pretty(cursor: ci.Cursor) -> str:
+    """The expression as clang prints it (macros expanded): what a node means when its source
+    text is a macro's name."""
+    policy = _lib.clang_getCursorPrintingPolicy(cursor)
+    try:
+        return _spelling(_lib.clang_getCursorPrettyPrinted(cursor, policy))
+    finally:
+        _lib.clang_PrintingPolicy_dispose(policy)
 
 
 def evaluate(cursor: ci.Cursor):

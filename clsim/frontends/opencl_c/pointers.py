@@ -92,11 +92,41 @@ class PointerExpressions:
         if target.kind == CK.DECL_REF_EXPR and target.referenced is not None and \
                 target.referenced.hash in self.boxed:
             return Py(self.names.get(target.referenced), t)  # &t: the one-element array
-        if target.kind == CK.MEMBER_REF_EXPR and ctype(target.type).kind == "scalar":
-            pass
+        if target.kind == CK.MEMBER_REF_EXPR and \
+                ctype(target.type).kind in ("scalar", "vector"):
+            field = self.field_view(target, t)
+            if field is not None:
+                return field
         what = "a struct field" if target.kind == CK.MEMBER_REF_EXPR else \
             "a private variable" if target.kind == CK.DECL_REF_EXPR else "this lvalue"
         raise Unsupported(cursor, f"a pointer to {what} (&{self.module.text(child)})")
+
+    def field_view(self, member, t: CType) -> Py | None:
+        """``&x[i].d``, ``&xb->d`` (a scalar or vector field of a record in memory): a view
+        of the field's type at its byte offset in the record, ``view(x + i, np.float16, 0)``."""
+        record = children(member)[0]
+        rt = record.type.get_canonical()
+        if ctype(record.type).kind == "pointer":  # xb->d
+            rec, layout = self.value(record), rt.get_pointee()
+        else:
+            layout, inner = rt, strip(record)
+            if inner.kind == CK.ARRAY_SUBSCRIPT_EXPR:
+                base, index = children(inner)
+                b = self.value(base)
+                if b.type.kind != "pointer":
+                    return None
+                i = self.value(index)
+                rec = Py(f"{wrap(b, PREC['+'])} + {wrap(i, PREC['+'] + 1)}", b.type, PREC["+"])
+            elif inner.kind == CK.UNARY_OPERATOR and unary_op(inner) == "*":
+                rec = self.value(children(inner)[0])
+            else:
+                return None
+        bits = layout.get_offset(member.spelling)
+        if bits < 0 or bits % 8:
+            return None
+        inner_t = t.inner
+        name = inner_t.py_name if inner_t.kind != "scalar" else f"np.{inner_t.name}"
+        return Py(f"view({rec.code}, {name}, {bits // 8})", t)
 
     def _field_address(self, arg) -> str | None:
         target = strip(arg)

@@ -33,7 +33,8 @@ _FEATURES = ("__opencl_subgroup_builtins", "__opencl_c_generic_address_space",
              "__opencl_c_ext_fp32_local_atomic_add", "__opencl_c_ext_fp32_global_atomic_min_max",
              "__opencl_c_ext_fp32_local_atomic_min_max", "__opencl_c_ext_fp64_global_atomic_add",
              "__opencl_c_ext_fp64_local_atomic_add", "__opencl_c_ext_fp64_global_atomic_min_max",
-             "__opencl_c_ext_fp64_local_atomic_min_max")
+             "__opencl_c_ext_fp64_local_atomic_min_max",
+             "__opencl_c_integer_dot_product_input_4x8bit_packed")
 # The extensions clsim simulates, as a device that has them defines them (kernels test the macros
 # and enable them with a pragma, which clang's builtin tables require).
 _EXTENSIONS = ("cl_khr_fp16", "cl_khr_fp64", "cl_khr_subgroups", "cl_intel_required_subgroup_size",
@@ -41,14 +42,10 @@ _EXTENSIONS = ("cl_khr_fp16", "cl_khr_fp64", "cl_khr_subgroups", "cl_intel_requi
                "cl_khr_local_int32_base_atomics", "cl_khr_subgroup_extended_types",
                "cl_khr_subgroup_non_uniform_arithmetic", "cl_khr_subgroup_shuffle",
                "cl_khr_subgroup_shuffle_relative", "cl_khr_subgroup_clustered_reduce",
-               "cl_khr_subgroup_ballot", "cl_khr_subgroup_non_uniform_vote")
+               "cl_khr_subgroup_ballot", "cl_khr_subgroup_non_uniform_vote",
+               "cl_khr_integer_dot_product")
 _SIZES = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "int": 4, "uint": 4,
           "float": 4, "long": 8, "ulong": 8, "double": 8}
-# Sampler bits as opencl-c-base.h has them (images are parsed, then refused by the front end).
-_SAMPLER_BITS = {"CLK_ADDRESS_NONE": 0, "CLK_ADDRESS_CLAMP_TO_EDGE": 2, "CLK_ADDRESS_CLAMP": 4,
-                 "CLK_ADDRESS_REPEAT": 6, "CLK_ADDRESS_MIRRORED_REPEAT": 8,
-                 "CLK_NORMALIZED_COORDS_FALSE": 0, "CLK_NORMALIZED_COORDS_TRUE": 1,
-                 "CLK_FILTER_NEAREST": 0x10, "CLK_FILTER_LINEAR": 0x20}
 # Spelled as calls clang folds, so the front end sees these two by name, not as a value.
 _FLOAT_SPECIALS = {"INFINITY": "__builtin_inff()", "HUGE_VALF": "__builtin_huge_valf()",
                    "NAN": "__builtin_nanf(\"\")"}
@@ -105,6 +102,5 @@ def prelude_text() -> str:
         if name.isupper() and isinstance(value, int | np.generic):
             lines.append(_constant(name, value))
     lines += _as_type_declarations()
-    lines += [f"#define {k} {v}" for k, v in _SAMPLER_BITS.items()]
     lines.append("#define NULL ((void*)0)")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ import clang.cindex as ci
 
 from clsim.frontends.opencl_c.ctype import CType, ctype
 from clsim.frontends.opencl_c.exprs import (ATOM, CK, PREC, Expressions, Py, Unsupported,
-                                            children, literal, strip, wrap)
+                                            children, literal, sampler_value, strip, wrap)
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
 
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="}
@@ -83,20 +83,21 @@ class Statements(Expressions):
                 raise Unsupported(var, f"a local {var.kind.name.lower()}")
 
     def box_locals(self, body) -> None:
-        """Scalar locals whose address is taken (``fill(&t)``) live in a one-element private
-        array, as the Python language passes a private variable by reference; a ``__local``
-        scalar (``__local float s;``, one per work-group) in a one-element local array."""
+        """Scalar and vector locals whose address is taken (``fill(&t)``, ``(uchar *)&v``)
+        live in a one-element private array, as the Python language passes a private
+        variable by reference; a ``__local`` scalar or vector (``__local float s;``, one per
+        work-group) in a one-element local array."""
         for node in body.walk_preorder():
             if node.kind == CK.VAR_DECL and _is_local(node) and \
                     ctype(node.type).kind != "array":
-                if ctype(node.type).kind != "scalar":
+                if ctype(node.type).kind not in ("scalar", "vector"):
                     raise Unsupported(node, f"a __local variable of type {ctype(node.type)}")
                 self.boxed.add(node.hash)
             if node.kind == CK.UNARY_OPERATOR and unary_op(node) == "&":
                 target = strip(children(node)[0])
                 ref = target.referenced if target.kind == CK.DECL_REF_EXPR else None
                 if ref is not None and ref.kind == CK.VAR_DECL and \
-                        ctype(ref.type).kind == "scalar":
+                        ctype(ref.type).kind in ("scalar", "vector"):
                     self.boxed.add(ref.hash)
 
     def var_decl(self, var) -> None:
@@ -108,15 +109,17 @@ class Statements(Expressions):
         name = self.names.declare(var, t)
         if var.hash in self.boxed and _is_local(var):  # OpenCL allows no initialiser here
             self.module.use("local_array")
-            self.put(f"{name} = local_array(1, np.{t.name})", var)
+            self.put(f"{name} = local_array(1, {t.py_name})", var)
             return
         if var.hash in self.boxed:
             self.module.use("private_array")
             fill = f", fill=({self.typed(init, t).code},)" if init is not None else ""
-            self.put(f"{name} = private_array(1, np.{t.name}{fill})", var)
+            self.put(f"{name} = private_array(1, {t.py_name}{fill})", var)
             return
         if t.kind == "array":
             return self.array_decl(var, name, t, init)
+        if t.kind == "sampler":
+            return self.sampler_decl(var, name, init)
         if t.kind in ("other", "image"):
             raise Unsupported(var, f"a variable of type {t}")
         if init is None:
@@ -129,6 +132,13 @@ class Statements(Expressions):
             self.put(f"{name} = {zero.code}", var)
             return
         self.put(f"{name} = {self.typed(init, t).code}", var)
+
+    def sampler_decl(self, var, name: str, init) -> None:
+        """``const sampler_t s = CLK_...;`` in a function: a module-level constant, as the
+        image builtins take a sampler."""
+        if init is None or sampler_value(init) is None:
+            raise Unsupported(var, "a sampler that is not a compile-time constant")
+        self.names.by_decl[var.hash] = self.module.declare_sampler(var, init, name)
 
     def typed(self, cursor, t: CType) -> Py:
         """``cursor``'s value as exactly ``t`` (a bare literal only where Python's type of it
@@ -151,7 +161,7 @@ class Statements(Expressions):
         if elem.kind not in ("scalar", "vector"):
             raise Unsupported(var, f"an array of {elem}")
         dtype = f"np.{elem.name}" if elem.kind == "scalar" else elem.py_name
-        shape = str(t.dims[0]) if len(t.dims) == 1 else str(t.dims)
+        shape = self.array_shape(var, t)
         space = ctype(var.type)
         if _is_local(var):
             if init is not None:
@@ -164,8 +174,10 @@ class Statements(Expressions):
         if init is None:
             self.put(f"{name} = private_array({shape}, {dtype})", var)
             return
-        if len(t.dims) != 1 or init.kind != CK.INIT_LIST_EXPR:
+        if init.kind != CK.INIT_LIST_EXPR:
             raise Unsupported(var, "this array initialiser")
+        if len(t.dims) > 1:
+            return self.array_init_nd(var, name, t, init)
         items = children(init)
         values = [evaluate(strip(k)) for k in items]
         if elem.kind == "scalar" and all(v is not None for v in values):
@@ -394,6 +406,8 @@ def for_parts(cursor):
     kids = iter(children(cursor))
     parts = [next(kids) if p else None for p in present]
     return (*parts, next(kids))
+
+
 
 
 def _has_initialiser(var) -> bool:

@@ -1,0 +1,70 @@
+"""Work-item loops whose error checks wait for the loop's end (clsim/compiler/pure_loops.py),
+and work-item ids read again instead of from context arrays (clsim/compiler/remat.py): the
+same buffers and the same first error as checking after every access."""
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_local_id, kernel, local_array
+
+
+@kernel
+def row_sums(x, out, n):
+    lid = get_local_id(0)
+    acc = 0.0
+    for k in range(n):
+        acc += x[lid * 4 + k]  # work-item 1 reads past the end at k = 3 when n = 5
+    out[lid] = acc
+
+
+@kernel
+def copy_rows(x, y, n):
+    lid = get_local_id(0)
+    for k in range(n):
+        y[lid * n + k] = x[lid + k * 3]  # a store in the loop: not pure
+
+
+@kernel
+def lid_after_barrier(x, y):
+    lid = get_local_id(0)
+    scratch = local_array(64, np.float32)
+    scratch[lid] = x[lid]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[lid] = scratch[63 - lid] + lid
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_the_first_failing_load_of_a_pure_loop_is_reported(jit):
+    """Work-item 0 fails at index 8 (k = 3 of 5 over 8 elements); work-item 1 would fail
+    first at index 8 too, but work-item 0 is first: its index and id are reported, and no
+    output is written (the group stopped before its store)."""
+    x = np.arange(8, dtype=np.float32)
+    out = np.full(2, -1.0, np.float32)
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(row_sums, (2,), (2,), (x, out, np.int32(9)), jit=jit)
+    assert (info.value.buffer, info.value.index, info.value.gid) == ("x", 8, (0,))
+    assert (out == -1.0).all()
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_loop_storing_to_a_buffer_stops_at_its_failing_load(jit):
+    """copy_rows stores while it loads: the stores before the failing load happen, none
+    after its statement (x has 7 elements; work-item 0 reads x[0], x[3], x[6], then x[9]
+    fails; that statement's store still writes the safe index's value, as the engine's
+    per-statement check always did)."""
+    x = np.arange(7, dtype=np.float32)
+    y = np.full(10, -1.0, np.float32)
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(copy_rows, (2,), (2,), (x, y, np.int32(5)), jit=jit)
+    assert (info.value.index, info.value.gid) == (9, (0,))
+    assert y.tolist() == [0.0, 3.0, 6.0, 0.0] + [-1.0] * 6
+
+
+def test_a_local_id_read_after_a_barrier_has_no_context_array():
+    """lid is read in the region after the barrier as the id itself, with the same result."""
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    result = clsim.run(lid_after_barrier, (64,), (64,), (x, y))
+    assert np.array_equal(y, x[::-1] + np.arange(64, dtype=np.float32))
+    assert "v_lid__c" not in open(result.module_path).read()
