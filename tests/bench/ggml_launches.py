@@ -359,10 +359,44 @@ def gemm_img_q4_0(rng, m=4096, k=4096, n=8) -> Launch:
                   "eps); any fusion (-cl-mad-enable) changes those roundings", scale)
 
 
+def flash_attn_q1_local_tile(rng, d=128, n_kv=512, heads=32, kv_heads=8) -> Launch:
+    """Decode flash attention (one query token), Adreno's path for DK = DV = 128
+    (flash_attn_f32_f16_q1_local_tile): Q f32, K/V f16 caches, an f16 mask row and sinks;
+    global (128, heads, 1), local (128, 1, 1); the program built with the F32_F16 variant's
+    -D options (BLOCK_M/N from fa_tune.h are not in the folder: 32). GQA 4 (Llama-3 8B)."""
+    q = rng.standard_normal((heads, 1, d)).astype(np.float32)
+    k = rng.standard_normal((kv_heads, n_kv, d)).astype(np.float16)
+    v = rng.standard_normal((kv_heads, n_kv, d)).astype(np.float16)
+    o = np.zeros((1, heads, d), np.float32)
+    mask = np.zeros((1, n_kv), np.float16)
+    mask[0, -7:] = -np.inf  # the cache's unused tail
+    sinks = rng.standard_normal(heads).astype(np.float32)
+    qrow, krow = d * 4, d * 2
+    args = [q, u64(0), k, u64(0), v, u64(0), o, u64(0), f32(1 / np.sqrt(d)), i32(1), i32(n_kv),
+            i32(0), i32(heads), u64(qrow), u64(qrow), u64(qrow * heads), u64(krow),
+            u64(krow * n_kv), u64(krow * n_kv * kv_heads), u64(krow), u64(krow * n_kv),
+            u64(krow * n_kv * kv_heads), u64(qrow), u64(qrow * heads), u64(qrow * heads),
+            f32(0.0), f32(1.0), f32(1.0), i32(32), f32(0.0), i32(kv_heads), mask, u64(0),
+            u64(n_kv * 2), u64(0), u64(0), i32(1), i32(1), sinks, u64(0)]
+    # o is a weighted mean of V's rows: its error scales with max |v| (native_exp's relative
+    # error on the weights: the implementation's, taken as half_exp's 8192 ULP bound); the
+    # dot products are a fixed local-memory tree on both sides.
+    scale = np.broadcast_to(np.abs(v.astype(np.float32)).max(axis=1)[None, :, :]
+                            .repeat(heads // kv_heads, axis=1), o.shape)
+    defines = f"-D DK={d} -D DV={d} -D BLOCK_M=32 -D BLOCK_N=32 -D FA_K_LDS_T"
+    return Launch("flash_attn_f32_f16.cl", "flash_attn_f32_f16_q1_local_tile",
+                  (128, heads, 1), (128, 1, 1), args, 6,
+                  f"decode: {heads} heads (GQA {heads // kv_heads}), {n_kv} keys x {d}",
+                  {"ggml": _mag(2 * 8192 + 16), "plain": _mag(2 * 8192 + 16)},
+                  "native_exp's error on the softmax weights (implementation-defined)",
+                  scale, "max\\|v\\|", defines)
+
+
 CASES = {
     "soft_max": soft_max, "rms_norm": rms_norm, "norm": norm, "rope_norm": rope_norm,
     "mul_mv_f32": mul_mv_f32, "mul_mv_f16": mul_mv_f16, "mul_mv_q4_0": mul_mv_q4_0,
     "mul_mv_q8_0": mul_mv_q8_0_flat, "mul_mv_q6_K": mul_mv_q6_K, "get_rows": get_rows_f16,
     "convert_q4_0": convert_q4_0, "gemv_image": gemv_img_y8_gqa,
-    "gemm_image": gemm_img_q4_0, "flash_attn": flash_attn_f32,
+    "gemm_image": gemm_img_q4_0, "flash_attn_q1": flash_attn_q1_local_tile,
+    "flash_attn": flash_attn_f32,
 }

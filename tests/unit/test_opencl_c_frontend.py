@@ -214,6 +214,44 @@ def test_null_pointer_parameter():
     assert x[0] == 3.0
 
 
+def test_a_local_scalar_is_one_per_work_group():
+    """`__local float s;` (ggml's flash attention broadcasts a score this way): one variable
+    the group shares, written by one work-item and read by all after the barrier; a private
+    copy per work-item would leave the others reading 0."""
+    src = """__kernel void k(__global const float *x, __global float *out) {
+        __local float shared;
+        __local int count;
+        if (get_local_id(0) == 0) { shared = x[get_group_id(0)] * 2.0f; count = 7; }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        out[get_global_id(0)] = shared + count;
+    }"""
+    x = np.array([1.5, -3.0], np.float32)
+    out = np.zeros(16, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (16,), (8,), (x, out), jit=False, checks="all")
+    np.testing.assert_array_equal(out, np.repeat(x * 2 + 7, 8))
+
+
+def test_a_local_vector_is_one_per_work_group_and_a_local_struct_is_refused():
+    src = """__kernel void k(__global const float4 *x, __global float4 *out) {
+        __local float4 v;
+        if (get_local_id(0) == 0) { v = x[get_group_id(0)]; }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        out[get_global_id(0)] = v;
+    }"""
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(16 * 4, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (16,), (8,), (x, out), jit=False)
+    np.testing.assert_array_equal(out.reshape(16, 4), np.repeat(x.reshape(2, 4), 8, axis=0))
+    src = """typedef struct { float a; int b; } pair;
+    __kernel void k(__global float *out) {
+        __local pair p;
+        p.a = 1.0f;
+        out[0] = p.a;
+    }"""
+    with pytest.raises(clsim.KernelCompileError, match=r"kernel.cl:3 in k: a __local variable"):
+        clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (np.zeros(1, np.float32),), jit=False)
+
+
 def test_a_constant_condition_keeps_only_the_chosen_side():
     """ggml's REDUCE_PARTIAL: (LANES == 1u) ? x : reduce(...) with a helper holding a barrier,
     which may only be called on a line of its own: C evaluates only the chosen side."""

@@ -86,8 +86,14 @@ class Statements(Expressions):
     def box_locals(self, body) -> None:
         """Scalar and vector locals whose address is taken (``fill(&t)``, ``(uchar *)&v``)
         live in a one-element private array, as the Python language passes a private
-        variable by reference."""
+        variable by reference; a ``__local`` scalar or vector (``__local float s;``, one per
+        work-group) in a one-element local array."""
         for node in body.walk_preorder():
+            if node.kind == CK.VAR_DECL and _is_local(node) and \
+                    ctype(node.type).kind != "array":
+                if ctype(node.type).kind not in ("scalar", "vector"):
+                    raise Unsupported(node, f"a __local variable of type {ctype(node.type)}")
+                self.boxed.add(node.hash)
             if node.kind == CK.UNARY_OPERATOR and unary_op(node) == "&":
                 target = strip(children(node)[0])
                 ref = target.referenced if target.kind == CK.DECL_REF_EXPR else None
@@ -102,6 +108,10 @@ class Statements(Expressions):
         kids = [k for k in children(var) if k.kind != CK.TYPE_REF]
         init = kids[-1] if kids and _has_initialiser(var) else None
         name = self.names.declare(var, t)
+        if var.hash in self.boxed and _is_local(var):  # OpenCL allows no initialiser here
+            self.module.use("local_array")
+            self.put(f"{name} = local_array(1, {t.py_name})", var)
+            return
         if var.hash in self.boxed:
             self.module.use("private_array")
             fill = f", fill=({self.typed(init, t).code},)" if init is not None else ""
@@ -154,8 +164,7 @@ class Statements(Expressions):
         dtype = f"np.{elem.name}" if elem.kind == "scalar" else elem.py_name
         shape = self.array_shape(var, t)
         space = ctype(var.type)
-        is_local = "__local" in var.type.spelling
-        if is_local:
+        if _is_local(var):
             if init is not None:
                 raise Unsupported(var, "an initialised local array")
             self.put(f"{name} = local_array({shape}, {dtype})", var)
@@ -500,3 +509,8 @@ def _has_continue(body, kinds=(CK.CONTINUE_STMT,)) -> bool:
 
 
 __all__ = ["ATOM", "Line", "Py", "Statements"]
+
+
+def _is_local(var) -> bool:
+    """A variable in the __local address space (clang spells it in the type)."""
+    return "__local" in var.type.spelling
