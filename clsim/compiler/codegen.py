@@ -21,6 +21,7 @@ from clsim.compiler.builtin_emit import BuiltinStatements
 from clsim.compiler.diagnostics import builtin_name, compile_error
 from clsim.compiler.emit_expr import ExprEmitter
 from clsim.compiler.infer import _OPS, binop_type
+from clsim.compiler.lane_emit import LaneMajorFlow
 from clsim.compiler.loopvars import has_own_break
 from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.places import is_field
@@ -30,7 +31,7 @@ from clsim.compiler.structs import StructT
 from clsim.runtime import record as rec
 
 
-class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
+class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements):
     """Emits one function body (the work-group function or a helper)."""
 
     def __init__(self, module, storage: dict[str, str], env: dict, *, in_group_fn: bool,
@@ -109,6 +110,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         kind = self.storage.get(name, "local")
         if kind == "remat":  # a work-item id, computed again (remat.py)
             return self.typed(self.remat[name], self.env[name])
+        if kind == "lane":  # a private of a lane-major region (lane_emit.py)
+            return f"_ln_{name}[_lid]"
         if kind == "ctx":
             t = self.env.get(name)
             if isinstance(t, ct.VecT):  # a vector context array is (local size, width)
@@ -120,6 +123,8 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
     def write_var(self, name: str) -> str:
         if self.storage.get(name) == "remat":
             return f"v_{name}"
+        if self.storage.get(name) == "lane":
+            return f"_ln_{name}[_lid]"
         if self.storage.get(name) == "ctx" and isinstance(self.env.get(name), ct.VecT):
             return f"v_{name}__c[{self.lid_code()}]"
         return self.read_var(name)
@@ -410,6 +415,14 @@ class FunctionEmitter(MaskedFlow, ExprEmitter, BuiltinStatements):
         self.module.on_region_start(self)
 
     def g_Region(self, item: Region):
+        self.in_wi = True
+        lanes = self.lane_plan(item.stmts)
+        if lanes is not None:
+            self.lane_region(item, lanes, self._scalar_region)
+            return
+        self._scalar_region(item)
+
+    def _scalar_region(self, item: Region):
         self.in_wi = True
         self.wi_loop_header(item.ue)
         self.stmts_wi(item.stmts)

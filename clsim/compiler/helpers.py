@@ -44,10 +44,14 @@ class Helper:
     name: str
     source: str
     deps: tuple[str, ...] = ()
+    # inlined at Numba's level into its caller (njit(inline="always")): LLVM's loop vectoriser
+    # runs before LLVM inlines a called Numba function, so a call left in a work-item loop
+    # keeps it scalar ("call instruction cannot be vectorized"). Costs compile time per call.
+    inline: bool = False
 
 
-def helper(name: str, source: str, deps: tuple[str, ...] = ()) -> Helper:
-    return Helper(name, source.strip("\n"), deps)
+def helper(name: str, source: str, deps: tuple[str, ...] = (), inline: bool = False) -> Helper:
+    return Helper(name, source.strip("\n"), deps, inline)
 
 
 # The engine's own helpers (conversions, bounds, division); builtins carry theirs in the table.

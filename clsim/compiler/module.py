@@ -459,6 +459,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     storage.update(dict.fromkeys(aliases, "remat"))
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
     gen.remat = aliases
+    gen.analysis = analysis  # uniformity, for regions run lane-major (lane_emit.py)
     gen.bounds_checks = config.bounds
     gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
     gen.emit("_NL = _L0 * _L1 * _L2")

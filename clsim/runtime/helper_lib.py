@@ -2289,7 +2289,8 @@ def _exp2_float64(x):
 def _exp_poly64(v):
     w = v if v > -150.0 else -150.0
     w = w if w < 150.0 else 150.0
-    n = (w * 1.4426950408889634 + 6755399441055744.0) - 6755399441055744.0
+    shifted = w * 1.4426950408889634 + 6755399441055744.0
+    n = shifted - 6755399441055744.0
     r = (w - n * 0.6931471803691238) - n * 1.9082149292705877e-10
     p = 1.6059043836821613e-10
     p = p * r + 2.08767569878681e-09
@@ -2305,8 +2306,8 @@ def _exp_poly64(v):
     p = p * r + 0.5
     p = p * r + 1.0
     p = p * r + 1.0
-    scale = _bitcast_float64(np.int64((np.int64(n) + np.int64(1023)) << np.int64(52)))
-    return v if v != v else p * scale
+    bits = _bitcast_int64(shifted) - np.int64(4843621399236968448) + np.int64(1023)
+    return v if v != v else p * _bitcast_float64(np.int64(bits << np.int64(52)))
 
 
 def _exp_float32(x):
@@ -5741,4 +5742,17 @@ DEPS = {
     '_sub_sat_uint8': ('_bits_uint8', '_frombits_uint8'),
     '_tanpi_float32': ('_cospi_core', '_sinpi_core'),
     '_tanpi_float64': ('_cospi_core', '_sinpi_core'),
+}
+
+
+# Inlined into their callers by Numba (Helper.inline).
+INLINE = {
+    '_exp_float32',
+    '_exp_poly64',
+    '_fmax_float32',
+    '_fmax_float64',
+    '_fmin_float32',
+    '_fmin_float64',
+    '_max',
+    '_min',
 }

@@ -18,6 +18,10 @@ from clsim.runtime import helper_lib
 
 # The generated kernels' own functions are decorated alike (clsim.compiler.module).
 _jit = njit(cache=True, error_model="numpy", fastmath=False, nogil=True)
+# Hot branch-free helpers (exp, fmax...) are inlined by Numba so that LLVM vectorises the
+# work-item loops calling them (clsim.compiler.helpers.Helper.inline).
+_jit_inline = njit(cache=True, error_model="numpy", fastmath=False, nogil=True,
+                   inline="always")
 _LOCK = threading.Lock()  # two threads compiling kernels must not decorate one helper twice
 _DONE: set[str] = set()
 
@@ -28,7 +32,8 @@ def _make(name: str) -> None:
     _DONE.add(name)
     for dep in helper_lib.DEPS.get(name, ()):
         _make(dep)
-    setattr(helper_lib, name, _jit(getattr(helper_lib, name)))
+    deco = _jit_inline if name in helper_lib.INLINE else _jit
+    setattr(helper_lib, name, deco(getattr(helper_lib, name)))
 
 
 def use(*names: str) -> tuple:

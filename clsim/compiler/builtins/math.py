@@ -74,9 +74,10 @@ _UNARY_FLOP = {"sqrt": "sqrt", "rsqrt": "sqrt", "fabs": "add", "floor": "add", "
                "trunc": "add"}
 
 
-def _per_type(stem: str, template: str) -> tuple:
+def _per_type(stem: str, template: str, inline: bool = False) -> tuple:
     """The float32 and float64 helpers ``_STEM_T`` made from ``template`` ({t} is the type)."""
-    return tuple(helper(f"_{stem}_{t}", template.format(t=t)) for t in ("float32", "float64"))
+    return tuple(helper(f"_{stem}_{t}", template.format(t=t), inline=inline)
+                 for t in ("float32", "float64"))
 
 
 def unary_helpers(name: str) -> tuple:
@@ -169,13 +170,13 @@ def _fmax_{t}(a, b):
     m = b if a < b else a
     m = a if b != b else m
     return b if a != a else m
-""")
+""", inline=True)
 _FMIN = _per_type("fmin", """
 def _fmin_{t}(a, b):
     m = b if b < a else a
     m = a if b != b else m
     return b if a != a else m
-""")
+""", inline=True)
 # sign(NaN) is 0.0 (OpenCL C 6.15.4); sign(+-0) keeps the zero.
 _SIGN = _per_type("sign", """
 def _sign_{t}(x):
@@ -207,8 +208,8 @@ def _copysign_{t}(x, y):
     magnitude = _bitcast_{u}(np.{t}(x)) & np.{u}({magnitude})
     return _bitcast_{t}(np.{u}(magnitude | (_bitcast_{u}(np.{t}(y)) & np.{u}({sign}))))
 """)
-MIN = helper("_min", "def _min(a, b):\n    return b if b < a else a")
-MAX = helper("_max", "def _max(a, b):\n    return b if a < b else a")
+MIN = helper("_min", "def _min(a, b):\n    return b if b < a else a", inline=True)
+MAX = helper("_max", "def _max(a, b):\n    return b if a < b else a", inline=True)
 _CLAMP = helper("_clamp", "def _clamp(x, lo, hi):\n    m = lo if x < lo else x\n"
                           "    return hi if hi < m else m")
 # Float clamp is fmin(fmax(x, lo), hi) (OpenCL C 6.15.4): clamp(NaN, -1, 1) is -1 on devices.

@@ -1,0 +1,132 @@
+"""Emitting a region lane-major (the plan and why it is exact: ``lane_major``).
+
+A mixin of ``codegen.FunctionEmitter``. The region's uniform range and index bounds are
+computed at group level; when every index is inside its buffer, the region runs as
+``for _lid: S1``, ``for k: for _lid in range(lanes): L`` with no checks, ``for _lid: S2``;
+otherwise as the usual ``for _lid`` loop, which finds and reports the first failing
+work-item.
+"""
+
+from __future__ import annotations
+
+from clsim.compiler import ctypes as ct
+from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
+
+
+class LaneMajorFlow:
+    """Mixin of ``codegen.FunctionEmitter``: regions run lane-major."""
+
+    def lane_plan(self, stmts) -> LanePlan | PrefixPlan | None:
+        module = self.module
+        if (not self.in_group_fn or module.instruments or module.has_exit or self.masks
+                or module.work_dim != 1 or getattr(self, "analysis", None) is None):
+            return None
+        aliases = {name for name, call in self.remat.items()
+                   if call.func.resolved[1] == "get_local_id"}
+        return plan(stmts, self.analysis, self.storage, self.env, aliases)
+
+    def _group_int(self, node) -> str:
+        self.in_wi = False
+        try:
+            return self.typed(node, "int64")
+        finally:
+            self.in_wi = True
+
+    def lane_region(self, item, lp, scalar_region) -> None:
+        if isinstance(lp, PrefixPlan):
+            self._prefix_region(item, lp, scalar_region)
+            return
+        k = next(self.counter)
+        u, s, t, n = f"_lmU{k}", f"_lmS{k}", f"_lmT{k}", f"_lmN{k}"
+        trips, ok, top = f"_lmK{k}", f"_lmok{k}", f"_lmhi{k}"
+        args = lp.loop.iter.args
+        self.emit(f"{u} = {self._group_int(lp.start) if lp.start is not None else '0'}")
+        self.emit(f"{s} = {self._group_int(args[1])}\n{t} = {self._group_int(args[2])}")
+        self.emit(f"{n} = {s} - {u}")
+        # lanes sharing elements (step below the group size) would store in another order
+        least = "_NL" if lp.stores else "1"
+        self.emit(f"{ok} = {t} >= {least}")
+        self.emit(f"{trips} = ({n} + {t} - 1) // {t} if {ok} and {n} > 0 else 0")
+        self.emit(f"if {trips} > 0:")
+        with self.indented():
+            last = f"_lmL{k}"
+            self.emit(f"{last} = {n} - ({trips} - 1) * {t}")
+            self.emit(f"{top} = {u} + ({trips} - 1) * {t} + "
+                      f"({last} if {last} < _NL else _NL) - 1")
+            for buffer, offset, _node in lp.accesses:
+                p = self._group_int(offset) if offset is not None else "0"
+                length = f"v_{buffer}.shape[0]"
+                self.emit(f"{ok} = {ok} and {p} + {u} >= 0 and {p} + {top} < {length}")
+        self.emit(f"if {ok}:")
+        with self.indented():
+            self._lane_body(lp, k, u, t, n, trips)
+        self.emit("else:")
+        with self.indented():
+            scalar_region(item)
+
+    def _prefix_region(self, item, lp: PrefixPlan, scalar_region) -> None:
+        """``if lid < X``: lanes 0 .. min(X, group size) - 1 run the body, unchecked when
+        every ``lid + P`` index of the body is inside its buffer for those lanes."""
+        k = next(self.counter)
+        m, ok = f"_lpm{k}", f"_lpok{k}"
+        self.emit(f"{m} = {self._group_int(lp.bound)}")
+        self.emit(f"{m} = _NL if _NL < {m} else {m}\n{m} = 0 if {m} < 0 else {m}")
+        self.emit(f"{ok} = True")
+        for buffer, offset, _node in lp.accesses:
+            p = self._group_int(offset) if offset is not None else "0"
+            self.emit(f"{ok} = {ok} and ({m} == 0 or ({p} >= 0 and "
+                      f"{p} + {m} - 1 < v_{buffer}.shape[0]))")
+        self.emit(f"if {ok}:")
+        with self.indented():
+            saved = self._lane_storage(lp.lanes)
+            saved_checks, self.bounds_checks = self.bounds_checks, False
+            try:
+                self._lane_loop(m, lp.body)
+            finally:
+                self.bounds_checks = saved_checks
+                self.storage.update(saved)
+        self.emit("else:")
+        with self.indented():
+            scalar_region(item)
+
+    def _lane_storage(self, names) -> dict:
+        """Hold ``names`` in per-lane arrays (allocated per thread); the old storage back."""
+        saved = {name: self.storage.get(name, "local") for name in names}
+        for name in names:
+            dtype = self.env[name]
+            dtype = "bool_" if dtype == "bool" else ct.register_dtype(dtype)
+            line = f"_ln_{name} = {self.module.empty(self.module.nl_max, dtype)}"
+            if line not in self.allocs:
+                self.alloc(line)
+            self.storage[name] = "lane"
+        return saved
+
+    def _lane_body(self, lp: LanePlan, k: int, u: str, t: str, n: str, trips: str) -> None:
+        saved = self._lane_storage(lp.lanes)
+        try:
+            if lp.before:
+                self._lane_loop("_NL", lp.before)
+            c = lp.loop.target.id
+            self.emit(f"for _lk{k} in range({trips}):")
+            with self.indented():
+                self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
+                self.emit(f"_lmm{k} = {n} - _lk{k} * {t}")
+                self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
+                saved_checks, self.bounds_checks = self.bounds_checks, False
+                try:
+                    self._lane_loop(f"_lmm{k}", lp.loop.body, first=(
+                        f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"))
+                finally:
+                    self.bounds_checks = saved_checks
+            if lp.after:
+                self._lane_loop("_NL", lp.after)
+        finally:
+            self.storage.update(saved)
+
+    def _lane_loop(self, count: str, stmts, first: str | None = None) -> None:
+        self.emit(f"for _lid in range({count}):")
+        with self.indented():
+            self.emit(self.module.id_decode)
+            if first is not None:
+                self.emit(first)
+            self.stmts_wi(stmts)

@@ -1,0 +1,240 @@
+"""Which regions run lane-major: the kernel's loop outside, the work-items innermost.
+
+clsim runs a region as ``for _lid: <the work-item's statements>``; a work-item's own loop
+``for c in range(lid, n, wg)`` is then inside, strided by the group size in memory, and LLVM
+cannot vectorise across work-items. A region of the shape
+
+    S1: privates assigned from values no access can fail on (constants, ids, uniform values,
+        a local array at a constant index inside its shape)
+    L:  for c in range(lid + U, stop, step): privates updated from loads, or a store
+        ``buf[P + c] = ...``, every index ``P + c`` with ``P``, ``U``, ``stop``, ``step``
+        uniform (the same for the whole group)
+    S2: anything (none when L stores)
+
+runs as ``for _lid: S1``, then ``for k: for _lid in range(lanes still in the loop): L's body
+with c = U + k * step + _lid`` (contiguous lanes: what LLVM widens), then ``for _lid: S2``,
+with privates as per-lane arrays. Each work-item's operations keep their order, so results
+are bit-identical. Before the region every index's whole range (``P + U`` to ``P`` plus the
+largest ``c``) is checked once; if any could fail, or step is below the group size when L
+stores (lanes would share elements), the region runs the usual way, which reports the first
+failing work-item as always. Nothing outside S2 can fail otherwise, so nothing observable
+happens in another order than the work-item order.
+
+Not here: emitting the form (``lane_emit``); regions of other shapes keep the usual form.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from clsim.compiler import builtins as table
+from clsim.compiler import ctypes as ct
+from clsim.compiler.diagnostics import builtin_name
+
+_PURE_FAMILIES = frozenset({"math", "conversion", "relational"})
+_INT_FAILING = (ast.Div, ast.FloorDiv, ast.Mod)  # integer division records an error
+
+
+@dataclass(frozen=True)
+class LanePlan:
+    """A region run lane-major: its parts and the accesses whose range is checked first."""
+
+    before: list  # S1
+    loop: ast.For  # L
+    after: list  # S2
+    start: ast.AST | None  # U (None: 0)
+    accesses: list  # (buffer name, P node or None, Subscript node) of L's loads and stores
+    stores: bool
+    lanes: tuple[str, ...]  # privates held in per-lane arrays
+
+
+class _Refuse(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class PrefixPlan:
+    """A region ``if lid < X: <body>`` (X uniform): only lanes below X run its body."""
+
+    bound: ast.AST  # X
+    body: list
+    accesses: list  # (buffer name, P node or None, Subscript node): index lid + P
+    lanes: tuple[str, ...]
+
+
+def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str]
+         ) -> LanePlan | PrefixPlan | None:
+    """The lane-major plan of a region's statements, or None when it has another shape."""
+    if len(stmts) == 1 and isinstance(stmts[0], ast.If):
+        return _prefix_plan(stmts[0], analysis, storage, env, lid_aliases)
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, ast.For)]
+    if len(loops) != 1:
+        return None
+    k = loops[0]
+    before, loop, after = stmts[:k], stmts[k], stmts[k + 1:]
+    try:
+        start = _start(loop, analysis, lid_aliases)
+        for s in before:
+            _check_before(s, storage, env)
+        accesses, stores = _check_loop(loop, analysis, storage, env)
+    except _Refuse:
+        return None
+    if stores and after:
+        return None
+    lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    and storage.get(n.id, "local") == "local" and n.id != loop.target.id})
+    return LanePlan(before, loop, after, start, accesses, stores, tuple(lanes))
+
+
+def _prefix_plan(s: ast.If, analysis, storage, env, lid_aliases) -> PrefixPlan | None:
+    test = s.test
+    if s.orelse or not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                        and isinstance(test.ops[0], ast.Lt)
+                        and _is_lid(test.left, lid_aliases)
+                        and getattr(test.comparators[0], "ctype", None) in ("int64", "int32")
+                        and analysis.group_evaluable(test.comparators[0])):
+        return None
+    try:
+        accesses, _ = _check_body(s.body, None, analysis, storage, env, lid_aliases)
+    except _Refuse:
+        return None
+    lanes = sorted({n.id for b in s.body for n in ast.walk(b)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    and storage.get(n.id, "local") == "local"})
+    return PrefixPlan(test.comparators[0], s.body, accesses, tuple(lanes))
+
+
+def _start(loop: ast.For, analysis, lid_aliases: set[str]):
+    """U of ``range(lid + U, stop, step)``; refuses other ranges."""
+    args = loop.iter.args
+    if loop.orelse or len(args) != 3:
+        raise _Refuse
+    if not (analysis.group_evaluable(args[1]) and analysis.group_evaluable(args[2])):
+        raise _Refuse
+    first = args[0]
+    if _is_lid(first, lid_aliases):
+        return None
+    if isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add):
+        for lid, rest in ((first.left, first.right), (first.right, first.left)):
+            if _is_lid(lid, lid_aliases) and analysis.group_evaluable(rest):
+                return rest
+    raise _Refuse
+
+
+def _is_lid(node, lid_aliases: set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in lid_aliases
+    return (builtin_name(node) == "get_local_id" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value == 0)
+
+
+def _scalar_private(name: str, storage: dict, env: dict) -> bool:
+    return (storage.get(name, "local") in ("local", "ctx", "remat")
+            and isinstance(env.get(name), str))
+
+
+def _check_before(s, storage: dict, env: dict) -> None:
+    if (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+            and isinstance(env.get(s.targets[0].id), ct.ArrayT)
+            and storage.get(s.targets[0].id) == "larray"
+            and getattr(s.value, "fill", None) is None):
+        return  # a local array's declaration: allocated with the group, no code here
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and _scalar_private(s.targets[0].id, storage, env)):
+        raise _Refuse
+    for n in ast.walk(s.value):
+        if isinstance(n, ast.Subscript):
+            _constant_local_index(n)
+        else:
+            _check_node(n)
+
+
+def _constant_local_index(n: ast.Subscript) -> None:
+    arrt = getattr(n.value, "ctype", None)
+    if not (isinstance(arrt, ct.ArrayT) and arrt.space == "local" and arrt.shape
+            and len(arrt.shape) == 1 and isinstance(n.slice, ast.Constant)
+            and isinstance(n.slice.value, int) and 0 <= n.slice.value < arrt.shape[0]):
+        raise _Refuse
+
+
+def _check_node(n) -> None:
+    if isinstance(n, ast.IfExp | ast.BoolOp | ast.Lambda | ast.Tuple):
+        raise _Refuse  # conditional evaluation, vectors
+    if isinstance(n, ast.Attribute) and not hasattr(n, "resolved"):
+        raise _Refuse  # a field (clsim.fmax is a resolved name)
+    if isinstance(n, ast.BinOp) and isinstance(n.op, _INT_FAILING) and ct.is_int(
+            getattr(n, "ctype", "float32")):
+        raise _Refuse
+    if isinstance(n, ast.Call):
+        kind = getattr(n.func, "resolved", (None,))[0]
+        if kind == "dtype":
+            return
+        entry = table.lookup(builtin_name(n)) if kind == "builtin" else None
+        if entry is None or (entry.family not in _PURE_FAMILIES
+                             and builtin_name(n) != "get_local_id"):
+            raise _Refuse
+        if any(isinstance(getattr(a, "ctype", None), ct.PtrT | ct.ArrayT | ct.VecT)
+               for a in n.args):
+            raise _Refuse
+    if isinstance(getattr(n, "ctype", None), ct.VecT):
+        raise _Refuse
+
+
+def _check_loop(loop: ast.For, analysis, storage: dict, env: dict):
+    return _check_body(loop.body, loop.target.id, analysis, storage, env, set())
+
+
+def _check_body(body, c, analysis, storage: dict, env: dict, lid_aliases: set[str]):
+    """Accesses and whether any stores, of straight-line statements whose indices are
+    ``P + c`` (``c`` the loop variable) or ``P + lid`` (``c`` None)."""
+    accesses, stores = [], False
+    for s in body:
+        if isinstance(s, ast.Assign | ast.AugAssign):
+            target = s.targets[0] if isinstance(s, ast.Assign) else s.target
+            if isinstance(s, ast.Assign) and len(s.targets) != 1:
+                raise _Refuse
+            if isinstance(target, ast.Name):
+                if not _scalar_private(target.id, storage, env) or target.id == c:
+                    raise _Refuse
+            elif isinstance(target, ast.Subscript) and isinstance(s, ast.Assign):
+                accesses.append(_access(target, c, analysis, storage, lid_aliases))
+                stores = True
+            else:
+                raise _Refuse
+            value = s.value
+        else:
+            raise _Refuse
+        for n in ast.walk(value):
+            if isinstance(n, ast.Subscript):
+                accesses.append(_access(n, c, analysis, storage, lid_aliases))
+            elif not isinstance(n, ast.expr_context):
+                _check_node(n)
+    return accesses, stores
+
+
+def _access(n: ast.Subscript, c, analysis, storage: dict, lid_aliases: set[str]):
+    """(buffer, P, node) of ``buf[P + c]`` (``buf[P + lid]`` when ``c`` is None) on a 1-D
+    buffer or local array."""
+    arrt = getattr(n.value, "ctype", None)
+    if not (isinstance(n.value, ast.Name) and isinstance(arrt, ct.ArrayT) and arrt.ndim == 1
+            and isinstance(arrt.dtype, str) and getattr(arrt, "view", None) is None
+            and getattr(arrt, "pointee", None) is None
+            and storage.get(n.value.id) in ("param", "larray")):
+        raise _Refuse
+    ix = n.slice
+
+    def is_var(node) -> bool:
+        if c is None:
+            return _is_lid(node, lid_aliases)
+        return isinstance(node, ast.Name) and node.id == c
+
+    if is_var(ix):
+        return n.value.id, None, n
+    if isinstance(ix, ast.BinOp) and isinstance(ix.op, ast.Add):
+        for var, rest in ((ix.left, ix.right), (ix.right, ix.left)):
+            if is_var(var) and analysis.group_evaluable(rest):
+                return n.value.id, rest, n
+    raise _Refuse

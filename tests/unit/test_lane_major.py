@@ -1,0 +1,78 @@
+"""Regions run lane-major (clsim/compiler/lane_major.py, lane_emit.py): the work-items'
+loop innermost, no checks inside, the same bytes as the usual form and the same first error
+when an index would fail (the usual form then runs and reports it)."""
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, exp, fmax, get_group_id, get_local_id
+from clsim import get_local_size, kernel, local_array
+
+
+@kernel
+def strided_softmax(x, y, ncols):
+    lid = get_local_id(0)
+    wg = get_local_size(0)
+    base = get_group_id(0) * ncols
+    scratch = local_array(256, np.float32)
+    m = -np.inf
+    for c in range(lid, ncols, wg):
+        m = fmax(m, x[base + c])
+    scratch[lid] = m
+    barrier(CLK_LOCAL_MEM_FENCE)
+    active = wg
+    while active > 1:
+        half_ = (active + 1) // 2
+        if lid < active - half_:
+            scratch[lid] = fmax(scratch[lid], scratch[lid + half_])
+        barrier(CLK_LOCAL_MEM_FENCE)
+        active = half_
+    m = scratch[0]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    total = 0.0
+    for c in range(lid, ncols, wg):
+        total += exp(x[base + c] - m)
+    scratch[lid] = total
+    barrier(CLK_LOCAL_MEM_FENCE)
+    if lid == 0:
+        for k in range(1, wg):
+            scratch[0] += scratch[k]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    total = scratch[0]
+    for c in range(lid + 1, ncols + 1, wg):
+        y[base + c - 1] = exp(x[base + c - 1] - m) / total
+
+
+def _run(rows, cols, local, **options):
+    x = (np.random.default_rng(rows * 1000 + cols).standard_normal(rows * cols) * 4
+         ).astype(np.float32)
+    y = np.full(rows * cols, -1.0, np.float32)
+    result = clsim.run(strided_softmax, (rows * local,), (local,), (x, y, np.int32(cols)),
+                       **options)
+    return y, result
+
+
+@pytest.mark.parametrize(("rows", "cols", "local"), [(3, 100, 32), (2, 5, 32), (1, 256, 32)])
+def test_lane_major_regions_give_the_usual_forms_bytes(rows, cols, local):
+    """Default checks (lane-major regions) against checks="all" (instruments keep the usual
+    form) and against plain Python: identical bytes, row lengths not multiples of the group."""
+    fast, result = _run(rows, cols, local)
+    usual, _ = _run(rows, cols, local, checks="all")
+    plain, _ = _run(rows, cols, local, jit=False)
+    assert fast.tobytes() == usual.tobytes() == plain.tobytes()
+    source = open(result.module_path).read()
+    assert "_lmok" in source and "_lpok" in source  # both shapes of lane-major region
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_index_that_would_fail_runs_the_usual_form_and_reports_it(jit):
+    """ncols larger than the rows passed: the range check before the first loop region
+    fails, the usual form runs and reports the first failing load in work-item order: work-item
+    0 reads x[128] (its fifth column) before work-item 4 reads x[100]."""
+    x = np.zeros(100, np.float32)
+    y = np.zeros(100, np.float32)
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(strided_softmax, (32,), (32,), (x, y, np.int32(130)), jit=jit)
+    assert (info.value.buffer, info.value.index, info.value.gid) == ("x", 128, (0,))
+    assert info.value.access == "load"
