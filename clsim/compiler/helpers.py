@@ -44,9 +44,10 @@ class Helper:
     name: str
     source: str
     deps: tuple[str, ...] = ()
-    # inlined at Numba's level into its caller (njit(inline="always")): LLVM's loop vectoriser
-    # runs before LLVM inlines a called Numba function, so a call left in a work-item loop
-    # keeps it scalar ("call instruction cannot be vectorized"). Costs compile time per call.
+    # lane-major regions call ``NAME_il``, this helper inlined at Numba's level
+    # (njit(inline="always")): LLVM's loop vectoriser runs before LLVM inlines a called Numba
+    # function, so a call left in a work-item loop keeps it scalar ("call instruction cannot
+    # be vectorized"). Inlining costs compile time per call site, so other code calls NAME.
     inline: bool = False
 
 
@@ -204,6 +205,9 @@ def _al(off, size, err, site, lid):
 )
 
 
+INLINED = "_il"  # the suffix of a helper's inlined variant (clsim.runtime.jit_helpers)
+
+
 def find(name: str, table: dict[str, Helper]) -> Helper:
     """The helper ``name``: the engine's, the builtin ``table``'s or an instrument's."""
     for source in (CORE, table, _REGISTERED):
@@ -227,6 +231,10 @@ def helper_sources(names: set[str], table: dict[str, Helper],
         seen.add(name)
         if imported is not None and name not in _REGISTERED:
             imported.add(name)
+            return
+        if name.endswith(INLINED):  # no-JIT: the inlined variant is the helper itself
+            visit(name.removesuffix(INLINED))
+            ordered.append(f"{name} = {name.removesuffix(INLINED)}")
             return
         h = find(name, table)
         for dep in h.deps:

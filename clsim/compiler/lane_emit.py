@@ -9,12 +9,30 @@ work-item.
 
 from __future__ import annotations
 
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
 from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
 
 
 class LaneMajorFlow:
     """Mixin of ``codegen.FunctionEmitter``: regions run lane-major."""
+
+    lane_mode = False  # emitting a lane-major loop: hot helpers inlined (Helper.inline)
+
+    def helper(self, name: str) -> str:
+        if self.lane_mode and name in table.HELPERS and table.HELPERS[name].inline:
+            name += hp.INLINED
+        return super().helper(name)
+
+    def _unchecked_lanes(self, count: str, stmts, first: str | None = None) -> None:
+        """A lane loop without checks, calling the inlined helpers."""
+        saved = self.bounds_checks, self.lane_mode
+        self.bounds_checks, self.lane_mode = False, True
+        try:
+            self._lane_loop(count, stmts, first)
+        finally:
+            self.bounds_checks, self.lane_mode = saved
 
     def lane_plan(self, stmts) -> LanePlan | PrefixPlan | None:
         module = self.module
@@ -79,11 +97,9 @@ class LaneMajorFlow:
         self.emit(f"if {ok}:")
         with self.indented():
             saved = self._lane_storage(lp.lanes)
-            saved_checks, self.bounds_checks = self.bounds_checks, False
             try:
-                self._lane_loop(m, lp.body)
+                self._unchecked_lanes(m, lp.body)
             finally:
-                self.bounds_checks = saved_checks
                 self.storage.update(saved)
         self.emit("else:")
         with self.indented():
@@ -112,12 +128,8 @@ class LaneMajorFlow:
                 self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
                 self.emit(f"_lmm{k} = {n} - _lk{k} * {t}")
                 self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
-                saved_checks, self.bounds_checks = self.bounds_checks, False
-                try:
-                    self._lane_loop(f"_lmm{k}", lp.loop.body, first=(
-                        f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"))
-                finally:
-                    self.bounds_checks = saved_checks
+                self._unchecked_lanes(f"_lmm{k}", lp.loop.body, first=(
+                    f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"))
             if lp.after:
                 self._lane_loop("_NL", lp.after)
         finally:

@@ -55,9 +55,6 @@ def module_source() -> str:
     deps = {n: hp.find(n, table.HELPERS).deps for n in sorted(names)}
     parts.append("# The helpers each one calls, compiled with it.\nDEPS = {\n"
                  + "".join(f"    {n!r}: {d!r},\n" for n, d in deps.items() if d) + "}")
-    inline = sorted(n for n in names if hp.find(n, table.HELPERS).inline)
-    parts.append("# Inlined into their callers by Numba (Helper.inline).\nINLINE = {\n"
-                 + "".join(f"    {n!r},\n" for n in inline) + "}")
     return "\n".join(_HEADER) + "\n\n\n" + "\n\n\n".join(parts) + "\n"
 
 

@@ -2286,6 +2286,39 @@ def _exp2_float64(x):
     return np.float64(2.0 ** v if v < 1024.0 else math.inf)
 
 
+def _exp_float32(x):
+    v = np.float64(x)
+    w = v if v > -150.0 else -150.0
+    w = w if w < 150.0 else 150.0
+    shifted = w * 1.4426950408889634 + 6755399441055744.0
+    n = shifted - 6755399441055744.0
+    r = (w - n * 0.6931471803691238) - n * 1.9082149292705877e-10
+    p = 1.6059043836821613e-10
+    p = p * r + 2.08767569878681e-09
+    p = p * r + 2.505210838544172e-08
+    p = p * r + 2.755731922398589e-07
+    p = p * r + 2.7557319223985893e-06
+    p = p * r + 2.48015873015873e-05
+    p = p * r + 0.0001984126984126984
+    p = p * r + 0.001388888888888889
+    p = p * r + 0.008333333333333333
+    p = p * r + 0.041666666666666664
+    p = p * r + 0.16666666666666666
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    bits = _bitcast_int64(shifted) - np.int64(4843621399236968448) + np.int64(1023)
+    e = v if v != v else p * _bitcast_float64(np.int64(bits << np.int64(52)))
+    return np.float32(e)
+
+
+def _exp_float64(x):
+    v = np.float64(x)
+    if v != v:
+        return np.float64(v)
+    return np.float64(math.exp(v) if v <= 709.782712893384 else math.inf)
+
+
 def _exp_poly64(v):
     w = v if v > -150.0 else -150.0
     w = w if w < 150.0 else 150.0
@@ -2307,18 +2340,8 @@ def _exp_poly64(v):
     p = p * r + 1.0
     p = p * r + 1.0
     bits = _bitcast_int64(shifted) - np.int64(4843621399236968448) + np.int64(1023)
-    return v if v != v else p * _bitcast_float64(np.int64(bits << np.int64(52)))
-
-
-def _exp_float32(x):
-    return np.float32(_exp_poly64(np.float64(x)))
-
-
-def _exp_float64(x):
-    v = np.float64(x)
-    if v != v:
-        return np.float64(v)
-    return np.float64(math.exp(v) if v <= 709.782712893384 else math.inf)
+    e = v if v != v else p * _bitcast_float64(np.int64(bits << np.int64(52)))
+    return e
 
 
 def _expm1_float32(x):
@@ -5612,7 +5635,6 @@ DEPS = {
     '_ctz_uint32': ('_bits_uint32', '_frombits_uint32'),
     '_ctz_uint64': ('_bits_uint64', '_frombits_uint64'),
     '_ctz_uint8': ('_bits_uint8', '_frombits_uint8'),
-    '_exp_float32': ('_exp_poly64',),
     '_f2h_mode': ('_rh', '_f2h'),
     '_fma_float16': ('_rh', '_ro_add'),
     '_fma_float32': ('_ro_add',),
@@ -5742,17 +5764,4 @@ DEPS = {
     '_sub_sat_uint8': ('_bits_uint8', '_frombits_uint8'),
     '_tanpi_float32': ('_cospi_core', '_sinpi_core'),
     '_tanpi_float64': ('_cospi_core', '_sinpi_core'),
-}
-
-
-# Inlined into their callers by Numba (Helper.inline).
-INLINE = {
-    '_exp_float32',
-    '_exp_poly64',
-    '_fmax_float32',
-    '_fmax_float64',
-    '_fmin_float32',
-    '_fmin_float64',
-    '_max',
-    '_min',
 }

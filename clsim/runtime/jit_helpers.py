@@ -18,10 +18,12 @@ from clsim.runtime import helper_lib
 
 # The generated kernels' own functions are decorated alike (clsim.compiler.module).
 _jit = njit(cache=True, error_model="numpy", fastmath=False, nogil=True)
-# Hot branch-free helpers (exp, fmax...) are inlined by Numba so that LLVM vectorises the
-# work-item loops calling them (clsim.compiler.helpers.Helper.inline).
+# ``NAME_il``: helper NAME inlined by Numba into its caller, which lane-major regions call so
+# that LLVM vectorises their loops (clsim.compiler.helpers.Helper.inline); elsewhere a call,
+# whose inlining would cost compile time per call site for nothing.
 _jit_inline = njit(cache=True, error_model="numpy", fastmath=False, nogil=True,
                    inline="always")
+INLINED = "_il"
 _LOCK = threading.Lock()  # two threads compiling kernels must not decorate one helper twice
 _DONE: set[str] = set()
 
@@ -32,8 +34,11 @@ def _make(name: str) -> None:
     _DONE.add(name)
     for dep in helper_lib.DEPS.get(name, ()):
         _make(dep)
-    deco = _jit_inline if name in helper_lib.INLINE else _jit
-    setattr(helper_lib, name, deco(getattr(helper_lib, name)))
+    if name.endswith(INLINED):
+        base = getattr(helper_lib, name.removesuffix(INLINED))
+        setattr(helper_lib, name, _jit_inline(getattr(base, "py_func", base)))
+        return
+    setattr(helper_lib, name, _jit(getattr(helper_lib, name)))
 
 
 def use(*names: str) -> tuple:
