@@ -36,6 +36,7 @@ from clsim.compiler.remat import id_aliases
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.uniform_ids import uniform_ids
 from clsim.compiler.vector_arrays import user_name as array_name
 from clsim.compiler.vector_arrays import vector_arrays
 from clsim.compiler.structs import StructT
@@ -441,6 +442,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     body = copy_written_params(body, arg_types)
     body = pointer_params(body, arg_types)
     body = guard_continues(clone(vector_arrays(body, program)))
+    body = uniform_ids(body, program.local_size)
     body, temps = normalize_collectives(body)
     typer = Typer(program, dict(arg_types), kfn.name)
     typer.run(body)

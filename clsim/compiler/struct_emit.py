@@ -439,6 +439,8 @@ def _aligned_view(pointer, size: int, aligned_names=()) -> bool:
     """``view(x, T)``, ``view(x, T, k)`` with a constant ``k`` that is a multiple of ``size``,
     a pointer local known to hold such views (``aligned_names``), or one of these plus an
     element count: aligned whatever the run-time values."""
+    if getattr(pointer, "component_view", False):  # p[i].y: aligned if the vector p[i] is
+        return _aligned_view(pointer.args[0], size, aligned_names)
     while isinstance(pointer, ast.BinOp) and isinstance(pointer.op, ast.Add | ast.Sub):
         left = isinstance(getattr(pointer.left, "ctype", None), ct.PtrT)
         pointer = pointer.left if left else pointer.right

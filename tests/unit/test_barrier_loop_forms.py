@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_local_id, kernel, local_array
+from clsim import (CLK_LOCAL_MEM_FENCE, barrier, get_global_id, get_local_id, kernel,
+                   local_array)
 
 
 @kernel
@@ -133,3 +134,31 @@ def test_a_barrier_helper_behind_a_constant_condition_is_called_as_a_statement(j
     out = np.zeros(4, np.float32)
     clsim.run(kernel, (4,), (4,), (x, out), jit=jit, checks="all")
     np.testing.assert_array_equal(out, [21.0] * 4)
+
+
+@kernel
+def rows_by_global_id(x, out):
+    lid = get_local_id(0)
+    row = get_global_id(1)  # one work-item wide in dimension 1: the group's row
+    tile = local_array(4, np.float32)
+    acc = 0.0
+    for k in range(row + 1):
+        barrier(CLK_LOCAL_MEM_FENCE)
+        tile[lid] = x[k * 4 + lid]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        acc += tile[3 - lid]
+    out[row * 4 + lid] = acc
+
+
+def test_a_barrier_loop_bound_by_a_global_id_of_a_one_wide_dimension_runs():
+    """ggml's flash attention launches (64, 1, 1) groups and bounds its loops by
+    get_global_id(2): with a local size of 1 there it is the group id, the same for the
+    whole group; with a local size of 2 it differs within a group, and is refused."""
+    x = np.arange(12, dtype=np.float32)
+    out = np.zeros(12, np.float32)
+    clsim.run(rows_by_global_id, (4, 3), (4, 1), (x, out), jit=False, checks="all")
+    rev = x.reshape(3, 4)[:, ::-1]
+    np.testing.assert_array_equal(out.reshape(3, 4), np.cumsum(rev, axis=0))
+    with pytest.raises(clsim.KernelCompileError, match="range differs"):
+        clsim.run(rows_by_global_id, (4, 2), (4, 2), (x, np.zeros(12, np.float32)),
+                  jit=False)
