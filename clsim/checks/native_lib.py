@@ -3,8 +3,6 @@ and ``replay``: do not edit."""
 
 # ruff: noqa: E501
 
-import sys
-
 import numba
 import numpy as np
 from numba import njit, types
@@ -13,7 +11,6 @@ from clsim.checks.pointers import call_defer as _call_defer
 from clsim.checks.pointers import inlined as _inlined
 from clsim.checks.pointers import peek as _peek
 from clsim.checks.pointers import poke as _poke
-from clsim.runtime.cache import guard_numba_cache
 
 _jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)
 
@@ -576,10 +573,3 @@ def _cs_defer_c(m, lg, e, packed):
 @_jit
 def _cs_call(fn, op, i, width, target, eb, site, lid, m, o, s, f, err, lg):
     return fn(op, i, width, target, eb, site, lid, m.ctypes, m.size, o.ctypes, o.size, s.ctypes, s.size, f.ctypes, f.size, err.ctypes, err.size, lg.ctypes, lg.size)
-
-
-# The after-launch merge of a threaded launch compiles (or loads) here, with the C entry points
-# while a first run says so and counts it, not inside the first threaded launch's time (1.2 s
-# on a fresh machine); guarded first, as native.load guards the lazily compiled helpers.
-guard_numba_cache(sys.modules[__name__])
-_cs_cross.compile((types.int64[:, ::1],) * 3)

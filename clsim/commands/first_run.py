@@ -23,8 +23,10 @@ from pathlib import Path
 
 _CLSIM = Path(__file__).resolve().parents[1]
 HELPERS = ("runtime/helper_lib.py", "clsim's shared helpers")
-PARTS = {  # name -> (file under clsim/, what the note calls it, module to import)
-    "checks": ("checks/native_lib.py", "the checks' shared helpers", "clsim.checks.native_lib"),
+PARTS = {  # name -> (file under clsim/, what the note calls it, module to import or
+    # "module:function" to call: the checks' loader also compiles their after-launch merge)
+    "checks": ("checks/native_lib.py", "the checks' shared helpers",
+               "clsim.checks.native:load_jit"),
     "traffic": ("traffic/steps.py", "the traffic step counter", "clsim.traffic.steps"),
 }
 NEEDS_CHECKS = ("races", "uninit", "all")  # --check modes that link the checks' helpers
@@ -57,10 +59,14 @@ def note(what: str) -> str:
 def prepare(part: str, jit: bool, stream=None) -> float:
     """Compile the once-per-machine ``part`` ("checks" or "traffic") now if its cache is empty,
     saying so on ``stream`` (stderr); the seconds it took (0.0 when cached or not JIT)."""
-    relative, what, module = PARTS[part]
-    if not jit or module in sys.modules or cached(relative):
+    relative, what, target = PARTS[part]
+    module, _, function = target.partition(":")
+    compiled = "clsim." + relative.removesuffix(".py").replace("/", ".")  # the file's module
+    if not jit or compiled in sys.modules or cached(relative):
         return 0.0
     print(note(what), file=stream if stream is not None else sys.stderr, flush=True)
     t0 = time.perf_counter()
-    importlib.import_module(module)  # its cfuncs compile as the module is imported
+    loaded = importlib.import_module(module)  # its cfuncs compile as the module is imported
+    if function:
+        getattr(loaded, function)()
     return time.perf_counter() - t0

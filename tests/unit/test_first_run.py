@@ -55,6 +55,20 @@ def test_a_once_per_machine_part_is_said_and_counted_once(tmp_path, monkeypatch)
     assert first_run.prepare("tiny", jit=True, stream=again) == 0.0 and again.getvalue() == ""
 
 
+def test_a_part_compiled_by_a_loader_is_loaded_by_it(tmp_path, monkeypatch):
+    """``module:function`` in PARTS: the first run calls the loader (the checks' loader also
+    compiles their after-launch merge), said and counted as an import is."""
+    path = tmp_path / "tiny_loaded.py"
+    path.write_text(_TINY + "\nLOADS = []\n\n\ndef load():\n    LOADS.append(twice(2))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(first_run.PARTS, "tiny", (str(path), "the tiny part", "tiny_loaded:load"))
+    stream = io.StringIO()
+    assert first_run.prepare("tiny", jit=True, stream=stream) > 0
+    assert sys.modules["tiny_loaded"].LOADS == [4] and "the tiny part" in stream.getvalue()
+    assert first_run.PARTS["checks"][2] == "clsim.checks.native:load_jit"
+    monkeypatch.delitem(sys.modules, "tiny_loaded")
+
+
 def test_the_printed_compile_seconds_include_the_once_per_machine_parts(capsys, monkeypatch):
     """--check all links the checks' shared helpers: their compile seconds are in the line."""
     monkeypatch.setattr(first_run, "prepare", lambda part, jit, stream=None: 500.0)
@@ -82,8 +96,9 @@ def test_each_part_names_a_file_of_clsim(relative):
 _MERGE_COMPILED = """
 import numba, numpy as np
 from clsim.checks import layout as ly
-from clsim.checks import native_lib
+from clsim.checks import native
 from clsim.checks.state import lazy_zeros
+native_lib = native.load(True)
 # the arrays clsim.checks.parallel._cross passes: per-thread shadows, object table, ranges
 shadows = lazy_zeros(2 * 8).reshape(2, 8)
 table = np.zeros((3, ly.OBJ_COLS), np.int64)
@@ -94,9 +109,10 @@ print(tuple(numba.typeof(a) for a in (shadows, table, ranges)) in native_lib._cs
 
 def test_the_threaded_checks_merge_compiles_with_the_checks_helpers():
     """The first checked launch on a machine took 1.2 s, not 42 ms, in its printed run time:
-    the merge after a threaded launch (``_cs_cross``) compiled at its first call. Importing the
-    checks' shared helpers, which a first run announces and counts, compiles it for the
-    launch's argument types (a fresh process: nothing launched before)."""
+    the merge after a threaded launch (``_cs_cross``) compiled at its first call. Loading the
+    checks' shared helpers, which a first run announces and counts (``first_run.PARTS``), and
+    which a checked launch does before it starts, compiles it for the launch's argument types
+    (a fresh process: nothing launched before)."""
     import subprocess
 
     proc = subprocess.run([sys.executable, "-c", _MERGE_COMPILED], capture_output=True,
