@@ -20,9 +20,11 @@ from typing import Any, Sequence
 import numpy as np
 
 PYTHON_LIMIT = 1 << 17
-# a checked compile of a library kernel on 2 idle cores, Numba's cache of clsim's shared
-# helpers warm (docs/performance.md), until this process has measured one
-FIRST_COMPILE_S = 3.0
+# The price of a compile until this process has measured one: high on purpose. A checked
+# softmax compiles in about 4 s on 2 idle cores but took 28-49 s on the loaded machine, where
+# switching after 3 s made a 100-example verify 1.5x slower (docs/performance.md); a shape
+# that has cost 10 s of plain Python (long campaigns) is worth a compile either way.
+FIRST_COMPILE_S = 10.0
 _PLAIN_CHECKS = ("default", "none", "bounds")  # no shadow memory: plain Python stays cheap
 
 _spent: dict[tuple, float] = {}  # compile key -> plain-Python seconds spent on it
