@@ -1,8 +1,8 @@
 """The kernel-independent helpers of the checks: one module, compiled once per machine.
 
-The full recorders (``_cs_ld``, ``_cs_st``, ``_cs_at`` and their ``...p`` variants), the
-group-level ``_cs_end``/``_cs_flush`` and the after-launch ``_cs_cross`` are the same for every
-kernel. They live in ``clsim.checks.native_lib``, a module generated from ``shadow`` and
+The full recorder (``_cs_rec``, one for loads, stores and atomics, and ``_cs_recp`` by
+address), the group-level ``_cs_end``/``_cs_flush`` and the after-launch ``_cs_cross`` are the
+same for every kernel. They live in ``clsim.checks.native_lib``, a module generated from ``shadow`` and
 ``replay`` (``python -m clsim.checks.native`` rewrites it; a test checks that it is current),
 so Numba's on-disk cache keeps their machine code beside the package, as for any module, and
 an empty kernel cache does not compile them again.
