@@ -28,7 +28,7 @@ from clsim.checks import replay, shadow
 from clsim.checks.shadow import FAST_PATHS, SHARED
 from clsim.runtime.cache import guard_numba_cache, load_source
 
-# the opcode ``_cs_call`` passes to run each helper
+# the opcode ``_cs_call`` passes: a recorder call's access kind (plus 3 by address; ``_cs_rec``)
 OPS = {"_cs_end": 0, "_cs_ld": ly.K_LOAD, "_cs_st": ly.K_STORE, "_cs_at": ly.K_ATOMIC,
        "_cs_ldp": ly.K_LOAD + 3, "_cs_stp": ly.K_STORE + 3, "_cs_atp": ly.K_ATOMIC + 3,
        "_cs_lock": 7}
