@@ -20,9 +20,10 @@ from typing import Any, Sequence
 import numpy as np
 
 PYTHON_LIMIT = 1 << 17
-# a checked compile of a library kernel on 2 idle cores, Numba's cache of clsim's shared
-# helpers warm (docs/performance.md), until this process has measured one
-FIRST_COMPILE_S = 3.0
+# The CPU seconds of a compile until this process has measured one: a checked softmax
+# compiles in about 4-8 s CPU (Numba's cache of clsim's shared helpers warm); high on purpose,
+# as a wrong guess costs a compile that plain Python would not have paid back.
+FIRST_COMPILE_S = 10.0
 _PLAIN_CHECKS = ("default", "none", "bounds")  # no shadow memory: plain Python stays cheap
 
 _spent: dict[tuple, float] = {}  # compile key -> plain-Python seconds spent on it
@@ -55,10 +56,13 @@ def choose(kernel: Any, global_size: Sequence[int], local_size: Sequence[int] | 
 
 
 def record(key: tuple, result: Any, seconds: float) -> None:
-    """Account one simulation of ``key`` that took ``seconds`` (``result``: its RunResult)."""
+    """Account one simulation of ``key`` that took ``seconds`` of this process's CPU time
+    (``result``: its RunResult). CPU seconds, not wall: a compile and a plain-Python run slow
+    down alike on a loaded machine only in wall time's eyes (a compile took 28-49 s wall at
+    load 15, about 8 s CPU), so the comparison holds at any load."""
     if getattr(result, "jit", False):
         if key not in _compiled:  # what a new key cost: a compile, a load from disk or memory
-            _compile_s[key[0]] = result.compile_s
+            _compile_s[key[0]] = seconds
         _compiled.add(key)
     else:
         _spent[key] = _spent.get(key, 0.0) + seconds

@@ -209,12 +209,12 @@ def simulate_checked(kernel: KernelFunction, global_size: Sequence[int],
     if jit is None:
         jit, choice = jit_choice.choose(kernel, global_size, local_size, copies, subgroup_size,
                                         reduction_order, checks)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: see jit_choice.record
     result = clsim.run(kernel, tuple(global_size), local_size, copies, jit=jit,
                        subgroup_size=subgroup_size, reduction_order=reduction_order,
                        checks=checks, report_all=checks not in ("default", "none", "bounds"))
     if choice is not None:
-        jit_choice.record(choice, result, time.perf_counter() - start)
+        jit_choice.record(choice, result, time.process_time() - start)
     findings = tuple(getattr(result, "findings", None) or ())
     _memo[key] = (copies, findings)
     while len(_memo) > _MEMO_SIZE:

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from clsim.checks import analysis, invariance, locks, native, parallel, replay, state
+from clsim.checks import analysis, invariance, locks, native, parallel, pointers, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -250,6 +250,8 @@ class ChecksInstrument(Instrument):
         arrays = state.allocate(info, self.races, self.uninit, self.raise_race,
                                 self.raise_uninit, self.locks)
         arrays[0][ly.M_DEFER_FN] = native.defer_address(info.config.jit)
+        if not info.config.jit:
+            pointers.register(arrays)
         self._launch = (info, [*arrays, native.entry(info.config.jit)])
         return self._launch[1]
 
@@ -258,6 +260,8 @@ class ChecksInstrument(Instrument):
         return threads > 1 and parallel.run(info, arrays, run, threads)
 
     def finalize(self, info: LaunchInfo, arrays: list, result) -> list:
+        if not info.config.jit:
+            pointers.unregister()  # (the views keep the arrays alive)
         return state.collect(info, arrays, self.warn_uninit)
 
 

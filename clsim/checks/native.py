@@ -1,8 +1,8 @@
 """The kernel-independent helpers of the checks: one module, compiled once per machine.
 
-The full recorders (``_cs_ld``, ``_cs_st``, ``_cs_at`` and their ``...p`` variants), the
-group-level ``_cs_end``/``_cs_flush`` and the after-launch ``_cs_cross`` are the same for every
-kernel. They live in ``clsim.checks.native_lib``, a module generated from ``shadow`` and
+The full recorder (``_cs_rec``, one for loads, stores and atomics, and ``_cs_recp`` by
+address), the group-level ``_cs_end``/``_cs_flush`` and the after-launch ``_cs_cross`` are the
+same for every kernel. They live in ``clsim.checks.native_lib``, a module generated from ``shadow`` and
 ``replay`` (``python -m clsim.checks.native`` rewrites it; a test checks that it is current),
 so Numba's on-disk cache keeps their machine code beside the package, as for any module, and
 an empty kernel cache does not compile them again.
@@ -28,12 +28,15 @@ from clsim.checks import replay, shadow
 from clsim.checks.shadow import FAST_PATHS, SHARED
 from clsim.runtime.cache import guard_numba_cache, load_source
 
-# the opcode ``_cs_call`` passes to run each helper
+# the opcode ``_cs_call`` passes: a recorder call's access kind (plus 3 by address; ``_cs_rec``)
 OPS = {"_cs_end": 0, "_cs_ld": ly.K_LOAD, "_cs_st": ly.K_STORE, "_cs_at": ly.K_ATOMIC,
        "_cs_ldp": ly.K_LOAD + 3, "_cs_stp": ly.K_STORE + 3, "_cs_atp": ly.K_ATOMIC + 3,
        "_cs_lock": 7}
 ARRAYS = ("m", "o", "s", "f", "err", "lg")
 KERNEL_CALLS = ("_cs_call", *FAST_PATHS)  # what generated kernels call
+# Called from Python (``parallel``); the others only from compiled code, so they are compiled
+# without Numba's CPython and C wrappers (a fifth of this module's compile time).
+PYTHON_CALLED = ("_cs_cross",)
 _COLS = {"o": ly.OBJ_COLS, "f": ly.FIND_COLS}  # the 2-D state arrays' row widths
 _SCALARS = "op, i, width, target, eb, site, lid"
 _LIB = "clsim.checks.native_lib"
@@ -48,10 +51,12 @@ _HEADERS = {
            "from clsim.checks.pointers import inlined as _inlined",
            "from clsim.checks.pointers import peek as _peek",
            "from clsim.checks.pointers import poke as _poke", "",
-           "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)"],
+           "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)",
+           "_jit_in = njit(cache=True, error_model='numpy', fastmath=False, nogil=True,",
+           "               no_cpython_wrapper=True, no_cfunc_wrapper=True)"],
     False: ["import numpy as np", "from clsim.checks.pointers import peek_py as _peek",
             "from clsim.checks.pointers import poke_py as _poke",
-            "def _jit(f):\n    return f", "def _inlined(f, params):\n    return f",
+            "def _jit(f):\n    return f", "_jit_in = _jit", "def _inlined(f, params):\n    return f",
             "def _call_defer(address, m, lg, e, packed):\n    return _cs_defer(m, lg, e, packed)"],
 }
 
@@ -94,7 +99,7 @@ def _cs_defer_c(m, lg, e, packed):
     _cs_defer(m, lg, e, packed)
 
 
-@_jit
+@_jit_in
 def _cs_call(fn, {_SCALARS}, {arrays}):
     return fn({_SCALARS}, {passed})"""
 
@@ -109,13 +114,14 @@ def _fast_path(name: str, source: str) -> str:
     it inlined (``pointers.inlined``)."""
     body = source.strip("\n").replace(f"def {name}(", f"def {name}_body(", 1)
     params = body[body.index("(") + 1:body.index(")")].split(", ")
-    return f"@_jit\n{body}\n\n\n{name} = _inlined({name}_body, {tuple(params)!r})"
+    return f"@_jit_in\n{body}\n\n\n{name} = _inlined({name}_body, {tuple(params)!r})"
 
 
 def module_source(jit: bool) -> str:
     """Source of the shared-helpers module (JIT: ``native_lib``'s text; or plain Python)."""
     sources = {**shadow.sources(), **replay.sources()}
-    parts = ["@_jit\n" + sources[name].strip("\n") for name in SHARED if name not in FAST_PATHS]
+    parts = [f"@{'_jit' if name in PYTHON_CALLED else '_jit_in'}\n" + sources[name].strip("\n")
+             for name in SHARED if name not in FAST_PATHS]
     parts += [_fast_path(name, sources[name]) for name in FAST_PATHS]
     parts.append(_entry() if jit else _call_py())
     return "\n".join(_HEADERS[jit]) + "\n\n\n" + "\n\n\n".join(parts) + "\n"

@@ -13,9 +13,11 @@ from clsim.checks.pointers import peek as _peek
 from clsim.checks.pointers import poke as _poke
 
 _jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)
+_jit_in = njit(cache=True, error_model='numpy', fastmath=False, nogil=True,
+               no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
-@_jit
+@_jit_in
 def _cs_unordered(rec, gs, cross, lid, last, lasts, sgs):
     if rec == 0:
         return False
@@ -28,7 +30,7 @@ def _cs_unordered(rec, gs, cross, lid, last, lasts, sgs):
     return not (st < lasts and rl // sgs == lid // sgs)
 
 
-@_jit
+@_jit_in
 def _cs_lockset(hl, rk, same_group, weak_release):
     if hl == 0 and rk == 0:
         return True, 0
@@ -39,7 +41,7 @@ def _cs_lockset(hl, rk, same_group, weak_release):
     return True, 32
 
 
-@_jit
+@_jit_in
 def _cs_note(cat, kind, prev, pk, ph, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err):
     code = 20 + cat
     _info = kind | (pk << 4) | (sgs << 16)
@@ -111,7 +113,7 @@ def _cs_note(cat, kind, prev, pk, ph, site, e, obj, lid, sgs, gs, cross, lasts, 
     return 0 + (m.size - m.size) + (f.size - f.size) + (err.size - err.size)
 
 
-@_jit
+@_jit_in
 def _cs_rec(kind, i, width, obj, eb, site, lid, m, o, s, f, err, lg):
     mode = o[obj, 0]
     if mode != 0 and err[0] == 0:
@@ -196,7 +198,7 @@ def _cs_rec(kind, i, width, obj, eb, site, lid, m, o, s, f, err, lg):
     return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
 
 
-@_jit
+@_jit_in
 def _cs_recp(kind, i, width, p, eb, site, lid, m, o, s, f, err, lg):
     obj = -1
     off = 0
@@ -210,7 +212,7 @@ def _cs_recp(kind, i, width, p, eb, site, lid, m, o, s, f, err, lg):
     return _cs_rec(kind, i, width, np.int64(obj), np.int64(eb + off), site, lid, m, o, s, f, err, lg)
 
 
-@_jit
+@_jit_in
 def _cs_lock(i, act, lk, eb, site, lid, m, o, s, f, err, lg):
     lb = m[21]
     if lb != 0 and err[0] == 0:
@@ -229,7 +231,7 @@ def _cs_lock(i, act, lk, eb, site, lid, m, o, s, f, err, lg):
     return i + (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
 
 
-@_jit
+@_jit_in
 def _cs_flush(m, f):
     for k in range(m[19]):
         r = 512 + k
@@ -259,7 +261,7 @@ def _cs_flush(m, f):
     return (m.size - m.size) + (f.size - f.size)
 
 
-@_jit
+@_jit_in
 def _cs_end(m, o, s, f, err, lg):
     n = m[23]
     if m[24] != 0:  # the log overflowed: stop checking (keep it full, stay deferred)
@@ -288,7 +290,7 @@ def _cs_end(m, o, s, f, err, lg):
     return (m.size - m.size) + (o.size - o.size) + (s.size - s.size) + (f.size - f.size) + (err.size - err.size) + (lg.size - lg.size)
 
 
-@_jit
+@_jit_in
 def _cs_cross_at(s, o, k, e):
     writer = False
     reader = False
@@ -354,7 +356,7 @@ def _cs_cross(s, o, rg):
     return False
 
 
-@_jit
+@_jit_in
 def _cs_defer(m, lg, e, packed):
     _n = _peek(m, 23)
     if _n < 1048576:
@@ -366,7 +368,7 @@ def _cs_defer(m, lg, e, packed):
     _poke(m, 22, 1)
 
 
-@_jit
+@_jit_in
 def _cs_ldql_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
@@ -395,7 +397,7 @@ def _cs_ldql_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
 _cs_ldql = _inlined(_cs_ldql_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw', 'br1', 'br2', 'brx', 'gs', 'last', 'now', 's', 'm', 'lg'))
 
 
-@_jit
+@_jit_in
 def _cs_ldqg_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
@@ -432,7 +434,7 @@ def _cs_ldqg_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
 _cs_ldqg = _inlined(_cs_ldqg_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw', 'br1', 'br2', 'brx', 'gs', 'last', 'now', 's', 'm', 'lg'))
 
 
-@_jit
+@_jit_in
 def _cs_ldqp_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
@@ -449,7 +451,7 @@ def _cs_ldqp_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
 _cs_ldqp = _inlined(_cs_ldqp_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw', 'br1', 'br2', 'brx', 'gs', 'last', 'now', 's', 'm', 'lg'))
 
 
-@_jit
+@_jit_in
 def _cs_stql_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
@@ -479,7 +481,7 @@ def _cs_stql_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
 _cs_stql = _inlined(_cs_stql_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw', 'br1', 'br2', 'brx', 'gs', 'last', 'now', 's', 'm', 'lg'))
 
 
-@_jit
+@_jit_in
 def _cs_stqg_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
@@ -526,7 +528,7 @@ def _cs_stqg_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
 _cs_stqg = _inlined(_cs_stqg_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw', 'br1', 'br2', 'brx', 'gs', 'last', 'now', 's', 'm', 'lg'))
 
 
-@_jit
+@_jit_in
 def _cs_stqp_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now, s, m, lg):
     if mode != 0:
         e = eb + i
@@ -570,6 +572,6 @@ def _cs_defer_c(m, lg, e, packed):
     _cs_defer(m, lg, e, packed)
 
 
-@_jit
+@_jit_in
 def _cs_call(fn, op, i, width, target, eb, site, lid, m, o, s, f, err, lg):
     return fn(op, i, width, target, eb, site, lid, m.ctypes, m.size, o.ctypes, o.size, s.ctypes, s.size, f.ctypes, f.size, err.ctypes, err.size, lg.ctypes, lg.size)

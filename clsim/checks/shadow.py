@@ -8,11 +8,12 @@ Two tiers keep that cheap:
   against the element's shadow records and update them. When they cannot, they append the
   access to a log and switch the group to *deferred* mode, in which every later access of the
   same work-item loop is logged too, preserving the order;
-- ``_cs_ld``/``_cs_st``/``_cs_at`` (and ``...p`` for helper-function parameters, matched to
-  an object by the address they point at): the full rules, findings included. Kernels reach
-  them (and ``_cs_end``) only through ``native``'s C entry point, so their code is compiled
-  once per machine, never into a kernel. ``_cs_end`` replays the log
-  through them after each work-item loop, and folds noted findings into the table.
+- ``_cs_rec`` (and ``_cs_recp`` for helper-function parameters, matched to an object by the
+  address they point at): the full rules for loads, stores and atomics, findings included
+  (``_cs_note``). Kernels reach them (and ``_cs_end``) only through ``native``'s C entry
+  point, so their code is compiled once per machine, never into a kernel. ``_cs_end``
+  replays the log through them after each work-item loop, and folds noted findings into the
+  table.
 
 Why not call the full recorder from the fast one? Numba keeps the reference counts of array
 arguments alive around any call it does not inline (atomic operations, ~40x the cost of the
@@ -157,12 +158,6 @@ def _cs_note(cat, kind, prev, pk, ph, site, e, obj, lid, sgs, gs, cross, lasts, 
             m[{ly.M_OVERFLOW}] += 1
     return 0 + {_keep("m", "f", "err")}
 """
-
-
-def _note(cat: int, kind: int, prev: str, pk: str, ph: str = "0") -> str:
-    """Notes a finding (``_cs_note``); int64 arguments throughout, so one signature."""
-    args = ", ".join(f"np.int64({a})" for a in (cat, kind, prev, pk, ph))
-    return f"_cs_note({args}, site, e, obj, lid, sgs, gs, cross, lasts, m, f, err)\n"
 
 
 # The record sets an access of each kind is checked against: W, R, A in this order (the first

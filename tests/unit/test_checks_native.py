@@ -46,6 +46,23 @@ def test_peek_and_poke_address_int64_elements_in_both_modes():
     assert pointers.peek_py(values.ctypes.data, 0) == -1
 
 
+def test_plain_python_peek_and_poke_through_registered_arrays():
+    """A plain-Python launch registers its state arrays (memoryviews, issue 23): reads and
+    writes by address reach the same elements as without, and the views go at the end."""
+    meta = np.zeros(4, np.int64)
+    log = np.arange(6, dtype=np.int64)
+    pointers.register([meta, log, np.zeros((2, 2), np.int64)])
+    try:
+        assert len(pointers._VIEWS) == 2  # (2-D tables are never read by address)
+        pointers.poke_py(np.int64(meta.ctypes.data), np.int64(2), np.int64(1 << 62))
+        assert meta.tolist() == [0, 0, 1 << 62, 0]
+        assert pointers.peek_py(np.int64(log.ctypes.data), np.int64(5)) == 5
+    finally:
+        pointers.unregister()
+    pointers.poke_py(meta.ctypes.data, 3, -9)  # unregistered: through ctypes, same element
+    assert meta[3] == -9 and not pointers._VIEWS
+
+
 @kernel
 def shifted_copy(x, y):
     lid = get_local_id(0)

@@ -2,9 +2,9 @@
 
 Contract: small launches run as plain Python; with the race and uninitialised-read checks on,
 a compile key (kernel, local size, argument types, checks) switches to Numba once the plain
-Python spent on it reaches the last compile measured for that kernel (the first guess before
-any), and stays there; unchecked launches never switch; large launches always JIT; both ways
-give the same findings.
+Python spent on it (CPU seconds) reaches the CPU seconds of the last compile measured for that
+kernel (the first guess before any), and stays there; unchecked launches never switch; large
+launches always JIT; both ways give the same findings.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_checked_launches_switch_to_the_jit_once_plain_python_cost_a_compile():
     jit_choice.record(key, SimpleNamespace(jit=False), 0.5)
     assert _choose("all")[0] is None  # clsim.run's default: Numba
     assert _choose("all", local=(8,))[0] is False  # another local size: another compile
-    jit_choice.record(key, SimpleNamespace(jit=True, compile_s=7.0), 0.01)
+    jit_choice.record(key, SimpleNamespace(jit=True, compile_s=9.0), 7.0)  # CPU s: 7
     assert _choose("all")[0] is None  # compiled: stays
     other = _choose("all", local=(8,))[1]
     jit_choice.record(other, SimpleNamespace(jit=False), 6.0)
