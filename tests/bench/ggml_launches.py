@@ -46,7 +46,6 @@ class Launch:
     device_options: str = ""
     # The host picks this from the device (clGetKernelWorkGroupInfo): fills the launch in.
     needs_kernel_wg: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def _quantize(x: np.ndarray, qtype: GGML) -> np.ndarray:
