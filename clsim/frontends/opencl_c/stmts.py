@@ -91,6 +91,8 @@ class Statements(Expressions):
         for node in body.walk_preorder():
             if node.kind == CK.VAR_DECL and _is_local(node) and \
                     ctype(node.type).kind != "array":
+                if ctype(node.type).kind == "pointer":
+                    continue
                 if ctype(node.type).kind not in ("scalar", "vector"):
                     raise Unsupported(node, f"a __local variable of type {ctype(node.type)}")
                 self.boxed.add(node.hash)
