@@ -89,10 +89,9 @@ class Statements(Expressions):
         variable by reference; a ``__local`` scalar or vector (``__local float s;``, one per
         work-group) in a one-element local array."""
         for node in body.walk_preorder():
+            # ``local float *p`` is a private pointer into local memory: a pointer variable
             if node.kind == CK.VAR_DECL and _is_local(node) and \
-                    ctype(node.type).kind != "array":
-                if ctype(node.type).kind == "pointer":
-                    continue
+                    ctype(node.type).kind not in ("array", "pointer"):
                 if ctype(node.type).kind not in ("scalar", "vector"):
                     raise Unsupported(node, f"a __local variable of type {ctype(node.type)}")
                 self.boxed.add(node.hash)
