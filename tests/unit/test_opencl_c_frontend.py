@@ -286,3 +286,20 @@ def test_do_while_zero_is_its_body_once():
     o = np.arange(4, dtype=np.int32) * 20
     clsim.run(clsim.load_cl(src, "k"), (4,), (4,), (o,), jit=False)
     assert list(o) == [20 * i + 2 * i + 100 for i in range(4)]
+
+
+def test_a_declaration_typed_through_a_macro_keeps_its_initialiser():
+    """ggml's `ACC_TYPE m_i = FA_M_INIT;`: the initialiser of a variable whose type is a macro
+    was dropped (the variable started at 0) and flash_attn_f32 ran 0.6 off the device."""
+    src = """#define T float
+    #define INIT (-3.0f)
+    __kernel void k(__global float *o, float a) {
+        T m = INIT;
+        T s = (a + 1.0f) * 2.0f;
+        T z;
+        z = 5.0f;
+        o[0] = m; o[1] = s; o[2] = z;
+    }"""
+    o = np.zeros(3, np.float32)
+    clsim.run(clsim.load_cl(src, "k"), (1,), (1,), (o, np.float32(0.5)), jit=False)
+    np.testing.assert_array_equal(o, [-3.0, 3.0, 5.0])

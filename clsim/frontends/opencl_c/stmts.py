@@ -419,6 +419,14 @@ def for_parts(cursor):
 
 
 def _has_initialiser(var) -> bool:
+    # A scalar, vector, pointer or struct variable's only expression child is its initialiser:
+    # read off the AST, since the tokens of a declaration whose type is a macro (ggml's
+    # `ACC_TYPE m_i = FA_M_INIT;`) do not hold its '='. An array's size is a child too.
+    if ctype(var.type).kind != "array":
+        return any(k.kind.is_expression() for k in children(var))
+    kids = [k for k in children(var) if k.kind.is_expression()]
+    if kids and kids[-1].kind in (CK.INIT_LIST_EXPR, CK.STRING_LITERAL):
+        return True
     depth = 0
     for tok in var.get_tokens():
         text = tok.spelling
