@@ -17,6 +17,7 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.places import pointer_element
 from clsim.compiler.struct_locals import user_name
+from clsim.compiler.struct_values import is_struct_value
 from clsim.compiler.structs import StructT, size_of
 from clsim.runtime import record as rec
 
@@ -392,9 +393,15 @@ class StructEmitter:
         """C's struct assignment ``b = x[ib]``, ``x[i] = b``, ``y[j] = x[i]``: the bytes."""
         size = size_of(value.ctype.dtype if isinstance(value.ctype, ct.PtrT)
                        else value.ctype)
+        if is_struct_value(value):  # v = struct_value(T): zeroed; its fields are stored next
+            self.emit(f"{self.struct_bytes(target.id)}[:] = 0")
+            return
 
         def build():
-            src, soff = self.struct_source(value)
+            if isinstance(value, ast.Call):  # a helper returning a struct: its own bytes
+                src, soff = self.expr(value), self.const(0, "int64")
+            else:
+                src, soff = self.struct_source(value)
             s = self.fresh("_so")
             self.pre(f"{s} = {soff}")
             if isinstance(target, ast.Name):
