@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import ast
 import itertools
-
 import numpy as np
 
 from clsim.compiler.astwalk import walk
 from clsim.compiler.diagnostics import compile_error
 
 NAME = "struct_value"
-_fresh = itertools.count()
 
 
 def is_struct_value(node) -> bool:
@@ -60,7 +58,7 @@ def _field_values(call, dtype: np.dtype) -> dict:
     return values
 
 
-def _zero_stores(target: ast.expr, dtype: np.dtype, loc) -> list[ast.stmt]:
+def _zero_stores(target: ast.expr, dtype: np.dtype, loc, fresh) -> list[ast.stmt]:
     """Stores of 0 into every scalar of ``target`` (a struct place of ``dtype``)."""
     out = []
     for name in dtype.names:
@@ -70,12 +68,12 @@ def _zero_stores(target: ast.expr, dtype: np.dtype, loc) -> list[ast.stmt]:
         if sub.subdtype is not None:
             sub, shape = sub.subdtype
         if shape:
-            k = f"_sv{next(_fresh)}"
+            k = f"_sv{next(fresh)}"
             elem = place
             for d, _n in enumerate(shape):
                 elem = ast.Subscript(value=elem, slice=ast.Name(id=f"{k}_{d}", ctx=ast.Load()),
                                      ctx=ast.Load())
-            inner = _zero_stores(elem, sub, loc) if sub.names else \
+            inner = _zero_stores(elem, sub, loc, fresh) if sub.names else \
                 [ast.Assign(targets=[_store(elem)], value=ast.Constant(0), type_comment=None)]
             for d, n in reversed(list(enumerate(shape))):
                 rng = ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
@@ -85,7 +83,7 @@ def _zero_stores(target: ast.expr, dtype: np.dtype, loc) -> list[ast.stmt]:
                                  body=inner, orelse=[], type_comment=None)]
             out += inner
         elif sub.names:
-            out += _zero_stores(place, sub, loc)
+            out += _zero_stores(place, sub, loc, fresh)
         else:
             out.append(ast.Assign(targets=[_store(place)], value=ast.Constant(0),
                                   type_comment=None))
@@ -103,7 +101,7 @@ def _store(node):
     return node
 
 
-def _expand(target: ast.Name, call, loc) -> list[ast.stmt]:
+def _expand(target: ast.Name, call, loc, fresh) -> list[ast.stmt]:
     dtype = struct_dtype(call)
     values = _field_values(call, dtype)
     bare = ast.Call(func=call.func, args=call.args[:1], keywords=[])
@@ -120,7 +118,7 @@ def _expand(target: ast.Name, call, loc) -> list[ast.stmt]:
             out.append(ast.Assign(targets=[place], value=values[name], type_comment=None))
         else:
             wrapper = np.dtype([(name, dtype.fields[name][0])])
-            out += _zero_stores(ast.Name(id=target.id, ctx=ast.Load()), wrapper, loc)
+            out += _zero_stores(ast.Name(id=target.id, ctx=ast.Load()), wrapper, loc, fresh)
     for stmt in out:
         _located(stmt, loc)
     return out
@@ -135,24 +133,24 @@ def expand_struct_values(body: list) -> list:
                                                 for n in walk(root)):
         return body
     from clsim.compiler.inline import clone
-    return _block(clone(body))
+    return _block(clone(body), itertools.count())
 
 
-def _block(stmts: list) -> list:
+def _block(stmts: list, fresh) -> list:
     out = []
     for s in stmts:
         for field in ("body", "orelse", "finalbody"):
             if isinstance(getattr(s, field, None), list):
-                setattr(s, field, _block(getattr(s, field)))
+                setattr(s, field, _block(getattr(s, field), fresh))
         if isinstance(s, ast.Return) and is_struct_value(s.value):
-            tmp = ast.Name(id=f"_struct{next(_fresh)}", ctx=ast.Store())
-            out += _expand(tmp, s.value, s.loc)
+            tmp = ast.Name(id=f"_struct{next(fresh)}", ctx=ast.Store())
+            out += _expand(tmp, s.value, s.loc, fresh)
             s.value = _located(ast.Name(id=tmp.id, ctx=ast.Load()), s.loc)
             out.append(s)
         elif isinstance(s, ast.Assign) and len(s.targets) == 1 and \
                 isinstance(s.targets[0], ast.Name) and is_struct_value(s.value) and \
                 (len(s.value.args) > 1 or s.value.keywords):
-            out += _expand(s.targets[0], s.value, s.loc)
+            out += _expand(s.targets[0], s.value, s.loc, fresh)
         else:
             out.append(s)
     return out
