@@ -163,8 +163,8 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
         if not self.in_group_fn:
             if s.value is None:
                 self.emit("return")
-            elif isinstance(self.ret_type, StructT):  # its bytes; the caller copies them
-                self.emit(f"return {self.struct_bytes(s.value.id)}")
+            elif isinstance(self.ret_type, StructT):
+                self.statement(lambda: "return " + self.returned_struct(s.value))
             else:
                 self.statement(lambda: f"return {self.typed(s.value, self.ret_type)}")
             return

@@ -109,10 +109,8 @@ class Program:
         self._typing.discard(key)
         ret = None
         for t in typer.returns:
-            if by_value(t) and not isinstance(t, StructT):
-                raise compile_error(loc, f"{kfn.name}() returns a record read in place from "
-                                         "a buffer; return a private struct (v = "
-                                         "struct_value(T, ...), or a copy whose fields it sets)")
+            if by_value(t) and not isinstance(t, StructT):  # b = x[i]; return b: its bytes
+                t = t.dtype
             if isinstance(t, ct.PtrT):
                 raise compile_error(loc, f"{kfn.name}() returns a pointer; return an offset "
                                          "(an integer) and index the buffer with it")

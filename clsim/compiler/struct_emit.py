@@ -416,6 +416,18 @@ class StructEmitter:
 
         self.statement(build)
 
+    def returned_struct(self, value) -> str:
+        """The bytes a helper returns for a struct value (the caller copies them): a private
+        struct's own, or a copy of a record read from memory (``return x[i]``)."""
+        if isinstance(value, ast.Name) and isinstance(value.ctype, StructT):
+            return self.struct_bytes(value.id)
+        size = size_of(value.ctype.dtype if isinstance(value.ctype, ct.PtrT) else value.ctype)
+        src, soff = self.struct_source(value)
+        out = self.fresh("_sr")
+        self.pre(f"{out} = {self.module.empty(size, 'uint8')}")
+        self.pre(self.helper("_cpb") + f"({out}, 0, {src}, {soff}, {size})")
+        return out
+
     def field_store(self, target, value) -> None:
         t = target.ctype
 
