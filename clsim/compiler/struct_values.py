@@ -6,7 +6,9 @@ the value given (by position, then by name) or 0, as C zero-fills what an initia
 out. Each field is then written by the ordinary field store, so checks and instruments see
 the same stores as ``v.qd = a`` written by hand. ``return struct_value(T, ...)`` goes
 through a variable first. A helper returning a struct returns its bytes; the caller copies
-them into its own variable (``info = helper(...)``).
+them into its own variable (``info = helper(...)``); ``helper(...).qd`` in a simple
+statement is ``_structN = helper(...)`` before it (a vector's ``f(...).x`` too: the same
+value), except under ``and``/``or``/``x if c else y``, which may not evaluate the call.
 """
 
 from __future__ import annotations
@@ -125,20 +127,42 @@ def _expand(target: ast.Name, call, loc, fresh) -> list[ast.stmt]:
 
 
 def expand_struct_values(body: list) -> list:
-    """``body`` with each ``v = struct_value(T, ...)`` made into field stores and each
-    ``return struct_value(T, ...)`` returning a variable (see the module's docstring)."""
-    if not any(is_struct_value(n) and n.args[1:] + n.keywords for root in body
-               for n in walk(root)) and not any(isinstance(n, ast.Return) and
-                                                is_struct_value(n.value) for root in body
-                                                for n in walk(root)):
+    """``body`` with each ``v = struct_value(T, ...)`` made into field stores, each
+    ``return struct_value(T, ...)`` returning a variable and each ``f(...).qd`` reading a
+    variable assigned just before (see the module's docstring)."""
+    if not any(is_struct_value(n) or (isinstance(n, ast.Attribute) and
+                                      isinstance(n.value, ast.Call)) for root in body
+               for n in walk(root)):
         return body
     from clsim.compiler.inline import clone
     return _block(clone(body), itertools.count())
 
 
+def _returned_fields(s) -> list:
+    """``f(...).qd`` in a simple statement, outside ``and``/``or``/``x if c else y`` (which
+    may not evaluate the call): the ``Attribute`` nodes whose value is a helper's result."""
+    if not isinstance(s, ast.Assign | ast.AugAssign | ast.Expr | ast.Return):
+        return []
+    found, stack = [], [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BoolOp | ast.IfExp | ast.Lambda):
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
+                getattr(node.value.func, "resolved", (None,))[0] == "func":
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _block(stmts: list, fresh) -> list:
     out = []
     for s in stmts:
+        for node in _returned_fields(s):  # f(...).qd: the returned value in a variable first
+            tmp = f"_struct{next(fresh)}"
+            out.append(_located(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())],
+                                           value=node.value, type_comment=None), s.loc))
+            node.value = _located(ast.Name(id=tmp, ctx=ast.Load()), s.loc)
         for field in ("body", "orelse", "finalbody"):
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, _block(getattr(s, field), fresh))

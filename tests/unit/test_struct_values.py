@@ -94,7 +94,7 @@ __kernel void k(global const float *x, global float *out, global int *outi) {
     info_t z = make_info2(x, i);
     trio_t t = make_trio(x[i]);
     out[i] = info.qd + z.qd + t.a;
-    outi[i] = info.q_sum + z.q_sum * 10 + t.b + t.c;
+    outi[i] = info.q_sum + z.q_sum * 10 + t.b + t.c + make_info2(x, i).q_sum * 100;
 }
 """
 
@@ -109,10 +109,10 @@ def _run_cl(source, jit):
 @JIT
 def test_cl_struct_initialisers_and_struct_returns(jit):
     """Positional, designated (out of order) and compound-literal initialisers; fields
-    left out are 0."""
+    left out are 0; a returned struct's field read off the call."""
     x, out, outi = _run_cl(CL, jit)
     np.testing.assert_array_equal(out, 4 * x)
-    np.testing.assert_array_equal(outi, np.arange(4, dtype=np.int32) + 1 + 70)
+    np.testing.assert_array_equal(outi, np.arange(4, dtype=np.int32) + 1 + 770)
 
 
 def test_to_cl_round_trip_runs_the_same():
@@ -131,3 +131,17 @@ def test_to_cl_prints_a_struct_value_as_a_compound_literal():
                       args=(np.zeros(4, np.float32), np.zeros(4, np.float32),
                             np.zeros(4, np.int32)))
     assert "quantised(" in src and ".qd = " in src and "){0};" in src
+
+
+@kernel
+def fields_of_a_call(x, out):
+    i = get_global_id(0)
+    out[i] = quantised(x, i).qd + np.float32(quantised(x, i).q_sum)
+
+
+@JIT
+def test_fields_of_a_returned_struct_are_read_directly(jit):
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    clsim.run(fields_of_a_call, (4,), (4,), (x, out), jit=jit, checks="all")
+    np.testing.assert_array_equal(out, 2 * x + np.arange(4, dtype=np.float32) + 1)
