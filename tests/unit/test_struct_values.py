@@ -145,3 +145,14 @@ def test_fields_of_a_returned_struct_are_read_directly(jit):
     out = np.zeros(4, np.float32)
     clsim.run(fields_of_a_call, (4,), (4,), (x, out), jit=jit, checks="all")
     np.testing.assert_array_equal(out, 2 * x + np.arange(4, dtype=np.float32) + 1)
+
+
+def test_private_struct_fields_are_no_memory_traffic():
+    """A returned struct and its fields stay private: only x's loads and the stores count."""
+    x = np.arange(4, dtype=np.float32)
+    result = clsim.run(fields_of_returned_structs, (4,), (4,),
+                       (x, np.zeros(4, np.float32), np.zeros(4, np.int32)), traffic=True)
+    sites = {(s.buffer, s.kind, s.space) for s in result.traffic.site_records}
+    assert sites == {("x", "load", "global"), ("out", "store", "global"),
+                     ("outi", "store", "global")}
+    assert result.traffic.unique_read_bytes["x"] == 16
