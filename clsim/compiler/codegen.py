@@ -63,6 +63,8 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
         if isinstance(self.ret_type, ct.VecT):
             zero = self.module.const(0, self.ret_type.dtype)
             return "return (" + ", ".join([zero] * self.ret_type.width) + ",)"
+        if isinstance(self.ret_type, StructT):  # a struct's bytes (the error is what counts)
+            return f"return {self.module.empty(self.ret_type.itemsize, 'uint8')}"
         return f"return {self.module.const(0, self.ret_type)}"
 
     # -- output -----------------------------------------------------------------------------
@@ -161,6 +163,8 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
         if not self.in_group_fn:
             if s.value is None:
                 self.emit("return")
+            elif isinstance(self.ret_type, StructT):
+                self.statement(lambda: "return " + self.returned_struct(s.value))
             else:
                 self.statement(lambda: f"return {self.typed(s.value, self.ret_type)}")
             return

@@ -35,7 +35,8 @@ from clsim.compiler.regions import Analysis
 from clsim.compiler.remat import id_aliases
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_emit import aligned_pointers
-from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.struct_locals import by_value, copy_written_params
+from clsim.compiler.struct_values import expand_struct_values
 from clsim.compiler.uniform_ids import uniform_ids
 from clsim.compiler.vector_arrays import user_name as array_name
 from clsim.compiler.vector_arrays import vector_arrays
@@ -98,7 +99,8 @@ class Program:
                                      f"{len(arg_types)}")
         self._typing.add(key)
         body = scope_loop_variables(parsed.tree.body, parsed.params)
-        body = copy_written_params(body, dict(zip(parsed.params, arg_types, strict=True)))
+        body = copy_written_params(expand_struct_values(body),
+                                   dict(zip(parsed.params, arg_types, strict=True)))
         body = pointer_params(body, dict(zip(parsed.params, arg_types, strict=True)))
         body = clone(vector_arrays(body, self))  # typing may split a pointer: its own copy
         typer = Typer(self, helper_env(parsed.params, arg_types), kfn.name)
@@ -107,14 +109,12 @@ class Program:
         self._typing.discard(key)
         ret = None
         for t in typer.returns:
+            if by_value(t) and not isinstance(t, StructT):  # b = x[i]; return b: its bytes
+                t = t.dtype
             if isinstance(t, ct.PtrT):
                 raise compile_error(loc, f"{kfn.name}() returns a pointer; return an offset "
                                          "(an integer) and index the buffer with it")
-            if isinstance(t, StructT):
-                raise compile_error(loc, f"{kfn.name}() returns a struct; pass the buffer "
-                                         "(or a pointer into it) and store the record there "
-                                         "(y[i] = b), or return its fields one by one")
-            ret = t if ret is None else ct.join(ret, t)
+            ret = t if ret is None or ret == t else ct.join(ret, t)
             if ret is None:
                 raise compile_error(parsed.tree.loc, f"{kfn.name}() returns values of "
                                                      "different kinds (int and float)")
@@ -439,7 +439,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     program = Program(parsed, arg_types, local_size)
     body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
     body = scope_loop_variables(body, arg_types)
-    body = copy_written_params(body, arg_types)
+    body = copy_written_params(expand_struct_values(body), arg_types)
     body = pointer_params(body, arg_types)
     body = guard_continues(clone(vector_arrays(body, program)))
     body = uniform_ids(body, program.local_size)

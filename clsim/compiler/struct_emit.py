@@ -17,6 +17,7 @@ from clsim.compiler import helpers as hp
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.places import pointer_element
 from clsim.compiler.struct_locals import user_name
+from clsim.compiler.struct_values import is_struct_value
 from clsim.compiler.structs import StructT, size_of
 from clsim.runtime import record as rec
 
@@ -392,9 +393,15 @@ class StructEmitter:
         """C's struct assignment ``b = x[ib]``, ``x[i] = b``, ``y[j] = x[i]``: the bytes."""
         size = size_of(value.ctype.dtype if isinstance(value.ctype, ct.PtrT)
                        else value.ctype)
+        if is_struct_value(value):  # v = struct_value(T): zeroed; its fields are stored next
+            self.emit(f"{self.struct_bytes(target.id)}[:] = 0")
+            return
 
         def build():
-            src, soff = self.struct_source(value)
+            if isinstance(value, ast.Call):  # a helper returning a struct: its own bytes
+                src, soff = self.expr(value), self.const(0, "int64")
+            else:
+                src, soff = self.struct_source(value)
             s = self.fresh("_so")
             self.pre(f"{s} = {soff}")
             if isinstance(target, ast.Name):
@@ -408,6 +415,18 @@ class StructEmitter:
             return self.helper("_cpb") + f"({dst}, {doff}, {src}, {s}, {size})"
 
         self.statement(build)
+
+    def returned_struct(self, value) -> str:
+        """The bytes a helper returns for a struct value (the caller copies them): a private
+        struct's own, or a copy of a record read from memory (``return x[i]``)."""
+        if isinstance(value, ast.Name) and isinstance(value.ctype, StructT):
+            return self.struct_bytes(value.id)
+        size = size_of(value.ctype.dtype if isinstance(value.ctype, ct.PtrT) else value.ctype)
+        src, soff = self.struct_source(value)
+        out = self.fresh("_sr")
+        self.pre(f"{out} = {self.module.empty(size, 'uint8')}")
+        self.pre(self.helper("_cpb") + f"({out}, 0, {src}, {soff}, {size})")
+        return out
 
     def field_store(self, target, value) -> None:
         t = target.ctype

@@ -114,8 +114,13 @@ HELPERS = _helpers()
 
 # -- the C typedef ------------------------------------------------------------------------------
 def _c_fields(st: StructT, indent: str) -> list[str]:
-    lines = []
+    """The fields, with a ``uchar _padN[k]`` where the dtype leaves a gap (an aligned C
+    struct translated to a dtype with offsets), so the packed typedef has the same layout."""
+    lines, end = [], 0
     for f in st.fields:
+        if f.offset > end:
+            lines.append(f"{indent}uchar _pad{end}[{f.offset - end}];")
+        end = f.offset + size_of(f.dtype) * int(np.prod(f.shape, dtype=np.int64))
         dims = "".join(f"[{n}]" for n in f.shape)
         if isinstance(f.dtype, StructT):
             lines.append(f"{indent}struct __attribute__((packed)) {{")
@@ -123,6 +128,8 @@ def _c_fields(st: StructT, indent: str) -> list[str]:
             lines.append(f"{indent}}} {f.name}{dims};")
         else:
             lines.append(f"{indent}{ct.cname(f.dtype)} {f.name}{dims};")
+    if st.itemsize > end:
+        lines.append(f"{indent}uchar _pad{end}[{st.itemsize - end}];")
     return lines
 
 

@@ -85,16 +85,19 @@ def _zoo_cases():
         (zoo.vectors_and_memory, (floats, recs, np.zeros(n, np.float32), np.int32(n))),
         (zoo.atomics, (ints, np.zeros(4, np.int32), np.int32(n))),
         (zoo.atomics_c11, (ints, np.zeros(2, np.int32), np.int32(n))),
+        (zoo.struct_values, (floats, np.zeros(n, np.float32), np.zeros(n, np.int32))),
     ]
 
 
 @pytest.mark.parametrize("device", [p for p in device_params(only=DEVICES)])
-@pytest.mark.parametrize("which", [0, 1, 2, 3],
-                         ids=["scalars", "vectors_and_memory", "atomics", "atomics_c11"])
+@pytest.mark.parametrize("which", [0, 1, 2, 3, 4],
+                         ids=["scalars", "vectors_and_memory", "atomics", "atomics_c11",
+                              "struct_values"])
 def test_to_cl_of_constructs_outside_the_library(which, device):
     """Swaps, private-array fills, component stores, 2-D local arrays, pointer locals, views,
     record copies, elif chains, negative range steps, hex literals, mixed signedness and
-    legacy atomics (both spellings) and C11 atomics print as C that agrees with the simulator bit for bit."""
+    legacy atomics (both spellings), C11 atomics and struct values returned by helpers print as
+    C that agrees with the simulator bit for bit."""
     kernel, args = _zoo_cases()[which]
     source = to_cl(kernel, args, local_size=(32,))
     try:

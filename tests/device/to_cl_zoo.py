@@ -98,3 +98,28 @@ def atomics_c11(x, counts, n):
     if i < n:
         atomic_fetch_add_explicit(counts[0], x[i], memory_order_relaxed, memory_scope_device)
         atomic_fetch_max_explicit(counts[1], x[i], memory_order_relaxed, memory_scope_device)
+
+
+INFO = np.dtype([("qd", np.float32), ("q_sum", np.int32), ("tag", np.uint8, (2,))])
+
+
+@clsim.func
+def quantised_info(x, i):
+    qd = x[i] / np.float32(127.0)
+    info = clsim.struct_value(INFO, qd, q_sum=np.int32(i) * 3)
+    info.tag[1] = 5
+    return info
+
+
+@clsim.func
+def first_field_only(x, i):
+    return clsim.struct_value(INFO, x[i] * np.float32(2.0))
+
+
+@clsim.kernel
+def struct_values(x, y, counts):
+    i = get_global_id(0)
+    info = quantised_info(x, i)
+    z = first_field_only(x, i)
+    y[i] = info.qd + z.qd
+    counts[i] = info.q_sum + z.q_sum + np.int32(info.tag[1]) + np.int32(z.tag[0])

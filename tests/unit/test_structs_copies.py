@@ -306,6 +306,49 @@ def returns_a_struct(x, out):
     out[0] = np.float32(b.d)
 
 
+@clsim.func
+def record_of(x, i):
+    return x[i]
+
+
+@clsim.func
+def record_copy_of(x, i):
+    b = x[i]
+    return b
+
+
+@kernel
+def returns_records(x, out):
+    b = record_of(x, 1)
+    c = record_copy_of(x, 0)
+    x[0].d = np.float16(3.0)
+    out[0] = np.float32(b.d) + np.float32(b.qs[3])
+    out[1] = np.float32(c.d)
+
+
+@JIT
+def test_a_helper_returns_its_modified_copy_by_value(jit):
+    """C returns the struct's bytes: the caller gets the helper's copy, x keeps its own."""
+    x = _blocks(Q4_0, 2, seed=5)
+    before = x.copy()
+    out = np.zeros(1, np.float32)
+    clsim.run(returns_a_struct, (1,), (1,), (x, out), jit=jit)
+    assert out[0] == 1.0
+    assert x.tobytes() == before.tobytes()
+
+
+@JIT
+def test_a_helper_returns_a_record_of_a_buffer_by_value(jit):
+    """return x[i] (or a copy read in place) returns the bytes as they are at the return."""
+    x = _blocks(Q4_0, 2, seed=6)
+    before = x.copy()
+    out = np.zeros(2, np.float32)
+    clsim.run(returns_records, (1,), (1,), (x, out), jit=jit)
+    assert out[0] == np.float32(before[1]["d"]) + np.float32(before[1]["qs"][3])
+    assert out[1] == np.float32(before[0]["d"])
+    assert x[0]["d"] == 3.0
+
+
 @kernel
 def structs_in_a_tuple(x, out):
     a, b = x[0], x[1]
@@ -320,7 +363,6 @@ def assigns_an_array_field(x, out):
 
 
 @pytest.mark.parametrize("kern, words", [
-    (returns_a_struct, "modified_block() returns a struct; pass the buffer"),
     (structs_in_a_tuple, "structs in a tuple assignment: assign one struct per line"),
     (assigns_an_array_field, "'b.qs' is an array field: assign its elements in a loop")])
 def test_unsupported_struct_forms_say_what_to_write(kern, words):

@@ -158,6 +158,14 @@ def _abs(p, node, name):
     return f"abs({p.expr(node.args[0])})"
 
 
+def _struct_value(p, node, name):
+    """``struct_value(T, a, f=b)``: the compound literal ``(T){a, .f = b}`` (``{0}`` when
+    empty: the compiler split the fields off into stores, after zeroing)."""
+    parts = [p.expr(a) for a in node.args[1:]] + \
+        [f".{kw.arg} = {p.expr(kw.value)}" for kw in node.keywords]
+    return f"({p.type_name(node.ctype)}){{{', '.join(parts) or '0'}}}"
+
+
 def _vector_set(p, node, name):
     raise node_error(node, "internal: vector_set outside an assignment")
 
@@ -169,6 +177,7 @@ SPECIAL = {
     "view": _view,
     "printf": _printf,
     "vector_set": _vector_set,
+    "struct_value": _struct_value,
     **{str(ct.VecT(t, w)): _vector_constructor
        for t in ct.VECTOR_ELEMENTS for w in ct.VECTOR_WIDTHS},
 }

@@ -15,6 +15,7 @@ import numpy as np
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.diagnostics import node_error
+from clsim.compiler.struct_values import struct_dtype
 from clsim.compiler.structs import struct_of
 from clsim.compiler.vector_arrays import vector_type
 from clsim.compiler.vectors import vector_view
@@ -175,6 +176,19 @@ def _view_lower(gen, call):
     return gen.view_offset(call)
 
 
+def _struct_value_typing(typer, call):
+    """A private struct's bytes; the fields given were split off into stores (struct_values)."""
+    if len(call.args) > 1 or call.keywords:
+        raise node_error(call, "struct_value(T, ...) is a whole statement's value: assign it "
+                               "to a variable (v = struct_value(T, a, b)) or return it")
+    return struct_of(struct_dtype(call), f"struct_value: ")
+
+
+def _struct_value_lower(gen, call):
+    raise node_error(call, "struct_value(T, ...) is a whole statement's value: assign it to a "
+                           "variable (v = struct_value(T, a, b)), then use v")
+
+
 ENTRIES = [
     *(Builtin(name, FAMILY, _fence_rule(name), cut="work", emit_cut=emit_barrier,
               c=f"{name}(flags)", types="CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE",
@@ -187,6 +201,11 @@ ENTRIES = [
             types="T: numpy dtype or struct dtype",
             note="a typed view of a buffer's bytes at a byte offset; accesses are checked "
                  "against the buffer"),
+    Builtin("struct_value", FAMILY, typing=_struct_value_typing, lower=_struct_value_lower,
+            varying=True, c="T v = {a, b}; (T){.f = a}", py="v = struct_value(T, a, b, f=c)",
+            types="T: struct dtype",
+            note="a private struct from its fields (by position, then by name); the fields not "
+                 "given are 0, as in C"),
     Builtin("pointer_array", FAMILY, typing=_pointer_array, varying=True,
             c="global T *a[N]", py="a = pointer_array(N)", types="N: a constant",
             note="one per work-item, uninitialised; a[k] = p stores a pointer (all into one "

@@ -22,10 +22,11 @@ from clsim.frontends.opencl_c.nodes import (  # noqa: F401  (the emitters' share
 from clsim.frontends.opencl_c.parse import binary_op, evaluate, unary_op
 from clsim.frontends.opencl_c.arrays import FlatArrays
 from clsim.frontends.opencl_c.pointers import PointerExpressions
+from clsim.frontends.opencl_c.struct_inits import StructInits
 from clsim.frontends.opencl_c.selectors import SWIZZLE, is_selector, selector_width
 
 
-class Expressions(PointerExpressions, FlatArrays):
+class Expressions(PointerExpressions, FlatArrays, StructInits):
     """The expression half of a function's emitter; ``names`` maps C names to Python ones."""
 
     def __init__(self, module, names):
@@ -317,12 +318,16 @@ class Expressions(PointerExpressions, FlatArrays):
     def compound_literal(self, cursor) -> Py:
         to = ctype(cursor.type)
         init = next(k for k in children(cursor) if k.kind == CK.INIT_LIST_EXPR)
+        if to.kind == "struct":
+            return self.struct_literal(to, init)
         if to.kind != "vector":
             raise Unsupported(cursor, f"a compound literal of {to}")
         return self.vector_literal(to, init)
 
     def init_list(self, cursor) -> Py:
         to = ctype(cursor.type)
+        if to.kind == "struct":
+            return self.struct_literal(to, cursor)  # info_t v = {qd, q_sum};
         if to.kind != "vector":
             raise Unsupported(cursor, f"a braced initialiser of {to}")
         return self.vector_literal(to, cursor)  # float4 v = {a, b, c, d};

@@ -125,8 +125,10 @@ class Statements(Expressions):
         if t.kind in ("other", "image"):
             raise Unsupported(var, f"a variable of type {t}")
         if init is None:
-            if t.kind == "struct":
-                raise Unsupported(var, "a struct variable without an initialiser")
+            if t.kind == "struct":  # C leaves it indeterminate; clsim zeroes it
+                self.module.use("struct_value")
+                self.put(f"{name} = struct_value({t.py_name})", var)
+                return
             if t.kind == "pointer":
                 self.put(f"{name} = None", var)
                 return
