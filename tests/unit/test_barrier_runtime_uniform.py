@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import (CLK_LOCAL_MEM_FENCE, barrier, get_local_id, kernel, local_array)
+from clsim import (CLK_LOCAL_MEM_FENCE, barrier, get_group_id, get_local_id, kernel,
+                   local_array)
 
 MODES = [(False, "all", False), (True, "all", False), (True, "bounds", True),
          (True, "none", False)]
@@ -154,3 +155,29 @@ def test_a_continue_under_a_run_time_uniform_condition_skips_the_tile(mode):
     _run(skip_by_tile, (x, skip, out), mode)
     lid = np.arange(4)
     np.testing.assert_array_equal(out, x[(lid + 3) % 4] + x[8 + (lid + 3) % 4])
+
+
+@clsim.func
+def slope_of(head, bias):
+    if bias <= 0.0:
+        return np.float32(1.0)
+    return np.float32(head) * bias
+
+
+@kernel
+def hoisted_helper_2d(x, out, bias):
+    lid = get_local_id(0)
+    head = get_group_id(1)
+    slope = slope_of(head, bias)  # group-level code before the first region (ggml's alibi)
+    shared = local_array(4, np.float32)
+    shared[lid] = x[lid] * slope
+    barrier(CLK_LOCAL_MEM_FENCE)
+    out[head * 4 + lid] = shared[3 - lid]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_helper_hoisted_before_the_first_region_of_a_2d_kernel_compiles(jit):
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    clsim.run(hoisted_helper_2d, (4, 2), (4, 1), (x, out, np.float32(2.0)), jit=jit)
+    np.testing.assert_array_equal(out, [0, 0, 0, 0, 6, 4, 2, 0])  # head 0: slope 0
