@@ -418,8 +418,15 @@ def for_parts(cursor):
 
 
 def _has_initialiser(var) -> bool:
+    """An ``=`` after the variable's name. The scan starts at the name: a declaration whose
+    type is a macro (``ACC_TYPE score = ...``) has an extent starting at the macro's
+    definition, so its tokens begin with unbalanced text of the file before it."""
+    tokens = list(var.get_tokens())
+    at = var.location.offset
+    start = next((i for i, tok in enumerate(tokens)
+                  if tok.spelling == var.spelling and tok.location.offset == at), 0)
     depth = 0
-    for tok in var.get_tokens():
+    for tok in tokens[start:]:
         text = tok.spelling
         if text in "([{":
             depth += 1
