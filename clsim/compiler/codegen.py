@@ -474,7 +474,8 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
         self.emit("\n".join(f"{n} = np.int64(0)" for n in names) + f"\n_rf{k} = -1")
         self.wi_loop_header(ue)
         for i, arg in enumerate(call.args):
-            self.statement(lambda arg=arg, i=i: f"_rw{k}_{i} = np.int64({self.typed(arg, 'int64')})")
+            self.statement(
+                lambda arg=arg, i=i: f"_rw{k}_{i} = np.int64({self.typed(arg, 'int64')})")
         self.emit(f"if _rf{k} < 0:\n    _rf{k} = _lid")
         with self.indented():
             self.emit("\n".join(f"{n} = _rw{k}_{i}" for i, n in enumerate(names)))

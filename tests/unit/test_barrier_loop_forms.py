@@ -2,9 +2,10 @@
 work-items, after the last barrier of a loop (flash attention: load a tile, barrier, skip the
 rows a work-item does not own): every work-item still reaches each barrier once per
 iteration, so the kernel is valid OpenCL and runs; a ``continue`` with a barrier after it must
-be taken by all work-items of the group or none, checked at run time. A loop bound computed by a helper that only does arithmetic on its arguments
-(conv2d's ``splitWork(CRS, BS)``) is as uniform as the arguments; one that reads memory is
-evaluated by every work-item and checked to agree at run time."""
+be taken by all work-items of the group or none, checked at run time. A loop bound computed by
+a helper that only does arithmetic on its arguments (conv2d's ``splitWork(CRS, BS)``) is as
+uniform as the arguments; one that reads memory is evaluated by every work-item and checked to
+agree at run time."""
 
 import numpy as np
 import pytest
