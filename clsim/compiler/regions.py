@@ -205,7 +205,11 @@ class Analysis:
         What runs under it is then no more varying than what runs before it."""
         if not self.is_cut(s):
             return False
-        return "work" in cut_levels(s) or "work" in (loop_levels or ())
+        levels = cut_levels(s)
+        if "work" in levels:
+            return True
+        # around sub-group cuts only it is masked: checked per sub-group, not group-wide
+        return "sub" not in levels and "work" in (loop_levels or ())
 
     def _walk_uniform(self, stmts, ctrl: bool, loop_levels=None):
         for s in stmts:

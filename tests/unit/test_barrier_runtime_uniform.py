@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import (CLK_LOCAL_MEM_FENCE, barrier, get_group_id, get_local_id, kernel,
-                   local_array)
+from clsim import (CLK_LOCAL_MEM_FENCE, barrier, get_group_id, get_local_id, get_sub_group_id,
+                   kernel, local_array, sub_group_broadcast)
 
 MODES = [(False, "all", False), (True, "all", False), (True, "bounds", True),
          (True, "none", False)]
@@ -181,3 +181,26 @@ def test_a_helper_hoisted_before_the_first_region_of_a_2d_kernel_compiles(jit):
     out = np.zeros(8, np.float32)
     clsim.run(hoisted_helper_2d, (4, 2), (4, 1), (x, out, np.float32(2.0)), jit=jit)
     np.testing.assert_array_equal(out, [0, 0, 0, 0, 6, 4, 2, 0])  # head 0: slope 0
+
+
+@kernel
+def sub_group_if_in_barrier_loop(x, out, n):
+    lid = get_local_id(0)
+    shared = local_array(4, np.float32)
+    y = 0
+    for k in range(2):
+        shared[lid] = x[lid] + k
+        barrier(CLK_LOCAL_MEM_FENCE)
+        if get_sub_group_id() == 1:  # the same within a sub-group only: masked, not hoisted
+            y = n * 2
+            shared[lid] = sub_group_broadcast(shared[lid], 0)
+        barrier(CLK_LOCAL_MEM_FENCE)
+    out[lid] = y + shared[lid]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_an_if_around_sub_group_cuts_in_a_barrier_loop_stays_per_sub_group(jit):
+    out = np.zeros(4, np.float32)
+    clsim.run(sub_group_if_in_barrier_loop, (4,), (4,),
+              (np.arange(4, dtype=np.float32), out, np.int32(5)), subgroup_size=2, jit=jit)
+    np.testing.assert_array_equal(out, [1, 2, 13, 13])  # sub-group 1: y = 10, lane 0's x + 1
