@@ -468,6 +468,33 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
                   f"    _err[{rec.LID}] = _ff{k}\n    _err[{rec.OTHER_LID}] = _ft{k}\n    return")
         return f"(_nt{k} != 0)"
 
+    def uniform_range(self, call, ue: set[str]) -> list[str]:
+        """The range() arguments of a barrier loop, evaluated per work-item and checked to agree
+        (OpenCL: a barrier loop's trip count must be the same for the whole group); the group
+        then runs the loop with the first work-item's values."""
+        k = next(self.counter)
+        names = [f"_rv{k}_{i}" for i in range(len(call.args))]
+        site = self.module.site(call, "", "for", "none", "none")
+        self.emit("\n".join(f"{n} = np.int64(0)" for n in names) + f"\n_rf{k} = -1")
+        self.wi_loop_header(ue)
+        for i, arg in enumerate(call.args):
+            self.statement(
+                lambda arg=arg, i=i: f"_rw{k}_{i} = np.int64({self.typed(arg, 'int64')})")
+        self.emit(f"if _rf{k} < 0:\n    _rf{k} = _lid")
+        with self.indented():
+            self.emit("\n".join(f"{n} = _rw{k}_{i}" for i, n in enumerate(names)))
+        if self.module.bounds:  # checks="none" runs the first work-item's range
+            for i, n in enumerate(names):
+                self.emit(f"elif _rw{k}_{i} != {n}:\n"
+                          f"    _err[{rec.CODE}] = {rec.DIVERGENT_RANGE}\n"
+                          f"    _err[{rec.SITE}] = {site}\n    _err[{rec.COUNT_A}] = {n}\n"
+                          f"    _err[{rec.COUNT_B}] = _rw{k}_{i}\n    _err[{rec.LID}] = _lid\n"
+                          f"    _err[{rec.OTHER_LID}] = _rf{k}\n    _err[{rec.INDEX}] = {i}\n"
+                          f"    return")
+        self.level -= 1
+        self.module.on_region_end(self)
+        return names
+
     def g_CutIf(self, item: CutIf):
         if item.masked:
             self.masked_if(item)
@@ -495,9 +522,12 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
         node = item.node
         if isinstance(node, ast.For):
             t = self.env[node.target.id]
-            self.in_wi = False
-            args = [self.typed(a, "int64") for a in node.iter.args]
-            self.in_wi = True
+            if item.uniform:
+                self.in_wi = False
+                args = [self.typed(a, "int64") for a in node.iter.args]
+                self.in_wi = True
+            else:
+                args = self.uniform_range(node.iter, item.ue)
             var = f"_gr{next(self.counter)}"
             self.emit(f"{var}a = ({', '.join(args)},)")
             self.emit(f"for {var} in range(*{var}a):")

@@ -465,11 +465,9 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.bounds_checks = config.bounds
     gen.aligned_pointers = aligned_pointers(typer.view_values, typer.env)
     gen.emit("_NL = _L0 * _L1 * _L2")
-    if module.work_dim == 1:
-        gen.emit("_ly = np.int64(0)\n_lz = np.int64(0)")
-    elif module.work_dim == 2:
-        gen.emit("_lz = np.int64(0)")
-    gen.emit("_lid = 0\n_lx = np.int64(0)")
+    # every id a helper call receives is defined, for group-level code before the first
+    # region (a hoisted pure helper call: ggml's get_alibi_slope at the top of a kernel)
+    gen.emit("_lid = 0\n_lx = np.int64(0)\n_ly = np.int64(0)\n_lz = np.int64(0)")
     nl_max = program.local_size[0] * program.local_size[1] * program.local_size[2]
     scratch_lines: list[str] = []  # the group's arrays: allocated per thread (launcher.py)
     for name, kind in sorted(storage.items()):

@@ -199,7 +199,19 @@ class Analysis:
             if len(self.varying) == before:
                 break
 
-    def _walk_uniform(self, stmts, ctrl: bool):
+    def _checked_if(self, s: ast.If, loop_levels) -> bool:
+        """An if taken at group level, its condition checked to agree at run time (codegen's
+        uniform_test): around a work-group cut, or holding jumps of a work-group cut loop.
+        What runs under it is then no more varying than what runs before it."""
+        if not self.is_cut(s):
+            return False
+        levels = cut_levels(s)
+        if "work" in levels:
+            return True
+        # around sub-group cuts only it is masked: checked per sub-group, not group-wide
+        return "sub" not in levels and "work" in (loop_levels or ())
+
+    def _walk_uniform(self, stmts, ctrl: bool, loop_levels=None):
         for s in stmts:
             if isinstance(s, ast.Assign):
                 for tgt, val in self._pairs(s.targets[0], s.value):
@@ -209,24 +221,30 @@ class Analysis:
                 if ctrl or self.expr_varying(s.value):
                     self.varying.add(s.target.id)
             elif isinstance(s, ast.If):
-                inner = ctrl or self.expr_varying(s.test)
-                self._walk_uniform(s.body, inner)
-                self._walk_uniform(s.orelse, inner)
+                checked = self._checked_if(s, loop_levels)
+                inner = ctrl or (not checked and self.expr_varying(s.test))
+                self._walk_uniform(s.body, inner, loop_levels)
+                self._walk_uniform(s.orelse, inner, loop_levels)
             elif isinstance(s, ast.While | ast.For):
                 head = s.test if isinstance(s, ast.While) else s.iter
-                inner = ctrl or self.expr_varying(head) or self._varying_jump(s.body)
+                levels = cut_levels(s) if self.is_cut(s) else None
+                # a work-group cut loop's condition or range is checked to agree at run time
+                checked = levels is not None and "work" in levels
+                inner = (ctrl or (not checked and self.expr_varying(head))
+                         or self._varying_jump(s.body, levels))
                 if isinstance(s, ast.For) and inner:
                     self.varying.add(s.target.id)
-                self._walk_uniform(s.body, inner)
+                self._walk_uniform(s.body, inner, levels if levels is not None else loop_levels)
 
-    def _varying_jump(self, body) -> bool:
+    def _varying_jump(self, body, loop_levels=None) -> bool:
         """A break/continue/return under varying control makes the loop's trip count varying."""
-        return self._first_varying_jump(body) is not None
+        return self._first_varying_jump(body, loop_levels) is not None
 
-    def _first_varying_jump(self, body):
+    def _first_varying_jump(self, body, loop_levels=None):
         for s in body:
             for n in ast.walk(s):
-                if isinstance(n, ast.If) and self.expr_varying(n.test):
+                if (isinstance(n, ast.If) and not self._checked_if(n, loop_levels)
+                        and self.expr_varying(n.test)):
                     for m in ast.walk(n):
                         if isinstance(m, ast.Break | ast.Continue | ast.Return):
                             return m
@@ -234,7 +252,7 @@ class Analysis:
 
     def _per_lane_loop_reason(self, s: ast.For) -> str:
         """Why the counter of a barrier loop is not one value for the whole group."""
-        jump = self._first_varying_jump(s.body)
+        jump = self._first_varying_jump(s.body, cut_levels(s))
         if jump is not None:
             word = type(jump).__name__.lower()
             return (f"this loop contains a barrier and a '{word}' (line {jump.loc.line}) under "
@@ -334,6 +352,8 @@ class Analysis:
         return isinstance(s.target, ast.Name)
 
     def _reads_ok(self, s, scalars) -> bool:
+        if isinstance(s, ast.For) and "work" in cut_levels(s):
+            return True  # its range is checked to agree at run time when not group-evaluable
         node = s.iter if isinstance(s, ast.For) else s.value
         return self.group_evaluable(node, scalars)
 
@@ -410,15 +430,11 @@ class Analysis:
                 if s.orelse:
                     raise compile_error(s.loc, "for/else is not supported")
                 return self._loop_body(CutLoop(s, [], False, masked=True))
-            if not self.group_evaluable(s.iter):
-                raise compile_error(
-                    s.loc, "this loop contains a barrier but its range differs between "
-                           "work-items (or reads memory); every work-item of a group must run "
-                           "a barrier loop the same number of times. Compute the bounds from "
-                           "arguments, group ids and sizes, or use a while loop")
             if per_lane:
                 raise compile_error(s.loc, self._per_lane_loop_reason(s))
-            return self._loop_body(CutLoop(s, [], True))
+            # a range that reads memory or work-item values is evaluated per work-item and
+            # checked to agree (codegen's uniform_range)
+            return self._loop_body(CutLoop(s, [], self.group_evaluable(s.iter)))
         raise compile_error(s.loc, "unsupported statement around a barrier")
 
     def _loop_body(self, item: CutLoop) -> CutLoop:
@@ -470,7 +486,8 @@ class Analysis:
                 self._collect_ue(item.orelse, needed)
             elif isinstance(item, CutLoop):
                 if not item.uniform:
-                    item.ue = reads(item.node.test)
+                    node = item.node
+                    item.ue = reads(node.test if isinstance(node, ast.While) else node.iter)
                     needed |= item.ue
                 self._collect_ue(item.body, needed)
 

@@ -110,6 +110,14 @@ def decode(row, sites, kernel: str, enqueued, offset, work_dim: int,
             f"{first_true} true, lid={first_false} false). Every work-item of a group must "
             f"reach the same barriers; make the condition uniform.{src}",
             taken=a, not_taken=b, lid=first_false, **fields)
+    if code == rec.DIVERGENT_RANGE:
+        first = _lid_tuple(record.other_lid, record.group_size, work_dim)
+        return BarrierDivergenceError(
+            f"{where}, group={group_t}: barrier divergence: argument {index + 1} of the range "
+            f"of this loop around a barrier is {a} for lid={first} but {b} for lid={lid_t}. "
+            f"Every work-item of a group must run a barrier loop the same number of times; "
+            f"make the bounds the same for the whole group.{src}",
+            lid=lid_t, **fields)
     if code == rec.EXIT_BEFORE_BARRIER:
         return BarrierDivergenceError(
             f"{where}, group={group_t}: barrier divergence: {a} work-items returned before this "

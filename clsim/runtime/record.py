@@ -56,6 +56,9 @@ OOB_VIEW_STORE = 16
 # the width, COUNT_A y, COUNT_B the height (clsim.compiler.builtins.images)
 OOB_IMAGE_READ = 17
 OOB_IMAGE_WRITE = 18
+# the range of a barrier loop differs within a group: INDEX which range() argument, COUNT_A
+# the value of work-item OTHER_LID (the first), COUNT_B that of LID
+DIVERGENT_RANGE = 19
 INSTRUMENT_CODES = 20  # codes from here on belong to instruments (their ``decoders``)
 
 

@@ -429,8 +429,14 @@ def _has_initialiser(var) -> bool:
     kids = [k for k in children(var) if k.kind.is_expression()]
     if kids and kids[-1].kind in (CK.INIT_LIST_EXPR, CK.STRING_LITERAL):
         return True
+    # Otherwise an '=' after the variable's name: the scan starts at the name, as the extent
+    # of a declaration whose type is a macro starts at the macro's definition.
+    tokens = list(var.get_tokens())
+    at = var.location.offset
+    start = next((i for i, tok in enumerate(tokens)
+                  if tok.spelling == var.spelling and tok.location.offset == at), 0)
     depth = 0
-    for tok in var.get_tokens():
+    for tok in tokens[start:]:
         text = tok.spelling
         if text in "([{":
             depth += 1
