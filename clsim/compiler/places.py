@@ -108,16 +108,7 @@ def rewrite_component_store(typer, s, target, value) -> bool:
                     args=[load_name(base.id, s.loc), value], keywords=[])
     call.func.resolved = ("builtin", "vector_set")
     call.loc = call.func.loc = s.loc
-    if isinstance(target, ast.Attribute):
-        call.vector_components = vx.assigned_components(target.attr, vec.width, s.loc)
-    else:
-        if isinstance(target.slice, ast.Constant):
-            if not 0 <= target.slice.value < vec.width:
-                raise compile_error(s.loc, f"v[{target.slice.value}] is beyond a {vec}")
-            call.vector_components = [target.slice.value]
-        else:
-            call.vector_index = target.slice
-            call.args.append(target.slice)
+    _set_components(call, target, vec, s.loc)
     new = ast.Assign(targets=[ast.Name(id=base.id, ctx=ast.Store())], value=call,
                      type_comment=None)
     new.loc = s.loc
@@ -162,15 +153,7 @@ def _rewrite_memory_component(typer, s, target, value) -> bool:
                     keywords=[])
     call.func.resolved = ("builtin", "vector_set")
     call.loc = call.func.loc = s.loc
-    if isinstance(target, ast.Attribute):
-        call.vector_components = vx.assigned_components(target.attr, vec.width, s.loc)
-    elif isinstance(target.slice, ast.Constant):
-        if not 0 <= target.slice.value < vec.width:
-            raise compile_error(s.loc, f"v[{target.slice.value}] is beyond a {vec}")
-        call.vector_components = [target.slice.value]
-    else:
-        call.vector_index = target.slice
-        call.args.append(target.slice)
+    _set_components(call, target, vec, s.loc)
     place.ctx = ast.Store()
     new = ast.Assign(targets=[place], value=call, type_comment=None)
     new.loc = s.loc
@@ -453,3 +436,17 @@ def check_record_copies(body, copies: dict, program=None) -> set[str]:
 # view(x, float4)'s element type lives with the vector types (no import of the builtin
 # table there, so the table's memory family can import it)
 vector_view = vx.vector_view
+
+
+def _set_components(call, target, vec, loc) -> None:
+    """Which components of ``vec`` the ``vector_set`` ``call`` writes: ``.xy`` and ``[k]``
+    fixed at compile time, ``[i]`` at run time (then ``i`` is the call's last argument)."""
+    if isinstance(target, ast.Attribute):
+        call.vector_components = vx.assigned_components(target.attr, vec.width, loc)
+    elif isinstance(target.slice, ast.Constant):
+        if not 0 <= target.slice.value < vec.width:
+            raise compile_error(loc, f"v[{target.slice.value}] is beyond a {vec}")
+        call.vector_components = [target.slice.value]
+    else:
+        call.vector_index = target.slice
+        call.args.append(target.slice)
