@@ -221,5 +221,6 @@ ENTRIES = [
             keywords=("fill",), c="T a[N]", py="a = private_array(N, np.T)",
             types="shape: constants",
             note="one per work-item, uninitialised; fill=0.0 or fill=(a, b) initialises "
-                 "(T a[N] = {a, b}: the rest 0; any scalar expressions)"),
+                 "(T a[N] = {a, b}: the rest 0; any scalar expressions); T may be a vector "
+                 "type or a structured dtype (no fill; C's fill(&s) on a struct)"),
 ]
