@@ -12,6 +12,7 @@ import pytest
 
 import clsim
 from clsim import func, get_global_id, kernel, private_array, struct_value
+from clsim.frontends.opencl_c.load import translate
 
 JIT = pytest.mark.parametrize("jit", [False, True])
 INFO = np.dtype([("qd", np.float32), ("q_sum", np.int32)])
@@ -82,6 +83,13 @@ def test_to_cl_prints_the_array_of_structs(jit):
     assert "__vec" not in text
 
 
+def test_the_front_end_writes_the_box_of_a_struct_as_the_python_language_does():
+    source = translate(SOURCE).source
+    assert "t = private_array(1, info)" in source
+    assert "t[0] = recs[i]" in source
+    assert "fill(s, x[i])" in source
+
+
 @kernel
 def past_the_end(x, out):
     i = get_global_id(0)
@@ -139,6 +147,32 @@ def test_the_front_end_boxes_a_private_struct_whose_address_is_taken(jit):
     clsim.run(k, (4,), (4,), (x, recs, out), jit=jit, checks="all")
     # s: x + 3; t: q_sum 1 + 7, twice 20; u: 2.5 + 3
     np.testing.assert_array_equal(out, 36.5 + x)
+
+
+ARRAY = """
+typedef struct { float qd; int q_sum; } info;
+void fill(info *p, float a) { p->qd = a; p->q_sum = 3; }
+kernel void k(global float *x, global float *out) {
+    int i = get_global_id(0);
+    info a[3];
+    for (int j = 0; j < 3; j++) fill(a + j, x[i] + j);
+    a[1].q_sum = 10;
+    info b = a[2];
+    a[0] = b;
+    out[i] = a[0].qd + a[1].q_sum + a[1].qd;
+}
+"""
+
+
+@JIT
+def test_the_front_end_translates_an_array_of_structs(jit):
+    source = translate(ARRAY).source
+    assert "a = private_array(3, info)" in source
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    clsim.run(clsim.load_cl(ARRAY, "k"), (4,), (4,), (x, out), jit=jit, checks="all")
+    # a[0] = a[2]: x + 2; a[1]: 10 and x + 1
+    np.testing.assert_array_equal(out, 13 + 2 * x)
 
 
 OUT_OF_BOUNDS = """

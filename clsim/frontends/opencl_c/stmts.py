@@ -168,6 +168,10 @@ class Statements(Expressions):
         if elem.kind == "pointer" and len(t.dims) == 1 and init is None:
             self.put(f"{name} = pointer_array({t.dims[0]})", var)  # global T *a[N]
             return
+        if elem.kind == "struct" and init is None and not _is_local(var):
+            self.module.use("private_array")  # info a[4]: the Python language's own form
+            self.put(f"{name} = private_array({self.array_shape(var, t)}, {elem.py_name})", var)
+            return
         if elem.kind not in ("scalar", "vector"):
             raise Unsupported(var, f"an array of {elem}")
         dtype = f"np.{elem.name}" if elem.kind == "scalar" else elem.py_name
