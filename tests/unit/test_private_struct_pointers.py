@@ -11,7 +11,17 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import func, get_global_id, kernel, private_array, struct_value
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    func,
+    get_global_id,
+    get_local_id,
+    kernel,
+    local_array,
+    private_array,
+    struct_value,
+)
 from clsim.frontends.opencl_c.load import translate
 
 JIT = pytest.mark.parametrize("jit", [False, True])
@@ -117,6 +127,37 @@ def test_fill_is_refused_on_an_array_of_structs():
 
     with pytest.raises(clsim.KernelCompileError, match="'a': an array of structs takes no"):
         clsim.run(filled, (1,), (1,), (np.zeros(1, np.float32),), jit=False)
+
+
+@kernel
+def shared(x, out):
+    i = get_global_id(0)
+    lid = get_local_id(0)
+    a = local_array(4, INFO)
+    a[lid].qd = x[i]
+    a[lid].q_sum = np.int32(lid)
+    barrier(CLK_LOCAL_MEM_FENCE)
+    out[i] = a[3 - lid].qd + a[3 - lid].q_sum
+
+
+@kernel
+def shared_racy(x, out):
+    i = get_global_id(0)
+    lid = get_local_id(0)
+    a = local_array(4, INFO)
+    a[lid].qd = x[i]
+    out[i] = a[3 - lid].qd
+
+
+@JIT
+def test_a_local_array_of_structs_is_shared_and_race_checked(jit):
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    clsim.run(shared, (8,), (4,), (x, out), jit=jit, checks="all")
+    lid = np.arange(8) % 4
+    np.testing.assert_array_equal(out, x[np.arange(8) // 4 * 4 + 3 - lid] + 3 - lid)
+    with pytest.raises(clsim.DataRaceError, match="data race on local a"):
+        clsim.run(shared_racy, (8,), (4,), (x, out), jit=jit, checks="all")
 
 
 SOURCE = """
