@@ -16,6 +16,8 @@ from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.inline import clone
 from clsim.compiler.pointer_params import user_name
 from clsim.compiler.structs import StructT
+from clsim.compiler.vector_arrays import VEC_SUFFIX
+from clsim.compiler.vector_arrays import user_name as array_name
 
 
 def pointer_arith(op: str, a, b, loc):
@@ -425,9 +427,14 @@ def check_record_copies(body, copies: dict, program=None) -> set[str]:
             if is_variable:
                 needed.add(name)
                 continue
+            if buf.endswith(VEC_SUFFIX) and node.loc.line != loc.line:
+                # a private array of structs (f(s[0])): no other work-item sees it, so only
+                # a pointer given to the same call can write it while the helper reads
+                continue
             raise compile_error(loc, (
-                f"'{name}' passes a record of '{buf}' to a helper, which reads it in place; "
-                f"that is C's copy only while the kernel does not write '{buf}', and line "
+                f"'{name}' passes a record of '{array_name(buf)}' to a helper, which reads it "
+                f"in place; that is C's copy only while the kernel does not write "
+                f"'{array_name(buf)}', and line "
                 f"{node.loc.line} may write it. Copy the record into a variable first "
                 f"(b = {name}) and pass b"))
     return needed

@@ -338,7 +338,9 @@ class StructEmitter:
                else f"(({at} + {index}) * {size})")
         if ptr.record_copy:  # b = x[ib] checked the record where it was copied
             return data, off
-        return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store)
+        view_bytes = size if ptr.view is not None else 0  # a view's offset is in bytes
+        return data, self._field_index(off, f"({data}.shape[0] - {size - 1})", site, store,
+                                       view_bytes)
 
     def _field_site(self, node, kind: str) -> tuple[int, str, ct.ArrayT]:
         """The access site of a field chain, the buffer it is in and that buffer's type."""

@@ -4,8 +4,9 @@
 (the variable's bytes, zeroed) followed by one field store per field, in the struct's order:
 the value given (by position, then by name) or 0, as C zero-fills what an initialiser leaves
 out. Each field is then written by the ordinary field store, so checks and instruments see
-the same stores as ``v.qd = a`` written by hand. ``return struct_value(T, ...)`` goes
-through a variable first. A helper returning a struct returns its bytes; the caller copies
+the same stores as ``v.qd = a`` written by hand. ``return struct_value(T, ...)`` and
+``a[i] = struct_value(T, ...)`` (a place: an array of structs, a record) go through a
+variable first. A helper returning a struct returns its bytes; the caller copies
 them into its own variable (``info = helper(...)``); ``helper(...).qd`` in a simple
 statement is ``_structN = helper(...)`` before it (a vector's ``f(...).x`` too: the same
 value), except under ``and``/``or``/``x if c else y``, which may not evaluate the call.
@@ -166,7 +167,9 @@ def _block(stmts: list, fresh) -> list:
         for field in ("body", "orelse", "finalbody"):
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, _block(getattr(s, field), fresh))
-        if isinstance(s, ast.Return) and is_struct_value(s.value):
+        into_place = isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+            not isinstance(s.targets[0], ast.Name) and is_struct_value(s.value)
+        if (isinstance(s, ast.Return) or into_place) and is_struct_value(s.value):
             tmp = ast.Name(id=f"_struct{next(fresh)}", ctx=ast.Store())
             out += _expand(tmp, s.value, s.loc, fresh)
             s.value = _located(ast.Name(id=tmp.id, ctx=ast.Load()), s.loc)

@@ -11,12 +11,19 @@ against the hidden array, which messages name ``qv``.
 A 2-D array (``l_k[a][b]`` or ``l_k[a, b]``) is flattened row-major here, as C lays it out;
 ``l_k[a]`` alone is the row, a pointer. ``fill=x`` fills every component; ``fill=(a, b)``
 (C's ``{a, b}``) assigns the first vectors and zeroes the rest.
+
+An array of a module-level structured dtype (``a = private_array(2, INFO)``, C's
+``INFO a[2]`` or the box of ``&s``) is the same: hidden bytes ``a__vec`` viewed as ``INFO``,
+so ``a[i].f``, ``a[0] = v``, ``v = a[0]`` and a helper writing ``p[0].f`` through ``a`` are
+the forms a view of records already has. It takes no ``fill`` (C leaves it indeterminate).
 """
 
 from __future__ import annotations
 
 import ast
 import math
+
+import numpy as np
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import compile_error
@@ -34,8 +41,26 @@ def vector_type(node) -> ct.VecT | None:
                  if str(ct.VecT(t, w)) == name), None)
 
 
+def struct_element(node) -> np.dtype | None:
+    """The structured dtype a name resolves to (``INFO``), or None."""
+    kind, what = getattr(node, "resolved", (None, None))
+    return what if kind == "struct" else None
+
+
+def _element(node):
+    """A vector type, or a structured dtype, as an array's element (else None)."""
+    return vector_type(node) if struct_element(node) is None else struct_element(node)
+
+
+def _storage(element) -> tuple[str, int]:
+    """The hidden array's scalar type and its count per element."""
+    if isinstance(element, ct.VecT):
+        return element.dtype, element.width
+    return "uint8", element.itemsize
+
+
 def _declaration(stmt):
-    """(name, call, vector type) of ``name = private_array(shape, float4, ...)``, or None."""
+    """(name, call, element) of ``name = private_array(shape, float4 or T, ...)``, or None."""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
             isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Call)):
         return None
@@ -43,7 +68,7 @@ def _declaration(stmt):
     if getattr(call.func, "resolved", (None, None))[1] not in _DECLARATIONS or \
             len(call.args) != 2:
         return None
-    vec = vector_type(call.args[1])
+    vec = _element(call.args[1])
     return None if vec is None else (stmt.targets[0].id, call, vec)
 
 
@@ -69,7 +94,11 @@ def vector_arrays(body: list, program) -> list:
     body = clone(body)  # the parsed body is shared by every compilation of the function
     dims = {}
     for name, (_, call, vec) in found.items():
-        if vec.width == 3:
+        if not isinstance(vec, ct.VecT):
+            if any(k.arg == "fill" for k in call.keywords):
+                raise compile_error(call.loc, f"'{name}': an array of structs takes no fill=; "
+                                              "assign its fields, or a[i] = struct_value(T, ...)")
+        elif vec.width == 3:
             raise compile_error(call.loc, f"an array of {vec}: a {vec} occupies 4 components "
                                           "in memory but has 3; use an array of the 4-wide "
                                           "type, or one of scalars")
@@ -99,10 +128,11 @@ def _expand(stmt, hit, shape) -> list:
     name, call, vec = hit
     loc = stmt.loc
     hidden = name + VEC_SUFFIX
-    count = math.prod(shape) * vec.width
-    dtype = ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr=vec.dtype,
+    scalar, per_element = _storage(vec)
+    count = math.prod(shape) * per_element
+    dtype = ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr=scalar,
                           ctx=ast.Load())
-    dtype.resolved = ("dtype", vec.dtype)
+    dtype.resolved = ("dtype", scalar)
     fill = next((k.value for k in call.keywords if k.arg == "fill"), None)
     keywords = []
     stores = []

@@ -18,6 +18,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler.astwalk import walk
 from clsim.compiler.builtins import lookup
 from clsim.compiler.diagnostics import builtin_name, node_error
+from clsim.compiler.structs import StructT
 from clsim.compiler.vector_arrays import VEC_SUFFIX
 from clsim.compiler.vector_arrays import user_name as vector_array_name
 
@@ -279,13 +280,14 @@ def _is_half_type(t) -> bool:
 
 
 def vector_array_type(name: str, t, env: dict):
-    """The C array type of an array of vectors (``uint4 qv[8]``): clsim's pointer ``qv``
+    """The C array type of an array of vectors or structs (``uint4 qv[8]``, ``INFO a[2]``): clsim's pointer ``qv``
     to the storage ``qv__vec`` (flattened: a 2-D one prints as its rows one after another,
     as its indices are)."""
     storage = env.get(name + VEC_SUFFIX)
     if not (isinstance(t, ct.PtrT) and t.base == name + VEC_SUFFIX and storage is not None):
         return t
-    return replace(storage, dtype=t.view, shape=(storage.shape[0] // t.view.width,))
+    per_element = t.view.itemsize if isinstance(t.view, StructT) else t.view.width
+    return replace(storage, dtype=t.view, shape=(storage.shape[0] // per_element,))
 
 
 def _name_counts(stmts) -> dict[str, int]:

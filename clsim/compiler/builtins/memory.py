@@ -17,7 +17,7 @@ from clsim.compiler.builtins.entry import Builtin
 from clsim.compiler.diagnostics import node_error
 from clsim.compiler.struct_values import struct_dtype
 from clsim.compiler.structs import struct_of
-from clsim.compiler.vector_arrays import vector_type
+from clsim.compiler.vector_arrays import struct_element, vector_type
 from clsim.compiler.vectors import vector_view
 from clsim.runtime import record as rec
 
@@ -70,12 +70,14 @@ def _declare(name):
         hidden = getattr(call, "vector_array", None)
         if hidden is not None:  # an array of vectors: a pointer to its storage (vector_arrays)
             storage = typer.env.get(hidden)
-            return None if storage is None else ct.PtrT(hidden, storage,
-                                                        vector_type(call.args[1]))
+            element = struct_element(call.args[1])
+            view = vector_type(call.args[1]) if element is None else struct_of(element)
+            return None if storage is None else ct.PtrT(hidden, storage, view)
         dt = getattr(call.args[1], "resolved", None)
         if not dt or dt[0] != "dtype":
             raise node_error(call, f"{name}: the second argument must be a numpy dtype such "
-                                   "as np.float32, or a vector type such as float4")
+                                   "as np.float32, a vector type such as float4, or a "
+                                   "structured dtype defined at module level")
         shape = typer.program.const_shape(call.args[0], call.loc)
         call.fill = _fill_values(call, shape, dt[1], typer)
         return ct.ArrayT(dt[1], len(shape), space, shape)
@@ -219,5 +221,6 @@ ENTRIES = [
             keywords=("fill",), c="T a[N]", py="a = private_array(N, np.T)",
             types="shape: constants",
             note="one per work-item, uninitialised; fill=0.0 or fill=(a, b) initialises "
-                 "(T a[N] = {a, b}: the rest 0; any scalar expressions)"),
+                 "(T a[N] = {a, b}: the rest 0; any scalar expressions); T may be a vector "
+                 "type or a structured dtype (no fill; C's fill(&s) on a struct)"),
 ]

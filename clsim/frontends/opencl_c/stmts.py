@@ -84,7 +84,7 @@ class Statements(Expressions):
                 raise Unsupported(var, f"a local {var.kind.name.lower()}")
 
     def box_locals(self, body) -> None:
-        """Scalar and vector locals whose address is taken (``fill(&t)``, ``(uchar *)&v``)
+        """Scalar, vector and struct locals whose address is taken (``fill(&t)``, ``(uchar *)&v``)
         live in a one-element private array, as the Python language passes a private
         variable by reference; a ``__local`` scalar or vector (``__local float s;``, one per
         work-group) in a one-element local array."""
@@ -99,7 +99,7 @@ class Statements(Expressions):
                 target = strip(children(node)[0])
                 ref = target.referenced if target.kind == CK.DECL_REF_EXPR else None
                 if ref is not None and ref.kind == CK.VAR_DECL and \
-                        ctype(ref.type).kind in ("scalar", "vector"):
+                        ctype(ref.type).kind in ("scalar", "vector", "struct"):
                     self.boxed.add(ref.hash)
 
     def var_decl(self, var) -> None:
@@ -112,6 +112,12 @@ class Statements(Expressions):
         if var.hash in self.boxed and _is_local(var):  # OpenCL allows no initialiser here
             self.module.use("local_array")
             self.put(f"{name} = local_array(1, {t.py_name})", var)
+            return
+        if var.hash in self.boxed and t.kind == "struct":  # a private array of one struct
+            self.module.use("private_array")
+            self.put(f"{name} = private_array(1, {t.py_name})", var)
+            if init is not None:
+                self.put(f"{name}[0] = {self.typed(init, t).code}", var)
             return
         if var.hash in self.boxed:
             self.module.use("private_array")
@@ -161,6 +167,10 @@ class Statements(Expressions):
         elem = t.inner
         if elem.kind == "pointer" and len(t.dims) == 1 and init is None:
             self.put(f"{name} = pointer_array({t.dims[0]})", var)  # global T *a[N]
+            return
+        if elem.kind == "struct" and init is None and not _is_local(var):
+            self.module.use("private_array")  # info a[4]: the Python language's own form
+            self.put(f"{name} = private_array({self.array_shape(var, t)}, {elem.py_name})", var)
             return
         if elem.kind not in ("scalar", "vector"):
             raise Unsupported(var, f"an array of {elem}")
