@@ -134,6 +134,27 @@ def test_to_cl_prints_a_struct_value_as_a_compound_literal():
 
 
 @kernel
+def struct_value_in_the_kernel(x, out):
+    i = get_global_id(0)
+    v = struct_value(INFO, x[i], q_sum=np.int32(3))
+    out[i] = v.qd * np.float32(v.q_sum)
+
+
+def test_to_cl_prints_a_struct_value_made_in_the_kernel_itself():
+    """A kernel's own ``v = struct_value(...)`` (not only a helper's) prints as C, and the C,
+    read back, computes what the Python kernel does."""
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    src = clsim.to_cl(struct_value_in_the_kernel, args=(x, out))
+    assert "){0};" in src and ".q_sum = " in src
+    clsim.run(struct_value_in_the_kernel, (4,), (4,), (x, out), jit=False)
+    back = np.zeros(4, np.float32)
+    clsim.run(clsim.load_cl(src, "struct_value_in_the_kernel"), (4,), (4,), (x, back), jit=False)
+    np.testing.assert_array_equal(back, out)
+    np.testing.assert_array_equal(out, 3 * x)
+
+
+@kernel
 def fields_of_a_call(x, out):
     i = get_global_id(0)
     out[i] = quantised(x, i).qd + np.float32(quantised(x, i).q_sum)

@@ -17,6 +17,7 @@ from clsim.compiler.module import FuncSpec, Program, helper_env
 from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_locals import copy_written_params
+from clsim.compiler.struct_values import expand_struct_values
 from clsim.compiler.vector_arrays import vector_arrays
 from clsim.compiler.frontend import parse
 
@@ -48,7 +49,7 @@ def type_kernel(kfn, arg_types: dict, local_size: tuple[int, ...]) -> TypedKerne
     program = Program(parsed, arg_types, local_size)
     body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
     body = scope_loop_variables(body, arg_types)
-    body = copy_written_params(body, arg_types)
+    body = copy_written_params(expand_struct_values(body), arg_types)
     # typing rewrites statements in place (v.x = e becomes v = vector_set(v, e)): on a copy,
     # as module.generate types one, since the parsed tree is cached and shared with it
     body = vector_arrays(clone(body), program)
