@@ -218,6 +218,7 @@ def _sigint_once_running(delay=None):
         elif done > 0:
             fired.append(True)
             signal.raise_signal(signal.SIGINT)
+    progress.fired = fired  # a timer not yet fired is cancelled by the test (see below)
     return progress
 
 
@@ -242,13 +243,18 @@ def test_ctrl_c_during_an_endless_jit_group_returns_control():
     flag, out = np.zeros(1, np.int32), np.zeros(64, np.int32)
     clsim.run(spin_until, (64,), (32,), (np.ones(1, np.int32), out), jit=True)
     try:
+        interrupt = _sigint_once_running(0.2)
         with pytest.raises(clsim.KernelInterrupted) as info:
             clsim.run(spin_until, (64,), (32,), (flag, out), jit=True, timeout_s=30,
-                      progress=_sigint_once_running(0.2))
+                      progress=interrupt)
         assert info.value.still_running and "keeps one CPU thread busy" in str(info.value)
         assert clsim.run(scale, (8,), (4,), (np.ones(8, np.float32), np.zeros(8, np.float32)),
                          jit=True).parallel is False, "no parallel region beside a stuck one"
     finally:
+        # a SIGINT timer left running would interrupt whatever test this worker runs next
+        for timer in interrupt.fired if "interrupt" in locals() else ():
+            if isinstance(timer, threading.Timer):
+                timer.cancel()
         _release(flag)
 
 
