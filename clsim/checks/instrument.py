@@ -249,10 +249,10 @@ class ChecksInstrument(Instrument):
     def allocate(self, info: LaunchInfo) -> list:
         arrays = state.allocate(info, self.races, self.uninit, self.raise_race,
                                 self.raise_uninit, self.locks)
-        arrays[0][ly.M_DEFER_FN] = native.defer_address(info.config.jit)
+        fn = native.entry(info.config.jit, arrays[0])  # (sets the meta's M_DEFER_FN)
         if not info.config.jit:
             pointers.register(arrays)
-        self._launch = (info, [*arrays, native.entry(info.config.jit)])
+        self._launch = (info, [*arrays, fn])
         return self._launch[1]
 
     def run_groups(self, run, threads: int) -> bool:

@@ -3,7 +3,6 @@ and ``replay``: do not edit."""
 
 # ruff: noqa: E501
 
-import numba
 import numpy as np
 from numba import njit, types
 
@@ -546,30 +545,6 @@ _cs_stqp = _inlined(_cs_stqp_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw
 
 _P = types.CPointer(types.int64)
 _SIGNATURE = types.int64(*([types.int64] * 7), *([_P, types.int64] * 6))
-
-
-@numba.cfunc(_SIGNATURE, cache=True, error_model="numpy", nogil=True)
-def _cs_native(op, i, width, target, eb, site, lid, p_m, n_m, p_o, n_o, p_s, n_s, p_f, n_f, p_err, n_err, p_lg, n_lg):
-    m = numba.carray(p_m, (n_m,))
-    o = numba.carray(p_o, (n_o // 16, 16))
-    s = numba.carray(p_s, (n_s,))
-    f = numba.carray(p_f, (n_f // 18, 18))
-    err = numba.carray(p_err, (n_err,))
-    lg = numba.carray(p_lg, (n_lg,))
-    if op == 0:
-        return _cs_end(m, o, s, f, err, lg)
-    if op <= 3:
-        return _cs_rec(op, i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    if op <= 6:
-        return _cs_recp(op - 3, i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    if op == 7:
-        return _cs_lock(i, width, target, eb, site, lid, m, o, s, f, err, lg)
-    return 0
-
-
-@numba.cfunc(types.void(*([types.int64] * 4)), cache=True, error_model="numpy", nogil=True)
-def _cs_defer_c(m, lg, e, packed):
-    _cs_defer(m, lg, e, packed)
 
 
 @_jit_in

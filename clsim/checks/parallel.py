@@ -46,6 +46,8 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
     threads = min(threads, groups, max(1, MEMORY_BUDGET // max(shadow.nbytes, 1)))
     if threads < 2:
         return False
+    if isinstance(state[-1], native.LazyEntry):  # (the warm-up's call has resolved it, but
+        state[-1].resolve()  # the meta copies below must hold M_DEFER_FN in any case)
     snapshot = _snapshot(info, state[1])
     bounds = np.linspace(0, groups, threads + 1).astype(np.int64)  # thread t: its groups
     states, shadows, stale = _thread_states(state, threads)

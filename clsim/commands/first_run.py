@@ -3,11 +3,12 @@
 Three parts of clsim are Numba code compiled once per machine and cached on disk (beside their
 files, or under NUMBA_CACHE_DIR): the shared runtime helpers (``clsim/runtime/helper_lib.py``,
 compiled as a kernel first calls them), the checks' shared helpers
-(``clsim/checks/native_lib.py``, race and uninitialised-read checks) and the traffic step
-counter (``clsim/traffic/steps.py``). A cold first ``clsim run`` spent most of its time there
+(``clsim/checks/native_entry.py`` and what it calls in ``native_lib.py``, race and
+uninitialised-read checks) and the traffic step counter (``clsim/traffic/steps.py``). A cold first ``clsim run`` spent most of its time there
 without a word, and the printed compile seconds left it out. ``prepare`` compiles (imports) the
 last two before the launch, with a note on stderr, and returns the seconds to add to the
-printed compile time; ``helpers_pending`` tells the compile note that the shared helpers come
+printed compile time (``clsim run`` compiles the checks' helpers in a second process instead
+where it can: ``clsim.commands.checks_beside``); ``helpers_pending`` tells the compile note that the shared helpers come
 with the kernel's own compile (already inside its seconds).
 
 A part counts as cached when Numba's index files for its file exist; a stale index (the file
@@ -25,7 +26,7 @@ _CLSIM = Path(__file__).resolve().parents[1]
 HELPERS = ("runtime/helper_lib.py", "clsim's shared helpers")
 PARTS = {  # name -> (file under clsim/, what the note calls it, module to import or
     # "module:function" to call: the checks' loader also compiles their after-launch merge)
-    "checks": ("checks/native_lib.py", "the checks' shared helpers",
+    "checks": ("checks/native_entry.py", "the checks' shared helpers",
                "clsim.checks.native:load_jit"),
     "traffic": ("traffic/steps.py", "the traffic step counter", "clsim.traffic.steps"),
 }

@@ -18,6 +18,8 @@ import numpy as np
 
 import clsim
 from clsim.commands import first_run
+from clsim.commands.checks_beside import WHAT as BESIDE
+from clsim.commands.checks_beside import ChecksBeside
 from clsim.commands import options as opt
 from clsim.commands import specs
 from clsim.commands.progress import RunProgress
@@ -98,6 +100,16 @@ def main(args) -> int:
         raise SimulationError(
             f"--report-all collects the findings of race and uninitialised-read checks, which "
             f"--check {args.check} does not run. Add --check all (or races, uninit)")
+    options_jit = not args.no_jit
+    checked = args.check in first_run.NEEDS_CHECKS
+    with ChecksBeside(options_jit and checked) as beside:  # a first run's second process
+        return _main(args, beside, first_run.prepare("checks", options_jit)
+                     if checked and not beside.started else beside.start_s)
+
+
+def _main(args, beside: ChecksBeside, once_s: float) -> int:
+    """The run, with the seconds the checks' helpers took before it (``once_s``) and their
+    second process, if any."""
     spec = specs.load_spec(args.name)
     shape = specs.parse_shape(args.shape, dict(spec.default_shape))
     inputs = specs.make_inputs(spec, shape, args.seed)
@@ -108,8 +120,6 @@ def main(args) -> int:
     if args.report_all:
         options["report_all"] = True
     work = specs.fresh(inputs)
-    once_s = first_run.prepare("checks", options["jit"]) if args.check in \
-        first_run.NEEDS_CHECKS else 0.0
     run_args = specs.run_args(spec, inputs, work)
     try:
         if args.traffic:
@@ -123,7 +133,7 @@ def main(args) -> int:
     except (DataRaceError, UninitializedReadError) as finding:
         return _stopped_by(spec.name, args.check, finding)
     _print_run(spec, result, shape)
-    _print_compile(spec.name, args.check, result.compile_s + once_s, counted)
+    _print_compile(spec.name, args.check, result.compile_s + once_s, counted, beside.seconds)
     findings = getattr(result, "findings", None) or []
     _print_findings(args.check, args.report_all, findings)
     ok = _print_check(spec, inputs, work)
@@ -176,15 +186,20 @@ def _run(spec, launch, run_args, options, timeout):
                          timeout_s=timeout, progress=progress, **options)
 
 
-def _print_compile(name: str, check: str, main_s: float, traffic: TrafficOutcome) -> None:
-    """Every variant this command compiled, with its seconds (none: nothing was compiled)."""
+def _print_compile(name: str, check: str, main_s: float, traffic: TrafficOutcome,
+                   beside_s: float | None = None) -> None:
+    """Every variant this command compiled, with its seconds (none: nothing was compiled);
+    ``beside_s``: the seconds of the checks' helpers compiled in a second process meanwhile
+    (``main_s`` includes any wait for them)."""
     parts = [(f"{name} {PURPOSE[check]}".rstrip(), main_s),
              (f"{name} {TRAFFIC}", traffic.compile_s)]
     compiled = [f"{what} {s:.2f} s" for what, s in parts if s > 0]
     if compiled:
         both = all(s > 0 for _, s in parts)
         side = (" (side by side)" if traffic.beside else " (one after the other)") if both else ""
-        print(f"  compile: {', '.join(compiled)}{side}")
+        helpers = "" if beside_s is None else \
+            f" (with {BESIDE} compiled beside it, {beside_s:.2f} s)"
+        print(f"  compile: {', '.join(compiled)}{helpers}{side}")
 
 
 def _print_findings(check: str, report_all: bool, findings) -> None:

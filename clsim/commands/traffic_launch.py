@@ -112,17 +112,17 @@ def _child(request: TrafficRequest, conn, parent_pid: int, death_signal: bool) -
     conn.close()
 
 
-def _start_method() -> str:
+def start_method() -> str:
     """"fork" where it is safe, a process with no other thread yet, Numba's pool included (the
     CLI before its first launch): the child then starts with clsim, the library and the spec
     already imported, seconds sooner than a "spawn" child, which imports them again."""
     if ("fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-            and not _numba_threads_started()):
+            and not numba_threads_started()):
         return "fork"
     return "spawn"
 
 
-def _warm_numba() -> None:
+def warm_numba() -> None:
     """Set up Numba's CPU target (its typing and lowering registries: about 0.6 s CPU, scipy
     imported) before forking, so that the child inherits it instead of doing it again. It
     starts no thread; on an idle machine it only moves that time before the fork, on a busy one
@@ -133,7 +133,7 @@ def _warm_numba() -> None:
     cpu_target.typing_context.refresh()
 
 
-def _numba_threads_started() -> bool:
+def numba_threads_started() -> bool:
     """Whether Numba's thread pool runs (native threads, unseen by ``threading``; a forked
     child of an OpenMP pool can hang). Unknown counts as started."""
     parallel = sys.modules.get("numba.np.ufunc.parallel")
@@ -151,9 +151,9 @@ class PendingTraffic:
         if request.options.get("jit", True) and SIDE_BY_SIDE:
             sys.stdout.flush()  # a forked child must not print the parent's pending output
             sys.stderr.flush()
-            method = _start_method()
+            method = start_method()
             if method == "fork":
-                _warm_numba()
+                warm_numba()
             context = multiprocessing.get_context(method)
             self.conn, child_end = context.Pipe(duplex=False)
             # The parent-death signal follows the forking thread: only the main thread is

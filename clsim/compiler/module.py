@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -500,7 +501,10 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     gen.lines[alloc_at:alloc_at] = ["    " + line for line in per_group]
     source = module.render(gen.lines, list(arg_types), scratch)
     module.sites = module.sites_named_for_users()  # after emission: instruments saw p__buf
-    source += "\n_SITES = " + repr([tuple(site) for site in module.sites]) + "\n"
+    # Files by name only: a path in the source would make each checkout or temporary folder a
+    # new module, compiled again; the launch names sites from the table returned here.
+    source += "\n_SITES = " + repr([tuple(site._replace(file=os.path.basename(site.file)))
+                                     for site in module.sites]) + "\n"
     if module.uses_printf:
         source += f"_PRINTF = {module.printf_sites!r}\n"
     local_bytes = sum(math.prod(typer.env[name].shape) * np.dtype(typer.env[name].dtype).itemsize

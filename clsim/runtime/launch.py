@@ -117,12 +117,12 @@ def _compile(kfn, types: dict, config: LaunchConfig, instruments) -> _Compiled |
            config.bounds, config.subgroup_size, constants.fingerprint(parse(kfn)))
     if key in _COMPILED:
         return _COMPILED[key]
-    source, _sites, _meta = generate(kfn, types, config, instruments=instruments)
+    source, sites, _meta = generate(kfn, types, config, instruments=instruments)
     if config.jit and jit_limit.too_large(kfn.name, source):
         _COMPILED[key] = None  # the caller runs it as plain Python
         return None
     module, path = load_source(kfn.name, source)
-    compiled = _Compiled(module, site_table(module._SITES), str(path))
+    compiled = _Compiled(module, site_table(sites), str(path))  # (full paths; _SITES names)
     _COMPILED[key] = compiled
     return compiled
 

@@ -23,9 +23,10 @@ from clsim.checks.shadow import FAST_PATHS, SHARED
 
 
 def test_native_lib_is_generated_from_the_templates():
-    """The committed module is the generator's current output (else run
+    """The committed modules are the generator's current output (else run
     ``python -m clsim.checks.native``)."""
     assert native._PATH.read_text() == native.module_source(True)
+    assert native._ENTRY_PATH.read_text() == native.entry_source()
     assert native.main(["--check"]) == 0
 
 
@@ -92,7 +93,7 @@ def test_fast_paths_are_inlined_and_full_recorders_not_linked(tmp_path, monkeypa
 
 def test_the_deferral_function_address_is_set_per_launch():
     """The fast paths defer through meta slot M_DEFER_FN: the JIT's C function, 0 without."""
-    assert native.defer_address(True) == native.load(True)._cs_defer_c.address != 0
+    assert native.defer_address(True) == native.load_entry()._cs_defer_c.address != 0
     assert native.defer_address(False) == 0
     assert ly.M_DEFER_FN < ly.M_RANGES
 
@@ -114,7 +115,7 @@ def test_shared_helpers_call_each_other_with_one_signature():
 def test_loads_stores_and_atomics_share_one_full_recorder():
     """One recorder for the three access kinds (their opcodes are the kinds), so one compile;
     each opcode the kernels emit still reaches it, with the kind it names."""
-    source = native.module_source(True)
+    source = native.entry_source()
     assert [name for name in SHARED if name.startswith("_cs_rec")] == ["_cs_rec", "_cs_recp"]
     assert (native.OPS["_cs_ld"], native.OPS["_cs_st"], native.OPS["_cs_at"]) == (
         ly.K_LOAD, ly.K_STORE, ly.K_ATOMIC)

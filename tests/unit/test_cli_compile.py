@@ -112,12 +112,12 @@ def test_the_child_is_forked_only_from_a_single_threaded_process():
     alone = threading.active_count() == 1
     worker.start()
     try:
-        assert traffic_launch._start_method() == "spawn"
+        assert traffic_launch.start_method() == "spawn"
     finally:
         stop.set()
         worker.join()
-    if alone and not traffic_launch._numba_threads_started():
-        assert traffic_launch._start_method() == "fork"
+    if alone and not traffic_launch.numba_threads_started():
+        assert traffic_launch.start_method() == "fork"
 
 
 def test_warming_numba_before_the_fork_starts_no_thread():
@@ -127,9 +127,9 @@ def test_warming_numba_before_the_fork_starts_no_thread():
     import sys
 
     code = ("import sys, threading; from clsim.commands import traffic_launch as t; "
-            "before = 'numba.np.arraymath' in sys.modules; t._warm_numba(); "
+            "before = 'numba.np.arraymath' in sys.modules; t.warm_numba(); "
             "print(before, 'numba.np.arraymath' in sys.modules, threading.active_count(), "
-            "t._numba_threads_started(), t._start_method())")
+            "t.numba_threads_started(), t.start_method())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "True", "1", "False", "fork"]  # (the registries: numba.np.*)
@@ -145,8 +145,8 @@ def test_no_fork_once_numba_threads_run():
 
     a = np.ones(4096, np.float32)
     clsim.run(vector_add, (4096,), (64,), (a, a.copy(), np.zeros_like(a), np.int32(4096)))
-    assert traffic_launch._numba_threads_started()
-    assert traffic_launch._start_method() == "spawn"
+    assert traffic_launch.numba_threads_started()
+    assert traffic_launch.start_method() == "spawn"
 
 
 _UNGUARDED = '''

@@ -71,6 +71,9 @@ def test_a_part_compiled_by_a_loader_is_loaded_by_it(tmp_path, monkeypatch):
 
 def test_the_printed_compile_seconds_include_the_once_per_machine_parts(capsys, monkeypatch):
     """--check all links the checks' shared helpers: their compile seconds are in the line."""
+    from clsim.commands import traffic_launch
+
+    monkeypatch.setattr(traffic_launch, "SIDE_BY_SIDE", False)  # compiled here, not beside
     monkeypatch.setattr(first_run, "prepare", lambda part, jit, stream=None: 500.0)
     assert main(["run", "vector_add", "--shape", "n=300", "--local-size", "64",
                  "--check", "all"]) == 0
@@ -98,6 +101,7 @@ import numba, numpy as np
 from clsim.checks import layout as ly
 from clsim.checks import native
 from clsim.checks.state import lazy_zeros
+native.load_entry()
 native_lib = native.load(True)
 # the arrays clsim.checks.parallel._cross passes: per-thread shadows, object table, ranges
 shadows = lazy_zeros(2 * 8).reshape(2, 8)
@@ -119,3 +123,49 @@ def test_the_threaded_checks_merge_compiles_with_the_checks_helpers():
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "True"
+
+
+_KERNEL_FILE = """import numpy as np
+import clsim
+
+
+@clsim.kernel
+def doubled(x, y):
+    i = clsim.get_global_id(0)
+    y[i] = 2.0 * x[i + 1]
+"""
+
+
+def _kernel_in(folder, name: str):
+    import importlib.util
+
+    folder.mkdir()
+    (folder / "doubled.py").write_text(_KERNEL_FILE)
+    spec = importlib.util.spec_from_file_location(name, folder / "doubled.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.doubled
+
+
+def test_a_kernel_in_another_checkout_is_the_same_generated_module(tmp_path, monkeypatch):
+    """The generated source carries no folder: the same kernel file in a second checkout (or
+    temporary folder) is the same module, whose compiled code the kernel cache already holds;
+    messages still name the file and line."""
+    import numpy as np
+
+    import clsim
+    from clsim.errors import OutOfBoundsError
+
+    cache = tmp_path / "kernels"
+    monkeypatch.setenv("CLSIM_CACHE_DIR", str(cache))
+    paths = []
+    for checkout in ("one", "two"):
+        kernel = _kernel_in(tmp_path / checkout, f"doubled_{checkout}")
+        x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+        with pytest.raises(OutOfBoundsError, match=r"doubled\.py:8"):
+            clsim.run(kernel, (8,), (4,), (x, y), jit=False)
+        paths.append(clsim.run(kernel, (7,), (7,), (x, y), jit=False).module_path)
+    assert paths[0] == paths[1]
+    generated = sorted(cache.glob("clsim_gen_doubled_*.py"))
+    assert len(generated) == 2  # the two launch shapes, each once for both checkouts
+    assert not [p for p in generated if str(tmp_path) in p.read_text()]

@@ -45,7 +45,7 @@ TRAFFIC_PARENT = textwrap.dedent("""
 
     traffic_launch.count_traffic = hang
     traffic_launch.SIDE_BY_SIDE = True
-    traffic_launch._start_method = lambda: "fork"
+    traffic_launch.start_method = lambda: "fork"
     pending = traffic_launch.PendingTraffic(
         traffic_launch.TrafficRequest("vector_add", {"n": 8}, 0, None))
     print(pending.process.pid, flush=True)
