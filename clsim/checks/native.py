@@ -30,6 +30,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numba.experimental.function_type  # noqa: F401 (Numba's typeof of a LazyEntry)
 import numpy as np
 from numba.core.types.function_type import WrapperAddressProtocol
 

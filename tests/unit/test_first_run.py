@@ -169,3 +169,78 @@ def test_a_kernel_in_another_checkout_is_the_same_generated_module(tmp_path, mon
     generated = sorted(cache.glob("clsim_gen_doubled_*.py"))
     assert len(generated) == 2  # the two launch shapes, each once for both checkouts
     assert not [p for p in generated if str(tmp_path) in p.read_text()]
+
+
+@pytest.fixture
+def entry_not_loaded(monkeypatch):
+    """This process as before its first checked launch: the checks' C entry points not yet
+    loaded (they stay in Numba's disk cache)."""
+    from clsim.checks import native
+
+    monkeypatch.setattr(native, "_ENTRY", [])
+    monkeypatch.setattr(native, "_ELSEWHERE", [])
+    monkeypatch.delitem(sys.modules, "clsim.checks.native_entry", raising=False)
+    return native
+
+
+def test_the_kernel_compiles_while_the_entry_points_compile_elsewhere(entry_not_loaded, tmp_path,
+                                                                     monkeypatch):
+    """While another process compiles the entry points, a checked launch compiles its kernel
+    first and waits for them at the kernel's first call: the wait is in the compile seconds,
+    and the launch runs with the loaded entry points (the deferral's address set)."""
+    import time
+
+    import numpy as np
+
+    import clsim
+    from clsim.checks import layout as ly
+
+    native = entry_not_loaded
+    monkeypatch.setenv("CLSIM_CACHE_DIR", str(tmp_path))
+    kernel = _kernel_in(tmp_path / "k", "doubled_elsewhere")
+    seen = []
+
+    def wait():  # the other process finishing: by now the kernel must have compiled
+        launchers = [m._launch for name, m in sys.modules.items()
+                     if name.startswith("clsim_gen_doubled_") and hasattr(m, "_cs_call")]
+        seen.append(bool(launchers) and all(launcher.signatures for launcher in launchers))
+        time.sleep(0.5)
+
+    native.compiled_elsewhere(wait)
+    assert isinstance(native.entry(True, np.zeros(ly.M_RANGES, np.int64)), native.LazyEntry)
+    x, y = np.arange(65, dtype=np.float32), np.zeros(64, np.float32)
+    result = clsim.run(kernel, (64,), (32,), (x, y), checks="all", report_all=True)
+    assert seen == [True]
+    assert result.compile_s >= 0.5 and result.findings == []
+    assert y.tolist() == (2 * x[1:]).tolist()
+    meta = np.zeros(ly.M_RANGES, np.int64)
+    assert native.entry(True, meta) is native.load_entry()._cs_native  # loaded: no more waits
+    assert meta[ly.M_DEFER_FN] == native.load_entry()._cs_defer_c.address != 0
+
+
+def test_clsim_run_compiles_the_checks_helpers_beside_and_says_so(entry_not_loaded, capsys,
+                                                                  monkeypatch):
+    """A first checked `clsim run` (their cache empty, two cores) starts the second process,
+    says so while it compiles and names its seconds beside the counted compile seconds; a
+    later run finds them loaded and says nothing."""
+    from clsim.commands import checks_beside, traffic_launch
+
+    native = entry_not_loaded
+    monkeypatch.setattr(traffic_launch, "SIDE_BY_SIDE", True)
+    monkeypatch.setattr(first_run, "cached", lambda relative: False)
+    waited = []
+    monkeypatch.setattr(checks_beside.ChecksBeside, "wait", lambda self, w=checks_beside.
+                        ChecksBeside.wait: (waited.append(self.process.pid), w(self)))
+    argv = ["run", "vector_add", "--shape", "n=77", "--local-size", "7", "--seed", "21"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert ("clsim: compiling the checks' shared helpers in a second process, beside the kernel "
+            "(once per machine; cached afterwards)...") in captured.err
+    line = re.search(r"compile: vector_add with race and uninitialised-read checking ([\d.]+) s "
+                     r"\(with the checks' shared helpers compiled beside it, ([\d.]+) s\)",
+                     captured.out)
+    assert line and len(waited) == 1 and waited[0] > 0, captured.out
+    assert not native.pending_elsewhere() and "clsim.checks.native_entry" in sys.modules
+    assert main(argv) == 0
+    again = capsys.readouterr()
+    assert "second process" not in again.err and "beside it" not in again.out
