@@ -191,15 +191,14 @@ def _print_compile(name: str, check: str, main_s: float, traffic: TrafficOutcome
     """Every variant this command compiled, with its seconds (none: nothing was compiled);
     ``beside_s``: the seconds of the checks' helpers compiled in a second process meanwhile
     (``main_s`` includes any wait for them)."""
-    parts = [(f"{name} {PURPOSE[check]}".rstrip(), main_s),
-             (f"{name} {TRAFFIC}", traffic.compile_s)]
-    compiled = [f"{what} {s:.2f} s" for what, s in parts if s > 0]
+    helpers = "" if beside_s is None else f" (with {BESIDE} compiled beside it, {beside_s:.2f} s)"
+    parts = [(f"{name} {PURPOSE[check]}".rstrip(), main_s, helpers),
+             (f"{name} {TRAFFIC}", traffic.compile_s, "")]
+    compiled = [f"{what} {s:.2f} s{also}" for what, s, also in parts if s > 0]
     if compiled:
-        both = all(s > 0 for _, s in parts)
+        both = all(s > 0 for _, s, _also in parts)
         side = (" (side by side)" if traffic.beside else " (one after the other)") if both else ""
-        helpers = "" if beside_s is None else \
-            f" (with {BESIDE} compiled beside it, {beside_s:.2f} s)"
-        print(f"  compile: {', '.join(compiled)}{helpers}{side}")
+        print(f"  compile: {', '.join(compiled)}{side}")
 
 
 def _print_findings(check: str, report_all: bool, findings) -> None:

@@ -16,13 +16,18 @@ from numba import njit
 
 from clsim.runtime import helper_lib
 
-# The generated kernels' own functions are decorated alike (clsim.compiler.module).
-_jit = njit(cache=True, error_model="numpy", fastmath=False, nogil=True)
+# The generated kernels' own functions are decorated alike (clsim.compiler.module), but for
+# the wrappers: only compiled kernels call these, so no CPython or C wrapper is compiled for
+# them (nor linked into, and compiled again with, every kernel that calls them): about 1 s
+# of CPU, a seventh, of a fresh machine's first `clsim run softmax --no-checks`
+# (docs/performance.md). Call one from Python through an njit function.
+_FLAGS = {"cache": True, "error_model": "numpy", "fastmath": False, "nogil": True,
+          "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+_jit = njit(**_FLAGS)
 # ``NAME_il``: helper NAME inlined by Numba into its caller, which lane-major regions call so
 # that LLVM vectorises their loops (clsim.compiler.helpers.Helper.inline); elsewhere a call,
 # whose inlining would cost compile time per call site for nothing.
-_jit_inline = njit(cache=True, error_model="numpy", fastmath=False, nogil=True,
-                   inline="always")
+_jit_inline = njit(**_FLAGS, inline="always")
 INLINED = "_il"
 _LOCK = threading.Lock()  # two threads compiling kernels must not decorate one helper twice
 _DONE: set[str] = set()
@@ -42,7 +47,7 @@ def _make(name: str) -> None:
 
 
 def use(*names: str) -> tuple:
-    """The named helpers as Numba functions."""
+    """The named helpers as Numba functions (callable from compiled code only)."""
     with _LOCK:
         for name in names:
             _make(name)
