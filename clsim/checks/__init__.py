@@ -7,8 +7,8 @@ the first finding raises (``clsim.DataRaceError`` / ``clsim.UninitializedReadErr
 ``result.findings``; ``uninit="warn"`` records uninitialised reads instead of raising.
 
 ``layout`` fixes the shadow-memory layout, ``shadow`` and ``replay`` generate the in-kernel
-helpers, ``native`` puts them in one module compiled once per machine (``native_lib``,
-generated) with ``pointers`` to reach state by address, ``analysis`` reads the kernel's source,
+helpers, ``native`` puts them in modules compiled once per machine (``native_lib`` and the C
+entry points' ``native_entry``, generated) with ``pointers`` to reach state by address, ``analysis`` reads the kernel's source,
 ``instrument`` holds the compiler hooks, ``state`` the run-time arrays, ``parallel`` the
 threaded launch, ``findings`` the records, messages and exceptions.
 docs/checks.md explains the model (what orders what) and its limits.

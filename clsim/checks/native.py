@@ -2,10 +2,10 @@
 
 The full recorder (``_cs_rec``, one for loads, stores and atomics, and ``_cs_recp`` by
 address), the group-level ``_cs_end``/``_cs_flush`` and the after-launch ``_cs_cross`` are the
-same for every kernel. They live in ``clsim.checks.native_lib``, a module generated from ``shadow`` and
-``replay`` (``python -m clsim.checks.native`` rewrites it; a test checks that it is current),
-so Numba's on-disk cache keeps their machine code beside the package, as for any module, and
-an empty kernel cache does not compile them again.
+same for every kernel. They live in ``clsim.checks.native_lib``, a module generated from
+``shadow`` and ``replay`` (``python -m clsim.checks.native`` rewrites it; a test checks that it
+is current), so Numba's on-disk cache keeps their machine code beside the package, as for any
+module, and an empty kernel cache does not compile them again.
 
 Kernels reach them through one C entry point, ``_cs_native`` (a ``numba.cfunc``, in the
 generated ``clsim.checks.native_entry``), that the launch passes in as the state argument

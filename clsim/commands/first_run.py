@@ -4,12 +4,13 @@ Three parts of clsim are Numba code compiled once per machine and cached on disk
 files, or under NUMBA_CACHE_DIR): the shared runtime helpers (``clsim/runtime/helper_lib.py``,
 compiled as a kernel first calls them), the checks' shared helpers
 (``clsim/checks/native_entry.py`` and what it calls in ``native_lib.py``, race and
-uninitialised-read checks) and the traffic step counter (``clsim/traffic/steps.py``). A cold first ``clsim run`` spent most of its time there
-without a word, and the printed compile seconds left it out. ``prepare`` compiles (imports) the
-last two before the launch, with a note on stderr, and returns the seconds to add to the
-printed compile time (``clsim run`` compiles the checks' helpers in a second process instead
-where it can: ``clsim.commands.checks_beside``); ``helpers_pending`` tells the compile note that the shared helpers come
-with the kernel's own compile (already inside its seconds).
+uninitialised-read checks) and the traffic step counter (``clsim/traffic/steps.py``). A cold
+first ``clsim run`` spent most of its time there without a word, and the printed compile
+seconds left it out. ``prepare`` compiles (imports) the last two before the launch, with a
+note on stderr, and returns the seconds to add to the printed compile time (``clsim run``
+compiles the checks' helpers in a second process instead where it can:
+``clsim.commands.checks_beside``); ``helpers_pending`` tells the compile note that the shared
+helpers come with the kernel's own compile (already inside its seconds).
 
 A part counts as cached when Numba's index files for its file exist; a stale index (the file
 edited since) compiles again unannounced, as any kernel would.

@@ -18,10 +18,10 @@ import numpy as np
 
 import clsim
 from clsim.commands import first_run
-from clsim.commands.checks_beside import WHAT as BESIDE
-from clsim.commands.checks_beside import ChecksBeside
 from clsim.commands import options as opt
 from clsim.commands import specs
+from clsim.commands.checks_beside import WHAT as BESIDE
+from clsim.commands.checks_beside import ChecksBeside
 from clsim.commands.progress import RunProgress
 from clsim.commands.traffic_launch import PURPOSE as TRAFFIC
 from clsim.commands.traffic_launch import PendingTraffic, TrafficOutcome, TrafficRequest

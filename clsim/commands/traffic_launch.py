@@ -44,7 +44,8 @@ def _cores() -> int:
 
 
 # One core has no second compile to overlap: the child would only cost memory and start-up.
-# CLSIM_SIDE_BY_SIDE=0 turns it off, e.g. on a machine whose cores other work keeps busy
+# CLSIM_SIDE_BY_SIDE=0 turns it off (and the checks' second process, ``checks_beside``), e.g.
+# on a machine whose cores other work keeps busy
 # (docs/performance.md: under load it gained nothing there).
 SIDE_BY_SIDE = _cores() > 1 and os.environ.get("CLSIM_SIDE_BY_SIDE", "1") != "0"
 
