@@ -189,6 +189,7 @@ def test_the_kernel_compiles_while_the_entry_points_compile_elsewhere(entry_not_
     first and waits for them at the kernel's first call: the wait is in the compile seconds,
     and the launch runs with the loaded entry points (the deferral's address set)."""
     import time
+    from pathlib import Path
 
     import numpy as np
 
@@ -216,6 +217,9 @@ def test_the_kernel_compiles_while_the_entry_points_compile_elsewhere(entry_not_
     meta = np.zeros(ly.M_RANGES, np.int64)
     assert native.entry(True, meta) is native.load_entry()._cs_native  # loaded: no more waits
     assert meta[ly.M_DEFER_FN] == native.load_entry()._cs_defer_c.address != 0
+    clsim.run(kernel, (64,), (32,), (x, y), checks="all", report_all=True)  # the real entry:
+    launcher = sys.modules[Path(result.module_path).stem]._launch  # the same compiled kernel
+    assert len(launcher.signatures) == 1
 
 
 def test_clsim_run_compiles_the_checks_helpers_beside_and_says_so(entry_not_loaded, capsys,
