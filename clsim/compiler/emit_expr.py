@@ -338,6 +338,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         base, lead = self.array_base(name, arrt)
         if index_codes is None:
             index_codes = self.index_codes(node, kind)
+        if self.proven_indices:  # no wrap-around test of a negative index (lane_emit)
+            index_codes = [f"np.uint64({code})" for code in index_codes]
         return f"{base}[{', '.join(lead + index_codes)}]"
 
     def index_codes(self, node: ast.Subscript, kind: str) -> list[str]:
