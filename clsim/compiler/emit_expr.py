@@ -15,6 +15,7 @@ import numpy as np
 
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
+from clsim.compiler import helpers as hp
 from clsim.compiler.builtins import lift
 from clsim.compiler.diagnostics import compile_error
 from clsim.compiler.infer import _CMPS, _OPS
@@ -40,6 +41,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return self.module.const(value, t)
 
     def helper(self, name: str) -> str:
+        if name in table.HELPERS and table.HELPERS[name].inline:
+            name += hp.INLINED  # its instructions in the caller (Helper.inline)
         self.module.helpers_used.add(name)
         return name
 
@@ -335,6 +338,8 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         base, lead = self.array_base(name, arrt)
         if index_codes is None:
             index_codes = self.index_codes(node, kind)
+        if self.proven_indices:  # no wrap-around test of a negative index (lane_emit)
+            index_codes = [f"np.uint64({code})" for code in index_codes]
         return f"{base}[{', '.join(lead + index_codes)}]"
 
     def index_codes(self, node: ast.Subscript, kind: str) -> list[str]:

@@ -44,10 +44,10 @@ class Helper:
     name: str
     source: str
     deps: tuple[str, ...] = ()
-    # lane-major regions call ``NAME_il``, this helper inlined at Numba's level
-    # (njit(inline="always")): LLVM's loop vectoriser runs before LLVM inlines a called Numba
-    # function, so a call left in a work-item loop keeps it scalar ("call instruction cannot
-    # be vectorized"). Inlining costs compile time per call site, so other code calls NAME.
+    # Calls go to ``NAME_il``, the helper as an intrinsic emitting its instructions in the
+    # caller (clsim.runtime.straightline; the source must be straight-line arithmetic): a
+    # call of a Numba function left in a work-item loop keeps LLVM from vectorising it, and
+    # Numba's own inlining costs compile time per call site. No-JIT: NAME_il is NAME.
     inline: bool = False
 
 

@@ -10,11 +10,13 @@ those some kernel calls are ever decorated, which keeps the import cheap.
 
 from __future__ import annotations
 
+import inspect
+import textwrap
 import threading
 
 from numba import njit
 
-from clsim.runtime import helper_lib
+from clsim.runtime import helper_lib, straightline
 
 # The generated kernels' own functions are decorated alike (clsim.compiler.module), but for
 # the wrappers: only compiled kernels call these, so no CPython or C wrapper is compiled for
@@ -24,10 +26,9 @@ from clsim.runtime import helper_lib
 _FLAGS = {"cache": True, "error_model": "numpy", "fastmath": False, "nogil": True,
           "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 _jit = njit(**_FLAGS)
-# ``NAME_il``: helper NAME inlined by Numba into its caller, which lane-major regions call so
-# that LLVM vectorises their loops (clsim.compiler.helpers.Helper.inline); elsewhere a call,
-# whose inlining would cost compile time per call site for nothing.
-_jit_inline = njit(**_FLAGS, inline="always")
+# ``NAME_il``: helper NAME as an intrinsic that emits its instructions in the caller
+# (clsim.runtime.straightline), which lane-major regions call so that LLVM vectorises their
+# loops (clsim.compiler.helpers.Helper.inline); elsewhere a call.
 INLINED = "_il"
 _LOCK = threading.Lock()  # two threads compiling kernels must not decorate one helper twice
 _DONE: set[str] = set()
@@ -41,7 +42,8 @@ def _make(name: str) -> None:
         _make(dep)
     if name.endswith(INLINED):
         base = getattr(helper_lib, name.removesuffix(INLINED))
-        setattr(helper_lib, name, _jit_inline(getattr(base, "py_func", base)))
+        source = textwrap.dedent(inspect.getsource(getattr(base, "py_func", base)))
+        setattr(helper_lib, name, straightline.make(source))
         return
     setattr(helper_lib, name, _jit(getattr(helper_lib, name)))
 

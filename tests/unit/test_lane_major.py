@@ -76,3 +76,15 @@ def test_an_index_that_would_fail_runs_the_usual_form_and_reports_it(jit):
         clsim.run(strided_softmax, (32,), (32,), (x, y, np.int32(130)), jit=jit)
     assert (info.value.buffer, info.value.index, info.value.gid) == ("x", 128, (0,))
     assert info.value.access == "load"
+
+
+def test_lane_major_loops_index_unsigned_and_the_usual_form_keeps_its_checks():
+    """Inside a lane-major loop every index was proven in range before it, so it is indexed
+    as uint64 (Numba then adds no wrap-around of negative indices, which kept LLVM from
+    loading contiguous vectors); the usual form beside it keeps _ck on every load."""
+    _, result = _run(2, 100, 32)
+    source = open(result.module_path).read()
+    lane_loads = [line for line in source.splitlines() if "v_x[" in line and "_ck(" not in line]
+    assert lane_loads and all("v_x[np.uint64(" in line for line in lane_loads)
+    assert any("v_x[_ck(" in line for line in source.splitlines())
+    assert "v_scratch[np.uint64(" in source  # the tree steps (stores and loads)

@@ -55,8 +55,8 @@ def _softmax(jit: bool, **options) -> tuple[np.ndarray, str]:
 
 def test_jit_kernels_import_the_shared_helpers_and_no_jit_ones_hold_them():
     """softmax calls _ck, _fmax_float32, _exp_float32 and _idiv_int64: the JIT module imports
-    them (with the lib's content hash) and defines none; the no-JIT module defines them all.
-    Both modes store the same bits."""
+    them (with the lib's content hash; fmax and exp as their intrinsics, NAME_il) and defines
+    none; the no-JIT module defines them all. Both modes store the same bits."""
     y_jit, jit_source = _softmax(True)
     y_py, py_source = _softmax(False)
     np.testing.assert_array_equal(y_jit.view(np.uint32), y_py.view(np.uint32))
@@ -64,8 +64,11 @@ def test_jit_kernels_import_the_shared_helpers_and_no_jit_ones_hold_them():
     assert not defined & (set(hp.CORE) | set(shared_helpers.table.HELPERS))
     assert f"shared helpers {shared_helpers.digest()}" in jit_source
     called = {"_ck", "_fmax_float32", "_exp_float32", "_idiv_int64", "_empty_float32"}
-    assert called <= set(re.findall(r"'(_\w+)'", jit_source.split("_use_helpers(", 1)[1]))
+    intrinsic = {"_fmax_float32", "_exp_float32"}
+    imported = {name + "_il" if name in intrinsic else name for name in called}
+    assert imported <= set(re.findall(r"'(_\w+)'", jit_source.split("_use_helpers(", 1)[1]))
     assert called <= set(re.findall(r"^def (_\w+)\(", py_source, re.M))
+    assert {f"{name}_il = {name}" for name in intrinsic} <= set(py_source.splitlines())
     assert "np.empty(" not in jit_source and "np.empty(" not in py_source.split("def _group")[1]
 
 

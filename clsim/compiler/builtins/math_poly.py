@@ -50,7 +50,7 @@ _CORE = f"""
     bits = _bitcast_int64(shifted) - np.int64({_ROUNDER_BITS}) + np.int64(1023)
     e = v if v != v else p * _bitcast_float64(np.int64(bits << np.int64(52)))"""
 # One text, two helpers: the float64 core alone (tests) and the float32 builtin, which holds
-# the core itself so that its inlined variant (Helper.inline) calls nothing.
+# the core itself, straight-line, so that calls can use it as an intrinsic (Helper.inline).
 EXP_POLY64 = helper("_exp_poly64", f"def _exp_poly64(v):{_CORE}\n    return e")
 EXP_FLOAT32 = helper("_exp_float32", f"""
 def _exp_float32(x):
