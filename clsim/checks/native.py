@@ -20,6 +20,7 @@ recorders directly.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import sys
 from pathlib import Path
@@ -145,6 +146,7 @@ def _plain(source: str) -> str:
     return "\n" + ast.unparse(tree) + "\n"
 
 
+@functools.cache  # every checked kernel's generation asks (its imports carry the digest)
 def module_source(jit: bool) -> str:
     """Source of the shared-helpers module (JIT: ``native_lib``'s text; or plain Python)."""
     sources = {**shadow.sources(), **replay.sources()}
