@@ -47,6 +47,7 @@ from verify.pairs import Case, Pair, contract_off, make_case, make_pair, spec_ca
 from verify.pairs import spec_pair as _spec_pair
 from verify.probe import health
 from verify.runner import CHECKS, LaunchComparison, default_checks, diagnose, run_pair
+from verify.seeding import fixed_constants
 from verify.strategies import float_arrays, problem_sizes
 from verify.worker import build_isolated
 
@@ -384,7 +385,8 @@ def _drive(prop: Callable[[], None], seed_value: int, state: _State,
            save: Callable[..., Path]) -> Found | None:
     """Run the property under ``seed_value``; the failure Hypothesis ends with, or None."""
     try:
-        hypothesis_seed(seed_value)(prop)()
+        with fixed_constants():  # the same seed draws the same cases in any process
+            hypothesis_seed(seed_value)(prop)()
     except _Fault as fault:
         return Found(fault.case, None, fault.error, state.first, state.first,
                      state.checks.get(state.first), state.not_saved)

@@ -3,8 +3,9 @@
 Small launches (up to ``PYTHON_LIMIT`` work-items plus buffer elements) run as plain Python:
 the fuzzer draws many local sizes, and Numba compiles one module per local size, seconds each.
 With the race and uninitialised-read checks on (the verifier's default), plain Python costs
-2-3x the unchecked simulation (a shadow-memory call per access), while compiled code runs the
-checks in milliseconds. So for checked launches the verifier rents plain Python per compile
+1.1-2.3x the unchecked simulation per launch (a shadow-memory call per access, and work-item
+loops that run in the usual order where the unchecked ones run lane-major), while compiled
+code runs the checks in milliseconds. So for checked launches the verifier rents plain Python per compile
 key (kernel, local size, argument types, checks) until the seconds spent there reach what a
 compile costs, then buys the compile (ski rental: never more than about twice the better of
 the two choices, whichever it turns out to be). A compile found in Numba's disk cache costs a

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from clsim.checks import analysis, invariance, locks, native, parallel, pointers, replay, state
+from clsim.checks import analysis, invariance, locks, native, parallel, replay, state
 from clsim.checks import findings as fd
 from clsim.checks import layout as ly
 from clsim.checks.shadow import FAST, RECORDERS
@@ -119,21 +119,26 @@ class ChecksInstrument(Instrument):
         for slot, code in zip((ly.M_GX, ly.M_GY, ly.M_GZ, ly.M_L0, ly.M_L1, ly.M_L2),
                               ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"), strict=True):
             lines.append(f"_cs_m[{slot}] = {code}")
+        scalar = _scalar(self._jit)
         for name, (number, _t, storage) in self._objs.items():
             if storage != "param":
                 lines.append(f"_cs_o[{number}, {ly.O_ADDR}] = "
                              f"np.int64({self._data[name]}.ctypes.data)")
-            lines.append(f"_cs_md{number} = _cs_o[{number}, {ly.O_MODE}]")
-            lines += [f"_cs_{b}{number} = _cs_o[{number}, {col}]" for b, col in _BASES]
+            lines.append(f"_cs_md{number} = {scalar(f'_cs_o[{number}, {ly.O_MODE}]')}")
+            lines += [f"_cs_{b}{number} = {scalar(f'_cs_o[{number}, {col}]')}"
+                      for b, col in _BASES]
         lines += self._skip_invariant()
-        lines.append(f"_cs_gs = {now}")
+        lines.append(f"_cs_gs = {scalar(now)}")
         if self.locks:  # every work-item of the group starts holding no lock
             base = f"_cs_m[{ly.M_LOCK_BASE}]"
             lines.append(f"_cs_m[{base}:{base} + _L0 * _L1 * _L2] = 0")
-        lines += [f"{address} = np.int64({array}.ctypes.data)"
+        # the fast paths' state: addresses for the JIT (``pointers``), memoryviews in plain
+        # Python (``native._plain``: a subscript, Python ints)
+        state = "np.int64({}.ctypes.data)" if self._jit else "memoryview({})"
+        lines += [f"{address} = {state.format(array)}"
                   for address, array in zip(_ADDRESSES.split(", "), ("_cs_s", "_cs_m", "_cs_l"),
                                             strict=True)]
-        out.emit("\n".join(lines) + "\n" + _epoch_locals())
+        out.emit("\n".join(lines) + "\n" + _epoch_locals(self._jit))
 
     def _skip_invariant(self) -> list[str]:
         """Turn the group-invariant local arrays off (mode 0) in a group whose size already
@@ -178,10 +183,10 @@ class ChecksInstrument(Instrument):
             out.emit(self._tick(site) + f"\n_cs_fl = np.int64({event.flags})\n"
                      f"if _cs_fl & 1:\n    _cs_m[{ly.M_LAST_LOCAL}] = _cs_m[{ly.M_NOW}]\n"
                      f"if _cs_fl & 2:\n    _cs_m[{ly.M_LAST_GLOBAL}] = _cs_m[{ly.M_NOW}]\n"
-                     + _epoch_locals())
+                     + _epoch_locals(self._jit))
         else:
             out.emit(self._tick(site) + f"\n_cs_m[{ly.M_LAST_SUB}] = _cs_m[{ly.M_NOW}]\n"
-                     + _epoch_locals())
+                     + _epoch_locals(self._jit))
 
     @staticmethod
     def _tick(site: int) -> str:
@@ -231,10 +236,18 @@ class ChecksInstrument(Instrument):
                 space = _SPACE[storage]
                 last = "_cs_lg" if space == "g" else "_cs_ll"
                 bases = ", ".join(f"_cs_{b}{number}" for b, _col in _BASES)
-                scalars = ", ".join(_i64(code) for code in (codes[-1], prefix, site, lid,
+                # plain Python: no np.int64(...) per argument (0.5 us each, most of a checked
+                # access's cost there); the index is bounds-checked already, any int type
+                wrap = _i64 if self._jit else str
+                scalars = ", ".join(wrap(code) for code in (codes[-1], prefix, site, lid,
                                                              number))
-                codes[-1] = (f"{helper}q{space}({scalars}, _cs_md{number}, {bases}, _cs_gs, "
-                             f"{last}, _cs_now, {_ADDRESSES})")
+                call = (f"{helper}q{space}({scalars}, _cs_md{number}, {bases}, _cs_gs, "
+                        f"{last}, _cs_now, {_ADDRESSES})")
+                # plain Python: no call at all where the object is off (mode 0: a group-
+                # invariant local array in a group size already checked); the index is
+                # evaluated once either way
+                codes[-1] = call if self._jit else \
+                    f"({call} if _cs_md{number} != 0 else {codes[-1]})"
                 return tuple(codes)  # never sets _err: what it cannot decide waits for _cs_end
             call = (f"_cs_call(_cs_fn, {_i64(native.OPS[helper])}, {_i64(codes[-1])}, "
                     f"{_i64(width)}, {_i64(number)}, {_i64(prefix)}, {_i64(site)}, {_i64(lid)}, "
@@ -250,8 +263,6 @@ class ChecksInstrument(Instrument):
         arrays = state.allocate(info, self.races, self.uninit, self.raise_race,
                                 self.raise_uninit, self.locks)
         fn = native.entry(info.config.jit, arrays[0])  # (sets the meta's M_DEFER_FN)
-        if not info.config.jit:
-            pointers.register(arrays)
         self._launch = (info, [*arrays, fn])
         return self._launch[1]
 
@@ -260,8 +271,6 @@ class ChecksInstrument(Instrument):
         return threads > 1 and parallel.run(info, arrays, run, threads)
 
     def finalize(self, info: LaunchInfo, arrays: list, result) -> list:
-        if not info.config.jit:
-            pointers.unregister()  # (the views keep the arrays alive)
         return state.collect(info, arrays, self.warn_uninit)
 
 
@@ -305,10 +314,19 @@ def _i64(code) -> str:
     return f"np.int64({code})"
 
 
-def _epoch_locals() -> str:
+def _scalar(jit: bool):
+    """How the work-group function copies a state element into a local the fast paths take:
+    as it is for the JIT; as a Python int in plain Python, where arithmetic on NumPy scalars
+    costs about twice as much."""
+    return (lambda code: code) if jit else (lambda code: f"int({code})")
+
+
+def _epoch_locals(jit: bool) -> str:
     """Refresh the work-group function's copies of the current epochs."""
-    return (f"_cs_now = _cs_m[{ly.M_NOW}]\n_cs_ll = _cs_m[{ly.M_LAST_LOCAL}]\n"
-            f"_cs_lg = _cs_m[{ly.M_LAST_GLOBAL}]")
+    scalar = _scalar(jit)
+    return (f"_cs_now = {scalar(f'_cs_m[{ly.M_NOW}]')}\n"
+            f"_cs_ll = {scalar(f'_cs_m[{ly.M_LAST_LOCAL}]')}\n"
+            f"_cs_lg = {scalar(f'_cs_m[{ly.M_LAST_GLOBAL}]')}")
 
 
 def _flatten(out: Emit, event: AccessEvent, codes: list[str]) -> str:

@@ -24,6 +24,8 @@ meanwhile (``compiled_elsewhere``, ``LazyEntry``; ``clsim.commands.checks_beside
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib
 import sys
@@ -67,8 +69,7 @@ _HEADERS = {
            "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)",
            "_jit_in = njit(cache=True, error_model='numpy', fastmath=False, nogil=True,",
            "               no_cpython_wrapper=True, no_cfunc_wrapper=True)"],
-    False: ["import numpy as np", "from clsim.checks.pointers import peek_py as _peek",
-            "from clsim.checks.pointers import poke_py as _poke",
+    False: ["import numpy as np",
             "def _jit(f):\n    return f", "_jit_in = _jit", "def _inlined(f, params):\n    return f",
             "def _call_defer(address, m, lg, e, packed):\n    return _cs_defer(m, lg, e, packed)"],
 }
@@ -146,9 +147,40 @@ def _fast_path(name: str, source: str) -> str:
     return f"@_jit_in\n{body}\n\n\n{name} = _inlined({name}_body, {tuple(params)!r})"
 
 
+class _Subscripts(ast.NodeTransformer):
+    """``_peek(a, i)`` -> ``a[i]`` and ``_poke(a, i, v)`` -> ``a[i] = v``: in plain Python the
+    state arrays arrive as memoryviews (``instrument``), whose elements are Python ints."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "_peek":
+            return ast.Subscript(node.args[0], node.args[1], ast.Load())
+        return node
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        self.generic_visit(node)
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                and call.func.id == "_poke":
+            target = ast.Subscript(call.args[0], call.args[1], ast.Store())
+            return ast.Assign([target], call.args[2], lineno=node.lineno)
+        return node
+
+
+def _plain(source: str) -> str:
+    """A helper's source for plain Python: state read and written by subscript."""
+    if "_peek" not in source and "_poke" not in source:
+        return source
+    tree = ast.fix_missing_locations(_Subscripts().visit(ast.parse(source)))
+    return "\n" + ast.unparse(tree) + "\n"
+
+
+@functools.cache  # every checked kernel's generation asks (its imports carry the digest)
 def module_source(jit: bool) -> str:
     """Source of the shared-helpers module (JIT: ``native_lib``'s text; or plain Python)."""
     sources = {**shadow.sources(), **replay.sources()}
+    if not jit:
+        sources = {name: _plain(text) for name, text in sources.items()}
     parts = [f"@{'_jit' if name in PYTHON_CALLED else '_jit_in'}\n" + sources[name].strip("\n")
              for name in SHARED if name not in FAST_PATHS]
     parts += [_fast_path(name, sources[name]) for name in FAST_PATHS]

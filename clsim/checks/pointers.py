@@ -4,16 +4,14 @@ The fast paths (``shadow._fast``) take the shadow, meta and log arrays as their 
 (``arr.ctypes.data``, taken once per work-group), because a Numba call passing arrays pays
 reference counting (atomic operations) around it unless Numba inlines the callee at every site,
 which costs seconds of compile time per kernel. ``peek``/``poke`` are the Numba intrinsics that
-load and store element ``index`` of the int64 array at ``base``; ``peek_py``/``poke_py`` their
-plain-Python twins (no-JIT mode). No bounds are checked: callers index only elements the
-launch's state arrays hold (``clsim.checks.state`` sizes them).
+load and store element ``index`` of the int64 array at ``base``. No bounds are checked:
+callers index only elements the launch's state arrays hold (``clsim.checks.state`` sizes
+them). Plain Python has no addresses: its twin of the fast paths subscripts memoryviews of the
+same arrays (``native._plain``).
 """
 
 from __future__ import annotations
 
-import ctypes
-
-import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -42,39 +40,6 @@ def poke(typingctx, base, index, value):
         return context.get_dummy_value()
 
     return types.none(types.int64, types.int64, types.int64), codegen
-
-
-# Plain-Python mode: the launch's int64 state arrays by data address (``register``), read
-# through memoryviews, about 3x cheaper per access than ctypes at an address (the checks'
-# plain-Python cost is mostly these reads, issue 23). An address not registered (another
-# thread's launch replaced them) falls back to ctypes: the same element either way.
-_VIEWS: dict[int, memoryview] = {}
-
-
-def register(arrays) -> None:
-    """Index the 1-D int64 ``arrays`` of one plain-Python launch by their data address."""
-    _VIEWS.clear()
-    _VIEWS.update((a.ctypes.data, memoryview(a)) for a in arrays
-                  if a.ndim == 1 and a.dtype == np.int64 and a.flags.c_contiguous)
-
-
-def unregister() -> None:
-    _VIEWS.clear()
-
-
-def peek_py(base, index) -> int:
-    view = _VIEWS.get(base)
-    if view is None:
-        return ctypes.c_int64.from_address(int(base) + 8 * int(index)).value
-    return view[index]
-
-
-def poke_py(base, index, value) -> None:
-    view = _VIEWS.get(base)
-    if view is None:
-        ctypes.c_int64.from_address(int(base) + 8 * int(index)).value = int(value)
-    else:
-        view[index] = int(value)
 
 
 _DEFER = ir.FunctionType(ir.VoidType(), [ir.IntType(64)] * 4)

@@ -254,6 +254,27 @@ def test_fuzz_spec_shrinks_saves_and_replays_off_by_one(device, tmp_path):
     assert fixed[0].equal
 
 
+@pytest.mark.parametrize("device", device_params(only=("intel-cpu", "pocl")))
+def test_fuzz_spec_one_seed_draws_the_same_cases_with_and_without_checks(
+        device, tmp_path, monkeypatch):
+    """A seed replays: a verify without the simulator's checks and one with them (other modules
+    loaded, other simulation paths) draw the same cases (verify.seeding)."""
+    fuzz_module = sys.modules["verify.fuzz"]  # the module; verify.fuzz is the function
+    run_pair, drawn = fuzz_module.run_pair, []
+
+    def recording(pair, case, info, **options):
+        drawn.append((case.global_size, case.local_size,
+                      [np.asarray(case.args[p]).tobytes() for p in pair.params]))
+        return run_pair(pair, case, info, **options)
+
+    monkeypatch.setattr(fuzz_module, "run_pair", recording)
+    for checks in ("default", "all"):
+        report = fuzz_spec(get_spec("vector_add"), device, examples=12, seed=23,
+                           failures_dir=tmp_path, checks=checks)
+        assert report.equal, report.found
+    assert len(drawn) == 24 and drawn[:12] == drawn[12:]
+
+
 def _saxpy_launches(max_size: int = 300) -> st.SearchStrategy[Launch]:
     @st.composite
     def draw(draw_fn: st.DrawFn) -> Launch:

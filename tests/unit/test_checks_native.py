@@ -30,7 +30,7 @@ def test_native_lib_is_generated_from_the_templates():
     assert native.main(["--check"]) == 0
 
 
-def test_peek_and_poke_address_int64_elements_in_both_modes():
+def test_peek_and_poke_address_int64_elements():
     from numba import njit
 
     @njit
@@ -43,25 +43,30 @@ def test_peek_and_poke_address_int64_elements_in_both_modes():
     values = np.array([5, -7, 1 << 40], np.int64)
     assert swap(np.int64(values.ctypes.data)) == -7
     assert values.tolist() == [5, 1 << 40, -7]
-    pointers.poke_py(values.ctypes.data, 0, -1)
-    assert pointers.peek_py(values.ctypes.data, 0) == -1
 
 
-def test_plain_python_peek_and_poke_through_registered_arrays():
-    """A plain-Python launch registers its state arrays (memoryviews, issue 23): reads and
-    writes by address reach the same elements as without, and the views go at the end."""
-    meta = np.zeros(4, np.int64)
-    log = np.arange(6, dtype=np.int64)
-    pointers.register([meta, log, np.zeros((2, 2), np.int64)])
-    try:
-        assert len(pointers._VIEWS) == 2  # (2-D tables are never read by address)
-        pointers.poke_py(np.int64(meta.ctypes.data), np.int64(2), np.int64(1 << 62))
-        assert meta.tolist() == [0, 0, 1 << 62, 0]
-        assert pointers.peek_py(np.int64(log.ctypes.data), np.int64(5)) == 5
-    finally:
-        pointers.unregister()
-    pointers.poke_py(meta.ctypes.data, 3, -9)  # unregistered: through ctypes, same element
-    assert meta[3] == -9 and not pointers._VIEWS
+def test_plain_python_fast_paths_subscript_the_state():
+    """Plain Python's twin of the fast paths reads and writes the state arrays by subscript
+    (memoryviews the work-group function takes once, issue 23), not by address: the same
+    statements otherwise, so the same records and deferrals as the JIT."""
+    plain, jit = native.module_source(False), native.module_source(True)
+    assert "_peek" not in plain and "_poke" not in plain
+    scope: dict = {}
+    exec(compile(plain, "<plain checks helpers>", "exec"), scope)  # our own generated text
+    meta, log, shadow = (np.zeros(n, np.int64) for n in (64, 8, 16))
+    meta[ly.M_DEFER] = 0
+    # a store to element 3 of object 1 (global): recorded as W at bw + 3, range noted
+    args = dict(i=3, eb=0, site=5, lid=2, obj=1, mode=1, bw=4, br1=0, br2=0, brx=0, gs=1,
+                last=1, now=7)
+    assert scope["_cs_stqg"](*args.values(), memoryview(shadow), memoryview(meta),
+                             memoryview(log)) == 3
+    assert shadow[7] == (7 << 29) | (5 << 15) | 2
+    assert meta[ly.M_RANGES + 2] == ly.RANGE_TOP - 7 and meta[ly.M_RANGES + 3] == 8
+    # an access the fast path cannot decide (mode A) is deferred to the log, as in the JIT
+    assert scope["_cs_ldql"](*{**args, "mode": 4}.values(), memoryview(shadow),
+                             memoryview(meta), memoryview(log)) == 3
+    assert meta[ly.M_DEFER] == 1 and meta[ly.M_NLOG] == 1 and log[0] == 3
+    assert "_peek(s, bw + e)" in jit  # the JIT keeps its addresses
 
 
 @kernel
