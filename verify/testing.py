@@ -13,15 +13,22 @@ and testing both would add a quarter to the device tests. Otherwise it is a skip
 ``CLSIM_TEST_ALL_DEVICES=1``, the ``thorough`` Hypothesis profile, or naming it in
 ``CLSIM_TEST_DEVICES`` tests it too.
 
+``quick_shape_budget(spec)`` sizes the shapes the ``ci`` and ``dev`` profiles draw: launches of
+at most ``QUICK_LAUNCH_SIZE`` work-items plus buffer elements, so that the simulator runs them
+as plain Python in a fraction of a second instead of compiling a Numba module per drawn local
+size; the ``thorough`` profile draws the full space.
+
 This module runs no kernels and does not define fixtures; tests/conftest.py may wrap these.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from verify.devices import DeviceInfo, list_devices
@@ -31,6 +38,17 @@ from verify.probe import health, health_all
 KNOWN_DEVICES = ("pocl", "intel-cpu", "oclgrind")
 ENV_VAR = "CLSIM_TEST_DEVICES"
 ALL_DEVICES_ENV = "CLSIM_TEST_ALL_DEVICES"
+PROFILE_ENV = "CLSIM_HYPOTHESIS_PROFILE"
+# Buffer elements of a launch drawn by the ci and dev profiles. Plain Python simulates a Q4_K
+# dequantize at about 12 ms a block (513 elements), so a case stays near a quarter second;
+# the full drawn space (verify.fuzz.MAX_ELEMENTS shape units, where a quantized block counts as
+# one) reached verify.jit_choice.PYTHON_LIMIT, above which each drawn local size compiled a
+# Numba module (about 2 CPU s each, 8-9 per quantized kernel and device: most of the device
+# tests' time). Float kernels (one or two elements per shape unit) still draw rows of 4097.
+QUICK_BUFFER_ELEMENTS = 10 * 1024
+# The shape units a spec's launch size per unit is measured at: enough that a launch plan's
+# fixed costs (a whole work-group for one row) do not dominate.
+_PROBE_UNITS = 1 << 10
 
 # How to get each device kind when it is absent (anything else is a GPU driver).
 _INSTALL_HINTS = {
@@ -59,9 +77,48 @@ def selected_names(present: Iterable[str]) -> list[str]:
     return list(dict.fromkeys([*KNOWN_DEVICES, *present]))
 
 
+def thorough_profile() -> bool:
+    """Whether the ``thorough`` Hypothesis profile was asked for (long campaigns, every
+    device, the full drawn space)."""
+    return os.environ.get(PROFILE_ENV) == "thorough"
+
+
 def _all_devices() -> bool:
     return (os.environ.get(ALL_DEVICES_ENV) == "1" or bool(os.environ.get(ENV_VAR, "").strip())
-            or os.environ.get("CLSIM_HYPOTHESIS_PROFILE") == "thorough")
+            or thorough_profile())
+
+
+def buffer_elements(spec: Any, shape: Mapping[str, int]) -> int:
+    """The elements of every buffer ``spec``'s launch at ``shape`` passes (a byte of a
+    quantized block counts as one, as in ``verify.jit_choice``)."""
+    inputs = spec.make_inputs(np.random.default_rng(0), dict(shape))
+    launch = spec.launch(inputs, dict(shape), None)
+    return sum(a.size for a in launch.args if isinstance(a, np.ndarray))
+
+
+def quick_shape_budget(spec: Any, elements: int = QUICK_BUFFER_ELEMENTS,
+                       most: int | None = None) -> int:
+    """Shape units (the product of a shape's values, ``verify.fuzz.spec_shapes``'
+    ``max_elements``) whose launch passes about ``elements`` buffer elements, at most
+    ``most`` (default ``verify.fuzz.MAX_ELEMENTS``): the elements per unit are measured at
+    a small shape (a GGUF block holds hundreds, a float row-column one or two)."""
+    from verify.fuzz import MAX_ELEMENTS  # Hypothesis, imported only by who needs it
+
+    probe = shrunk_shape(spec.default_shape, _PROBE_UNITS)
+    per_unit = buffer_elements(spec, probe) / math.prod(probe.values())
+    return max(1, min(MAX_ELEMENTS if most is None else most, int(elements / per_unit)))
+
+
+def shrunk_shape(shape: Mapping[str, int], units: int) -> dict[str, int]:
+    """``shape`` divided down to at most ``units`` (the product of its values), the first
+    (outer) keys first: rows before cols, so rows keep their length."""
+    out = {k: int(v) for k, v in shape.items()}
+    for key in out:
+        total = math.prod(out.values())
+        if total <= units:
+            break
+        out[key] = max(1, out[key] // -(-total // units))
+    return out
 
 
 def _second_driver(name: str, devices: dict[str, DeviceInfo]) -> str | None:

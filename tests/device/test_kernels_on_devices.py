@@ -6,6 +6,13 @@ all-equal and ties) through ``verify.fuzz_spec``, and one launch at the spec's o
 and inputs. ``exact`` outputs must agree bit for bit (NaN equal to NaN); ``ulp(N)`` outputs
 within N ULPs. A device lacking a feature a spec requires is a skip with the reason.
 
+Sizes (the suite's time, docs/performance.md): the ``ci`` and ``dev`` profiles draw launches of
+about ``verify.testing.QUICK_BUFFER_ELEMENTS`` buffer elements (a few dozen quantized blocks),
+which the simulator runs as plain Python, and run the full default shape on one device per
+kernel (the first of intel-cpu, pocl that has its features), a smaller one on the others;
+the ``thorough`` profile draws the full space and runs the default shape everywhere
+(capped on Oclgrind, which interprets every work-item).
+
 Also: every sub-group variant of the operator families at sub-group sizes 8, 16 and 32 (forced
 on the device), and the two-launch argmax pipeline run launch by launch on each device with
 the host passing the device's partials on.
@@ -18,6 +25,7 @@ failing cases there instead of the test's temporary folder (campaigns: docs/veri
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import replace
 
@@ -32,10 +40,12 @@ from verify.devices import get_device
 from verify.fuzz import fuzz_spec
 from verify.pairs import Case, default_case, kernel_params, spec_pair
 from verify.runner import run_pair
-from verify.testing import device_params
+from verify.testing import (device_params, quick_shape_budget, shrunk_shape,
+                            thorough_profile)
 
 SPECS = all_specs()
 EXAMPLES = int(os.environ.get("CLSIM_VERIFY_EXAMPLES", settings.default.max_examples))
+THOROUGH = thorough_profile()
 SEED = int(os.environ.get("CLSIM_VERIFY_SEED", 20240601))
 FAILURES_DIR = os.environ.get("CLSIM_FAILURES_DIR")
 # Oclgrind interprets each work-item: default shapes are capped to this many elements there.
@@ -52,19 +62,15 @@ def _kind(spec) -> str:
     return "exact" if all(p.kind == "exact" for p in spec.outputs.values()) else "ulp"
 
 
-def _capped_shape(spec, device: str) -> dict[str, int] | None:
-    if device != "oclgrind":
-        return None
-    shape = dict(spec.default_shape)
-    cap = FAMILY_OCLGRIND_ELEMENTS.get(spec.family, OCLGRIND_ELEMENTS)
-    for key in shape:  # shrink the first (outer) keys first: rows before cols
-        total = 1
-        for v in shape.values():
-            total *= v
-        if total <= cap:
-            break
-        shape[key] = max(1, shape[key] // -(-total // cap))
-    return shape
+def _capped_shape(spec, device: str, full: bool = True) -> dict[str, int] | None:
+    """The default shape's cap on ``device`` (None: the whole default shape); ``full``: this
+    device runs the full default shape for the kernel (else a quick one, ``_shape_for``)."""
+    caps = []
+    if device == "oclgrind":
+        caps.append(FAMILY_OCLGRIND_ELEMENTS.get(spec.family, OCLGRIND_ELEMENTS))
+    if not full:
+        caps.append(quick_shape_budget(spec, most=OCLGRIND_ELEMENTS))
+    return shrunk_shape(spec.default_shape, min(caps)) if caps else None
 
 
 DRAWN_DEVICES = device_params()
@@ -73,6 +79,19 @@ DRAWN_DEVICES = device_params()
 # device only, and the other devices' matrix skips them, saving about 2.5x of its time.
 # Every library kernel is also checked without a device (tests/unit/test_checks_specs.py).
 CHECKS_DEVICE = next((p.values[0] for p in DRAWN_DEVICES if not p.marks), None)
+# The device that runs a kernel's full default shape in the ci and dev profiles: the first of
+# these with the kernel's features (native compilers: seconds where Oclgrind takes minutes).
+# The simulation of a full shape (a Numba compile with the checks, then millions of
+# work-items) is the test's cost, and it is the same whatever device it is compared with.
+FULL_SHAPE_DEVICES = ("intel-cpu", "pocl")
+
+
+@functools.lru_cache(maxsize=None)
+def _full_shape_device(name: str) -> str | None:
+    pair = spec_pair(SPECS[name])
+    usable = {p.values[0] for p in DRAWN_DEVICES if not p.marks}
+    return next((d for d in FULL_SHAPE_DEVICES
+                 if d in usable and pair.skip_reason(get_device(d)) is None), None)
 
 
 @pytest.mark.parametrize("device", DRAWN_DEVICES)
@@ -82,10 +101,12 @@ def test_drawn_cases_agree(name, device, tmp_path):
     """The simulator and the device agree under each output's policy on every drawn case
     (bit for bit for exact kernels), and the simulation has no finding; a disagreement prints
     the minimal example."""
-    examples = FAMILY_EXAMPLES.get(SPECS[name].family, EXAMPLES)
-    report = fuzz_spec(SPECS[name], device, examples=examples, seed=SEED,
+    spec = SPECS[name]
+    examples = FAMILY_EXAMPLES.get(spec.family, EXAMPLES)
+    quick = {} if THOROUGH else {"max_elements": quick_shape_budget(spec)}
+    report = fuzz_spec(spec, device, examples=examples, seed=SEED,
                        failures_dir=FAILURES_DIR or tmp_path,
-                       checks="all" if device == CHECKS_DEVICE else "default")
+                       checks="all" if device == CHECKS_DEVICE else "default", **quick)
     if report.skipped:
         pytest.skip(report.skipped)
     assert report.found is None, format_found(report.found)
@@ -97,14 +118,16 @@ def test_drawn_cases_agree(name, device, tmp_path):
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", list(SPECS))
 def test_default_shape_agrees(name, device):
-    """At the spec's default shape and inputs (capped on Oclgrind) every output agrees under
-    its policy with the simulator."""
+    """At the spec's default shape and inputs every output agrees under its policy with the
+    simulator (capped on Oclgrind; in the ci and dev profiles the full shape runs on one
+    device per kernel, ``FULL_SHAPE_DEVICES``, and a quick shape on the others)."""
     spec = SPECS[name]
     pair = spec_pair(spec)
     reason = pair.skip_reason(get_device(device))
     if reason:
         pytest.skip(reason)
-    result = run_pair(pair, default_case(spec, _capped_shape(spec, device)), device)
+    full = THOROUGH or device == _full_shape_device(name) or _full_shape_device(name) is None
+    result = run_pair(pair, default_case(spec, _capped_shape(spec, device, full)), device)
     assert result.equal, result.describe()
 
 

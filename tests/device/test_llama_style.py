@@ -1,7 +1,13 @@
 """A kernel in the style of llama.cpp's OpenCL backend (kernel_mul_mv_q8_0_f32): byte offsets
 into the argument buffers, packed block_q8_0 structs with half scales, float4 arithmetic on
 char4 quants, a sub-group reduction. The Python port is line for line; it agrees with numpy
-(always) and with its OpenCL C twin on every device with sub-groups and cl_khr_fp16."""
+(always) and with its OpenCL C twin on every device with sub-groups and cl_khr_fp16.
+
+The simulator runs these launches of a few work-groups as plain Python (``jit=False``): the
+same generated code Numba compiles (tests/kernels/test_library_kernels.py compares the
+two bit for bit), without a compile per kernel and local size, seconds each (the suite's
+time, docs/performance.md).
+"""
 
 from __future__ import annotations
 
@@ -105,7 +111,7 @@ def _inputs(rows=8, ne00=256, seed=0):
 
 def test_port_agrees_with_numpy():
     args, blocks, y, rows = _inputs()
-    clsim.run(mul_mv_q8_0_f32, (SG * rows,), (SG,), args, subgroup_size=SG)
+    clsim.run(mul_mv_q8_0_f32, (SG * rows,), (SG,), args, subgroup_size=SG, jit=False)
     got = args[4][8:].view(np.float32)
     w = blocks["qs"].astype(np.float64) * blocks["d"].astype(np.float64)[:, None]
     want = w.reshape(rows, -1) @ y.astype(np.float64)
@@ -119,7 +125,7 @@ def test_port_agrees_with_its_twin(device):
         pytest.skip(f"{reason}: the blocks' half scales need it")
     args, _blocks, _y, rows = _inputs(seed=1)
     sim = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    clsim.run(mul_mv_q8_0_f32, (SG * rows,), (SG,), sim, subgroup_size=SG)
+    clsim.run(mul_mv_q8_0_f32, (SG * rows,), (SG,), sim, subgroup_size=SG, jit=False)
     dev = run_cl(device, TWIN, "mul_mv_q8_0_f32", (SG * rows,), (SG,), args, subgroup_size=SG)
     # the sub-group sum's order is the device's own: a few ulp apart at most
     result = compare("dst", sim[4][8:].view(np.float32), dev.buffers[4][8:].view(np.float32),

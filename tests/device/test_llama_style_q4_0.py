@@ -14,6 +14,11 @@ simulator adding the sub-group sum in the device's measured order).
 (cvt.cl): pointer locals into struct and byte buffers, a half copied through pointers, nibbles
 regrouped with ``convert_uchar`` so that quants j and j + 1 share a byte. Checked against numpy,
 round-tripped, and against the twin bit for bit on devices with cl_khr_fp16.
+
+The simulator runs these launches of a few work-groups as plain Python (``jit=False``): the
+same generated code Numba compiles (tests/kernels/test_library_kernels.py compares the
+two bit for bit), without a compile per kernel and local size, seconds each (the suite's
+time, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -216,7 +221,7 @@ def _q4_0_reference(src0, offset0, rows, y):
 def test_fixed_port_agrees_with_numpy(rows):
     """One row, fewer rows than N_DST, exactly N_DST, and a last sub-group with one row."""
     args, global_size, local_size = _mul_mv_inputs(rows)
-    clsim.run(FIXED, global_size, local_size, args, subgroup_size=N_SIMDWIDTH)
+    clsim.run(FIXED, global_size, local_size, args, subgroup_size=N_SIMDWIDTH, jit=False)
     got = args[4][2:]
     want = _q4_0_reference(args[0], 36, rows, args[2][4:])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -229,13 +234,13 @@ def test_original_overread_is_caught_by_the_bounds_check(rows):
     original reads nothing past the tensor and agrees with the fixed port bit for bit."""
     args, global_size, local_size = _mul_mv_inputs(rows)
     with pytest.raises(OutOfBoundsError) as info:
-        clsim.run(ORIGINAL, global_size, local_size, args, subgroup_size=N_SIMDWIDTH)
+        clsim.run(ORIGINAL, global_size, local_size, args, subgroup_size=N_SIMDWIDTH, jit=False)
     assert info.value.buffer == "src0" and info.value.access == "load"
     assert info.value.index >= args[0].size // 2  # a ushort past the last byte of src0
     full, gs, ls = _mul_mv_inputs(8, seed=3)
     fixed = [a.copy() if isinstance(a, np.ndarray) else a for a in full]
-    clsim.run(ORIGINAL, gs, ls, full, subgroup_size=N_SIMDWIDTH)
-    clsim.run(FIXED, gs, ls, fixed, subgroup_size=N_SIMDWIDTH)
+    clsim.run(ORIGINAL, gs, ls, full, subgroup_size=N_SIMDWIDTH, jit=False)
+    clsim.run(FIXED, gs, ls, fixed, subgroup_size=N_SIMDWIDTH, jit=False)
     assert full[4].tobytes() == fixed[4].tobytes()
 
 
@@ -255,7 +260,7 @@ def test_fixed_port_agrees_with_its_twin(device, rows):
     args, global_size, local_size = _mul_mv_inputs(rows, ne00=512, seed=rows)
     sim = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     clsim.run(FIXED, global_size, local_size, sim, subgroup_size=N_SIMDWIDTH,
-              reduction_order=device_reduction_order(info))
+              reduction_order=device_reduction_order(info), jit=False)
     dev = run_cl(device, MUL_MV_CL, "kernel_mul_mat_q4_0_f32", global_size, local_size, args,
                  subgroup_size=N_SIMDWIDTH)
     result = compare("dst", sim[4], dev.buffers[4], EXACT)
@@ -344,11 +349,11 @@ def test_noshuffle_convert_agrees_with_numpy_and_restore_inverts_it():
     n = 300
     blocks = _random_blocks(n, 4)
     q, d = np.zeros(16 * n, np.uint8), np.zeros(n, np.float16)
-    clsim.run(kernel_convert_block_q4_0_noshuffle, (n,), (4,), (blocks, q, d))
+    clsim.run(kernel_convert_block_q4_0_noshuffle, (n,), (4,), (blocks, q, d), jit=False)
     np.testing.assert_array_equal(q, _noshuffle_reference(blocks))
     assert d.tobytes() == blocks["d"].tobytes()
     back = np.zeros(n, BLOCK_Q4_0)
-    clsim.run(kernel_restore_block_q4_0_noshuffle, (n,), (4,), (q, d, back, *MASKS))
+    clsim.run(kernel_restore_block_q4_0_noshuffle, (n,), (4,), (q, d, back, *MASKS), jit=False)
     assert back.tobytes() == blocks.tobytes()
 
 
@@ -359,14 +364,14 @@ def test_noshuffle_convert_and_restore_agree_with_their_twins(device):
     n = 256
     blocks = _random_blocks(n, 5)
     q, d = np.zeros(16 * n, np.uint8), np.zeros(n, np.float16)
-    clsim.run(kernel_convert_block_q4_0_noshuffle, (n,), (8,), (blocks, q, d))
+    clsim.run(kernel_convert_block_q4_0_noshuffle, (n,), (8,), (blocks, q, d), jit=False)
     dev = run_cl(device, CVT_CL, "kernel_convert_block_q4_0_noshuffle", (n,), (8,),
                  (blocks.view(np.uint8), np.zeros_like(q), np.zeros_like(d)))
     for name, sim, got in (("dst_q", q, dev.buffers[1]), ("dst_d", d, dev.buffers[2])):
         result = compare(name, sim, got, EXACT)
         assert result.equal, result.difference
     back = np.zeros(n, BLOCK_Q4_0)
-    clsim.run(kernel_restore_block_q4_0_noshuffle, (n,), (8,), (q, d, back, *MASKS))
+    clsim.run(kernel_restore_block_q4_0_noshuffle, (n,), (8,), (q, d, back, *MASKS), jit=False)
     dev = run_cl(device, CVT_CL, "kernel_restore_block_q4_0_noshuffle", (n,), (8,),
                  (q, d, np.zeros(n * BLOCK_Q4_0.itemsize, np.uint8), *MASKS))
     result = compare("dst", back.view(np.uint8), dev.buffers[2], EXACT)

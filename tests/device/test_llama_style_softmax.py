@@ -19,6 +19,11 @@ original: in a work-group of two sub-groups each half-row is normalised alone (r
 twin agrees under ulp(16) (the device's exp, divide and sub-group sum order) on every device
 with sub-groups at sizes 16 and 32, the buggy launch included, and is skipped with the reason
 elsewhere.
+
+The simulator runs these launches of a few work-groups as plain Python (``jit=False``): the
+same generated code Numba compiles (tests/kernels/test_library_kernels.py compares the
+two bit for bit), without a compile per kernel and local size, seconds each (the suite's
+time, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -222,7 +227,7 @@ def _copies(args):
 def _simulate(args, x, local, size):
     sim = _copies(args)
     global_size, local_size = _sizes(x, local)
-    clsim.run(soft_max_4, global_size, local_size, sim, subgroup_size=size)
+    clsim.run(soft_max_4, global_size, local_size, sim, subgroup_size=size, jit=False)
     return sim
 
 
@@ -283,5 +288,5 @@ def test_port_drops_the_last_ncols_mod_4_columns_and_the_library_form_keeps_them
     inputs = spec.make_inputs(np.random.default_rng(0), shape, False)
     launch = spec.launch(inputs, shape, None)
     clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args,
-              subgroup_size=spec.subgroup_size)
+              subgroup_size=spec.subgroup_size, jit=False)
     np.testing.assert_allclose(inputs["y"], spec.reference(inputs)["y"], rtol=1e-5, atol=1e-7)
