@@ -55,11 +55,12 @@ def test_every_inline_helper_gives_its_compiled_bits(name):
         args = [np.roll(_values(dtype, 300, k), 3 * k) for k in range(arity)]
         if arity == 1:
             run = njit(lambda a, f=fast: [f(a[i]) for i in range(a.size)])
-            want = [compiled(a) for a in args[0]]
+            # shared helpers have no CPython wrapper: called from compiled code only
+            want = njit(lambda a, f=compiled: [f(a[i]) for i in range(a.size)])(args[0])
             plain = [compiled.py_func(a) for a in args[0]] if plain_runs else want
         else:
             run = njit(lambda a, b, f=fast: [f(a[i], b[i]) for i in range(a.size)])
-            want = [compiled(a, b) for a, b in zip(*args, strict=True)]
+            want = njit(lambda a, b, f=compiled: [f(a[i], b[i]) for i in range(a.size)])(*args)
             plain = ([compiled.py_func(a, b) for a, b in zip(*args, strict=True)]
                      if plain_runs else want)
         got = np.array(run(*args))
