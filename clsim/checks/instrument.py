@@ -180,13 +180,13 @@ class ChecksInstrument(Instrument):
     def on_sync(self, event: SyncEvent, out: Emit) -> None:
         site = event.site.id
         if event.kind == "barrier":
-            out.emit(self._tick(site) + f"\n_cs_fl = np.int64({event.flags})\n"
-                     f"if _cs_fl & 1:\n    _cs_m[{ly.M_LAST_LOCAL}] = _cs_m[{ly.M_NOW}]\n"
-                     f"if _cs_fl & 2:\n    _cs_m[{ly.M_LAST_GLOBAL}] = _cs_m[{ly.M_NOW}]\n"
-                     + _epoch_locals(self._jit))
+            flags = f"np.int64({event.flags})" if self._jit else event.flags
+            code = (self._tick(site) + f"\n_cs_fl = {flags}\n"
+                    f"if _cs_fl & 1:\n    _cs_m[{ly.M_LAST_LOCAL}] = _cs_m[{ly.M_NOW}]\n"
+                    f"if _cs_fl & 2:\n    _cs_m[{ly.M_LAST_GLOBAL}] = _cs_m[{ly.M_NOW}]\n")
         else:
-            out.emit(self._tick(site) + f"\n_cs_m[{ly.M_LAST_SUB}] = _cs_m[{ly.M_NOW}]\n"
-                     + _epoch_locals(self._jit))
+            code = self._tick(site) + f"\n_cs_m[{ly.M_LAST_SUB}] = _cs_m[{ly.M_NOW}]\n"
+        out.emit(_meta_by_view(code + _epoch_locals(self._jit), self._jit))
 
     @staticmethod
     def _tick(site: int) -> str:
@@ -199,10 +199,11 @@ class ChecksInstrument(Instrument):
 
     def on_region_end(self, out: Emit) -> None:
         """Replay the accesses deferred in this work-item loop; collect noted findings."""
-        out.emit(f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
-                 f"_cs_m[{ly.M_HELD}] != 0:\n"
-                 f"    _cs_call(_cs_fn, {_i64(native.OPS['_cs_end'])}, {_NO_ARGS}, {_FULL})\n"
-                 f"    if _err[{rec.CODE}] != 0:\n        return")
+        out.emit(_meta_by_view(
+            f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
+            f"_cs_m[{ly.M_HELD}] != 0:\n"
+            f"    _cs_call(_cs_fn, {_i64(native.OPS['_cs_end'])}, {_NO_ARGS}, {_FULL})\n"
+            f"    if _err[{rec.CODE}] != 0:\n        return", self._jit))
 
     def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
         codes = self._record(event, out)
@@ -322,11 +323,21 @@ def _scalar(jit: bool):
 
 
 def _epoch_locals(jit: bool) -> str:
-    """Refresh the work-group function's copies of the current epochs."""
+    """Refresh the work-group function's copies of the current epochs (at group start, in
+    plain Python, the meta memoryview does not exist yet: ``int``)."""
     scalar = _scalar(jit)
     return (f"_cs_now = {scalar(f'_cs_m[{ly.M_NOW}]')}\n"
             f"_cs_ll = {scalar(f'_cs_m[{ly.M_LAST_LOCAL}]')}\n"
             f"_cs_lg = {scalar(f'_cs_m[{ly.M_LAST_GLOBAL}]')}")
+
+
+def _meta_by_view(code: str, jit: bool) -> str:
+    """Barrier and region-end code in plain Python: the meta array's elements through its
+    memoryview (``_cs_ma``, set at group start), Python ints at half a NumPy element's cost;
+    ``int(...)`` of an element is then the element itself."""
+    if jit:
+        return code
+    return code.replace("int(_cs_m[", "(_cs_ma[").replace("_cs_m[", "_cs_ma[")
 
 
 def _flatten(out: Emit, event: AccessEvent, codes: list[str]) -> str:

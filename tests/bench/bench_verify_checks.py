@@ -1,6 +1,7 @@
 """Verify benchmark: ``clsim verify softmax -d intel-cpu -n 100`` with the simulator's checks
 (``checks="all"``, the default since issue 23) against without (``--no-checks``,
-``checks="default"``), same seed, so both draw the same 100 cases. The reference comparison
+``checks="default"``), same seed, so both draw the same 100 cases (``verify.seeding``: before
+it, the modules each mode had loaded changed Hypothesis' draws). The reference comparison
 runs in both. Rounds alternate the two modes so background load hits both alike; the
 simulator's memo is cleared before each run (it would otherwise serve the second mode).
 
