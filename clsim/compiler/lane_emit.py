@@ -9,6 +9,8 @@ work-item.
 
 from __future__ import annotations
 
+import ast
+
 from clsim.compiler import ctypes as ct
 from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
 
@@ -67,7 +69,7 @@ class LaneMajorFlow:
             self.emit(f"{last} = {n} - ({trips} - 1) * {t}")
             self.emit(f"{top} = {u} + ({trips} - 1) * {t} + "
                       f"({last} if {last} < _NL else _NL) - 1")
-            for buffer, offset, _node in lp.accesses:
+            for buffer, offset in _distinct(lp.accesses):
                 p = self._group_int(offset) if offset is not None else "0"
                 length = f"v_{buffer}.shape[0]"
                 self.emit(f"{ok} = {ok} and {p} + {u} >= 0 and {p} + {top} < {length}")
@@ -86,7 +88,7 @@ class LaneMajorFlow:
         self.emit(f"{m} = {self._group_int(lp.bound)}")
         self.emit(f"{m} = _NL if _NL < {m} else {m}\n{m} = 0 if {m} < 0 else {m}")
         self.emit(f"{ok} = True")
-        for buffer, offset, _node in lp.accesses:
+        for buffer, offset in _distinct(lp.accesses):
             p = self._group_int(offset) if offset is not None else "0"
             self.emit(f"{ok} = {ok} and ({m} == 0 or ({p} >= 0 and "
                       f"{p} + {m} - 1 < v_{buffer}.shape[0]))")
@@ -138,3 +140,12 @@ class LaneMajorFlow:
             if first is not None:
                 self.emit(first)
             self.stmts_wi(stmts)
+
+
+def _distinct(accesses) -> list:
+    """(buffer, offset) of each access, once: scratch[lid] loaded and stored is one check."""
+    seen: dict = {}
+    for buffer, offset, _node in accesses:
+        seen.setdefault((buffer, ast.dump(offset) if offset is not None else None),
+                        (buffer, offset))
+    return list(seen.values())
