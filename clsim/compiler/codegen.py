@@ -423,8 +423,9 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
         lanes = self.lane_plan(item.stmts)
         if lanes is not None:
             self.lane_region(item, lanes, self._scalar_region)
-            return
-        self._scalar_region(item)
+        else:
+            self._scalar_region(item)
+        self.note_effects(item.stmts)
 
     def _scalar_region(self, item: Region):
         self.in_wi = True

@@ -35,7 +35,8 @@ def source(pnames: str, how: str, jit: bool, state: str,
     """``_launch``: groups ``_start .. _start + _count - 1``, each recording into its own row
     of ``_errs`` (``how`` "prange": in Numba's parallel loop, "threads": serially, on one of
     the Python threads a chunk is split over) or into row 0, stopping at the first error
-    ("serial"; a thread's launcher stops too, its lower groups having run)."""
+    ("serial"; a thread's launcher stops too, its lower groups having run, but goes on past
+    a group that asks to be run again, ``rec.RERUN_GROUP``: clsim.runtime.launch does that)."""
     loop = "prange" if how == "prange" else "range"
     row = "0" if how == "serial" else "_c"
     # conditional expressions, not min(): Numba compiles its overload again in every process
@@ -64,7 +65,9 @@ def source(pnames: str, how: str, jit: bool, state: str,
             (*rec.GROUP, *rec.GROUP_SIZE), ("_gx", "_gy", "_gz", "_L0", "_L1", "_L2"),
             strict=True)),
     ]
-    if how != "prange":
+    if how == "threads":  # a group to run again (RERUN_GROUP) leaves the others running
+        lines += [f"            if _e[{rec.CODE}] != {rec.RERUN_GROUP}:", "                return"]
+    elif how != "prange":
         lines.append("            return")
     return "\n".join(line for line in lines if line != "")
 

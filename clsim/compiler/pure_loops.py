@@ -41,18 +41,18 @@ def pure_loop(loop: ast.For, env: dict) -> bool:
             return False  # a call for its effect (printf, an atomic, a helper)
         if isinstance(node, ast.Assign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if not all(_private_target(t, env) for t in targets):
+            if not all(private_target(t, env) for t in targets):
                 return False
-        if isinstance(node, ast.Call) and not _pure_call(node):
+        if isinstance(node, ast.Call) and not pure_call(node):
             return False
         if isinstance(node, ast.For) and node is not loop and not _fixed_range(node, assigned):
             return False
     return True
 
 
-def _private_target(target, env: dict) -> bool:
+def private_target(target, env: dict) -> bool:
     if isinstance(target, ast.Tuple):
-        return all(_private_target(t, env) for t in target.elts)
+        return all(private_target(t, env) for t in target.elts)
     if isinstance(target, ast.Name):
         return not isinstance(env.get(target.id), StructT | ct.PtrT)
     if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
@@ -62,7 +62,7 @@ def _private_target(target, env: dict) -> bool:
     return False
 
 
-def _pure_call(call: ast.Call) -> bool:
+def pure_call(call: ast.Call) -> bool:
     kind = getattr(call.func, "resolved", (None, None))[0]
     if kind == "dtype":
         return True
@@ -84,7 +84,7 @@ def _fixed_range(loop: ast.For, assigned: set[str]) -> bool:
     for node in ast.walk(loop.iter):
         if isinstance(node, ast.Subscript | ast.Attribute):
             return False
-        if isinstance(node, ast.Call) and not _pure_call(node) and node is not loop.iter:
+        if isinstance(node, ast.Call) and not pure_call(node) and node is not loop.iter:
             return False
         if isinstance(node, ast.Name) and node.id in assigned:
             return False

@@ -197,7 +197,9 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     how = _Watch(parsed.params, timeout_s, progress)
     result = _launch(compiled, config, [*values, *state, *lines], how,
                      _group_driver(kernel, config, instruments, info, len(values)),
-                     _thread_values(instruments, values, state, lines))
+                     _thread_values(instruments, values, state, lines),
+                     lambda: _compile(kernel, types, replace(config, jit=False, parallel=False),
+                                      instruments))
     if lines:  # printf's output, after the launch, by work-item
         result.results["printf"] = printf.emit(lines[0], printf_sites)
     offset = 0
@@ -282,7 +284,7 @@ def _thread_values(instruments, values: list, state: list, lines: list):
 
 
 def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch,
-            driver=None, thread_values=None) -> RunResult:
+            driver=None, thread_values=None, slow=None) -> RunResult:
     """Run every work-group in chunks (clsim.runtime.watch), or as an instrument drives them
     (``Instrument.run_groups``: then the whole launch is one chunk, stopped by a timeout or
     Ctrl-C only when it returns); raise the first error recorded."""
@@ -292,6 +294,7 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
     rows = min(_CHUNK, nd.total_groups) if parallel else 1
     launch = compiled.module._launch
     errs = np.zeros((rows, rec.FIELDS), np.int64)
+    rerun_sites: dict[int, list] = {}  # rows whose error a plain-Python rerun recorded
 
     # a launcher that is serial although groups may run in parallel: we split its chunks
     threads = (_groups_at_once(config)
@@ -307,8 +310,30 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
             threads_run(lambda first, n, worker: piece(first, n, start, worker), count, threads)
         else:
             launch(np.int64(start), np.int64(count), *sizes, *values, errs)
-        failed = np.nonzero(errs[:, rec.CODE])[0]
-        return int(failed[0]) if failed.size else None
+        return settle(start, count)
+
+    def settle(start: int, count: int) -> int | None:
+        """The first row with an error, after running again as plain Python each group that
+        stopped with RERUN_GROUP (clsim.compiler.lane_emit), in order."""
+        serial = getattr(compiled.module, "_LAUNCHER", None) == "serial"
+        while True:
+            failed = np.nonzero(errs[:, rec.CODE])[0]
+            if not failed.size:
+                return None
+            row = int(failed[0])
+            if errs[row, rec.CODE] != rec.RERUN_GROUP:
+                return row
+            group = _linear_group(errs[row], nd.num_groups) if serial else start + row
+            errs[row] = 0
+            plain = slow()
+            plain.module._launch(np.int64(group), np.int64(1), *sizes, *values,
+                                 errs[row:row + 1])
+            if errs[row, rec.CODE] != 0:
+                rerun_sites[row] = plain.sites
+                return row
+            if serial and group + 1 < start + count:  # the groups after it
+                count, start = start + count - group - 1, group + 1
+                launch(np.int64(start), np.int64(count), *sizes, *values, errs)
 
     def run_driven(start: int, total: int, state=None) -> None:
         """Groups start .. start + total - 1 for the driving instrument, which may call this
@@ -349,11 +374,16 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
         except IndexError as exc:  # plain Python, checks="none": numpy's own bounds check
             raise _unchecked_out_of_bounds(exc, config) from None
     if row is not None:
-        raise decode(errs[row], compiled.sites, config.kernel, nd.local_size, nd.offset,
-                     nd.work_dim, registry.decoders())
+        raise decode(errs[row], rerun_sites.get(row, compiled.sites), config.kernel,
+                     nd.local_size, nd.offset, nd.work_dim, registry.decoders())
     elapsed = time.perf_counter() - t0
     return RunResult(config.kernel, nd, elapsed, compile_s, config.jit, parallel, compiled.path,
                      results=registry.result_defaults(), config=config)
+
+
+def _linear_group(row: np.ndarray, num_groups) -> int:
+    gx, gy, gz = (int(row[f]) for f in rec.GROUP)
+    return gx + num_groups[0] * (gy + num_groups[1] * gz)
 
 
 def _groups_at_once(config: LaunchConfig) -> int:

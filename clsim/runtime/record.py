@@ -60,6 +60,10 @@ OOB_IMAGE_WRITE = 18
 # the value of work-item OTHER_LID (the first), COUNT_B that of LID
 DIVERGENT_RANGE = 19
 INSTRUMENT_CODES = 20  # codes from here on belong to instruments (their ``decoders``)
+# not an error: a lane-major region's range check failed in a group that had not yet written
+# anything outside itself, which stopped there; the launcher runs that group again as plain
+# Python, whose usual form reports the first failing work-item (clsim.compiler.lane_emit)
+RERUN_GROUP = -1
 
 
 def fields() -> dict[str, int]:

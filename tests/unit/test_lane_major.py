@@ -88,3 +88,56 @@ def test_lane_major_loops_index_unsigned_and_the_usual_form_keeps_its_checks():
     assert lane_loads and all("v_x[np.uint64(" in line for line in lane_loads)
     assert any("v_x[_ck(" in line for line in source.splitlines())
     assert "v_scratch[np.uint64(" in source  # the tree steps (stores and loads)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_failing_group_runs_again_as_plain_python_and_reports_the_same_error(parallel):
+    """The JIT module holds no usual form for a loop region nothing before it in the group
+    can have written outside the group (RERUN_GROUP): the group whose range check fails is
+    run again as plain Python, which reports the first failing work-item; here the eighth
+    group (its row is 5 elements short), in threads and serially, as the no-JIT module does."""
+    from clsim.runtime import record as rec
+
+    _, result = _run(2, 106, 32)
+    assert f"_err[0] = {rec.RERUN_GROUP}" in open(result.module_path).read()
+    x = np.zeros(100 * 8 - 5, np.float32)
+    errors = []
+    for jit in (True, False):
+        y = np.zeros_like(x)
+        with pytest.raises(clsim.OutOfBoundsError) as info:
+            clsim.run(strided_softmax, (8 * 32,), (32,), (x, y, np.int32(100)), jit=jit,
+                      parallel=parallel)
+        errors.append((info.value.buffer, info.value.index, info.value.gid,
+                       info.value.access, y.tobytes()))
+    assert errors[0][:4] == ("x", 796, (224,), "load")
+    assert errors[0] == errors[1]
+
+
+@kernel
+def stepped(x, y, ncols, step):
+    lid = get_local_id(0)
+    base = get_group_id(0) * ncols
+    acc = 0.0
+    for c in range(get_local_id(0), ncols, step):
+        acc += x[base + c]
+    y[get_group_id(0) * get_local_size(0) + lid] = acc
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_group_run_again_without_error_lets_the_launch_go_on(parallel):
+    """A step below 1 fails the lane-major check although no access fails: each group runs
+    again as plain Python and the launch goes on with the next group (serially, and on
+    threads); the bytes are the no-JIT module's, and every group ran."""
+    x = np.random.default_rng(5).standard_normal(6 * 40).astype(np.float32)
+    outs = []
+    for jit in (True, False):
+        for step in (8, -1):
+            y = np.full(6 * 8, -1.0, np.float32)
+            result = clsim.run(stepped, (6 * 8,), (8,), (x, y, np.int32(40), np.int32(step)),
+                               jit=jit, parallel=parallel)
+            outs.append(y.tobytes())
+            if jit:
+                assert "_err[0] = -1" in open(result.module_path).read()
+    assert outs[0] == outs[2] and outs[1] == outs[3]
+    assert np.frombuffer(outs[1], np.float32).tolist() == [0.0] * 48  # range(lid, 40, -1)
+    assert -1.0 not in np.frombuffer(outs[0], np.float32)
