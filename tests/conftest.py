@@ -7,6 +7,11 @@ Tests marked ``slow`` (long sweeps and fuzz campaigns: the same check over every
 or device where a few already cover the feature) are deselected by default, so the README's
 command stays within 10 minutes on 2 cores; ``--slow``, ``-m slow`` or the ``thorough``
 profile runs them (the ``thorough`` profile also tests every device, ``verify.testing``).
+
+The ``ci`` and ``dev`` profiles also keep the verifier's drawn launches small (about
+``verify.testing.QUICK_BUFFER_ELEMENTS`` buffer elements: plain Python, no Numba compile per
+drawn local size); ``thorough`` draws the full space and runs every default shape in full on
+every device (tests/device/test_kernels_on_devices.py).
 """
 
 import os

@@ -115,6 +115,12 @@ def test_drawn_cases_agree(name, device, tmp_path):
             assert report.max_ulp[output] == 0
 
 
+# The default shape's simulation without the race and uninitialised-read checks in the ci and
+# dev profiles: then it is the module tests/kernels/test_library_kernels.py compiled for the
+# kernel (same local size, from the kernel cache) instead of a second, checked compile per
+# kernel (about 7 CPU s each). The checks judge every kernel in test_drawn_cases_agree
+# (checks="all" on CHECKS_DEVICE) and tests/unit/test_checks_specs.py; thorough runs them here.
+@pytest.mark.verify_checks("all" if THOROUGH else "default")
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", list(SPECS))
 def test_default_shape_agrees(name, device):
