@@ -15,7 +15,9 @@ every device (tests/device/test_kernels_on_devices.py).
 """
 
 import os
+import signal
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker(SLOW)]
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found(request):
+    """A test that leaves SIGINT's handler changed would decide how the next test in this
+    worker meets Ctrl-C (clsim.interrupts installs its own only over the default one): put it
+    back and say which test left it."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        warnings.warn(f"{request.node.nodeid} left SIGINT's handler as {after!r}",
+                      stacklevel=1)

@@ -56,3 +56,15 @@ def test_recorded_leaves_other_handlers_and_library_use_alone():
     with pytest.raises(KeyboardInterrupt), interrupts.recorded():
         signal.raise_signal(signal.SIGINT)
     assert not interrupts.interrupted()
+
+
+def test_a_flag_left_set_outside_the_cli_interrupts_nothing(monkeypatch):
+    """A Ctrl-C flag left set outside ``recorded()`` (another thread's block, a test's timer)
+    must not interrupt a later library launch: the JIT wait loop polls it. In a pytest-xdist
+    worker one such flag ended the whole worker ("node down: keyboard-interrupt")."""
+    monkeypatch.setattr(interrupts, "_interrupted", True)
+    interrupts.raise_if_interrupted()  # outside any block: no raise
+    with pytest.raises(KeyboardInterrupt), interrupts.recorded():
+        monkeypatch.setattr(interrupts, "_interrupted", True)  # a Ctrl-C recorded inside
+        interrupts.raise_if_interrupted()
+    assert not interrupts.interrupted()
