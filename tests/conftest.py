@@ -79,15 +79,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not item.get_closest_marker(SLOW)]
 
 
+def _sigint_ignored_below_python() -> bool:
+    """Whether the OS ignores SIGINT in this process (Linux's /proc; False where unknown).
+    Some C code run in-process (a device runtime) sets SIG_IGN with sigaction: Python's
+    ``signal.getsignal`` still shows its own handler, Ctrl-C then does nothing."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
 @pytest.fixture(autouse=True)
 def _sigint_left_as_found(request):
     """A test that leaves SIGINT's handler changed would decide how the next test in this
     worker meets Ctrl-C (clsim.interrupts installs its own only over the default one): put it
-    back and say which test left it."""
+    back and say which test left it. A handler the OS no longer calls (see
+    ``_sigint_ignored_below_python``) is installed again before each test: the tests that
+    send themselves SIGINT hung in a pytest-xdist worker where an earlier test had loaded
+    such code."""
     before = signal.getsignal(signal.SIGINT)
+    if callable(before) and _sigint_ignored_below_python():
+        signal.signal(signal.SIGINT, before)
     yield
     after = signal.getsignal(signal.SIGINT)
     if after is not before:
         signal.signal(signal.SIGINT, before)
         warnings.warn(f"{request.node.nodeid} left SIGINT's handler as {after!r}",
                       stacklevel=1)
+    elif callable(after) and _sigint_ignored_below_python():
+        signal.signal(signal.SIGINT, after)
+        warnings.warn(f"{request.node.nodeid} left SIGINT ignored by the OS (below Python's "
+                      "handler)", stacklevel=1)

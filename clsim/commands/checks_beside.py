@@ -18,11 +18,9 @@ core and ``CLSIM_SIDE_BY_SIDE`` not 0 (``traffic_launch.SIDE_BY_SIDE``, read at 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import sys
-import threading
 import time
 
 from clsim.checks import native
@@ -30,7 +28,6 @@ from clsim.commands import first_run, traffic_launch
 from clsim.lifeline import die_with_parent
 
 WHAT = "the checks' shared helpers"
-_POLL_S = 0.2
 
 
 def _child(conn, parent_pid: int, death_signal: bool) -> None:
@@ -65,19 +62,7 @@ class ChecksBeside:
         t0 = time.perf_counter()
         print(first_run.note(f"{WHAT} in a second process, beside the kernel"),
               file=self._stream, flush=True)
-        sys.stdout.flush()  # a forked child must not print the parent's pending output
-        method = traffic_launch.start_method()
-        if method == "fork":
-            traffic_launch.warm_numba()  # both processes need Numba's target: set it up once
-        context = multiprocessing.get_context(method)
-        self.conn, child_end = context.Pipe(duplex=False)
-        # The parent-death signal follows the forking thread: only the main thread is sure to
-        # live as long as this process.
-        tie = threading.current_thread() is threading.main_thread()
-        self.process = context.Process(target=_child, args=(child_end, self._pid, tie),
-                                       name="clsim checks helpers", daemon=True)
-        self.process.start()
-        child_end.close()
+        self.process, self.conn = traffic_launch.start_beside(_child, (), "clsim checks helpers")
         native.compiled_elsewhere(self.wait)
         self.start_s = time.perf_counter() - t0
 
@@ -101,25 +86,12 @@ class ChecksBeside:
 
     def _answer(self):
         assert self.conn is not None and self.process is not None
-        while True:
-            try:
-                if self.conn.poll(_POLL_S):
-                    return self.conn.recv()
-            except (EOFError, OSError):
-                return None
-            if not self.process.is_alive() and not self.conn.poll(0):
-                return None
+        return traffic_launch.answer_of(self.process, self.conn)
 
     def cancel(self) -> None:
         """Stop the child if it still runs (the run failed first, or Ctrl-C)."""
-        if self.process is not None and self.process.is_alive():
-            self.process.kill()
-        if self.process is not None:
-            self.process.join()
-            self.process = None
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        traffic_launch.stop(self.process, self.conn)
+        self.process = self.conn = None
 
     def __enter__(self) -> ChecksBeside:
         return self

@@ -141,6 +141,48 @@ def numba_threads_started() -> bool:
     return parallel is not None and bool(getattr(parallel, "_is_initialized", True))
 
 
+def start_beside(target, args: tuple, name: str):
+    """Start ``target(*args, conn, parent_pid, death_signal)`` in a child process that sends
+    its one answer through ``conn``; returns (process, the parent's end of the pipe)."""
+    sys.stdout.flush()  # a forked child must not print the parent's pending output
+    sys.stderr.flush()
+    method = start_method()
+    if method == "fork":
+        warm_numba()  # both processes need Numba's target: set it up once, before the fork
+    context = multiprocessing.get_context(method)
+    conn, child_end = context.Pipe(duplex=False)
+    # The parent-death signal follows the forking thread: only the main thread is sure to
+    # live as long as this process.
+    tie = threading.current_thread() is threading.main_thread()
+    process = context.Process(target=target, args=(*args, child_end, os.getpid(), tie),
+                              name=name, daemon=True)
+    process.start()
+    child_end.close()
+    return process, conn
+
+
+def answer_of(process, conn):
+    """The child's answer, or None when it ended (or died) without one."""
+    while True:
+        try:
+            if conn.poll(_POLL_S):
+                return conn.recv()
+        except (EOFError, OSError):
+            return None
+        if not process.is_alive() and not conn.poll(0):
+            return None
+
+
+def stop(process, conn) -> None:
+    """Kill the child if it still runs, reap it and close the pipe (either may be None)."""
+    if process is not None:
+        if process.is_alive():
+            process.kill()
+        process.join()
+    if conn is not None:
+        conn.close()
+
+
 class PendingTraffic:
     """The traffic launch, started at once in a child process (JIT) or when ``result()`` is
     asked (no JIT)."""
@@ -150,21 +192,7 @@ class PendingTraffic:
         self.process = None
         self.conn = None
         if request.options.get("jit", True) and SIDE_BY_SIDE:
-            sys.stdout.flush()  # a forked child must not print the parent's pending output
-            sys.stderr.flush()
-            method = start_method()
-            if method == "fork":
-                warm_numba()
-            context = multiprocessing.get_context(method)
-            self.conn, child_end = context.Pipe(duplex=False)
-            # The parent-death signal follows the forking thread: only the main thread is
-            # sure to live as long as this process.
-            tie = threading.current_thread() is threading.main_thread()
-            self.process = context.Process(target=_child,
-                                           args=(request, child_end, os.getpid(), tie),
-                                           name="clsim traffic launch", daemon=True)
-            self.process.start()
-            child_end.close()
+            self.process, self.conn = start_beside(_child, (request,), "clsim traffic launch")
 
     def result(self) -> TrafficOutcome:
         """The child's answer (raising what it raised), or the count done here."""
@@ -183,25 +211,12 @@ class PendingTraffic:
 
     def _wait(self):
         assert self.conn is not None and self.process is not None
-        while True:
-            try:
-                if self.conn.poll(_POLL_S):
-                    return self.conn.recv()
-            except (EOFError, OSError):
-                return None
-            if not self.process.is_alive() and not self.conn.poll(0):
-                return None
+        return answer_of(self.process, self.conn)
 
     def cancel(self) -> None:
         """Stop the child if it still runs (the main launch failed, or Ctrl-C)."""
-        if self.process is not None and self.process.is_alive():
-            self.process.kill()
-        if self.process is not None:
-            self.process.join()
-            self.process = None
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        stop(self.process, self.conn)
+        self.process = self.conn = None
 
     def __enter__(self) -> PendingTraffic:
         return self

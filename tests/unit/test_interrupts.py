@@ -4,6 +4,7 @@ ignored") still ends the command with exit 130, and only within the CLI."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import signal
 import sys
@@ -68,3 +69,19 @@ def test_a_flag_left_set_outside_the_cli_interrupts_nothing(monkeypatch):
         monkeypatch.setattr(interrupts, "_interrupted", True)  # a Ctrl-C recorded inside
         interrupts.raise_if_interrupted()
     assert not interrupts.interrupted()
+
+
+def test_ctrl_c_is_heard_after_c_code_ignored_it_below_python():
+    """C code run in-process (a device runtime) may set SIGINT to SIG_IGN with sigaction;
+    Python's getsignal still shows its own handler. The CLI's block installs its handler with
+    the OS again, so Ctrl-C still stops a command."""
+    libc = ctypes.CDLL(None)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    try:
+        libc.signal(signal.SIGINT, 1)  # SIG_IGN, behind Python's back
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(KeyboardInterrupt), interrupts.recorded():
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -230,7 +230,10 @@ def test_ctrl_c_stops_a_long_run_between_chunks(jit):
     n = np.int32(20_000 if jit else 2_000)
     clsim.run(busy, (64,), (64,), (out[:64], np.int32(1)), jit=jit)
     with pytest.raises(clsim.KernelInterrupted) as info:
-        clsim.run(busy, out.shape, (64,), (out, n), jit=jit, progress=_sigint_once_running())
+        # timeout_s: a SIGINT the process never hears (ignored below Python) fails in a
+        # minute instead of running the 4096 groups for hours (plain Python)
+        clsim.run(busy, out.shape, (64,), (out, n), jit=jit, progress=_sigint_once_running(),
+                  timeout_s=60)
     err = info.value
     assert isinstance(err, KeyboardInterrupt)
     assert 0 < err.groups_done < err.total_groups == 4096
