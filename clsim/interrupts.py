@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from typing import Any
 
 _interrupted = False
-_active = 0  # recorded() blocks entered and not left: outside them the flag means nothing
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -34,10 +33,8 @@ def interrupted() -> bool:
 
 
 def raise_if_interrupted() -> None:
-    """Raise KeyboardInterrupt again when a Ctrl-C was recorded (one may have been dropped)
-    within the ``recorded()`` block that is running; outside one, never: a flag left set (a
-    block in another thread, a test setting it) must not interrupt library use later."""
-    if _interrupted and _active:
+    """Raise KeyboardInterrupt again when a Ctrl-C was recorded (one may have been dropped)."""
+    if _interrupted:
         raise KeyboardInterrupt
 
 
@@ -45,17 +42,15 @@ def raise_if_interrupted() -> None:
 def recorded() -> Iterator[None]:
     """Record SIGINT while the block runs (main thread, default handler only: a handler the
     caller installed is left alone)."""
-    global _interrupted, _active
+    global _interrupted
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield
         return
     _interrupted = False
     signal.signal(signal.SIGINT, _on_sigint)
-    _active += 1
     try:
         yield
     finally:
-        _active -= 1
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _interrupted = False

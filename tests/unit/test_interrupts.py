@@ -59,18 +59,6 @@ def test_recorded_leaves_other_handlers_and_library_use_alone():
     assert not interrupts.interrupted()
 
 
-def test_a_flag_left_set_outside_the_cli_interrupts_nothing(monkeypatch):
-    """A Ctrl-C flag left set outside ``recorded()`` (another thread's block, a test's timer)
-    must not interrupt a later library launch: the JIT wait loop polls it. In a pytest-xdist
-    worker one such flag ended the whole worker ("node down: keyboard-interrupt")."""
-    monkeypatch.setattr(interrupts, "_interrupted", True)
-    interrupts.raise_if_interrupted()  # outside any block: no raise
-    with pytest.raises(KeyboardInterrupt), interrupts.recorded():
-        monkeypatch.setattr(interrupts, "_interrupted", True)  # a Ctrl-C recorded inside
-        interrupts.raise_if_interrupted()
-    assert not interrupts.interrupted()
-
-
 def test_ctrl_c_is_heard_after_c_code_ignored_it_below_python():
     """C code run in-process (a device runtime) may set SIGINT to SIG_IGN with sigaction;
     Python's getsignal still shows its own handler. The CLI's block installs its handler with
