@@ -93,6 +93,37 @@ def _sigint_ignored_below_python() -> bool:
     return False
 
 
+def _hear_ctrl_c() -> None:
+    """Install Python's Ctrl-C handler where this process started with SIGINT ignored.
+
+    A non-interactive shell starts a background command (``pytest ... &`` in a script,
+    ``nohup``, a CI step sent to the background) with SIGINT ignored, and pytest-xdist's
+    workers inherit that. Python then leaves SIGINT ignored, so the tests of Ctrl-C handling
+    (which send this process or their own children SIGINT) failed, and ``clsim.interrupts``
+    stayed off (it takes over only from the default handler): a test that recorded a dropped
+    Ctrl-C by hand left the flag set, the next command in that worker said "interrupted", and
+    the one after ended the worker ("node down: keyboard-interrupt"), the rest of the suite
+    then running on one worker. Children inherit the handler as the default action."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_hear_ctrl_c()
+
+
+@pytest.fixture(autouse=True)
+def _interrupt_flag_left_clear(request):
+    """A Ctrl-C recorded by ``clsim.interrupts`` and left set would interrupt whatever this
+    worker runs next, and end the worker: clear it and name the test that left it."""
+    from clsim import interrupts
+
+    yield
+    if interrupts.interrupted():
+        interrupts._interrupted = False
+        warnings.warn(f"{request.node.nodeid} left a Ctrl-C recorded (clsim.interrupts)",
+                      stacklevel=1)
+
+
 @pytest.fixture(autouse=True)
 def _sigint_left_as_found(request):
     """A test that leaves SIGINT's handler changed would decide how the next test in this

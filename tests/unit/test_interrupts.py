@@ -73,3 +73,19 @@ def test_ctrl_c_is_heard_after_c_code_ignored_it_below_python():
             signal.raise_signal(signal.SIGINT)
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def test_the_suite_hears_ctrl_c_when_started_with_it_ignored(tmp_path):
+    """A shell script's background job (``pytest ... &``) starts with SIGINT ignored, and
+    pytest-xdist's workers inherit it: tests/conftest.py installs Python's handler again, or
+    the Ctrl-C tests fail and a recorded Ctrl-C left set ends a worker mid-suite."""
+    import os
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    test = f"{os.path.abspath(__file__)}::test_ctrl_c_dropped_in_a_gc_callback_still_exits_130"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "-W", "ignore", test], cwd=root, capture_output=True, text=True, timeout=300,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
