@@ -22,6 +22,7 @@ from clsim.errors import (
     OutOfBoundsError,
     ProfileError,
     SimulationError,
+    SlowPathWarning,
     SubGroupError,
     UninitializedReadError,
     VerificationError,

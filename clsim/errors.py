@@ -107,3 +107,11 @@ class KernelInterrupted(SimulationError, KeyboardInterrupt):
 class LibraryImportError(SimulationError):
     """A module of a kernel library (or a command) failed to import: ``module`` names it and
     ``package`` the missing package, when one is missing."""
+
+
+# -- Warnings: nothing wrong, but worth knowing ------------------------------------------------
+
+
+class SlowPathWarning(UserWarning):
+    """A launch took a correct but much slower path than usual (e.g. work-groups of a JIT
+    launch run again as plain Python); the message names the kernel and why."""

@@ -23,7 +23,8 @@ from clsim.compiler.diagnostics import internal_compile_error
 from clsim.compiler import constants
 from clsim.compiler.frontend import forget, parse
 from clsim.compiler.module import generate
-from clsim.errors import InvalidArgumentError, KernelCompileError, OutOfBoundsError
+from clsim.errors import (InvalidArgumentError, KernelCompileError, OutOfBoundsError,
+                          SlowPathWarning)
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
 from clsim.runtime import jit_limit, printf, watch
@@ -64,6 +65,9 @@ class RunResult:
     module_path: str
     results: dict = field(default_factory=dict)  # each instrument's result, by its name
     config: Any = None  # the LaunchConfig it ran with
+    # work-groups a JIT launch ran again as plain Python without an error (a lane-major
+    # region's range check failed where no access does: a loop step below 1); said once
+    plain_python_groups: int = 0
 
     def __getattr__(self, name: str):
         # result.traffic, result.findings...: the fields instruments declare (registry)
@@ -295,6 +299,7 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
     launch = compiled.module._launch
     errs = np.zeros((rows, rec.FIELDS), np.int64)
     rerun_sites: dict[int, list] = {}  # rows whose error a plain-Python rerun recorded
+    reruns = [0]  # groups run again as plain Python that then ran to their end
 
     # a launcher that is serial although groups may run in parallel: we split its chunks
     threads = (_groups_at_once(config)
@@ -331,6 +336,7 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
             if errs[row, rec.CODE] != 0:
                 rerun_sites[row] = plain.sites
                 return row
+            reruns[0] += 1
             if serial and group + 1 < start + count:  # the groups after it
                 count, start = start + count - group - 1, group + 1
                 launch(np.int64(start), np.int64(count), *sizes, *values, errs)
@@ -377,8 +383,32 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
         raise decode(errs[row], rerun_sites.get(row, compiled.sites), config.kernel,
                      nd.local_size, nd.offset, nd.work_dim, registry.decoders())
     elapsed = time.perf_counter() - t0
+    if reruns[0]:
+        _say_plain_python_groups(config.kernel, reruns[0], nd.total_groups)
     return RunResult(config.kernel, nd, elapsed, compile_s, config.jit, parallel, compiled.path,
-                     results=registry.result_defaults(), config=config)
+                     results=registry.result_defaults(), config=config,
+                     plain_python_groups=reruns[0])
+
+
+_SAID_PLAIN_PYTHON: set[str] = set()
+
+
+def forget_plain_python_notes() -> None:
+    """Say the plain-Python rerun again for every kernel (tests)."""
+    _SAID_PLAIN_PYTHON.clear()
+
+
+def _say_plain_python_groups(kernel: str, groups: int, total: int) -> None:
+    """Once per kernel and process: some groups of a JIT launch ran as plain Python (correct,
+    the no-JIT module's bytes, but far slower), so a slow launch has a named cause."""
+    if kernel in _SAID_PLAIN_PYTHON:
+        return
+    _SAID_PLAIN_PYTHON.add(kernel)
+    warnings.warn(SlowPathWarning(
+        f"{kernel}: {groups:,} of {total:,} work-groups ran again as plain Python: a "
+        "lane-major loop's range check failed where none of its accesses does (a loop step "
+        "below 1, docs/engine.md). The results are exact; the launch is slower"),
+        stacklevel=3)
 
 
 def _linear_group(row: np.ndarray, num_groups) -> int:

@@ -2,12 +2,15 @@
 loop innermost, no checks inside, the same bytes as the usual form and the same first error
 when an index would fail (the usual form then runs and reports it)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import clsim
 from clsim import CLK_LOCAL_MEM_FENCE, barrier, exp, fmax, get_group_id, get_local_id
 from clsim import get_local_size, kernel, local_array
+from clsim.runtime import launch
 
 
 @kernel
@@ -130,12 +133,22 @@ def test_a_group_run_again_without_error_lets_the_launch_go_on(parallel):
     threads); the bytes are the no-JIT module's, and every group ran."""
     x = np.random.default_rng(5).standard_normal(6 * 40).astype(np.float32)
     outs = []
+    launch.forget_plain_python_notes()
     for jit in (True, False):
         for step in (8, -1):
             y = np.full(6 * 8, -1.0, np.float32)
-            result = clsim.run(stepped, (6 * 8,), (8,), (x, y, np.int32(40), np.int32(step)),
-                               jit=jit, parallel=parallel)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                result = clsim.run(stepped, (6 * 8,), (8,),
+                                   (x, y, np.int32(40), np.int32(step)), jit=jit,
+                                   parallel=parallel)
             outs.append(y.tobytes())
+            slow = [w for w in said if issubclass(w.category, clsim.SlowPathWarning)]
+            # every group ran again as plain Python with step -1, and the user is told once
+            assert result.plain_python_groups == (6 if jit and step < 0 else 0)
+            assert len(slow) == (1 if jit and step < 0 else 0)
+            if slow:
+                assert str(slow[0].message).startswith("stepped: 6 of 6 work-groups ran again")
             if jit:
                 assert "_err[0] = -1" in open(result.module_path).read()
     assert outs[0] == outs[2] and outs[1] == outs[3]
