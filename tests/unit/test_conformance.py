@@ -21,7 +21,7 @@ from verify.conformance_exact import (
     run_simulator,
     unjudged_names,
 )
-from verify.probe_kernels import evaluate_many
+from verify.probe_kernels import _CACHE, evaluate, evaluate_many
 
 
 @pytest.mark.parametrize("mode", ["nojit", "jit"])
@@ -264,3 +264,26 @@ def test_probe_kernels_live_at_the_same_path_in_every_process():
                           timeout=600, env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == here
+
+
+def test_probes_of_every_length_share_one_compiled_module():
+    """The Hypothesis tests above draw 1..24 elements; a probe launched with the local size
+    clsim picks (the largest divisor of the length) compiled one module per length. All
+    lengths of one probe, scalar-suite kernel and vector-suite kernel use one local size."""
+    from clsim.runtime import launch
+    from verify.conformance_exact import _simulator_kernel, python_source
+    from verify.probe_kernels import probe_kernel
+
+    names = ["clz", "popcount"]
+    group = groups(0, 4)[0]
+    calls = group.calls[:3]
+    for n in (3, 7, 12):
+        x = np.arange(n, dtype=np.int32)
+        evaluate_many(names, [x], np.int32, jit=False)
+        evaluate("clz", [x], [np.int32], jit=False)
+        run_simulator(Group(group.key, [c[:n] for c in group.cols], calls), calls, jit=False)
+    kernels = {"many": _CACHE[("many", tuple(names), 1)], "probe": probe_kernel("clz", 1),
+               "exact": _simulator_kernel(python_source(len(group.cols), calls))}
+    local_sizes = {name: {key[3] for key in launch._COMPILED if key[0] == id(kern)}
+                   for name, kern in kernels.items()}
+    assert local_sizes == {name: {(1, 1, 1)} for name in kernels}
