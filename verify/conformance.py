@@ -230,21 +230,29 @@ def conformance(devices=(), builtins=None, draws: int = 300, seed: int = 0,
     return report
 
 
+def probe_names(names, dt) -> tuple[list[str], list[str]]:
+    """``names`` (one call shape) as the simulator evaluates them for ``dt``: the builtins with
+    a float result and those with an int one (ilogb), one probe kernel each; half_ and native_
+    exist for float only (OpenCL C 6.15.2). The JIT tests take the same lists, so they reuse
+    this suite's compiled kernels."""
+    if np.dtype(dt) == np.float64:
+        names = [n for n in names if not n.startswith(("half_", "native_"))]
+    return [n for n in names if n != "ilogb"], [n for n in names if n == "ilogb"]
+
+
 def float_suite(devices, builtins, draws, seed, simulator_modes, report) -> None:
     """The float math part: every math builtin with a ULP bound, float and double."""
     for (arity, kind), names in _shapes().items():
         names = [n for n in names if builtins is None or n in builtins]
         for dt in (F, D):
-            if dt is D:  # half_ and native_ exist for float only (OpenCL C 6.15.2)
-                names = [n for n in names if not n.startswith(("half_", "native_"))]
+            floats, ints = probe_names(names, dt)
+            names = [n for n in names if n in floats or n in ints]
             if not names:
                 continue
             cols = inputs(dt, arity, kind, seed, draws)
             wants = {n: reference(n, cols, dt) for n in names}
             results: dict[str, dict[str, np.ndarray]] = {}
             for mode in simulator_modes:
-                ints = [n for n in names if n == "ilogb"]
-                floats = [n for n in names if n != "ilogb"]
                 got = {}
                 if floats:
                     got.update(zip(floats, evaluate_many(floats, cols, dt, jit=mode == "jit"),

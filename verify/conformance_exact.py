@@ -20,6 +20,7 @@ import numpy as np
 
 from clsim.compiler import builtins as table
 from verify.conformance_cases import _C, Absolute, Call, Group, OneOf, groups
+from verify.probe_kernels import PROBE_LOCAL_SIZE
 
 _PER_KERNEL = 40
 _CL2_STD = ("ctz",)  # OpenCL C 2.0 builtins some devices lack (verify.features)
@@ -130,8 +131,8 @@ def run_simulator(group: Group, calls: list[Call], *, jit: bool,
 
     kern = _simulator_kernel(forms.python(group, calls))
     outs = _outputs(calls, group.cols[0].size)
-    clsim.run(kern, (forms.global_size(group),), None, (*group.cols, *outs), jit=jit,
-              checks="none")
+    clsim.run(kern, (forms.global_size(group),), PROBE_LOCAL_SIZE, (*group.cols, *outs),
+              jit=jit, checks="none")
     return outs
 
 

@@ -22,6 +22,11 @@ from clsim.runtime.cache import cache_dir, write_source
 
 _DIR: Path | None = None
 _CACHE: dict[tuple, object] = {}
+# A probe's work-items are independent, so the work-group shape is no part of what it checks;
+# but clsim bakes the local size into the compiled module, and ``None`` (the largest divisor of
+# the global size) gave every array length its own module: a Hypothesis test drawing 1..24
+# elements compiled the same probe up to 24 times. One work-item per group fits every length.
+PROBE_LOCAL_SIZE = (1,)
 
 
 def _folder() -> Path:
@@ -75,7 +80,7 @@ def evaluate(name: str, args, out_dtypes, *, jit: bool) -> list[np.ndarray]:
     n = args[0].size
     outs = [np.zeros(n, dt) for dt in out_dtypes]
     kern = probe_kernel(name, len(args), len(outs))
-    clsim.run(kern, (n,), None, (*args, *outs), jit=jit, checks="none")
+    clsim.run(kern, (n,), PROBE_LOCAL_SIZE, (*args, *outs), jit=jit, checks="none")
     return outs
 
 
@@ -120,5 +125,6 @@ def evaluate_many(names, args, out_dtype, *, jit: bool) -> np.ndarray:
     args = [np.ascontiguousarray(a) for a in args]
     n = args[0].size
     out = np.zeros(len(names) * n, out_dtype)
-    clsim.run(_CACHE[key], (n,), None, (*args, out, np.int64(n)), jit=jit, checks="none")
+    clsim.run(_CACHE[key], (n,), PROBE_LOCAL_SIZE, (*args, out, np.int64(n)), jit=jit,
+              checks="none")
     return out.reshape(len(names), n)

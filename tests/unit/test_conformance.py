@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from clsim.cli import main
-from verify.conformance import _shapes, conformance, ulp_distance
+from verify.conformance import _shapes, conformance, probe_names, ulp_distance
 from verify.conformance_cases import Group, convert_reference, float_group, groups, round_to_float
 from verify.conformance_exact import (
     NOT_JUDGED,
@@ -21,7 +21,7 @@ from verify.conformance_exact import (
     run_simulator,
     unjudged_names,
 )
-from verify.probe_kernels import evaluate_many
+from verify.probe_kernels import _CACHE, evaluate, evaluate_many
 
 
 @pytest.mark.parametrize("mode", ["nojit", "jit"])
@@ -105,16 +105,14 @@ def test_jit_and_no_jit_give_identical_bytes_for_every_builtin(key, data):
 def test_jit_and_no_jit_give_identical_bytes_for_float_math(shape, dt, data):
     """Every float math builtin of the ULP suite with two or three arguments, one kernel per
     call shape (the one-argument ones: the float builtins test above)."""
-    (arity, kind), names = shape, _shapes()[shape]
-    if dt is np.float64:
-        names = [nm for nm in names if not nm.startswith(("half_", "native_"))]
+    arity, kind = shape
     n = data.draw(st.integers(1, 24))
     cols = [data.draw(hnp.arrays(dt, n, elements=_elements(np.dtype(dt))))
             for _ in range(arity)]
     if kind == "fi":
         cols[1] = data.draw(hnp.arrays(np.int32, n, elements=st.integers(-300, 300)))
-    ints = [nm for nm in names if nm == "ilogb"]
-    for group, out in (([nm for nm in names if nm != "ilogb"], dt), (ints, np.int32)):
+    floats, ints = probe_names(_shapes()[shape], dt)
+    for group, out in ((floats, dt), (ints, np.int32)):
         if group:
             a = evaluate_many(group, cols, out, jit=False)
             b = evaluate_many(group, cols, out, jit=True)
@@ -160,17 +158,16 @@ def test_ulp_distance_counts_ulps_and_nan_mismatches():
     assert ulp_distance(a, b).tolist() == [1.0, 0.0, 0.0, np.inf, 0.0]
 
 
-_FLOAT_NAMES = sorted(n for (arity, kind), names in _shapes().items()
-                      if arity == 1 and kind == "f" for n in names if n != "ilogb")
-
-
 @given(dt=st.sampled_from([np.float32, np.float64]), data=st.data())
 def test_jit_and_no_jit_give_identical_bytes_for_float_builtins(dt, data):
+    """The one-argument float builtins in the math suite's kernels (compiled once for both)."""
+    names, _ilogb = probe_names(_shapes()[(1, "f")], dt)
     x = data.draw(hnp.arrays(dt, st.integers(1, 40), elements=st.floats(
         allow_nan=True, allow_infinity=True, width=32 if dt is np.float32 else 64)))
-    a = evaluate_many(_FLOAT_NAMES, [x], dt, jit=False)
-    b = evaluate_many(_FLOAT_NAMES, [x], dt, jit=True)
-    assert [n for j, n in enumerate(_FLOAT_NAMES) if a[j].tobytes() != b[j].tobytes()] == []
+    a = evaluate_many(names, [x], dt, jit=False)
+    b = evaluate_many(names, [x], dt, jit=True)
+    assert len(names) > 40
+    assert [n for j, n in enumerate(names) if a[j].tobytes() != b[j].tobytes()] == []
 
 
 _INT_GROUPS = {1: ["clz", "ctz", "popcount"],
@@ -206,7 +203,8 @@ def test_rootn_whose_root_overflows_is_inf_not_a_crash(jit):
     sub = np.nextafter(0.0, 1.0)
     x = np.array([sub, -sub, sub * 3, 0.5], np.float64)
     n = np.array([-1, -1, -2, -2000], np.int32)
-    (got,) = evaluate_many(["rootn"], [x, n], np.float64, jit=jit)
+    names, _ = probe_names(_shapes()[(2, "fi")], np.float64)  # the math suite's kernel
+    got = evaluate_many(names, [x, n], np.float64, jit=jit)[names.index("rootn")]
     assert got[:2].tolist() == [np.inf, -np.inf]
     assert got[2] == pytest.approx(2.0**537 / 3**0.5, rel=1e-15)
     assert got[3] == pytest.approx(2 ** (1 / 2000), rel=1e-15)
@@ -264,3 +262,26 @@ def test_probe_kernels_live_at_the_same_path_in_every_process():
                           timeout=600, env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == here
+
+
+def test_probes_of_every_length_share_one_compiled_module():
+    """The Hypothesis tests above draw 1..24 elements; a probe launched with the local size
+    clsim picks (the largest divisor of the length) compiled one module per length. All
+    lengths of one probe, scalar-suite kernel and vector-suite kernel use one local size."""
+    from clsim.runtime import launch
+    from verify.conformance_exact import _simulator_kernel, python_source
+    from verify.probe_kernels import probe_kernel
+
+    names = ["clz", "popcount"]
+    group = groups(0, 4)[0]
+    calls = group.calls[:3]
+    for n in (3, 7, 12):
+        x = np.arange(n, dtype=np.int32)
+        evaluate_many(names, [x], np.int32, jit=False)
+        evaluate("clz", [x], [np.int32], jit=False)
+        run_simulator(Group(group.key, [c[:n] for c in group.cols], calls), calls, jit=False)
+    kernels = {"many": _CACHE[("many", tuple(names), 1)], "probe": probe_kernel("clz", 1),
+               "exact": _simulator_kernel(python_source(len(group.cols), calls))}
+    local_sizes = {name: {key[3] for key in launch._COMPILED if key[0] == id(kern)}
+                   for name, kern in kernels.items()}
+    assert local_sizes == {name: {(1, 1, 1)} for name in kernels}
