@@ -309,11 +309,11 @@ def test_struct_passed_by_value(jit, as_zero_d):
     blocks = _random_blocks(Q4_0, 3, seed=4)
     arg = np.array(blocks[2]) if as_zero_d else blocks[2]
     out = np.zeros(16, np.float32)
-    clsim.run(scale_by_struct_argument, (16,), (16,), (arg, out), jit=jit)
+    clsim.run(scale_by_struct_argument, (16,), (1,), (arg, out), jit=jit)
     np.testing.assert_array_equal(out, np.float32(blocks[2]["d"])
                                   * blocks[2]["qs"].astype(np.float32))
     with pytest.raises(clsim.OutOfBoundsError):
-        clsim.run(scale_by_struct_argument, (17,), (17,), (arg, np.zeros(17, np.float32)),
+        clsim.run(scale_by_struct_argument, (17,), (1,), (arg, np.zeros(17, np.float32)),
                   jit=jit)
 
 

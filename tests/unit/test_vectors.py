@@ -530,14 +530,14 @@ def test_vector_views_are_bounds_and_alignment_checked(jit):
     a store is refused before it writes."""
     x = np.arange(32, dtype=np.float32)
     y = np.zeros(8, np.float32)
-    clsim.run(float4_view_at, (7,), (7,), (x, y, np.int32(16)), jit=jit)
+    clsim.run(float4_view_at, (7,), (1,), (x, y, np.int32(16)), jit=jit)
     np.testing.assert_array_equal(y[:7], x[5:32:4])
     with pytest.raises(clsim.OutOfBoundsError):
-        clsim.run(float4_view_at, (8,), (8,), (x, y, np.int32(16)), jit=jit)
+        clsim.run(float4_view_at, (8,), (1,), (x, y, np.int32(16)), jit=jit)
     with pytest.raises(clsim.MisalignedAccessError, match=r"in float4_view_at.* view "
                        r"of 'x' with 16-byte elements at byte offset 4 .*multiple of 16") \
             as info:
-        clsim.run(float4_view_at, (2,), (2,), (x, y, np.int32(4)), jit=jit)
+        clsim.run(float4_view_at, (2,), (1,), (x, y, np.int32(4)), jit=jit)
     assert info.value.buffer == "x" and info.value.index == 4
     assert "test_vectors.py:" in str(info.value) and info.value.kernel == "float4_view_at"
     before = x.copy()
