@@ -14,10 +14,13 @@ from hypothesis import HealthCheck, given, settings
 import clsim
 from clsim.spec import differing_elements
 from verify.fuzz import spec_cases
+from verify.testing import quick_shape_budget
 
 # matmul's M, N, K: plain Python runs M*N*K steps (64^3 took 20-50 s a kernel, run twice);
 # 24 leaves a partial 16-tile (matmul_tiled) in each dimension, which 64 did not.
 LIMITS = {"n": 3000, "rows": 6, "cols": 300, "groups": 4, "M": 24, "N": 24, "K": 24}
+DRAWN_UNITS = 2048
+DRAWN_ELEMENTS = 2048
 
 
 def small_shape(spec) -> dict:
@@ -43,6 +46,13 @@ def assert_same_outputs(spec, kernel, other, what: str) -> None:
             f"{spec.name}: output '{out}' differs {what} (generated inputs)"
 
 
+def drawn_units(spec) -> int:
+    """The drawn cases' shape units: about ``DRAWN_ELEMENTS`` buffer elements, at most
+    ``DRAWN_UNITS`` (a K-quant block is one unit of 256 work-items: 2048 units drew launches
+    of 500 blocks, 5 s of plain Python a kernel, where a few blocks take the same paths)."""
+    return quick_shape_budget(spec, elements=DRAWN_ELEMENTS, most=DRAWN_UNITS)
+
+
 def _case_outputs(kernel, spec, case) -> dict:
     args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in case.args.items()}
     clsim.run(kernel, case.global_size, case.local_size, tuple(args.values()), jit=False,
@@ -56,7 +66,7 @@ def assert_same_on_drawn_cases(spec, kernel, other, what: str, examples: int) ->
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(spec_cases(spec, max_elements=2048, vary_local=False))
+    @given(spec_cases(spec, max_elements=drawn_units(spec), vary_local=False))
     def agree(case):
         want, got = _case_outputs(kernel, spec, case), _case_outputs(other, spec, case)
         for out in spec.outputs:

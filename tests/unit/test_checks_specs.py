@@ -20,9 +20,18 @@ from clsim.spec import all_specs
 SPECS = all_specs()
 
 
+# matmul's M, N, K at 24: 2 x 2 work-groups of 16 x 16 with a partial tile in each dimension
+# (64^3 ran a quarter of a million checked steps, 5-20 s a kernel, with no partial K tile).
+LIMITS = {"n": 3000, "rows": 6, "cols": 300, "groups": 4, "M": 24, "N": 24, "K": 24}
+# quantize_q4_k: one work-item runs ~10**5 checked operations per block; its launch plan's
+# group is 32 work-items, so the default 32 blocks were one full group and 8 are one group
+# with idle work-items (the ib < nblocks guard) at a quarter of the time.
+SPEC_LIMITS = {"quantize_q4_k": {"blocks": 8}}
+
+
 def small_shape(spec) -> dict:
     """Each dimension of the default shape cut down, keeping every key."""
-    limits = {"n": 3000, "rows": 6, "cols": 300, "groups": 4}
+    limits = {**LIMITS, **SPEC_LIMITS.get(spec.name, {})}
     return {k: min(v, limits.get(k, 64)) for k, v in spec.default_shape.items()}
 
 
