@@ -82,8 +82,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _sigint_ignored_below_python() -> bool:
     """Whether the OS ignores SIGINT in this process (Linux's /proc; False where unknown).
-    Some C code run in-process (a device runtime) sets SIG_IGN with sigaction: Python's
-    ``signal.getsignal`` still shows its own handler, Ctrl-C then does nothing."""
+    C code run in-process that sets SIG_IGN with sigaction leaves Python's
+    ``signal.getsignal`` showing its own handler while Ctrl-C does nothing (seen once in a
+    pytest-xdist worker, the library not identified; the other Ctrl-C failures of those runs
+    had the cause ``_hear_ctrl_c`` mends)."""
     try:
         with open("/proc/self/status") as status:
             for line in status:
@@ -97,8 +99,8 @@ def _sigint_ignored_below_python() -> bool:
 def _hear_ctrl_c() -> None:
     """Install Python's Ctrl-C handler where this process started with SIGINT ignored.
 
-    A non-interactive shell starts a background command (``pytest ... &`` in a script,
-    ``nohup``, a CI step sent to the background) with SIGINT ignored, and pytest-xdist's
+    A non-interactive shell starts a background command (``pytest ... &`` in a script, a CI
+    step sent to the background) with SIGINT ignored, and pytest-xdist's
     workers inherit that. Python then leaves SIGINT ignored, so the tests of Ctrl-C handling
     (which send this process or their own children SIGINT) failed, and ``clsim.interrupts``
     stayed off (it takes over only from the default handler): a test that recorded a dropped

@@ -408,7 +408,7 @@ def _say_plain_python_groups(kernel: str, groups: int, total: int) -> None:
         f"{kernel}: {groups:,} of {total:,} work-groups ran again as plain Python: a "
         "lane-major loop's range check failed where none of its accesses does (a loop step "
         "below 1, docs/engine.md). The results are exact; the launch is slower"),
-        stacklevel=3)
+        stacklevel=4)  # the caller of clsim.run (this <- _launch <- run <- caller)
 
 
 def _linear_group(row: np.ndarray, num_groups) -> int:

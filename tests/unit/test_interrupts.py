@@ -75,7 +75,7 @@ def test_ctrl_c_is_heard_after_c_code_ignored_it_below_python():
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def test_the_suite_hears_ctrl_c_when_started_with_it_ignored(tmp_path):
+def test_the_suite_hears_ctrl_c_when_started_with_it_ignored():
     """A shell script's background job (``pytest ... &``) starts with SIGINT ignored, and
     pytest-xdist's workers inherit it: tests/conftest.py installs Python's handler again, or
     the Ctrl-C tests fail and a recorded Ctrl-C left set ends a worker mid-suite."""
@@ -84,8 +84,12 @@ def test_the_suite_hears_ctrl_c_when_started_with_it_ignored(tmp_path):
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     test = f"{os.path.abspath(__file__)}::test_ctrl_c_dropped_in_a_gc_callback_still_exits_130"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "-W", "ignore", test], cwd=root, capture_output=True, text=True, timeout=300,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                   "no:xdist", "-W", "ignore", test]
+    # SIG_IGN survives exec, as it does from a shell's background job (not preexec_fn: this
+    # process may have threads)
+    ignore_then_exec = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                        "os.execv(sys.argv[1], sys.argv[1:])")
+    done = subprocess.run([sys.executable, "-c", ignore_then_exec, *pytest_argv], cwd=root,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

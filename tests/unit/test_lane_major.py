@@ -149,6 +149,7 @@ def test_a_group_run_again_without_error_lets_the_launch_go_on(parallel):
             assert len(slow) == (1 if jit and step < 0 else 0)
             if slow:
                 assert str(slow[0].message).startswith("stepped: 6 of 6 work-groups ran again")
+                assert slow[0].filename == __file__  # points at the clsim.run call
             if jit:
                 assert "_err[0] = -1" in open(result.module_path).read()
     assert outs[0] == outs[2] and outs[1] == outs[3]
