@@ -27,7 +27,7 @@ from clsim.errors import (InvalidArgumentError, KernelCompileError, OutOfBoundsE
                           SlowPathWarning)
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
-from clsim.runtime import jit_limit, printf, watch
+from clsim.runtime import jit_limit, launcher_tier, printf, watch
 from clsim.runtime import record as rec
 from clsim.runtime.arguments import (
     kernel_arg_types,
@@ -103,7 +103,9 @@ class _Compiled:
     sites: list
     path: str
     compile_s: float = 0.0
-    warmed: set = field(default_factory=set)
+    warmed: set = field(default_factory=set)  # "group": its group function, "warm": launcher
+    python_loop_groups: int = 0  # groups its launcher's Python form ran (launcher_tier)
+    python_loop: Any = None  # that Python form, made on first use
 
 
 _COMPILED: dict[tuple, _Compiled] = {}
@@ -296,7 +298,8 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
     sizes = tuple(np.int64(v) for v in (*nd.num_groups, *nd.global_size, *nd.offset))
     parallel = config.parallel
     rows = min(_CHUNK, nd.total_groups) if parallel else 1
-    launch = compiled.module._launch
+    python_loop = launcher_tier.runs_python_loop(compiled, config)
+    launch = launcher_tier.launcher(compiled, python_loop)
     errs = np.zeros((rows, rec.FIELDS), np.int64)
     rerun_sites: dict[int, list] = {}  # rows whose error a plain-Python rerun recorded
     reruns = [0]  # groups run again as plain Python that then ran to their end
@@ -363,7 +366,14 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
             return step(start, count)
         return None
 
-    compile_s = _warm_up(compiled, config, step, how, values)
+    def compile_group() -> None:
+        launcher_tier.compile_group_function(
+            compiled.module, sizes, values if thread_values is None else thread_values(0), errs)
+
+    compile_s = _warm_up(compiled, config, compile_group if python_loop else lambda: step(0, 0),
+                         "group" if python_loop else "warm", how, values)
+    if python_loop:
+        compiled.python_loop_groups += nd.total_groups
     chunk, first = (rows if parallel else nd.total_groups), (_first_chunk(rows) if parallel else 1)
     if driver is not None:
         chunk = first = max(1, nd.total_groups)
@@ -430,9 +440,11 @@ def _first_chunk(rows: int) -> int:
     return min(rows, 4 * numba.get_num_threads())
 
 
-def _warm_up(compiled: _Compiled, config: LaunchConfig, step, how: _Watch, values) -> float:
-    """Compile the JIT launcher with an empty launch; its seconds (0.0 when already warm)."""
-    if not config.jit or "warm" in compiled.warmed:
+def _warm_up(compiled: _Compiled, config: LaunchConfig, compile_, stage: str, how: _Watch,
+             values) -> float:
+    """Compile what the launch runs (``stage`` "warm": the JIT launcher, with an empty launch;
+    "group": the group function alone, launcher_tier); its seconds (0.0 when already done)."""
+    if not config.jit or stage in compiled.warmed or "warm" in compiled.warmed:
         return 0.0
     from numba.core.errors import TypingError
 
@@ -440,7 +452,7 @@ def _warm_up(compiled: _Compiled, config: LaunchConfig, step, how: _Watch, value
         how.progress("compile", 0, config.ndrange.total_groups)
     t0 = time.perf_counter()
     try:
-        step(0, 0)
+        compile_()
     except TypingError as exc:  # stores to a read-only array inside a helper
         error = _read_only(exc, config, how.params, values)
         if error is exc:  # any other Numba error is a compile error, never its traceback
@@ -452,7 +464,7 @@ def _warm_up(compiled: _Compiled, config: LaunchConfig, step, how: _Watch, value
         if type(exc).__module__.startswith("numba."):
             raise internal_compile_error(config.kernel, compiled.path, exc) from None
         raise
-    compiled.warmed.add("warm")
+    compiled.warmed.add(stage)
     return time.perf_counter() - t0
 
 

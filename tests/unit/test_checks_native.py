@@ -88,7 +88,7 @@ def test_fast_paths_are_inlined_and_full_recorders_not_linked(tmp_path, monkeypa
     assert result.findings == []
     module = next(m for name, m in __import__("sys").modules.items()
                   if name.startswith("clsim_gen_shifted_copy") and hasattr(m, "_cs_call"))
-    llvm = "\n".join(module._launch.inspect_llvm(sig) for sig in module._launch.signatures)
+    llvm = "\n".join(module._group.inspect_llvm(sig) for sig in module._group.signatures)
     called = set(re.findall(r'call [^@\n]*@"?([^"(\s]+)', llvm))
     assert not [c for c in called if any(f"{name}_body" in c for name in FAST_PATHS)]
     for recorder in ("_cs_ld", "_cs_st", "_cs_end", "_cs_flush"):

@@ -202,9 +202,9 @@ def test_the_kernel_compiles_while_the_entry_points_compile_elsewhere(entry_not_
     seen = []
 
     def wait():  # the other process finishing: by now the kernel must have compiled
-        launchers = [m._launch for name, m in sys.modules.items()
-                     if name.startswith("clsim_gen_doubled_") and hasattr(m, "_cs_call")]
-        seen.append(bool(launchers) and all(launcher.signatures for launcher in launchers))
+        groups = [m._group for name, m in sys.modules.items()
+                  if name.startswith("clsim_gen_doubled_") and hasattr(m, "_cs_call")]
+        seen.append(bool(groups) and all(group.signatures for group in groups))
         time.sleep(0.5)
 
     native.compiled_elsewhere(wait)
@@ -218,8 +218,8 @@ def test_the_kernel_compiles_while_the_entry_points_compile_elsewhere(entry_not_
     assert native.entry(True, meta) is native.load_entry()._cs_native  # loaded: no more waits
     assert meta[ly.M_DEFER_FN] == native.load_entry()._cs_defer_c.address != 0
     clsim.run(kernel, (64,), (32,), (x, y), checks="all", report_all=True)  # the real entry:
-    launcher = sys.modules[Path(result.module_path).stem]._launch  # the same compiled kernel
-    assert len(launcher.signatures) == 1
+    group = sys.modules[Path(result.module_path).stem]._group  # the same compiled kernel
+    assert len(group.signatures) == 1
 
 
 def test_clsim_run_compiles_the_checks_helpers_beside_and_says_so(entry_not_loaded, capsys,

@@ -1,0 +1,84 @@
+"""Which form of a JIT module's launcher runs a launch: compiled, or its loop as Python.
+
+The generated launcher (clsim.compiler.launcher) is a loop over work-groups that calls the
+compiled group function. Compiling the launcher too costs 0.3-0.6 s of CPU per kernel (Numba
+links the group function's code into it and optimises it a second time), while running its
+loop as Python around the compiled group function costs 6-8 us per work-group (measured on
+vector_add, docs/performance.md). A small launch, the kind tests and first runs make, therefore
+runs the loop as Python and compiles only the group function; a module compiles its launcher at
+its first large launch, or once its Python loops have run ``PYTHON_LOOP_BUDGET`` groups in all,
+which puts the loops' overhead at a few percent of the launcher's compile. Both forms run the
+same source with the same arguments, so every result, error record and check is the same.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+# per launch: at 8 us a group, at most ~2 ms of loop overhead
+PYTHON_LOOP_GROUPS = 256
+# per compiled module: ~130 ms of loop overhead, a fraction of one launcher compile
+PYTHON_LOOP_BUDGET = 16_384
+# Numba's parallel loop is the launcher itself: an instrument chose it, so it is always compiled
+_KINDS = ("serial", "threads")
+
+
+def runs_python_loop(compiled, config) -> bool:
+    """Whether this launch runs ``compiled``'s launcher loop as Python: a JIT launch of at most
+    ``PYTHON_LOOP_GROUPS`` groups, within the module's budget, its launcher not compiled yet
+    in this process."""
+    if not config.jit or "warm" in compiled.warmed or compiled.module._launch.signatures:
+        return False  # (a module is shared by the launch configurations that generate it)
+    if getattr(compiled.module, "_LAUNCHER", None) not in _KINDS:
+        return False
+    groups = config.ndrange.total_groups
+    return (groups <= PYTHON_LOOP_GROUPS
+            and compiled.python_loop_groups + groups <= PYTHON_LOOP_BUDGET)
+
+
+def launcher(compiled, python_loop: bool):
+    """The callable that runs a chunk of groups: the compiled launcher or its Python form."""
+    if not python_loop:
+        return compiled.module._launch
+    if compiled.python_loop is None:
+        compiled.python_loop = _python_form(compiled.module)
+    return compiled.python_loop
+
+
+def _python_form(module, group=None):
+    """The launcher's loop as a Python function calling the compiled group function (or
+    ``group``). The shared helpers it calls (scratch arrays' np.empty) have no Python entry
+    point (clsim.runtime.jit_helpers), so it calls their Python forms, the same numpy calls."""
+    loop = module._launch.py_func
+    names = {}
+    for name in loop.__code__.co_names:
+        value = getattr(module, name, None)
+        if name != "_group" and hasattr(value, "py_func"):
+            names[name] = value.py_func
+    names["_group"] = module._group if group is None else group
+    return types.FunctionType(loop.__code__, {**vars(module), **names}, loop.__name__)
+
+
+class _Typed(Exception):
+    """Raised by the stand-in group function once it has the group function's arguments."""
+
+
+def compile_group_function(module, sizes, values: list, errs: np.ndarray) -> None:
+    """Compile ``module._group`` for the arguments its launcher passes, without running a
+    group: the launcher's Python form runs its first iteration with a stand-in for the group
+    function that takes the argument types and stops (in its own copy of the module's
+    globals, so a launch on another thread is untouched)."""
+    group = module._group
+    seen = []
+
+    def stand_in(*args):
+        seen.append(tuple(group.typeof_pyval(arg) for arg in args))
+        raise _Typed
+
+    try:
+        _python_form(module, stand_in)(np.int64(0), np.int64(1), *sizes, *values, errs[:1])
+    except _Typed:
+        pass
+    group.compile(seen[0])
