@@ -105,6 +105,7 @@ class _Compiled:
     compile_s: float = 0.0
     warmed: set = field(default_factory=set)  # "group": its group function, "warm": launcher
     python_loop_groups: int = 0  # groups its launcher's Python form ran (launcher_tier)
+    python_loop_s: float = 0.0  # and the seconds those launches took
     python_loop: Any = None  # that Python form, made on first use
 
 
@@ -393,6 +394,8 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
         raise decode(errs[row], rerun_sites.get(row, compiled.sites), config.kernel,
                      nd.local_size, nd.offset, nd.work_dim, registry.decoders())
     elapsed = time.perf_counter() - t0
+    if python_loop:
+        compiled.python_loop_s += elapsed
     if reruns[0]:
         _say_plain_python_groups(config.kernel, reruns[0], nd.total_groups)
     return RunResult(config.kernel, nd, elapsed, compile_s, config.jit, parallel, compiled.path,

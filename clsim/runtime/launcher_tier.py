@@ -5,10 +5,14 @@ compiled group function. Compiling the launcher too costs 0.3-0.6 s of CPU per k
 links the group function's code into it and optimises it a second time), while running its
 loop as Python around the compiled group function costs 6-8 us per work-group (measured on
 vector_add, docs/performance.md). A small launch, the kind tests and first runs make, therefore
-runs the loop as Python and compiles only the group function; a module compiles its launcher at
-its first large launch, or once its Python loops have run ``PYTHON_LOOP_BUDGET`` groups in all,
-which puts the loops' overhead at a few percent of the launcher's compile. Both forms run the
-same source with the same arguments, so every result, error record and check is the same.
+runs the loop as Python and compiles only the group function. The group function alone also
+runs slower where the launcher allocates scratch arrays (local memory, lane-major privates):
+inside the compiled launcher LLVM sees their allocation, their shape and that they alias no
+buffer; alone, a tiled matmul's groups ran 2.5-3.6x slower. So a module compiles its launcher
+at its first large launch, or once its Python loops have run ``PYTHON_LOOP_BUDGET`` groups or
+``PYTHON_LOOP_SECONDS`` in all: a launch's cost is then at most about twice what the better
+choice made beforehand would have cost. Both forms run the same source with the same
+arguments, so every result, error record and check is the same.
 """
 
 from __future__ import annotations
@@ -21,21 +25,24 @@ import numpy as np
 PYTHON_LOOP_GROUPS = 256
 # per compiled module: ~130 ms of loop overhead, a fraction of one launcher compile
 PYTHON_LOOP_BUDGET = 16_384
+# per compiled module: about half a launcher's compile, spent running its groups the slower way
+PYTHON_LOOP_SECONDS = 0.25
 # Numba's parallel loop is the launcher itself: an instrument chose it, so it is always compiled
 _KINDS = ("serial", "threads")
 
 
 def runs_python_loop(compiled, config) -> bool:
     """Whether this launch runs ``compiled``'s launcher loop as Python: a JIT launch of at most
-    ``PYTHON_LOOP_GROUPS`` groups, within the module's budget, its launcher not compiled yet
-    in this process."""
+    ``PYTHON_LOOP_GROUPS`` groups, within the module's budgets of groups and seconds, its
+    launcher not compiled yet in this process."""
     if not config.jit or "warm" in compiled.warmed or compiled.module._launch.signatures:
         return False  # (a module is shared by the launch configurations that generate it)
     if getattr(compiled.module, "_LAUNCHER", None) not in _KINDS:
         return False
     groups = config.ndrange.total_groups
     return (groups <= PYTHON_LOOP_GROUPS
-            and compiled.python_loop_groups + groups <= PYTHON_LOOP_BUDGET)
+            and compiled.python_loop_groups + groups <= PYTHON_LOOP_BUDGET
+            and compiled.python_loop_s < PYTHON_LOOP_SECONDS)
 
 
 def launcher(compiled, python_loop: bool):

@@ -88,6 +88,25 @@ def test_the_launcher_is_compiled_once_the_python_loops_spent_their_budget(monke
     assert kinds == [False, False, True]
 
 
+@kernel
+def halved(x, y):
+    y[get_global_id(0)] = x[get_global_id(0)] * 0.5
+
+
+def test_the_launcher_is_compiled_once_the_python_loops_spent_their_seconds(monkeypatch):
+    """The group function alone can run slower than inside the launcher (scratch arrays), so
+    time spent in Python loops also buys the compiled launcher."""
+    monkeypatch.setattr(launcher_tier, "PYTHON_LOOP_SECONDS", 1e-9)  # one launch spends it
+    x = np.arange(32 * 4, dtype=np.float32)
+    kinds = []
+    for _ in range(2):
+        y = np.zeros_like(x)
+        result = clsim.run(halved, x.shape, (32,), (x, y), parallel=False)
+        kinds.append(bool(_module(result)._launch.signatures))
+        np.testing.assert_array_equal(y, x * 0.5)
+    assert kinds == [False, True]
+
+
 @pytest.mark.parametrize("groups", [4, launcher_tier.PYTHON_LOOP_GROUPS + 1],
                          ids=["python-loop", "compiled-launcher"])
 def test_both_forms_raise_the_same_error(groups):
