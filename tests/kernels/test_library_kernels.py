@@ -1,5 +1,8 @@
-"""The library's kernels against their numpy references over Hypothesis-drawn shapes and
-work-group sizes, in JIT mode, plus JIT/no-JIT byte identity on small shapes."""
+"""The library's kernels against their numpy references: every kernel at a reduced default
+shape in JIT mode, the base kernels over Hypothesis-drawn shapes and work-group sizes in
+no-JIT mode (each drawn local size would be a fresh Numba compile), and JIT/no-JIT byte
+identity on small shapes, at the default local size and, for the base kernels, at an odd one
+(so the drawn sweeps' local sizes are covered compiled too)."""
 
 import numpy as np
 import pytest
@@ -37,7 +40,7 @@ def _check(spec, inputs):
 def test_vector_add_any_size_and_local_size(n, local):
     """vector_add equals a + b bit for bit, with tails not a multiple of the group size."""
     spec = SPECS["vector_add"]
-    inputs = _launch(spec, {"n": n}, (local,))
+    inputs = _launch(spec, {"n": n}, (local,), jit=False)
     np.testing.assert_array_equal(inputs["c"], inputs["a"] + inputs["b"])
 
 
@@ -52,7 +55,7 @@ def test_argmax_matches_numpy_including_ties_and_nan(n, local, seed, ties):
     if seed % 5 == 0:
         inputs["x"][seed % n] = np.nan
     launch = spec.launch(inputs, {"n": n}, (local,))
-    clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args)
+    clsim.run(spec.kernel, launch.global_size, launch.local_size, launch.args, jit=False)
     assert inputs["out"][0] == np.argmax(inputs["x"])
 
 
@@ -61,7 +64,7 @@ def test_argmax_matches_numpy_including_ties_and_nan(n, local, seed, ties):
 def test_softmax_matches_numpy(rows, cols, local):
     """softmax rows sum to one and match the float64 reference within the stated tolerance."""
     spec = SPECS["softmax"]
-    inputs = _launch(spec, {"rows": rows, "cols": cols}, (local,))
+    inputs = _launch(spec, {"rows": rows, "cols": cols}, (local,), jit=False)
     _check(spec, inputs)
 
 
@@ -73,15 +76,24 @@ _FAMILY_FIRST = {min(n for n in _JIT_NAMES if SPECS[n].family_name == f)
                  for f in {SPECS[n].family_name for n in _JIT_NAMES}}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in _FAMILY_FIRST
-                                               else [pytest.mark.slow]) for n in _JIT_NAMES])
-def test_jit_and_no_jit_identical_bytes(name):
+# The default local size's compiled module is the one test_every_spec_runs_... compiles; the
+# odd ones, one per base kernel, stand for the local sizes the sweeps above draw (a tail
+# group, a group past the data, a non-power-of-two tree) at one compile each.
+ODD_LOCAL = {"vector_add": (7,), "argmax": (100,), "softmax": (96,)}
+_IDENTITY_CASES = [pytest.param(n, None, id=n,
+                                marks=[] if n in _FAMILY_FIRST else [pytest.mark.slow])
+                   for n in _JIT_NAMES] + [pytest.param(n, local, id=f"{n}-local{local[0]}")
+                                           for n, local in ODD_LOCAL.items()]
+
+
+@pytest.mark.parametrize(("name", "local"), _IDENTITY_CASES)
+def test_jit_and_no_jit_identical_bytes(name, local):
     """The generated code gives identical bytes with and without Numba."""
     spec = SPECS[name]
     cap = 96 if len(spec.default_shape) < 3 else 24  # matmul: M*N*K work in plain Python
     shape = {k: min(v, cap) for k, v in spec.default_shape.items()}
-    a = _launch(spec, shape, None, seed=3, jit=True)
-    b = _launch(spec, shape, None, seed=3, jit=False)
+    a = _launch(spec, shape, local, seed=3, jit=True)
+    b = _launch(spec, shape, local, seed=3, jit=False)
     for out in spec.outputs:
         assert a[out].tobytes() == b[out].tobytes(), out
 

@@ -106,19 +106,23 @@ def test_dot_policy_bounds_a_double_dot_and_is_needed():
 
 
 def test_traffic_of_the_tiled_float4_and_dot_variants():
-    """At 128 x 128 x 32: matmul_regblock_float4 loads each element of A once per 64 columns
+    """At 64 x 128 x 32: matmul_regblock_float4 loads each element of A once per 64 columns
     of C and of B once per 64 rows, in float4 loads (one of A and one of B per work-item and
-    tile), 4x fewer global bytes than the 16-wide matmul_tiled; the dot variant loads A and
-    B^T with one vload_half4 per 4 k and work-item: a quarter of the naive kernel's load
-    instructions at half its bytes."""
-    m, n, k = 128, 128, 32
+    tile), 4x fewer global bytes than the 16-wide matmul_tiled (M != N: A's and B's counts
+    differ, so the formula tells them apart; two 16-deep tiles along K). The dot variant
+    loads A and B^T with one vload_half4 per 4 k and work-item: a quarter of the naive
+    kernel's load instructions at half its bytes, at 24 x 20 x 32 (partial 16 x 16 groups in
+    both dimensions; each C element is one work-item whatever the blocks, and plain Python
+    ran the dot kernel at 128 x 128 x 32 for 9 s)."""
+    m, n, k = 64, 128, 32
     shape = {"M": m, "N": n, "K": k}
     vec = _run("matmul_regblock_float4", shape, traffic=True)[2].traffic.totals
     tiled = _run("matmul_tiled", shape, traffic=True)[2].traffic.totals
     assert vec["global_load_bytes"] == 4 * (m * k * (n // 64) + k * n * (m // 64))
     assert vec["global_load_executions"] == (m // 64) * (n // 64) * (k // 16) * 2 * 256
     assert tiled["global_load_bytes"] == 4 * vec["global_load_bytes"]
-    dot = _run("matmul_dot_vload_half", shape, traffic=True)[2].traffic.totals
-    naive = _run("matmul", shape, traffic=True)[2].traffic.totals
+    small = {"M": 24, "N": 20, "K": 32}
+    dot = _run("matmul_dot_vload_half", small, traffic=True)[2].traffic.totals
+    naive = _run("matmul", small, traffic=True)[2].traffic.totals
     assert dot["global_load_executions"] * 4 == naive["global_load_executions"]
     assert dot["global_load_bytes"] * 2 == naive["global_load_bytes"]

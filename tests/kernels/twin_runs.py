@@ -19,28 +19,55 @@ from verify.testing import quick_shape_budget
 # matmul's M, N, K: plain Python runs M*N*K steps (64^3 took 20-50 s a kernel, run twice);
 # 24 leaves a partial 16-tile (matmul_tiled) in each dimension, which 64 did not.
 LIMITS = {"n": 3000, "rows": 6, "cols": 300, "groups": 4, "M": 24, "N": 24, "K": 24}
+# Kernels whose every block is costly in plain Python: quantize_q4_k's search for each
+# block's scales took 3.9 s a run at its 32 blocks, a dequantize of 64 K-quant blocks (256
+# work-items each) 0.8 s; a few blocks take the same paths (the drawn cases add the edges).
+SPEC_LIMITS = {"quantize_q4_k": {"blocks": 8}, "dequantize_q4_k": {"blocks": 16},
+               "dequantize_q6_k": {"blocks": 16}}
 DRAWN_UNITS = 2048
 DRAWN_ELEMENTS = 2048
 
 
 def small_shape(spec) -> dict:
     """Each dimension of the default shape cut down, keeping every key."""
-    return {k: min(v, LIMITS.get(k, 64)) for k, v in spec.default_shape.items()}
+    limits = {**LIMITS, **SPEC_LIMITS.get(spec.name, {})}
+    return {k: min(v, limits.get(k, 64)) for k, v in spec.default_shape.items()}
+
+
+def small_launch(spec, seed: int = 7):
+    """The spec's generated inputs at ``small_shape`` and its launch plan for them."""
+    shape = small_shape(spec)
+    inputs = spec.make_inputs(np.random.default_rng(seed), shape)
+    return inputs, spec.launch(inputs, shape, None)
 
 
 def generated_outputs(kernel, spec, seed: int = 7) -> dict:
     """The outputs of ``kernel`` run (plain Python) on the spec's generated inputs."""
-    shape = small_shape(spec)
-    inputs = spec.make_inputs(np.random.default_rng(seed), shape)
-    launch = spec.launch(inputs, shape, None)
+    inputs, launch = small_launch(spec, seed)
     clsim.run(kernel, launch.global_size, launch.local_size, launch.args, jit=False,
               subgroup_size=spec.subgroup_size)
     return {out: inputs[out] for out in spec.outputs}
 
 
+# The Python twin's outputs on the generated inputs, by spec name: both files compare other
+# forms against them, and a worker that runs both runs the twin once.
+_TWIN_OUTPUTS: dict[str, dict] = {}
+
+
+def _expected_outputs(kernel, spec) -> dict:
+    if kernel is not spec.kernel:
+        return generated_outputs(kernel, spec)
+    if spec.name not in _TWIN_OUTPUTS:
+        outputs = generated_outputs(kernel, spec)
+        for array in outputs.values():
+            array.setflags(write=False)  # shared between tests: nobody may change them
+        _TWIN_OUTPUTS[spec.name] = outputs
+    return _TWIN_OUTPUTS[spec.name]
+
+
 def assert_same_outputs(spec, kernel, other, what: str) -> None:
     """``other`` gives ``kernel``'s outputs bit for bit on the spec's generated inputs."""
-    want, got = generated_outputs(kernel, spec), generated_outputs(other, spec)
+    want, got = _expected_outputs(kernel, spec), generated_outputs(other, spec)
     for out in spec.outputs:
         assert differing_elements(got[out], want[out]) == 0, \
             f"{spec.name}: output '{out}' differs {what} (generated inputs)"
