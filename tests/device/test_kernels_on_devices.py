@@ -40,8 +40,8 @@ from verify.devices import get_device
 from verify.fuzz import fuzz_spec
 from verify.pairs import Case, default_case, kernel_params, spec_pair
 from verify.runner import run_pair
-from verify.testing import (device_params, quick_shape_budget, shrunk_shape,
-                            thorough_profile)
+from verify.testing import (device_params, quick_shape_budget, quick_shape_caps,
+                            shrunk_shape, thorough_profile)
 
 SPECS = all_specs()
 EXAMPLES = int(os.environ.get("CLSIM_VERIFY_EXAMPLES", settings.default.max_examples))
@@ -103,7 +103,8 @@ def test_drawn_cases_agree(name, device, tmp_path):
     the minimal example."""
     spec = SPECS[name]
     examples = FAMILY_EXAMPLES.get(spec.family, EXAMPLES)
-    quick = {} if THOROUGH else {"max_elements": quick_shape_budget(spec)}
+    quick = {} if THOROUGH else {"max_elements": quick_shape_budget(spec),
+                                 "max_shape": quick_shape_caps(spec)}
     report = fuzz_spec(spec, device, examples=examples, seed=SEED,
                        failures_dir=FAILURES_DIR or tmp_path,
                        checks="all" if device == CHECKS_DEVICE else "default", **quick)
