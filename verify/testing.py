@@ -52,11 +52,12 @@ QUICK_BUFFER_ELEMENTS = 10 * 1024
 # profiles' draws, by spec name, else family (``quick_shape_caps``). matmul: every work-item
 # loops over K, and a 16 x 16 group runs whatever M and N are, so a drawn case cost about
 # 256 x K x (TM x TN) multiply-adds (up to 9 CPU s in plain Python at K 256 for
-# matmul_regblock); 48 still spans three 16-wide K tiles and tails. quantize_q4_k: about
+# matmul_regblock, 2.5 at K 48); 33 still spans two 16-wide K tiles and a tail (the default
+# shape runs K 256). quantize_q4_k: about
 # 10**5 operations per block in one work-item (0.5-1 CPU s each, checked, in plain Python);
 # 3 blocks still give one work-group of 3 and tails with 2 and 3 per group.
 QUICK_SHAPE_CAPS: dict[str, dict[str, int]] = {
-    "matmul": {"K": 48},
+    "matmul": {"K": 33},
     "quantize_q4_k": {"blocks": 3},
 }
 # The shape units a spec's launch size per unit is measured at: enough that a launch plan's
