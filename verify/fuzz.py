@@ -150,21 +150,24 @@ class _Fault(BaseException):
 
 
 @st.composite
-def spec_shapes(draw: st.DrawFn, spec: KernelSpec, max_elements: int = MAX_ELEMENTS
-                ) -> dict[str, int]:
+def spec_shapes(draw: st.DrawFn, spec: KernelSpec, max_elements: int = MAX_ELEMENTS,
+                max_shape: Mapping[str, int] | None = None) -> dict[str, int]:
     """A problem shape for ``spec``: each key of its default shape drawn with
     ``problem_sizes`` (1, sizes next to powers of two, anything), the last key (the contiguous
-    one, e.g. cols) first, within ``max_elements`` in all. A spec attribute ``fuzz_shapes``
-    (a strategy of shape dicts, or a function returning one) replaces this."""
+    one, e.g. cols) first, within ``max_elements`` in all and each key within ``max_shape``'s
+    bound for it (default: the default shape's value). A spec attribute ``fuzz_shapes`` (a
+    strategy of shape dicts, or a function returning one) replaces this; ``max_shape`` still
+    bounds its keys (a larger value becomes the bound)."""
+    caps = dict(max_shape or {})
     custom = getattr(spec, "fuzz_shapes", None)
     if callable(custom):  # built on demand, so a library of specs need not import Hypothesis
         custom = custom()
     if custom is not None:
-        return dict(draw(custom))
+        return {k: min(int(v), caps.get(k, int(v))) for k, v in draw(custom).items()}
     shape: dict[str, int] = {}
     budget = max_elements
     for key, default in reversed(list(spec.default_shape.items())):
-        value = draw(problem_sizes(max(1, min(int(default), budget))))
+        value = draw(problem_sizes(max(1, min(int(default), caps.get(key, default), budget))))
         shape[key] = value
         budget = max(1, budget // value)
     return {key: shape[key] for key in spec.default_shape}
@@ -180,8 +183,9 @@ def _local_choices(default: tuple[int, ...] | None, max_local: int, vary: bool
 
 @st.composite
 def spec_cases(draw: st.DrawFn, spec: KernelSpec, max_elements: int = MAX_ELEMENTS,
-               max_local: int = 1024, vary_local: bool = True) -> Case:
-    """A Case for ``spec``: a drawn shape, a local size from SPEC_LOCAL_SIZES (up to the
+               max_local: int = 1024, vary_local: bool = True,
+               max_shape: Mapping[str, int] | None = None) -> Case:
+    """A Case for ``spec``: a drawn shape (``spec_shapes``), a local size from SPEC_LOCAL_SIZES (up to the
     spec's default, which may be sized to its local arrays; 1-D launches only), the spec's
     generator with a drawn seed, and every float input buffer replaced by ``float_arrays``
     (edge values, all-equal, seeded). Integer inputs keep the generator's values: their
@@ -190,7 +194,7 @@ def spec_cases(draw: st.DrawFn, spec: KernelSpec, max_elements: int = MAX_ELEMEN
     One case in GENERATED_SHARE keeps the generator's floats: the spec's reference is compared
     on those (its tolerance is stated for them), not on edge values.
     """
-    shape = draw(spec_shapes(spec, max_elements))
+    shape = draw(spec_shapes(spec, max_elements, max_shape))
     input_seed = draw(st.integers(0, 2**32 - 1))
     inputs = spec.make_inputs(np.random.default_rng(input_seed), shape)
     float_options = dict(getattr(spec, "fuzz_floats", None) or {})
@@ -444,8 +448,10 @@ def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo | None = None, *,
               failures_dir: str | Path = DEFAULT_DIR, progress: bool = False,
               cl_source: str | Path | None = None, max_elements: int = MAX_ELEMENTS,
               pair: Pair | None = None, timeout_s: float | None = None,
-              checks: str | None = None) -> FuzzReport:
-    """Fuzz a library (or user) spec on one device: drawn shapes, local sizes and inputs.
+              checks: str | None = None, max_shape: Mapping[str, int] | None = None
+              ) -> FuzzReport:
+    """Fuzz a library (or user) spec on one device: drawn shapes, local sizes and inputs
+    (``max_elements`` shape units at most, each shape key at most ``max_shape``'s value).
 
     ``cl_source`` (text or path) replaces the spec's ``.cl`` file, e.g. to check an edited
     twin; ``pair`` replaces the whole pair (``clsim verify file.py::NAME`` passes one).
@@ -454,7 +460,8 @@ def fuzz_spec(spec: KernelSpec, device: str | DeviceInfo | None = None, *,
     """
     pair = pair or _spec_pair(spec, cl_source)
     cases = spec_cases(spec, max_elements, vary_local=not (pair.uses_subgroups
-                                                          or "subgroups" in pair.requires))
+                                                          or "subgroups" in pair.requires),
+                       max_shape=max_shape)
     return search(pair, cases, device, examples=examples, seed_value=seed,
                   failures_dir=failures_dir, progress=progress, timeout_s=timeout_s,
                   checks=checks)

@@ -53,13 +53,23 @@ from verify.reference import ReferenceComparison, compare_reference
 from verify.worker import run_isolated
 
 PYTHON_LIMIT = jit_choice.PYTHON_LIMIT  # plain Python up to here, unless checked (jit_choice)
-_MEMO_SIZE = 32
+# Simulations kept for reuse (a drawn example verified on each device, a default shape): at
+# most this many, and at most _MEMO_BYTES of buffers (a full default shape holds megabytes).
+_MEMO_SIZE = 64
+_MEMO_BYTES = 256 << 20
 SLOW_NS = 10**9
 # The simulator's checks while verifying: a race or an uninitialised read in both twins makes
 # device and simulator agree on garbage (or on luck), so every case is checked unless a caller
 # passes checks="default" for speed.
 CHECKS = "all"
 CHECK_MODES = ("all", "races", "uninit", "default", "bounds", "none")  # clsim.run's
+# The modes whose simulation also answers for a mode (beside itself) when it found nothing:
+# with no race and no uninitialised read, every work-item order gives the same buffers, and a
+# launch that completed under the bounds checks wrote nothing out of bounds. So the verifier's
+# checked run on one device serves the unchecked runs of the same case on the others.
+_ANSWERS_FOR = {"races": ("all",), "uninit": ("all",), "default": ("all", "races", "uninit"),
+                "bounds": ("all", "races", "uninit", "default"),
+                "none": ("all", "races", "uninit", "default", "bounds")}
 CHECKS_ENV = "CLSIM_VERIFY_CHECKS"
 # set by verify.pytest_plugin for one test (marker verify_checks / --clsim-checks)
 _CHECKS_OVERRIDE: ContextVar[str | None] = ContextVar("clsim_verify_checks", default=None)
@@ -174,6 +184,28 @@ def _digest(args: Sequence[Any]) -> str:
 _memo: OrderedDict[tuple, tuple[list[Any], tuple[Finding, ...]]] = OrderedDict()
 
 
+def _memo_get(key: tuple) -> tuple[list[Any], tuple[Finding, ...]] | None:
+    """The memoised simulation for ``key``, or one under a stronger checks mode that found
+    nothing (``_ANSWERS_FOR``); key[5] is the checks mode."""
+    keys = [key] + [key[:5] + (mode,) + key[6:] for mode in _ANSWERS_FOR.get(key[5], ())]
+    for k in keys:
+        if k in _memo and (k is key or not _memo[k][1]):
+            _memo.move_to_end(k)
+            return _memo[k]
+    return None
+
+
+def _memo_put(key: tuple, after: list[Any], findings: tuple[Finding, ...]) -> None:
+    _memo[key] = (after, findings)
+    while len(_memo) > 1 and (len(_memo) > _MEMO_SIZE or _memo_bytes() > _MEMO_BYTES):
+        _memo.popitem(last=False)
+
+
+def _memo_bytes() -> int:
+    return sum(np.asarray(_host_array(v)).nbytes for after, _ in _memo.values() for v in after
+               if isinstance(v, (np.ndarray, Image)))
+
+
 def simulate(kernel: KernelFunction, global_size: Sequence[int],
              local_size: Sequence[int] | None, args: Sequence[Any],
              subgroup_size: int | None = None, jit: bool | None = None,
@@ -184,7 +216,8 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
     ``jit=None`` runs small launches (up to PYTHON_LIMIT work-items plus elements) as plain
     Python and larger ones with Numba, checked ones with Numba once plain Python has cost
     a compile (``jit_choice``); both give identical results. Results are memoised on the
-    argument bytes, so verifying one example on several devices simulates it once.
+    argument bytes, so verifying one example on several devices simulates it once (a checked
+    simulation that found nothing also serves the unchecked ones, ``_ANSWERS_FOR``).
     """
     return simulate_checked(kernel, global_size, local_size, args, subgroup_size, jit,
                             reduction_order, checks)[0]
@@ -200,9 +233,8 @@ def simulate_checked(kernel: KernelFunction, global_size: Sequence[int],
     key = (kernel, tuple(global_size), None if local_size is None else tuple(local_size),
            subgroup_size, reduction_order, checks, _digest(args),
            constants.fingerprint(parse(kernel)))  # a module-level table changed since
-    if key in _memo:
-        _memo.move_to_end(key)
-        after, findings = _memo[key]
+    if (memoised := _memo_get(key)) is not None:
+        after, findings = memoised
         return copy_args(after), findings
     copies = copy_args(args)
     choice = None
@@ -210,15 +242,18 @@ def simulate_checked(kernel: KernelFunction, global_size: Sequence[int],
         jit, choice = jit_choice.choose(kernel, global_size, local_size, copies, subgroup_size,
                                         reduction_order, checks)
     start = time.process_time()  # CPU seconds: see jit_choice.record
+    # Groups in parallel even for a one-group launch (clsim.run's default takes them serially
+    # there, a second module to compile): every JIT launch of the kernel at this local size
+    # then shares one module, e.g. a default shape and the one-group shapes verified beside it
+    # (1-5 CPU s each). One group has nothing to run in parallel, so results are the same.
     result = clsim.run(kernel, tuple(global_size), local_size, copies, jit=jit,
+                       parallel=None if jit is False else True,
                        subgroup_size=subgroup_size, reduction_order=reduction_order,
                        checks=checks, report_all=checks not in ("default", "none", "bounds"))
     if choice is not None:
         jit_choice.record(choice, result, time.process_time() - start)
     findings = tuple(getattr(result, "findings", None) or ())
-    _memo[key] = (copies, findings)
-    while len(_memo) > _MEMO_SIZE:
-        _memo.popitem(last=False)
+    _memo_put(key, copies, findings)
     return copy_args(copies), findings
 
 

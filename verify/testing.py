@@ -14,9 +14,10 @@ and testing both would add a quarter to the device tests. Otherwise it is a skip
 ``CLSIM_TEST_DEVICES`` tests it too.
 
 ``quick_shape_budget(spec)`` sizes the shapes the ``ci`` and ``dev`` profiles draw: launches of
-at most ``QUICK_LAUNCH_SIZE`` work-items plus buffer elements, so that the simulator runs them
+about ``QUICK_BUFFER_ELEMENTS`` buffer elements, so that the simulator runs them
 as plain Python in a fraction of a second instead of compiling a Numba module per drawn local
-size; the ``thorough`` profile draws the full space.
+size; ``quick_shape_caps(spec)`` bounds the keys that set each work-item's loops (matmul's K);
+the ``thorough`` profile draws the full space.
 
 This module runs no kernels and does not define fixtures; tests/conftest.py may wrap these.
 """
@@ -46,6 +47,19 @@ PROFILE_ENV = "CLSIM_HYPOTHESIS_PROFILE"
 # Numba module (about 2 CPU s each, 8-9 per quantized kernel and device: most of the device
 # tests' time). Float kernels (one or two elements per shape unit) still draw rows of 4097.
 QUICK_BUFFER_ELEMENTS = 10 * 1024
+# Shape keys that set how long each work-item loops, not how many buffer elements there are,
+# so the buffer-element budget leaves them at their default: bounds for the ci and dev
+# profiles' draws, by spec name, else family (``quick_shape_caps``). matmul: every work-item
+# loops over K, and a 16 x 16 group runs whatever M and N are, so a drawn case cost about
+# 256 x K x (TM x TN) multiply-adds (up to 9 CPU s in plain Python at K 256 for
+# matmul_regblock, 2.5 at K 48); 33 still spans two 16-wide K tiles and a tail (the default
+# shape runs K 256). quantize_q4_k: about
+# 10**5 operations per block in one work-item (0.5-1 CPU s each, checked, in plain Python);
+# 3 blocks still give one work-group of 3 and tails with 2 and 3 per group.
+QUICK_SHAPE_CAPS: dict[str, dict[str, int]] = {
+    "matmul": {"K": 33},
+    "quantize_q4_k": {"blocks": 3},
+}
 # The shape units a spec's launch size per unit is measured at: enough that a launch plan's
 # fixed costs (a whole work-group for one row) do not dominate.
 _PROBE_UNITS = 1 << 10
@@ -107,6 +121,12 @@ def quick_shape_budget(spec: Any, elements: int = QUICK_BUFFER_ELEMENTS,
     probe = shrunk_shape(spec.default_shape, _PROBE_UNITS)
     per_unit = buffer_elements(spec, probe) / math.prod(probe.values())
     return max(1, min(MAX_ELEMENTS if most is None else most, int(elements / per_unit)))
+
+
+def quick_shape_caps(spec: Any) -> dict[str, int]:
+    """Bounds on single shape keys for the ci and dev profiles' draws (``QUICK_SHAPE_CAPS``,
+    ``verify.fuzz.spec_shapes``' ``max_shape``); empty when the budget bounds the work."""
+    return dict(QUICK_SHAPE_CAPS.get(spec.name, QUICK_SHAPE_CAPS.get(spec.family, {})))
 
 
 def shrunk_shape(shape: Mapping[str, int], units: int) -> dict[str, int]:

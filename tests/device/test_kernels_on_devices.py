@@ -8,10 +8,17 @@ within N ULPs. A device lacking a feature a spec requires is a skip with the rea
 
 Sizes (the suite's time, docs/performance.md): the ``ci`` and ``dev`` profiles draw launches of
 about ``verify.testing.QUICK_BUFFER_ELEMENTS`` buffer elements (a few dozen quantized blocks),
-which the simulator runs as plain Python, and run the full default shape on one device per
-kernel (the first of intel-cpu, pocl that has its features), a smaller one on the others;
-the ``thorough`` profile draws the full space and runs the default shape everywhere
-(capped on Oclgrind, which interprets every work-item).
+which the simulator runs as plain Python, with the keys that set each work-item's loops
+bounded (``verify.testing.QUICK_SHAPE_CAPS``: matmul's K, quantize_q4_k's blocks), and run the
+full default shape on every native device, a quick one on Oclgrind (which interprets every
+work-item); the ``thorough`` profile draws the full space and caps Oclgrind's default shape
+less.
+
+Every device draws the same cases (one seed), and the verifier keeps each simulation in
+memory (``verify.runner``): the checked simulation of the first device's cases also answers
+the unchecked ones of the devices after it, and the full default shape is simulated once for
+all native devices, so in one worker a kernel's cases are simulated once (pytest-xdist hands
+a worker consecutive tests, one kernel's devices together).
 
 Also: every sub-group variant of the operator families at sub-group sizes 8, 16 and 32 (forced
 on the device), and the two-launch argmax pipeline run launch by launch on each device with
@@ -40,8 +47,8 @@ from verify.devices import get_device
 from verify.fuzz import fuzz_spec
 from verify.pairs import Case, default_case, kernel_params, spec_pair
 from verify.runner import run_pair
-from verify.testing import (device_params, quick_shape_budget, shrunk_shape,
-                            thorough_profile)
+from verify.testing import (device_params, quick_shape_budget, quick_shape_caps,
+                            shrunk_shape, thorough_profile)
 
 SPECS = all_specs()
 EXAMPLES = int(os.environ.get("CLSIM_VERIFY_EXAMPLES", settings.default.max_examples))
@@ -63,10 +70,10 @@ def _kind(spec) -> str:
 
 
 def _capped_shape(spec, device: str, full: bool = True) -> dict[str, int] | None:
-    """The default shape's cap on ``device`` (None: the whole default shape); ``full``: this
-    device runs the full default shape for the kernel (else a quick one, ``_shape_for``)."""
+    """The default shape's cap on ``device`` (None: the whole default shape); ``full``: no
+    quick cap (``quick_shape_budget``) on top of the interpreter's."""
     caps = []
-    if device == "oclgrind":
+    if device in INTERPRETERS:
         caps.append(FAMILY_OCLGRIND_ELEMENTS.get(spec.family, OCLGRIND_ELEMENTS))
     if not full:
         caps.append(quick_shape_budget(spec, most=OCLGRIND_ELEMENTS))
@@ -79,19 +86,21 @@ DRAWN_DEVICES = device_params()
 # device only, and the other devices' matrix skips them, saving about 2.5x of its time.
 # Every library kernel is also checked without a device (tests/unit/test_checks_specs.py).
 CHECKS_DEVICE = next((p.values[0] for p in DRAWN_DEVICES if not p.marks), None)
-# The device that runs a kernel's full default shape in the ci and dev profiles: the first of
-# these with the kernel's features (native compilers: seconds where Oclgrind takes minutes).
-# The simulation of a full shape (a Numba compile with the checks, then millions of
-# work-items) is the test's cost, and it is the same whatever device it is compared with.
-FULL_SHAPE_DEVICES = ("intel-cpu", "pocl")
+# Devices that interpret every work-item (minutes where native compilers take milliseconds):
+# they run a capped default shape. Every other device runs the full default shape; its
+# simulation (a Numba compile, then millions of work-items) is the test's cost, and it is the
+# same whatever device it is compared with, so the first device simulates it and the others
+# reuse that simulation (verify.runner keeps it in memory; the devices of one kernel are
+# consecutive tests, which pytest-xdist hands to one worker).
+INTERPRETERS = ("oclgrind",)
 
 
 @functools.lru_cache(maxsize=None)
-def _full_shape_device(name: str) -> str | None:
+def _native_device(name: str) -> str | None:
+    """The first usable device that compiles the kernel natively and has its features."""
     pair = spec_pair(SPECS[name])
-    usable = {p.values[0] for p in DRAWN_DEVICES if not p.marks}
-    return next((d for d in FULL_SHAPE_DEVICES
-                 if d in usable and pair.skip_reason(get_device(d)) is None), None)
+    return next((d for p in DRAWN_DEVICES if not p.marks and (d := p.values[0]) not in
+                 INTERPRETERS and pair.skip_reason(get_device(d)) is None), None)
 
 
 @pytest.mark.parametrize("device", DRAWN_DEVICES)
@@ -103,7 +112,8 @@ def test_drawn_cases_agree(name, device, tmp_path):
     the minimal example."""
     spec = SPECS[name]
     examples = FAMILY_EXAMPLES.get(spec.family, EXAMPLES)
-    quick = {} if THOROUGH else {"max_elements": quick_shape_budget(spec)}
+    quick = {} if THOROUGH else {"max_elements": quick_shape_budget(spec),
+                                 "max_shape": quick_shape_caps(spec)}
     report = fuzz_spec(spec, device, examples=examples, seed=SEED,
                        failures_dir=FAILURES_DIR or tmp_path,
                        checks="all" if device == CHECKS_DEVICE else "default", **quick)
@@ -125,14 +135,14 @@ def test_drawn_cases_agree(name, device, tmp_path):
 @pytest.mark.parametrize("name", list(SPECS))
 def test_default_shape_agrees(name, device):
     """At the spec's default shape and inputs every output agrees under its policy with the
-    simulator (capped on Oclgrind; in the ci and dev profiles the full shape runs on one
-    device per kernel, ``FULL_SHAPE_DEVICES``, and a quick shape on the others)."""
+    simulator: the full shape on every native device, a capped one on Oclgrind (in the ci and
+    dev profiles a quick one where a native device ran the full shape)."""
     spec = SPECS[name]
     pair = spec_pair(spec)
     reason = pair.skip_reason(get_device(device))
     if reason:
         pytest.skip(reason)
-    full = THOROUGH or device == _full_shape_device(name) or _full_shape_device(name) is None
+    full = THOROUGH or device not in INTERPRETERS or _native_device(name) is None
     result = run_pair(pair, default_case(spec, _capped_shape(spec, device, full)), device)
     assert result.equal, result.describe()
 
