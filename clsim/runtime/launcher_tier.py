@@ -35,10 +35,12 @@ def runs_python_loop(compiled, config) -> bool:
     """Whether this launch runs ``compiled``'s launcher loop as Python: a JIT launch of at most
     ``PYTHON_LOOP_GROUPS`` groups, within the module's budgets of groups and seconds, its
     launcher not compiled yet in this process."""
-    if not config.jit or "warm" in compiled.warmed or compiled.module._launch.signatures:
-        return False  # (a module is shared by the launch configurations that generate it)
+    if not config.jit or "warm" in compiled.warmed:
+        return False
     if getattr(compiled.module, "_LAUNCHER", None) not in _KINDS:
         return False
+    if compiled.module._launch.signatures:  # a module serves every launch configuration
+        return False                        # that generates its source
     groups = config.ndrange.total_groups
     return (groups <= PYTHON_LOOP_GROUPS
             and compiled.python_loop_groups + groups <= PYTHON_LOOP_BUDGET

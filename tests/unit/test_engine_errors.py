@@ -248,26 +248,54 @@ def test_builtins_refuse_to_run_outside_kernels():
         get_local_size(0)
 
 
-def test_numba_failure_is_a_one_paragraph_compile_error(monkeypatch):
+class _RefusedLauncher:
+    """A module whose launcher Numba refuses to compile."""
+
+    _LOCAL_BYTES = 0
+
+    @staticmethod
+    def _launch(*a):
+        from numba.core.errors import TypingError
+
+        raise TypingError("No implementation of function Function(<built-in>)")
+
+
+class _RefusedGroup:
+    """A module of a small launch (clsim.runtime.launcher_tier), whose group function Numba
+    refuses to compile; its launcher's Python form calls the group function."""
+
+    _LOCAL_BYTES = 0
+    _LAUNCHER = "serial"
+
+    class _group:
+        typeof_pyval = staticmethod(type)
+
+        @staticmethod
+        def compile(signature):
+            from numba.core.errors import TypingError
+
+            raise TypingError("No implementation of function Function(<built-in>)")
+
+    class _launch:
+        signatures = []
+
+        @staticmethod
+        def py_func(*args):
+            _group(*args)  # noqa: F821 (the module's, as in a generated launcher)
+
+
+@pytest.mark.parametrize("module", [_RefusedLauncher, _RefusedGroup],
+                         ids=["launcher", "group-function"])
+def test_numba_failure_is_a_one_paragraph_compile_error(monkeypatch, module):
     """Generated code that Numba refuses (a clsim bug) is a KernelCompileError naming the
     kernel and the generated module, never Numba's traceback."""
-    from numba.core.errors import TypingError
-
     from clsim.runtime import launch as launch_mod
 
     real = launch_mod._compile
 
     def broken(*args, **kwargs):
         compiled = real(*args, **kwargs)
-
-        class Module:
-            _LOCAL_BYTES = 0
-
-            @staticmethod
-            def _launch(*a):
-                raise TypingError("No implementation of function Function(<built-in>)")
-
-        return launch_mod._Compiled(Module, compiled.sites, compiled.path)
+        return launch_mod._Compiled(module, compiled.sites, compiled.path)
 
     monkeypatch.setattr(launch_mod, "_compile", broken)
     with pytest.raises(clsim.KernelCompileError) as info:
