@@ -20,6 +20,7 @@ from __future__ import annotations
 import types
 
 import numpy as np
+from numba.core.types.function_type import WrapperAddressProtocol
 
 # per launch: at 8 us a group, at most ~2 ms of loop overhead
 PYTHON_LOOP_GROUPS = 256
@@ -77,17 +78,22 @@ class _Typed(Exception):
 def compile_group_function(module, sizes, values: list, errs: np.ndarray) -> None:
     """Compile ``module._group`` for the arguments its launcher passes, without running a
     group: the launcher's Python form runs its first iteration with a stand-in for the group
-    function that takes the argument types and stops (in its own copy of the module's
-    globals, so a launch on another thread is untouched)."""
-    group = module._group
+    function that takes the arguments and stops (in its own copy of the module's globals, so
+    a launch on another thread is untouched). Then the addresses of function arguments are
+    asked for, as the compiled launcher's first call would: a lazy one (the checks' entry
+    point another process still compiles, clsim.checks.native.LazyEntry) waits here, in the
+    compile seconds, not in the launch's."""
     seen = []
 
     def stand_in(*args):
-        seen.append(tuple(group.typeof_pyval(arg) for arg in args))
+        seen.extend(args)
         raise _Typed
 
     try:
         _python_form(module, stand_in)(np.int64(0), np.int64(1), *sizes, *values, errs[:1])
     except _Typed:
         pass
-    group.compile(seen[0])
+    module._group.compile(tuple(module._group.typeof_pyval(arg) for arg in seen))
+    for arg in seen:
+        if isinstance(arg, WrapperAddressProtocol):
+            arg.__wrapper_address__()
