@@ -5,7 +5,7 @@
 
 Tests marked ``slow`` (long sweeps and fuzz campaigns: the same check over every size, shape
 or device where a few already cover the feature) are deselected by default, so the README's
-command stays short (about 20 minutes on 2 idle cores, docs/performance.md; the target is 10);
+command stays short (about 15 minutes on 2 idle cores, docs/performance.md; the target is 10);
 ``--slow``, ``-m slow`` or the ``thorough`` profile runs them (the ``thorough`` profile also
 tests every device, ``verify.testing``).
 
@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{SLOW}: a long sweep or fuzz campaign (every size, shape or device where "
         "a default test already covers the feature); deselected by default to bring the "
-        "README's command under 10 minutes on 2 cores (about 20 now); run with --slow, "
+        "README's command under 10 minutes on 2 cores (about 15 now); run with --slow, "
         "-m slow or CLSIM_HYPOTHESIS_PROFILE=thorough")
 
 

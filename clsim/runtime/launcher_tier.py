@@ -4,15 +4,15 @@ The generated launcher (clsim.compiler.launcher) is a loop over work-groups that
 compiled group function. Compiling the launcher too costs 0.3-0.6 s of CPU per kernel (Numba
 links the group function's code into it and optimises it a second time), while running its
 loop as Python around the compiled group function costs 6-8 us per work-group (measured on
-vector_add, docs/performance.md). A small launch, the kind tests and first runs make, therefore
-runs the loop as Python and compiles only the group function. The group function alone also
-runs slower where the launcher allocates scratch arrays (local memory, lane-major privates):
-inside the compiled launcher LLVM sees their allocation, their shape and that they alias no
-buffer; alone, a tiled matmul's groups ran 2.5-3.6x slower. So a module compiles its launcher
-at its first large launch, or once its Python loops have run ``PYTHON_LOOP_BUDGET`` groups or
-``PYTHON_LOOP_SECONDS`` in all: a launch's cost is then at most about twice what the better
-choice made beforehand would have cost. Both forms run the same source with the same
-arguments, so every result, error record and check is the same.
+vector_add, docs/performance.md). A small launch, the kind tests make, therefore
+runs the loop as Python and compiles only the group function. LLVM may judge the group
+function's loops differently alone than inlined in the launcher: explain-speed's test kernel
+(``y[i] = x[i] * 3.0 + 1.0``) vectorises inside the launcher and is "not beneficial" alone,
+though tiled matmuls ran as fast either way (within 5%, best of 10 in one process). So a
+module compiles its launcher at its first large launch, or once its Python loops have run
+``PYTHON_LOOP_BUDGET`` groups or ``PYTHON_LOOP_SECONDS`` in all, after which no launch of it
+runs the possibly slower way. Both forms run the same source with the same arguments,
+so every result, error record and check is the same.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from numba.core.types.function_type import WrapperAddressProtocol
 PYTHON_LOOP_GROUPS = 256
 # per compiled module: ~130 ms of loop overhead, a fraction of one launcher compile
 PYTHON_LOOP_BUDGET = 16_384
-# per compiled module: about half a launcher's compile, spent running its groups the slower way
+# per compiled module: about half a launcher's compile, spent in its Python loops
 PYTHON_LOOP_SECONDS = 0.25
 # Numba's parallel loop is the launcher itself: an instrument chose it, so it is always compiled
 _KINDS = ("serial", "threads")

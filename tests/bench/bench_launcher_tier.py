@@ -6,8 +6,8 @@ already in Numba's cache, as on any machine after its first run): the CPU second
 ``clsim.run`` (nearly all compiling) with the launcher's loop as Python (the default) and with
 the launcher compiled (``PYTHON_LOOP_GROUPS = 0``), interleaved round by round so background
 load hits both alike; then the best of 5 warm runs both ways (the Python loop costs a few
-microseconds a group, and the group function alone runs slower where the launcher allocates
-scratch arrays, launcher_tier's docstring).
+microseconds a group; LLVM may vectorise the group function differently alone, launcher_tier's
+docstring).
 
 Run: python tests/bench/bench_launcher_tier.py [--write] [--rounds N]
 """

@@ -94,8 +94,8 @@ def halved(x, y):
 
 
 def test_the_launcher_is_compiled_once_the_python_loops_spent_their_seconds(monkeypatch):
-    """The group function alone can run slower than inside the launcher (scratch arrays), so
-    time spent in Python loops also buys the compiled launcher."""
+    """The group function alone can run slower than inside the launcher (LLVM may not
+    vectorise it alone), so time spent in Python loops also buys the compiled launcher."""
     monkeypatch.setattr(launcher_tier, "PYTHON_LOOP_SECONDS", 1e-9)  # one launch spends it
     x = np.arange(32 * 4, dtype=np.float32)
     kinds = []
