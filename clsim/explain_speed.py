@@ -28,8 +28,8 @@ from pathlib import Path
 PASSES = "loop-vectorize|slp-vectorizer"
 # Set before anything compiles; runpy then runs the command as if it were the main program.
 # Every launch compiles its launcher: the remarks then describe the code a large launch runs
-# (the group function inlined in it), not a small launch's group function alone
-# (clsim.runtime.launcher_tier), whose loops LLVM judges without knowing its scratch arrays.
+# (the group function inlined in it), not a small launch's group function compiled alone
+# (clsim.runtime.launcher_tier), whose loops LLVM may judge differently there.
 _BOOT = (
     "import sys, runpy, llvmlite.binding as b\n"
     "from clsim.runtime import launcher_tier\n"
