@@ -351,13 +351,14 @@ class ModuleEmitter:
         """The module's source; ``scratch``: (name, allocation) of the group's arrays, which
         the launcher allocates once per thread and passes to ``_group``."""
         deco = "@_jit\n" if self.jit else ""
+        inner = "@_jit_inner\n" if self.jit else ""  # called only by compiled code
         imported: set[str] | None = set() if self.jit else None
-        helper_src = [deco + src for src in
+        helper_src = [inner + src for src in
                       hp.helper_sources(self.helpers_used, table.HELPERS, imported)]
-        helper_src += [deco + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
-        funcs = [deco + f"def {name}{key.split(': ', 1)[0]}:\n    {key.split(': ', 1)[1]}"
+        helper_src += [inner + _bitcast_source(s, d, self.jit) for s, d in sorted(self.bitcasts)]
+        funcs = [inner + f"def {name}{key.split(': ', 1)[0]}:\n    {key.split(': ', 1)[1]}"
                  for key, name in self.lifted.items()]
-        funcs += [deco + src for src in self.func_sources.values()]
+        funcs += [inner + src for src in self.func_sources.values()]
         pnames = ", ".join(f"v_{p}" for p in params)
         e = self.program.local_size
         header = [
@@ -369,11 +370,19 @@ class ModuleEmitter:
             header += [
                 "from numba import njit, prange",
                 "from clsim.runtime.intrinsics import *  # noqa: F403",
-                "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True)",
-                "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True)",
+                # No C wrapper: nothing takes these functions' addresses. The group function
+                # and the launcher are called from Python; the module's other functions only
+                # from them, so they have no CPython wrapper either (each wrapper is compiled
+                # and linked into every caller: docs/performance.md, issue 21).
+                "_jit = njit(cache=True, error_model='numpy', fastmath=False, nogil=True, "
+                "no_cfunc_wrapper=True)",
+                "_jit_inner = njit(cache=True, error_model='numpy', fastmath=False, nogil=True, "
+                "no_cpython_wrapper=True, no_cfunc_wrapper=True)",
+                "_jitp = njit(cache=True, error_model='numpy', fastmath=False, parallel=True, "
+                "no_cfunc_wrapper=True)",
             ]
         else:
-            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit",
+            header += ["prange = range", "def _jit(f):\n    return f", "_jitp = _jit_inner = _jit",
                        "from clsim.runtime.intrinsics_py import *  # noqa: F403"]
         header += shared_helpers.import_lines(imported or set())
         for inst in self.instruments:
