@@ -18,11 +18,11 @@ from numba import njit
 
 from clsim.runtime import helper_lib, straightline
 
-# The generated kernels' own functions are decorated alike (clsim.compiler.module), but for
-# the wrappers: only compiled kernels call these, so no CPython or C wrapper is compiled for
-# them (nor linked into, and compiled again with, every kernel that calls them): about 1 s
-# of CPU, a seventh, of a fresh machine's first `clsim run softmax --no-checks`
-# (docs/performance.md). Call one from Python through an njit function.
+# Only compiled kernels call these, so no CPython or C wrapper is compiled for them (nor
+# linked into, and compiled again with, every kernel that calls them): about 1 s of CPU, a
+# seventh, of a fresh machine's first `clsim run softmax --no-checks` (docs/performance.md).
+# A generated module's own helper functions get the same flags (clsim.compiler.module).
+# Call one from Python through an njit function.
 _FLAGS = {"cache": True, "error_model": "numpy", "fastmath": False, "nogil": True,
           "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 _jit = njit(**_FLAGS)
