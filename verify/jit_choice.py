@@ -8,11 +8,12 @@ loops that run in the usual order where the unchecked ones run lane-major), whil
 code runs the checks in milliseconds. So for checked launches the verifier rents plain Python
 per compile key (kernel, local size, argument types, checks) and buys the compile once the
 plain-Python seconds spent on that key, plus what this launch is predicted to cost, reach what
-a compile of the kernel costs (ski rental, buying one launch early when the launch's rent is
-known: never more than about twice the better of the two choices, whichever it turns out to
-be). Both prices are estimates, learned in this process:
+a compile of the kernel costs (ski rental that buys a launch early, or at once for a launch
+predicted to cost more than the compile: with right estimates, never more than about twice the
+better of the two choices, whichever it turns out to be). Both prices are estimates, learned in
+this process:
 
-- the rent: a kernel's plain-Python launches (any key) give its cost as a fixed part (the
+- the rent: a kernel's plain-Python launches under the same checks (any key) give its cost as a fixed part (the
   cheapest launch seen) plus CPU seconds per unit of work (work-items plus buffer elements)
   for the rest, so a launch ten times the size of the ones seen is predicted ten times their
   variable cost. Before the kernel has run as plain Python, nothing is predicted and the key
