@@ -16,8 +16,8 @@ this process:
 - the rent: a kernel's plain-Python launches under the same checks (any key) give its cost
   as a fixed part (the cheapest launch seen) plus CPU seconds per unit of work (work-items
   plus buffer elements) for the rest, so a launch ten times the size of the ones seen is
-  predicted ten times their variable cost. Before the kernel has run as plain Python, nothing is predicted and the key
-  pays its rent launch by launch (plain ski rental).
+  predicted ten times their variable cost. Before the kernel has run as plain Python,
+  nothing is predicted and the key pays its rent launch by launch (plain ski rental).
 - the compile: the CPU seconds of the last compile measured for the kernel (a compile found
   in Numba's disk cache costs a fraction of a second, so a kernel verified before switches
   almost at once); before one, ``COMPILE_S_PER_NODE`` times the size of its syntax tree, its
