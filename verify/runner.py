@@ -214,8 +214,8 @@ def simulate(kernel: KernelFunction, global_size: Sequence[int],
     ``reduction_order``: the order of float sub-group sums (None: the simulator's default).
 
     ``jit=None`` runs small launches (up to PYTHON_LIMIT work-items plus elements) as plain
-    Python and larger ones with Numba, checked ones with Numba once plain Python has cost
-    a compile (``jit_choice``); both give identical results. Results are memoised on the
+    Python and larger ones with Numba, checked ones with Numba once plain Python has cost,
+    or is predicted to cost, a compile (``jit_choice``); both give identical results. Results are memoised on the
     argument bytes, so verifying one example on several devices simulates it once (a checked
     simulation that found nothing also serves the unchecked ones, ``_ANSWERS_FOR``).
     """
