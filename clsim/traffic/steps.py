@@ -115,7 +115,7 @@ def end(T, L, R, M):
         cs, kb = c0 + s * nl, (cap >> 3) + 1
         for q in range(min(T[C_NSG], (top + simd - 1) // simd)):  # none above ``top`` ran it
             lo, hi = q * simd, min(q * simd + simd, nl)
-            kmin, kmax, lost = cap, 0, 0
+            kmin, kmax, lost = cap, 0, np.int64(0)  # int64: see _walk's ``n``
             for lane in range(cs + lo, cs + hi):
                 runs = T[lane]
                 kmin, kmax = min(kmin, runs), max(kmax, runs)
@@ -139,7 +139,7 @@ def end(T, L, R, M):
                         coalesced(T, M, R, row, L[at + (lo << 3)],
                                    L[at + ((hi - 1) << 3)] + nb - 1, kind)
                         continue
-                n = 0
+                n = np.int64(0)  # see _walk's ``n``
                 for lane in range(lo, hi):  # the lanes that ran it, in lane order
                     if T[cs + lane] > k:
                         T[x0 + n] = L[at + (lane << 3)]
@@ -300,7 +300,8 @@ def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
     nl = T[C_NL]
     at = _entry(s, kb, nl, lo, e)
     step, runs = L[_entry(s, kb, nl, lo, e + 1)], L[_entry(s, kb, nl, lo, e + 2)]
-    _lanes_loop(T, M, R, row, L, at - 8 * lo, 8, 0, lo, hi, step, runs, nb, kind, is_global)
+    _lanes_loop(T, M, R, row, L, at - 8 * lo, np.int64(8), np.int64(0), lo, hi, step, runs, nb,
+                kind, is_global)  # int64 constants: see _walk's ``n``
 
 
 @inline
@@ -369,7 +370,7 @@ def _staged_slot(T, M, R, s):
         lo, hi = q * simd, min(q * simd + simd, nl)
         runs, step = T[x0 + 3 * lo + 2], _stage_step(T, x0 + 3 * lo)
         if runs > 0:  # the first address: the last run's, less the runs before it
-            _lanes_loop(T, M, R, row, T, x0, 3, -step * (runs - 1), lo, hi, step, runs, nb,
+            _lanes_loop(T, M, R, row, T, x0, np.int64(3), -step * (runs - 1), lo, hi, step, runs, nb,
                         kind, is_global)
     for lane in range(nl):
         T[x0 + 3 * lane + 2] = 0
@@ -390,7 +391,9 @@ def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
             runs += L[_entry(s, kb, nl, lane, e + 2)]
         most = max(most, runs)
     for _k in range(most):
-        n = 0
+        # np.int64, not 0: Numba compiles a callee again for each literal argument type
+        # (``gathered`` twice, and everything below it), and a counter from 0 reached it as one.
+        n = np.int64(0)
         for lane in range(lo, hi):
             cur = xc + 2 * (lane - lo)
             e, j = T[cur], T[cur + 1]
@@ -404,18 +407,6 @@ def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
                 T[cur + 1] = j + 1
         if n > 0:
             gathered(T, M, R, row, x0, n, nb, kind, is_global)
-
-
-@jit
-def group(T, L, R, M, g):
-    """At the start of work-group ``g``: count what an early return left pending, then mark
-    the group's start on the sector stream."""
-    end(T, L, R, M)
-    T[C_SP] = 0
-    n = T[C_R_LEN]
-    if n < T[C_R_CAP]:
-        R[n] = -(g + 1)
-        T[C_R_LEN] = n + 1
 
 
 # The C entry point: arrays travel as (pointer, length) pairs; ``g >= 0`` starts group g,
@@ -432,12 +423,16 @@ def native(tp, tn, lp, ln, rp, rn, mp, mn, g):
     L = numba.carray(lp, (ln,))
     R = numba.carray(rp, (rn,))
     M = numba.carray(mp, (mn,))
-    if g >= 0:
-        group(T, L, R, M, g)
-    elif g == -1:
+    if g >= -1:  # a group's start counts what an early return left pending
         end(T, L, R, M)
     else:
         unstage(T, L, -2 - g)
+    if g >= 0:  # and marks the group's start on the sector stream
+        T[C_SP] = 0
+        n = T[C_R_LEN]
+        if n < T[C_R_CAP]:
+            R[n] = -(g + 1)
+            T[C_R_LEN] = n + 1
 
 
 @intrinsic
