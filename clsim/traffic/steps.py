@@ -81,6 +81,13 @@ from clsim.traffic.step_rules import (
 )
 
 
+# Rules with one call site are inlined by Numba into their caller, typed there once: compiled
+# on their own, each was also optimised and compiled to machine code again in every function
+# above it (Numba links a callee's whole code into each caller's module). ``step_rules``'
+# rules, called from several places, stay ``jit`` (see its ``inline``).
+_once = numba.njit(error_model="numpy", nogil=True, inline="always")
+
+
 @jit
 def end(T, L, R, M):
     """After a pass of a work-item loop: count and clear every pending step.
@@ -152,7 +159,7 @@ def end(T, L, R, M):
                 lost_runs(T, row, lost, nb)
 
 
-@jit
+@_once
 def _lane_run(T, M, R, s):
     """Count slot ``s``'s lane run (layout.py ``LANES``) with the steps ``end`` counts from
     the same addresses in the lane logs: per sub-group, the shortcuts of a whole sub-group's
@@ -213,7 +220,7 @@ def _lane_run(T, M, R, s):
     T[x + L_END] = -1
 
 
-@jit
+@_once
 def _given_up(T, L, s):
     """Move the lanes of slot ``s``'s lane run that was given up this pass into the logs, as
     ``recorders.record`` would have (layout.py ``LANES``)."""
@@ -261,7 +268,7 @@ def _entry(s, kb, nl, lane, e):
     return (((s * kb + (e >> 3)) * nl + lane) << 3) + (e & 7)
 
 
-@jit
+@_once
 def _loop_slot(T, L, M, R, s, row, nb, kind, is_global):
     """Count a slot logged as loop descriptors (first address, step, runs; layout.py), with
     the same steps the per-run log gives: per sub-group, when every lane logged descriptors
@@ -293,7 +300,7 @@ def _loop_slot(T, L, M, R, s, row, nb, kind, is_global):
         lost_runs(T, row, lost, nb)
 
 
-@inline
+@_once
 def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
     """Descriptor ``e`` of lanes ``lo..hi - 1``, equal in step and runs across them
     (``_lanes_loop``: lane i's first address at ``L[_entry(.., i, e)]``, 8 entries apart)."""
@@ -342,7 +349,7 @@ def _stage_step(T, x):
     return T[x] - T[x + 1] if T[x + 2] > 1 else 0
 
 
-@jit
+@_once
 def _staged_slot(T, M, R, s):
     """Count slot ``s``'s staged descriptors where they lie (layout.py ``STAGE``), without
     moving them into the lane logs, when that gives what ``unstage`` and ``_loop_slot``
@@ -377,7 +384,7 @@ def _staged_slot(T, M, R, s):
     return True
 
 
-@inline
+@_once
 def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
     """Lanes ``lo..hi - 1`` whose descriptors differ: step k gathers every lane's k-th run,
     following a cursor (entry, run) per lane kept in the scratch after the step buffers."""
