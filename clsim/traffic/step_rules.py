@@ -5,8 +5,8 @@ each sub-group step to these functions: one coalesced run of sectors (``coalesce
 scattered global step (sorted and merged as ``counting.count_sectors`` does), a local step's
 bank replays (as ``counting.bank_replays``), the runs past the log's capacity
 (``lost_runs``); each global step's sectors go on the thread's sector stream for the cache
-model and its elements are flagged in the footprint. They are inlined at Numba's level into
-the step counter, compiled once per machine with it.
+model and its elements are flagged in the footprint. Each is compiled once per machine and
+linked into the step counter, where LLVM inlines it.
 
 Importing this module imports Numba.
 """
@@ -51,7 +51,11 @@ jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 # Left to LLVM to inline: Numba's own inline="always" typed every helper again at each call
 # site, and the step counter's once-per-machine compile took 56 s instead of 19 s (warm
 # traffic runs measured the same either way: softmax 2.90x, GEMV 4.38-4.59x the default run).
+# Rules with a single call site are inlined by Numba all the same (``steps._once``).
 inline = jit
+# Constants and counters started at 0 reach these functions as ``np.int64(...)``: a call with
+# a literal argument type (an int constant, or a counter Numba still typed as its literal 0)
+# compiles the callee again, and with it everything it calls (a second ``gathered``).
 _SMALL_SORT = 64  # insertion sort up to this many entries, heapsort beyond
 
 
@@ -123,7 +127,7 @@ def _sort(A, first, n):
             _sift(A, first, top, n)
         for last in range(n - 1, 0, -1):
             A[first], A[first + last] = A[first + last], A[first]
-            _sift(A, first, np.int64(0), last)  # not a literal 0: see steps._walk
+            _sift(A, first, np.int64(0), last)  # not a literal: see ``jit``
         return
     for i in range(first + 1, first + n):
         v = A[i]
@@ -217,7 +221,7 @@ def _local_step(T, row, A, first, n, nb):
     if unit(hi + nb - 1, w, shift) - unit(lo, w, shift) < banks:
         return
     x0 = T[C_X0] + T[C_SIMD]  # after the gathered lanes
-    m = np.int64(0)  # not a literal 0: see steps._walk
+    m = np.int64(0)  # not a literal: see ``jit``
     for i in range(first, first + n):
         for word in range(unit(A[i], w, shift), unit(A[i] + nb - 1, w, shift) + 1):
             T[x0 + m] = word

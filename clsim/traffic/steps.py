@@ -1,11 +1,12 @@
 """Completing sub-group steps: counting the pending steps of one thread's arena.
 
-Instrumented kernels call ``group`` at the start of each work-group and ``end`` after each pass
-of a work-item loop, never per access or per lane. Both are reached through one C entry point,
-``native`` (a ``numba.cfunc``, compiled once per machine and cached on disk), that the launch
-passes to the kernel as an argument and ``call`` invokes by address: a kernel that called the
-njit functions directly would link their code into each of its own functions and optimise and
-compile it again there (about 9 s per caller on 2 cores; three callers per kernel).
+Instrumented kernels call ``end`` after each pass of a work-item loop and at the start of each
+work-group (which also marks the group on the sector stream), never per access or per lane.
+Both are reached through one C entry point, ``native`` (a ``numba.cfunc``, compiled once per
+machine and cached on disk), that the launch passes to the kernel as an argument and ``call``
+invokes by address: a kernel that called the njit functions directly would link their code
+into each of its own functions and optimise and compile it again there (about 9 s per caller
+on 2 cores; three callers per kernel).
 The sector and bank rules are those of ``clsim.traffic.counting`` (its functions are the
 reference the tests compare with); this module forms the steps from the lane logs of
 ``clsim.traffic.layout`` (runs, or loop descriptors counted in closed form) and
@@ -122,7 +123,7 @@ def end(T, L, R, M):
         cs, kb = c0 + s * nl, (cap >> 3) + 1
         for q in range(min(T[C_NSG], (top + simd - 1) // simd)):  # none above ``top`` ran it
             lo, hi = q * simd, min(q * simd + simd, nl)
-            kmin, kmax, lost = cap, 0, np.int64(0)  # int64: see _walk's ``n``
+            kmin, kmax, lost = cap, 0, np.int64(0)  # not a literal: step_rules' ``jit``
             for lane in range(cs + lo, cs + hi):
                 runs = T[lane]
                 kmin, kmax = min(kmin, runs), max(kmax, runs)
@@ -146,7 +147,7 @@ def end(T, L, R, M):
                         coalesced(T, M, R, row, L[at + (lo << 3)],
                                    L[at + ((hi - 1) << 3)] + nb - 1, kind)
                         continue
-                n = np.int64(0)  # see _walk's ``n``
+                n = np.int64(0)  # not a literal: step_rules' ``jit``
                 for lane in range(lo, hi):  # the lanes that ran it, in lane order
                     if T[cs + lane] > k:
                         T[x0 + n] = L[at + (lane << 3)]
@@ -308,7 +309,7 @@ def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
     at = _entry(s, kb, nl, lo, e)
     step, runs = L[_entry(s, kb, nl, lo, e + 1)], L[_entry(s, kb, nl, lo, e + 2)]
     _lanes_loop(T, M, R, row, L, at - 8 * lo, np.int64(8), np.int64(0), lo, hi, step, runs, nb,
-                kind, is_global)  # int64 constants: see _walk's ``n``
+                kind, is_global)  # not literals: step_rules' ``jit``
 
 
 @inline
@@ -377,8 +378,8 @@ def _staged_slot(T, M, R, s):
         lo, hi = q * simd, min(q * simd + simd, nl)
         runs, step = T[x0 + 3 * lo + 2], _stage_step(T, x0 + 3 * lo)
         if runs > 0:  # the first address: the last run's, less the runs before it
-            _lanes_loop(T, M, R, row, T, x0, np.int64(3), -step * (runs - 1), lo, hi, step, runs, nb,
-                        kind, is_global)
+            _lanes_loop(T, M, R, row, T, x0, np.int64(3), -step * (runs - 1), lo, hi, step,
+                        runs, nb, kind, is_global)
     for lane in range(nl):
         T[x0 + 3 * lane + 2] = 0
     return True
@@ -398,9 +399,7 @@ def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
             runs += L[_entry(s, kb, nl, lane, e + 2)]
         most = max(most, runs)
     for _k in range(most):
-        # np.int64, not 0: Numba compiles a callee again for each literal argument type
-        # (``gathered`` twice, and everything below it), and a counter from 0 reached it as one.
-        n = np.int64(0)
+        n = np.int64(0)  # not a literal: step_rules' ``jit``
         for lane in range(lo, hi):
             cur = xc + 2 * (lane - lo)
             e, j = T[cur], T[cur + 1]
