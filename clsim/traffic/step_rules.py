@@ -5,8 +5,8 @@ each sub-group step to these functions: one coalesced run of sectors (``coalesce
 scattered global step (sorted and merged as ``counting.count_sectors`` does), a local step's
 bank replays (as ``counting.bank_replays``), the runs past the log's capacity
 (``lost_runs``); each global step's sectors go on the thread's sector stream for the cache
-model and its elements are flagged in the footprint. They are inlined at Numba's level into
-the step counter, compiled once per machine with it.
+model and its elements are flagged in the footprint. Each is compiled once per machine and
+linked into the step counter, where LLVM inlines it.
 
 Importing this module imports Numba.
 """
@@ -51,8 +51,12 @@ jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 # Left to LLVM to inline: Numba's own inline="always" typed every helper again at each call
 # site, and the step counter's once-per-machine compile took 56 s instead of 19 s (warm
 # traffic runs measured the same either way: softmax 2.90x, GEMV 4.38-4.59x the default run).
+# Rules with a single call site are inlined by Numba all the same (``steps._once``).
 inline = jit
-_SMALL_SORT = 64  # insertion sort up to this many entries, np.sort beyond
+# Constants and counters started at 0 reach these functions as ``np.int64(...)``: a call with
+# a literal argument type (an int constant, or a counter Numba still typed as its literal 0)
+# compiles the callee again, and with it everything it calls (a second ``gathered``).
+_SMALL_SORT = 64  # insertion sort up to this many entries, heapsort beyond
 
 
 @inline
@@ -114,9 +118,16 @@ def _footprint(T, M, lo, hi, row, kind):
 
 @jit
 def _sort(A, first, n):
-    """Sort ``A[first:first + n]`` in place (steps are a sub-group: usually 32 entries)."""
+    """Sort ``A[first:first + n]`` in place (steps are a sub-group: usually 32 entries):
+    insertion sort when short, else heapsort. Not ``np.sort``: its quicksort and the slice
+    assignment's shape-error messages were a third of the step counter's once-per-machine
+    compile, linked and optimised again into every caller."""
     if n > _SMALL_SORT:
-        A[first:first + n] = np.sort(A[first:first + n])
+        for top in range(n // 2 - 1, -1, -1):
+            _sift(A, first, top, n)
+        for last in range(n - 1, 0, -1):
+            A[first], A[first + last] = A[first + last], A[first]
+            _sift(A, first, np.int64(0), last)  # not a literal: see ``jit``
         return
     for i in range(first + 1, first + n):
         v = A[i]
@@ -125,6 +136,21 @@ def _sort(A, first, n):
             A[j + 1] = A[j]
             j -= 1
         A[j + 1] = v
+
+
+@inline
+def _sift(A, first, top, n):
+    """Move heap entry ``top`` (of ``A[first:first + n]``, a max-heap below it) down."""
+    v = A[first + top]
+    while 2 * top + 1 < n:
+        child = 2 * top + 1
+        if child + 1 < n and A[first + child + 1] > A[first + child]:
+            child += 1
+        if A[first + child] <= v:
+            break
+        A[first + top] = A[first + child]
+        top = child
+    A[first + top] = v
 
 
 @inline
@@ -195,7 +221,7 @@ def _local_step(T, row, A, first, n, nb):
     if unit(hi + nb - 1, w, shift) - unit(lo, w, shift) < banks:
         return
     x0 = T[C_X0] + T[C_SIMD]  # after the gathered lanes
-    m = 0
+    m = np.int64(0)  # not a literal: see ``jit``
     for i in range(first, first + n):
         for word in range(unit(A[i], w, shift), unit(A[i] + nb - 1, w, shift) + 1):
             T[x0 + m] = word

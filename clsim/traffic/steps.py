@@ -1,11 +1,12 @@
 """Completing sub-group steps: counting the pending steps of one thread's arena.
 
-Instrumented kernels call ``group`` at the start of each work-group and ``end`` after each pass
-of a work-item loop, never per access or per lane. Both are reached through one C entry point,
-``native`` (a ``numba.cfunc``, compiled once per machine and cached on disk), that the launch
-passes to the kernel as an argument and ``call`` invokes by address: a kernel that called the
-njit functions directly would link their code into each of its own functions and optimise and
-compile it again there (about 9 s per caller on 2 cores; three callers per kernel).
+Instrumented kernels call ``end`` after each pass of a work-item loop and at the start of each
+work-group (which also marks the group on the sector stream), never per access or per lane.
+Both are reached through one C entry point, ``native`` (a ``numba.cfunc``, compiled once per
+machine and cached on disk), that the launch passes to the kernel as an argument and ``call``
+invokes by address: a kernel that called the njit functions directly would link their code
+into each of its own functions and optimise and compile it again there (about 9 s per caller
+on 2 cores; three callers per kernel).
 The sector and bank rules are those of ``clsim.traffic.counting`` (its functions are the
 reference the tests compare with); this module forms the steps from the lane logs of
 ``clsim.traffic.layout`` (runs, or loop descriptors counted in closed form) and
@@ -81,6 +82,13 @@ from clsim.traffic.step_rules import (
 )
 
 
+# Rules with one call site are inlined by Numba into their caller, typed there once: compiled
+# on their own, each was also optimised and compiled to machine code again in every function
+# above it (Numba links a callee's whole code into each caller's module). ``step_rules``'
+# rules, called from several places, stay ``jit`` (see its ``inline``).
+_once = numba.njit(error_model="numpy", nogil=True, inline="always")
+
+
 @jit
 def end(T, L, R, M):
     """After a pass of a work-item loop: count and clear every pending step.
@@ -115,7 +123,7 @@ def end(T, L, R, M):
         cs, kb = c0 + s * nl, (cap >> 3) + 1
         for q in range(min(T[C_NSG], (top + simd - 1) // simd)):  # none above ``top`` ran it
             lo, hi = q * simd, min(q * simd + simd, nl)
-            kmin, kmax, lost = cap, 0, 0
+            kmin, kmax, lost = cap, 0, np.int64(0)  # not a literal: step_rules' ``jit``
             for lane in range(cs + lo, cs + hi):
                 runs = T[lane]
                 kmin, kmax = min(kmin, runs), max(kmax, runs)
@@ -139,7 +147,7 @@ def end(T, L, R, M):
                         coalesced(T, M, R, row, L[at + (lo << 3)],
                                    L[at + ((hi - 1) << 3)] + nb - 1, kind)
                         continue
-                n = 0
+                n = np.int64(0)  # not a literal: step_rules' ``jit``
                 for lane in range(lo, hi):  # the lanes that ran it, in lane order
                     if T[cs + lane] > k:
                         T[x0 + n] = L[at + (lane << 3)]
@@ -152,7 +160,7 @@ def end(T, L, R, M):
                 lost_runs(T, row, lost, nb)
 
 
-@jit
+@_once
 def _lane_run(T, M, R, s):
     """Count slot ``s``'s lane run (layout.py ``LANES``) with the steps ``end`` counts from
     the same addresses in the lane logs: per sub-group, the shortcuts of a whole sub-group's
@@ -213,7 +221,7 @@ def _lane_run(T, M, R, s):
     T[x + L_END] = -1
 
 
-@jit
+@_once
 def _given_up(T, L, s):
     """Move the lanes of slot ``s``'s lane run that was given up this pass into the logs, as
     ``recorders.record`` would have (layout.py ``LANES``)."""
@@ -261,7 +269,7 @@ def _entry(s, kb, nl, lane, e):
     return (((s * kb + (e >> 3)) * nl + lane) << 3) + (e & 7)
 
 
-@jit
+@_once
 def _loop_slot(T, L, M, R, s, row, nb, kind, is_global):
     """Count a slot logged as loop descriptors (first address, step, runs; layout.py), with
     the same steps the per-run log gives: per sub-group, when every lane logged descriptors
@@ -293,14 +301,15 @@ def _loop_slot(T, L, M, R, s, row, nb, kind, is_global):
         lost_runs(T, row, lost, nb)
 
 
-@inline
+@_once
 def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
     """Descriptor ``e`` of lanes ``lo..hi - 1``, equal in step and runs across them
     (``_lanes_loop``: lane i's first address at ``L[_entry(.., i, e)]``, 8 entries apart)."""
     nl = T[C_NL]
     at = _entry(s, kb, nl, lo, e)
     step, runs = L[_entry(s, kb, nl, lo, e + 1)], L[_entry(s, kb, nl, lo, e + 2)]
-    _lanes_loop(T, M, R, row, L, at - 8 * lo, 8, 0, lo, hi, step, runs, nb, kind, is_global)
+    _lanes_loop(T, M, R, row, L, at - 8 * lo, np.int64(8), np.int64(0), lo, hi, step, runs, nb,
+                kind, is_global)  # not literals: step_rules' ``jit``
 
 
 @inline
@@ -341,7 +350,7 @@ def _stage_step(T, x):
     return T[x] - T[x + 1] if T[x + 2] > 1 else 0
 
 
-@jit
+@_once
 def _staged_slot(T, M, R, s):
     """Count slot ``s``'s staged descriptors where they lie (layout.py ``STAGE``), without
     moving them into the lane logs, when that gives what ``unstage`` and ``_loop_slot``
@@ -369,14 +378,14 @@ def _staged_slot(T, M, R, s):
         lo, hi = q * simd, min(q * simd + simd, nl)
         runs, step = T[x0 + 3 * lo + 2], _stage_step(T, x0 + 3 * lo)
         if runs > 0:  # the first address: the last run's, less the runs before it
-            _lanes_loop(T, M, R, row, T, x0, 3, -step * (runs - 1), lo, hi, step, runs, nb,
-                        kind, is_global)
+            _lanes_loop(T, M, R, row, T, x0, np.int64(3), -step * (runs - 1), lo, hi, step,
+                        runs, nb, kind, is_global)
     for lane in range(nl):
         T[x0 + 3 * lane + 2] = 0
     return True
 
 
-@inline
+@_once
 def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
     """Lanes ``lo..hi - 1`` whose descriptors differ: step k gathers every lane's k-th run,
     following a cursor (entry, run) per lane kept in the scratch after the step buffers."""
@@ -390,7 +399,7 @@ def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
             runs += L[_entry(s, kb, nl, lane, e + 2)]
         most = max(most, runs)
     for _k in range(most):
-        n = 0
+        n = np.int64(0)  # not a literal: step_rules' ``jit``
         for lane in range(lo, hi):
             cur = xc + 2 * (lane - lo)
             e, j = T[cur], T[cur + 1]
@@ -404,18 +413,6 @@ def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
                 T[cur + 1] = j + 1
         if n > 0:
             gathered(T, M, R, row, x0, n, nb, kind, is_global)
-
-
-@jit
-def group(T, L, R, M, g):
-    """At the start of work-group ``g``: count what an early return left pending, then mark
-    the group's start on the sector stream."""
-    end(T, L, R, M)
-    T[C_SP] = 0
-    n = T[C_R_LEN]
-    if n < T[C_R_CAP]:
-        R[n] = -(g + 1)
-        T[C_R_LEN] = n + 1
 
 
 # The C entry point: arrays travel as (pointer, length) pairs; ``g >= 0`` starts group g,
@@ -432,12 +429,16 @@ def native(tp, tn, lp, ln, rp, rn, mp, mn, g):
     L = numba.carray(lp, (ln,))
     R = numba.carray(rp, (rn,))
     M = numba.carray(mp, (mn,))
-    if g >= 0:
-        group(T, L, R, M, g)
-    elif g == -1:
+    if g >= -1:  # a group's start counts what an early return left pending
         end(T, L, R, M)
     else:
         unstage(T, L, -2 - g)
+    if g >= 0:  # and marks the group's start on the sector stream
+        T[C_SP] = 0
+        n = T[C_R_LEN]
+        if n < T[C_R_CAP]:
+            R[n] = -(g + 1)
+            T[C_R_LEN] = n + 1
 
 
 @intrinsic
