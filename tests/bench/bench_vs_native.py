@@ -124,12 +124,15 @@ def main(argv=None) -> int:
     if reason is not None:
         print(f"bench_vs_native: skipped: {reason}")
         return 0
+    load_before = os.getloadavg()[0]
     results = [measure(case, opts.rounds) for case in (opts.case or CASES)]
+    # The load is measured, not assumed: the Intel runtime's threads suffer from it far more
+    # than clsim does, so a loaded run understates the gap (docs/performance.md).
     lines = ["Warm runs, best of round-robin repeats within one run (traffic: best of "
              f"{TRAFFIC_REPEATS} after the round-robin). The Intel figure is its kernel's "
-             "profiling-event time; clsim's is the wall time of clsim.run. The machine was "
-             "shared by 8 sessions on 2 cores, so absolute times are pessimistic: read the "
-             f"ratios (load average {os.getloadavg()[0]:.0f} at the end of this run).", "",
+             "profiling-event time; clsim's is the wall time of clsim.run. Load average "
+             f"{load_before:.1f} before the run and {os.getloadavg()[0]:.1f} at its end on "
+             f"{os.cpu_count()} CPUs: under load, read only the ratios.", "",
              *table(results)]
     print("\n".join(lines))
     if not opts.no_record:
