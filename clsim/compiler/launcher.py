@@ -13,11 +13,7 @@ from clsim.runtime import record as rec
 
 # A group array whose contents start undefined (np.empty through a shared helper): the same
 # memory serves every group a thread runs, as a CPU OpenCL runtime reuses a thread's local
-# and private memory. Arrays that must start zeroed stay allocated per group. The launcher
-# zeroes its arrays once per call, so what a kernel reads before writing (undefined in
-# OpenCL; the uninitialised-read check reports it) is the same in every run of a launch: a
-# group reads zeros or what earlier groups of its piece left, never whatever memory numpy
-# or Numba's allocator handed back (which differed between two runs of one launch).
+# and private memory. Arrays that must start zeroed stay allocated per group.
 _SCRATCH = re.compile(r"(\w+) = (_empty_\w+\(.*\))")
 
 
@@ -44,7 +40,7 @@ def source(pnames: str, how: str, jit: bool, state: str,
     loop = "prange" if how == "prange" else "range"
     row = "0" if how == "serial" else "_c"
     # conditional expressions, not min(): Numba compiles its overload again in every process
-    allocs = [line for name, code in scratch for line in (f"{name} = {code}", f"{name}.fill(0)")]
+    allocs = [f"{name} = {code}" for name, code in scratch]
     per_group = how == "prange"
     lines = [
         "@_jitp" if (jit and how == "prange") else ("@_jit" if jit else ""),
