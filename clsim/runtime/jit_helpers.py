@@ -15,9 +15,9 @@ import textwrap
 import threading
 
 from numba import njit
-from numba.core import errors, types
 
 from clsim.runtime import helper_lib, straightline
+from clsim.runtime.plain_calls import plain_calls
 
 # Only compiled kernels call these, so no CPython or C wrapper is compiled for them (nor
 # linked into, and compiled again with, every kernel that calls them): about 1 s of CPU, a
@@ -46,29 +46,7 @@ def _make(name: str) -> None:
         source = textwrap.dedent(inspect.getsource(getattr(base, "py_func", base)))
         setattr(helper_lib, name, straightline.make(source))
         return
-    setattr(helper_lib, name, _typed_by_value_types(_jit(getattr(helper_lib, name))))
-
-
-def _typed_by_value_types(dispatcher):
-    """``dispatcher``, compiled for the plain types of its arguments where a caller passes
-    constants. Numba types a constant argument as its literal (``Literal[int](16)``) and
-    compiles the callee once per literal: the suite's cold run compiled 616 helper versions
-    where 417 argument types occur, 45 CPU s where 27 do (docs/performance.md). LLVM still
-    sees the constant, as it inlines the helper into the kernel. A helper whose body needs
-    the literal (it fails to type without it) keeps Numba's way."""
-    literal_template = dispatcher.get_call_template
-
-    def get_call_template(args, kws):
-        plain = tuple(types.unliteral(arg) for arg in args)
-        if plain != tuple(args) and not kws:
-            try:
-                return literal_template(plain, kws)
-            except errors.TypingError:
-                pass
-        return literal_template(args, kws)
-
-    dispatcher.get_call_template = get_call_template
-    return dispatcher
+    setattr(helper_lib, name, plain_calls(_jit(getattr(helper_lib, name))))
 
 
 def use(*names: str) -> tuple:

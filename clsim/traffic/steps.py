@@ -123,7 +123,7 @@ def end(T, L, R, M):
         cs, kb = c0 + s * nl, (cap >> 3) + 1
         for q in range(min(T[C_NSG], (top + simd - 1) // simd)):  # none above ``top`` ran it
             lo, hi = q * simd, min(q * simd + simd, nl)
-            kmin, kmax, lost = cap, 0, np.int64(0)  # not a literal: step_rules' ``jit``
+            kmin, kmax, lost = cap, 0, 0
             for lane in range(cs + lo, cs + hi):
                 runs = T[lane]
                 kmin, kmax = min(kmin, runs), max(kmax, runs)
@@ -147,7 +147,7 @@ def end(T, L, R, M):
                         coalesced(T, M, R, row, L[at + (lo << 3)],
                                    L[at + ((hi - 1) << 3)] + nb - 1, kind)
                         continue
-                n = np.int64(0)  # not a literal: step_rules' ``jit``
+                n = 0
                 for lane in range(lo, hi):  # the lanes that ran it, in lane order
                     if T[cs + lane] > k:
                         T[x0 + n] = L[at + (lane << 3)]
@@ -308,8 +308,7 @@ def _descriptor(T, L, M, R, s, kb, row, lo, hi, e, nb, kind, is_global):
     nl = T[C_NL]
     at = _entry(s, kb, nl, lo, e)
     step, runs = L[_entry(s, kb, nl, lo, e + 1)], L[_entry(s, kb, nl, lo, e + 2)]
-    _lanes_loop(T, M, R, row, L, at - 8 * lo, np.int64(8), np.int64(0), lo, hi, step, runs, nb,
-                kind, is_global)  # not literals: step_rules' ``jit``
+    _lanes_loop(T, M, R, row, L, at - 8 * lo, 8, 0, lo, hi, step, runs, nb, kind, is_global)
 
 
 @inline
@@ -378,8 +377,8 @@ def _staged_slot(T, M, R, s):
         lo, hi = q * simd, min(q * simd + simd, nl)
         runs, step = T[x0 + 3 * lo + 2], _stage_step(T, x0 + 3 * lo)
         if runs > 0:  # the first address: the last run's, less the runs before it
-            _lanes_loop(T, M, R, row, T, x0, np.int64(3), -step * (runs - 1), lo, hi, step,
-                        runs, nb, kind, is_global)
+            _lanes_loop(T, M, R, row, T, x0, 3, -step * (runs - 1), lo, hi, step, runs, nb,
+                        kind, is_global)
     for lane in range(nl):
         T[x0 + 3 * lane + 2] = 0
     return True
@@ -399,7 +398,7 @@ def _walk(T, L, M, R, s, kb, row, lo, hi, nb, kind, is_global):
             runs += L[_entry(s, kb, nl, lane, e + 2)]
         most = max(most, runs)
     for _k in range(most):
-        n = np.int64(0)  # not a literal: step_rules' ``jit``
+        n = 0
         for lane in range(lo, hi):
             cur = xc + 2 * (lane - lo)
             e, j = T[cur], T[cur + 1]

@@ -1,8 +1,8 @@
 """One compiled version of a shared helper per argument types, not per constant passed.
 
 Numba types a constant argument as its literal and compiles the callee once per literal; the
-shared helpers (clsim.runtime.jit_helpers) are compiled for the plain types instead, unless
-the helper needs the literal to type at all.
+shared helpers (clsim.runtime.jit_helpers) and the traffic step rules are compiled for the
+plain types instead (clsim.runtime.plain_calls), unless the function needs the literal to type.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from numba import njit
 from numba.core import types
 
 from clsim.runtime import jit_helpers
+from clsim.runtime.plain_calls import plain_calls
 
 
 def _literal_free(dispatcher) -> bool:
@@ -42,7 +43,7 @@ def test_a_helper_that_needs_the_literal_keeps_it():
     def _pick(values, k):
         return values[k]
 
-    pick = jit_helpers._typed_by_value_types(njit(_pick))
+    pick = plain_calls(njit(_pick))
 
     @njit
     def first_and_second():
