@@ -127,8 +127,12 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
             return f"v_{name}"
         if self.storage.get(name) == "lane":
             return f"_ln_{name}[_lid]"
-        if self.storage.get(name) == "ctx" and isinstance(self.env.get(name), ct.VecT):
-            return f"v_{name}__c[{self.lid_code()}]"
+        t = self.env.get(name)
+        if self.storage.get(name) == "ctx" and isinstance(t, ct.VecT):
+            # Component by component: Numba lowers a tuple stored into an array row as a
+            # sequence setslice, which costs 1.6 s of compile the first time in a process.
+            lid = self.lid_code()
+            return ", ".join(f"v_{name}__c[{lid}, {k}]" for k in range(t.width))
         return self.read_var(name)
 
     # -- per-work-item statements -----------------------------------------------------------

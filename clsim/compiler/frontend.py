@@ -49,6 +49,12 @@ class Parsed:
         printf, whose lines are collected in one buffer)."""
         return bool({"global_atomics", "printf"} & self.flags)
 
+    @property
+    def has_ordered_sums(self) -> bool:
+        """Whether a collective sum or scan is called, whose float result depends on the
+        order of its additions (``run(reduction_order=...)``)."""
+        return "ordered_sums" in self.flags
+
 
 _REJECTED = {
     ast.List: "lists do not exist in OpenCL C; use private_array(n, np.float32)",

@@ -175,6 +175,8 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     if constants.rebound(parsed):  # SCALE = 3 or TABLE = other since the kernel was parsed
         forget(parsed)
         parsed = parse(kernel)
+    if not parsed.has_ordered_sums:  # every order adds alike: share the default's module
+        order = "fixed"
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
                       opencl_version=opencl_version,
                       max_work_group_size=max_work_group_size or sim.max_work_group_size)

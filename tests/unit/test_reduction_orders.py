@@ -10,6 +10,8 @@ from clsim import (
     get_global_id,
     kernel,
     sub_group_reduce_add,
+    sub_group_reduce_max,
+    sub_group_shuffle_xor,
     work_group_reduce_add,
     work_group_scan_exclusive_add,
 )
@@ -232,3 +234,46 @@ def test_the_verifier_simulates_work_group_sums_in_the_devices_order(device, tmp
                      args=[x, np.zeros_like(x), np.zeros_like(x)], outputs=["total", "prefix"],
                      device=device)
     assert result.equal, result.first_difference
+
+
+@clsim.func
+def _lane_max(v):
+    return sub_group_reduce_max(v)
+
+
+@kernel
+def sg_max_and_shuffle(x, out):
+    i = get_global_id(0)
+    top = _lane_max(x[i])
+    out[i] = top + sub_group_shuffle_xor(x[i], 1)
+
+
+@kernel
+def sg_sum_in_helper(x, out):
+    i = get_global_id(0)
+    total = _sum_in_helper(x[i])
+    out[i] = total
+
+
+@clsim.func
+def _sum_in_helper(v):
+    return sub_group_reduce_add(v)
+
+
+@pytest.mark.parametrize("order", ["tree", "halfpairs", "shuffled", "8:halfpairs,16:tree"])
+def test_an_order_only_changes_the_module_of_kernels_that_sum(order):
+    """A kernel without a collective sum or scan adds nothing in an order, so a device's order
+    (verify passes one for every sub-group kernel) reuses the default's compiled module; a sum,
+    even in a helper, still gets its own."""
+    x = np.linspace(-3, 5, 128, dtype=F)
+
+    def module(kern, reduction_order):
+        out = np.zeros_like(x)
+        result = clsim.run(kern, (x.size,), (64,), (x, out), subgroup_size=16,
+                           reduction_order=reduction_order)
+        return result.module_path, out
+
+    plain, plain_out = module(sg_max_and_shuffle, None)
+    ordered, ordered_out = module(sg_max_and_shuffle, order)
+    assert ordered == plain and ordered_out.tobytes() == plain_out.tobytes()
+    assert module(sg_sum_in_helper, order)[0] != module(sg_sum_in_helper, None)[0]

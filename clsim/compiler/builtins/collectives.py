@@ -214,9 +214,16 @@ _NOTES = {
 }
 
 
+def _note_ordered_sum(parsed, call) -> None:
+    """A sum or scan whose float additions follow the launch's ``reduction_order``; a kernel
+    without one compiles the same module under every order (``Parsed.has_ordered_sums``)."""
+    parsed.flags.add("ordered_sums")
+
+
 ENTRIES = [
     *(Builtin(name, FAMILY, _collective_rule(c), cut=c.scope, emit_cut=_cut(c), varying=True,
               helpers=_helpers(c), c=_spelling(c),
+              on_parse=_note_ordered_sum if c.op == "add" else None,
               types="flags" if c.kind == "barrier" else "any scalar number",
               note=_NOTES[c.kind].format(scope=f"{c.scope}-group"))
       for name, c in COLLECTIVES.items()),
