@@ -175,8 +175,6 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     if constants.rebound(parsed):  # SCALE = 3 or TABLE = other since the kernel was parsed
         forget(parsed)
         parsed = parse(kernel)
-    if not parsed.has_ordered_sums:  # every order adds alike: share the default's module
-        order = "fixed"
     nd = make_ndrange(global_size, local_size, kernel=kernel.name, offset=global_offset,
                       opencl_version=opencl_version,
                       max_work_group_size=max_work_group_size or sim.max_work_group_size)
@@ -190,7 +188,10 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
         check_subgroup_size(sim.subgroup_size if subgroup_size is None else subgroup_size),
         order, seed, check_mode(checks), str(opencl_version), jit, parallel=False,
         options=MappingProxyType({**known, **options}))
-    instruments = registry.build(config)
+    # Without a collective sum every order adds alike: no order instrument, so the launch
+    # shares the default order's compiled module (result.config still says what was asked).
+    instruments = registry.build(config if parsed.has_ordered_sums
+                                 else replace(config, reduction_order="fixed"))
     config = replace(config, parallel=_parallel(kernel, config, instruments, parallel))
     for inst in instruments:
         inst.prepare(kernel, parsed.params, values)
