@@ -3,6 +3,9 @@ C's rules (no integer promotion, comparisons give -1/0), math builtins lifted pe
 geometric functions, conversions, bit casts, vloadN/vstoreN — against numpy, in JIT and
 no-JIT mode."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -374,8 +377,13 @@ def test_vector_live_across_a_barrier(jit):
     """A vector value that lives across a barrier is kept per work-item (context array)."""
     x = np.arange(8, dtype=np.float32)
     out = np.zeros(8, np.float32)
-    clsim.run(across_barrier, (4,), (4,), (x, out), jit=jit)
+    result = clsim.run(across_barrier, (4,), (4,), (x, out), jit=jit)
     np.testing.assert_array_equal(out, x * 2 + np.tile([0, 1], 4))
+    # Stored one component at a time: Numba compiles a tuple stored into an array row as a
+    # sequence setslice, 1.6 s the first time in each process (docs/performance.md).
+    source = Path(result.module_path).read_text()
+    assert "v_v__c[_lid, 1] = " in source
+    assert not re.search(r"__c\[[^],]*\] = ", source)
 
 
 @kernel
