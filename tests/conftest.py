@@ -66,8 +66,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{SLOW}: a long sweep or fuzz campaign (every size, shape or device where "
-        "a default test already covers the feature); deselected by default to bring the "
-        "README's command under 10 minutes on 2 cores (about 15 now); run with --slow, "
+        "a default test already covers the feature); deselected by default to keep the "
+        "README's command under 10 minutes on 2 cores (docs/performance.md); run with --slow, "
         "-m slow or CLSIM_HYPOTHESIS_PROFILE=thorough")
 
 
