@@ -276,4 +276,5 @@ def test_an_order_only_changes_the_module_of_kernels_that_sum(order):
     plain, plain_out = module(sg_max_and_shuffle, None)
     ordered, ordered_out = module(sg_max_and_shuffle, order)
     assert ordered == plain and ordered_out.tobytes() == plain_out.tobytes()
-    assert module(sg_sum_in_helper, order)[0] != module(sg_sum_in_helper, None)[0]
+    if order == "tree":  # one order shows it: each is a compile of its own
+        assert module(sg_sum_in_helper, order)[0] != module(sg_sum_in_helper, None)[0]
