@@ -17,7 +17,6 @@ import numba
 import numpy as np
 
 from clsim.runtime.plain_calls import plain_calls
-
 from clsim.traffic.layout import (
     B_COLS,
     BUFFER_SHIFT,
