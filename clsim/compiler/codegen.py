@@ -25,13 +25,14 @@ from clsim.compiler.lane_emit import LaneMajorFlow
 from clsim.compiler.loopvars import has_own_break
 from clsim.compiler.masked import MaskedFlow
 from clsim.compiler.places import is_field
+from clsim.compiler.proven_emit import ProvenFlow
 from clsim.compiler.pure_loops import pure_loop
 from clsim.compiler.regions import Cut, CutIf, CutLoop, GroupJump, Hoisted, Region
 from clsim.compiler.structs import StructT
 from clsim.runtime import record as rec
 
 
-class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements):
+class FunctionEmitter(MaskedFlow, LaneMajorFlow, ProvenFlow, ExprEmitter, BuiltinStatements):
     """Emits one function body (the work-group function or a helper)."""
 
     def __init__(self, module, storage: dict[str, str], env: dict, *, in_group_fn: bool,
@@ -425,8 +426,11 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ExprEmitter, BuiltinStatements)
     def g_Region(self, item: Region):
         self.in_wi = True
         lanes = self.lane_plan(item.stmts)
+        proof = None if lanes is not None else self.proven_plan(item.stmts)
         if lanes is not None:
             self.lane_region(item, lanes, self._scalar_region)
+        elif proof is not None:
+            self.proven_region(item, proof, self._scalar_region)
         else:
             self._scalar_region(item)
         self.note_effects(item.stmts)

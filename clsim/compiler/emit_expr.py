@@ -90,6 +90,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
 
     def checked(self) -> None:
         self.stmt_checked = True
+        self.checks_emitted += 1
 
     # -- expressions ------------------------------------------------------------------------
     def expr(self, node) -> str:

@@ -204,6 +204,41 @@ def _al(off, size, err, site, lid):
     ("_oob",),
 )
 
+# Proving a region's indices (clsim.compiler.proven): ``acc`` is (lowest, highest, sum of
+# magnitudes, still proven) of an index so far; a term is sign * f1 * f2 * v for v in
+# [vlo, vhi]. Any value of 2**31 or more in magnitude gives up: the proof then cannot also
+# show that no int32 arithmetic of the index wraps.
+_define("_proof_term", """
+def _proof_term(acc, sign, f1, f2, vlo, vhi):
+    lo, hi, mag, ok = acc
+    ok = ok and -2147483648 < f1 < 2147483648 and -2147483648 < f2 < 2147483648
+    ok = ok and -2147483648 < vlo and vhi < 2147483648
+    c = sign * f1 * f2
+    a = c * vlo
+    z = c * vhi
+    if a > z:
+        a, z = z, a
+    m = abs(np.float64(a))
+    n = abs(np.float64(z))
+    return (lo + a, hi + z, mag + (m if m > n else n), ok)
+""")
+_define("_proof_in", """
+def _proof_in(acc, length):
+    lo, hi, mag, ok = acc
+    return ok and lo >= 0 and hi < length and mag < 2147483648.0
+""")
+# The lowest and highest of a context array's first n values (a private's range in a group).
+_define("_proof_span", """
+def _proof_span(values, n):
+    lo = np.int64(values[0])
+    hi = lo
+    for i in range(1, n):
+        v = np.int64(values[i])
+        lo = v if v < lo else lo
+        hi = v if v > hi else hi
+    return lo, hi
+""")
+
 
 INLINED = "_il"  # the suffix of a helper's inlined variant (clsim.runtime.jit_helpers)
 

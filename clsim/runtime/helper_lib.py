@@ -4573,6 +4573,35 @@ def _powr_float64(x, y):
     return np.float64(_pow_core(a, b))
 
 
+def _proof_in(acc, length):
+    lo, hi, mag, ok = acc
+    return ok and lo >= 0 and hi < length and mag < 2147483648.0
+
+
+def _proof_span(values, n):
+    lo = np.int64(values[0])
+    hi = lo
+    for i in range(1, n):
+        v = np.int64(values[i])
+        lo = v if v < lo else lo
+        hi = v if v > hi else hi
+    return lo, hi
+
+
+def _proof_term(acc, sign, f1, f2, vlo, vhi):
+    lo, hi, mag, ok = acc
+    ok = ok and -2147483648 < f1 < 2147483648 and -2147483648 < f2 < 2147483648
+    ok = ok and -2147483648 < vlo and vhi < 2147483648
+    c = sign * f1 * f2
+    a = c * vlo
+    z = c * vhi
+    if a > z:
+        a, z = z, a
+    m = abs(np.float64(a))
+    n = abs(np.float64(z))
+    return (lo + a, hi + z, mag + (m if m > n else n), ok)
+
+
 def _radians_float32(x):
     return np.float32(np.float32(0.017453292519943295) * x)
 

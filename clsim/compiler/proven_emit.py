@@ -1,0 +1,105 @@
+"""Emitting a region whose accesses are proven in range (the plan and why it is exact:
+``proven``).
+
+A mixin of ``codegen.FunctionEmitter``. Before the region, group-level code bounds every
+index from the ranges of the values in it; when all are inside their arrays, the region runs
+as nested ``_ly``/``_lx`` loops without checks, else as the usual ``for _lid`` loop.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from clsim.compiler import proven
+from clsim.compiler.proven import ProvenPlan, Var
+
+_AXES = "xy"
+
+
+class ProvenFlow:
+    """Mixin of ``codegen.FunctionEmitter``: regions run unchecked once proven."""
+
+    checks_emitted = 0  # checked() calls so far: a proven body must add none
+
+    def proven_plan(self, stmts) -> ProvenPlan | None:
+        module = self.module
+        # Only 2-D groups for now: there the decode ``_lid % _L0`` blocks LLVM, and the usual
+        # form kept beside it costs compile time only in the few 2-D kernels.
+        if (not self.in_group_fn or not module.jit or module.instruments or module.has_exit
+                or self.masks or module.work_dim != 2
+                or getattr(self, "analysis", None) is None):
+            return None
+        return proven.plan(stmts, self.analysis, self.storage, self.env, self.remat)
+
+    def proven_region(self, item, pp: ProvenPlan, scalar_region) -> None:
+        mark, checks = len(self.lines), self.checks_emitted
+        k = next(self.counter)
+        ok = f"_pok{k}"
+        self.emit(f"{ok} = True")
+        ranges = self._proof_ranges(pp, k, ok)
+        seen = set()
+        for buffer, dims in pp.accesses:
+            key = (buffer, repr([[(t.sign, tuple(ast.dump(f) for f in t.factors), t.var)
+                                  for t in terms] for terms in dims]))
+            if key in seen:
+                continue
+            seen.add(key)
+            for d, terms in enumerate(dims):
+                self._bound_index(k, ok, terms, ranges, f"v_{buffer}.shape[{d}]")
+        self.emit(f"if {ok}:")
+        with self.indented():
+            saved = self.bounds_checks, self.proven_indices
+            self.bounds_checks, self.proven_indices = False, True
+            try:
+                self.emit("for _ly in range(_L1):")
+                with self.indented():
+                    self.emit("for _lx in range(_L0):")
+                    with self.indented():
+                        self.emit("_lid = _ly * _L0 + _lx")
+                        self.stmts_wi(item.stmts)
+            finally:
+                self.bounds_checks, self.proven_indices = saved
+        if self.checks_emitted != checks:  # something in it can fail after all
+            del self.lines[mark:]
+            scalar_region(item)
+            return
+        self.emit("else:")
+        with self.indented():
+            scalar_region(item)
+
+    def _proof_ranges(self, pp: ProvenPlan, k: int, ok: str) -> dict:
+        """Var -> (lowest, highest) as group-level code."""
+        ranges = {}
+        for d, axis in enumerate(_AXES):
+            ranges[Var("lid", d)] = (self.module.const(0, "int64"), f"_L{d} - 1")
+            base = f"(_g{axis} * _E{d} + _O{d})"
+            ranges[Var("gid", d)] = (base, f"{base} + _L{d} - 1")
+        for j, loop in enumerate(pp.loops):
+            args = [self._group_int(a) for a in loop.iter.args]
+            zero, one = self.module.const(0, "int64"), self.module.const(1, "int64")
+            start, stop, step = ([zero, *args, one] if len(args) == 1 else
+                                 [*args, one] if len(args) == 2 else args)
+            s, e, t, last = (f"_pl{k}s{j}", f"_pl{k}e{j}", f"_pl{k}t{j}", f"_pl{k}h{j}")
+            self.emit(f"{s} = {start}\n{e} = {stop}\n{t} = {step}")
+            self.emit(f"{ok} = {ok} and {t} >= 1")
+            # no trips: the start alone (an access never made is proven needlessly)
+            self.emit(f"{last} = {s} + (({e} - {s} - 1) // {t}) * {t} "
+                      f"if {e} > {s} and {t} >= 1 else {s}")
+            ranges[Var("loop", loop)] = (s, last)
+        for name in pp.ctx:
+            lo, hi = f"_pc{k}l_{name}", f"_pc{k}h_{name}"
+            self.emit(f"{lo}, {hi} = {self.helper('_proof_span')}(v_{name}__c, _NL)")
+            ranges[Var("ctx", name)] = (lo, hi)
+        return ranges
+
+    def _bound_index(self, k: int, ok: str, terms, ranges: dict, length: str) -> None:
+        acc = f"_pb{k}"
+        one = self.module.const(1, "int64")
+        self.emit(f"{acc} = (0, 0, 0.0, True)")
+        term_fn = self.helper("_proof_term")
+        for term in terms:
+            f1, f2 = ([self._group_int(f) for f in term.factors] + [one, one])[:2]
+            sign = self.module.const(term.sign, "int64")
+            vlo, vhi = ranges[term.var] if term.var is not None else (one, one)
+            self.emit(f"{acc} = {term_fn}({acc}, {sign}, {f1}, {f2}, {vlo}, {vhi})")
+        self.emit(f"{ok} = {ok} and {self.helper('_proof_in')}({acc}, {length})")

@@ -1,0 +1,122 @@
+"""Regions of 2-D groups run unchecked once every index is proven in range
+(clsim/compiler/proven.py, proven_emit.py): nested ``_ly``/``_lx`` loops in the usual
+work-item order, the same bytes as plain Python, and the usual form (with its first error)
+whenever the proof fails."""
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_group_id, get_local_id, kernel, local_array
+
+TILE = 8
+
+
+@kernel
+def tiled(a, b, c, M, N, K):
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    col = get_group_id(0) * TILE + tx
+    row = get_group_id(1) * TILE + ty
+    a_tile = local_array((TILE, TILE), np.float32)
+    b_tile = local_array((TILE, TILE), np.float32)
+    acc = 0.0
+    for t in range(0, K, TILE):
+        ka = t + tx
+        a_tile[ty, tx] = a[row * K + ka] if row < M and ka < K else 0.0
+        kb = t + ty
+        b_tile[ty, tx] = b[kb * N + col] if kb < K and col < N else 0.0
+        barrier(CLK_LOCAL_MEM_FENCE)
+        for kk in range(TILE):
+            acc += a_tile[ty, kk] * b_tile[kk, tx]
+        barrier(CLK_LOCAL_MEM_FENCE)
+    if row < M and col < N:
+        c[row * N + col] = acc
+
+
+def _tiled(m, n, k, *, a_len=None, **options):
+    rng = np.random.default_rng(m * 10000 + n * 100 + k)
+    a = rng.standard_normal(a_len or m * k).astype(np.float32)
+    b = rng.standard_normal(k * n).astype(np.float32)
+    c = np.full(m * n, -1.0, np.float32)
+    grid = (-(-n // TILE) * TILE, -(-m // TILE) * TILE)
+    result = clsim.run(tiled, grid, (TILE, TILE),
+                       (a, b, c, np.int32(m), np.int32(n), np.int32(k)), **options)
+    return c, result
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(16, 24, 32), (13, 9, 21), (1, 1, 1)])
+def test_proven_regions_give_plain_pythons_bytes(m, n, k):
+    """Sizes not multiples of the tile (edge groups of 5 and 1 columns): the proven form in
+    the JIT module against plain Python, which runs the usual form."""
+    fast, result = _tiled(m, n, k)
+    plain, _ = _tiled(m, n, k, jit=False)
+    assert fast.tobytes() == plain.tobytes()
+    source = open(result.module_path).read()
+    assert source.count("for _ly in range(_L1):") == 3  # loads, products, the store
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_index_the_proof_rejects_runs_the_usual_form_and_reports_it(jit):
+    """``a`` one element short: the loads' proof fails and the usual form reports the first
+    failing work-item, as plain Python does."""
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        _tiled(8, 8, 8, a_len=63, jit=jit)
+    assert (info.value.buffer, info.value.index, info.value.gid) == ("a", 63, (7, 7))
+
+
+@kernel
+def wrapping(x, y, f, g, h, k):
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    y[ty * 4 + tx] = x[f * g + h * k + tx]  # f * g is int32 arithmetic: it wraps
+
+
+def test_an_index_whose_int32_arithmetic_wraps_is_not_proven():
+    """f * g = 2 * (2**31 - 1) wraps in int32 to -2; h * k (int64) is 5 - f * g computed
+    without wrapping, so f * g + h * k + tx would be 5 + tx, inside x, while the
+    work-items compute -2 + h * k + tx, far below 0. Every factor is below 2**31, the terms
+    are not: the proof gives up on such magnitudes, so the usual form runs and reports the
+    index the work-item computes, as plain Python does."""
+    x = np.arange(16, dtype=np.float32)
+    f, g, h, k = 2, 2 ** 31 - 1, -3, 1431655763
+    assert h * k == 5 - f * g
+    errors = []
+    for jit in (True, False):
+        with pytest.raises(clsim.OutOfBoundsError) as info:
+            clsim.run(wrapping, (4, 2), (4, 2), (x, np.zeros(8, np.float32), np.int32(f),
+                                                 np.int32(g), np.int64(h), np.int64(k)),
+                      jit=jit)
+        errors.append((info.value.buffer, info.value.index, info.value.gid))
+    assert errors[0] == errors[1] == ("x", -2 + h * k, (0, 0))
+
+
+@kernel
+def strided_rows(x, y, start, step, n):
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    acc = 0.0
+    for k in range(start, n, step):
+        acc += x[k * 4 + tx]
+    y[ty * 4 + tx] = acc
+
+
+@pytest.mark.parametrize(("start", "step", "n", "fails"), [
+    (0, 1, 4, False), (1, 3, 4, False), (3, 1, 0, False), (0, 1, 5, True), (2, 2, 5, True)])
+def test_a_loop_inside_a_proven_region_is_bounded_by_its_last_value(start, step, n, fails):
+    """The loop's variable runs from its start to its last value: with step 3 and n = 4 the
+    last is 1 (4 is past the range), a loop with no trips reads nothing, and when the last
+    trip reads past ``x`` (k = 4: x[16 + tx]) the proof fails and the usual form reports
+    it, as plain Python does."""
+    x = np.arange(16, dtype=np.float32)
+    outs = []
+    for jit in (True, False):
+        y = np.zeros(8, np.float32)
+        args = (x, y, np.int32(start), np.int32(step), np.int32(n))
+        try:
+            clsim.run(strided_rows, (4, 2), (4, 2), args, jit=jit)
+            outs.append(y.tobytes())
+        except clsim.OutOfBoundsError as exc:
+            outs.append((exc.buffer, exc.index, exc.gid))
+    assert outs[0] == outs[1]
+    assert isinstance(outs[0], tuple) == fails
