@@ -207,25 +207,25 @@ def _al(off, size, err, site, lid):
 # Proving a region's indices (clsim.compiler.proven): ``acc`` is (lowest, highest, sum of
 # magnitudes, still proven) of an index so far; a term is sign * f1 * f2 * v for v in
 # [vlo, vhi]. Any value of 2**31 or more in magnitude gives up: the proof then cannot also
-# show that no int32 arithmetic of the index wraps.
+# show that no int32 arithmetic of the index wraps (and no int64 product here overflows).
+# Branch-free (``&``), so LLVM hoists the parts that do not change out of a barrier loop.
 _define("_proof_term", """
 def _proof_term(acc, sign, f1, f2, vlo, vhi):
     lo, hi, mag, ok = acc
-    ok = ok and -2147483648 < f1 < 2147483648 and -2147483648 < f2 < 2147483648
-    ok = ok and -2147483648 < vlo and vhi < 2147483648
     c = sign * f1 * f2
     a = c * vlo
     z = c * vhi
-    if a > z:
-        a, z = z, a
-    m = abs(np.float64(a))
-    n = abs(np.float64(z))
-    return (lo + a, hi + z, mag + (m if m > n else n), ok)
+    least = a if a < z else z
+    most = z if a < z else a
+    ok = (ok & (-2147483648 < f1) & (f1 < 2147483648) & (-2147483648 < f2)
+          & (f2 < 2147483648) & (-2147483648 < vlo) & (vhi < 2147483648)
+          & (-2147483648 < least) & (most < 2147483648))
+    return (lo + least, hi + most, mag + (most if most > -least else -least), ok)
 """)
 _define("_proof_in", """
 def _proof_in(acc, length):
     lo, hi, mag, ok = acc
-    return ok and lo >= 0 and hi < length and mag < 2147483648.0
+    return ok & (lo >= 0) & (hi < length) & (mag < 2147483648)
 """)
 # The lowest and highest of a context array's first n values (a private's range in a group).
 _define("_proof_span", """

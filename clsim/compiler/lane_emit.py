@@ -14,6 +14,7 @@ import ast
 from clsim.compiler import ctypes as ct
 from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
 from clsim.compiler.pure_loops import private_target, pure_call
+from clsim.compiler.remat import is_id_call
 from clsim.runtime import record as rec
 
 
@@ -40,8 +41,8 @@ class LaneMajorFlow:
         if (not self.in_group_fn or module.instruments or module.has_exit or self.masks
                 or module.work_dim != 1 or getattr(self, "analysis", None) is None):
             return None
-        aliases = {name for name, call in self.remat.items()
-                   if call.func.resolved[1] == "get_local_id"}
+        aliases = {name for name, value in self.remat.items()
+                   if is_id_call(value, "get_local_id")}
         return plan(stmts, self.analysis, self.storage, self.env, aliases)
 
     def _group_int(self, node) -> str:

@@ -467,7 +467,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     storage = _storage(analysis, arg_types, typer.env)
     # instruments see every private as it is stored (shadow state): ids stay arrays there
     aliases = {} if module.instruments else id_aliases(
-        body, {n for n, kind in storage.items() if kind == "ctx"})
+        body, {n for n, kind in storage.items() if kind == "ctx"}, set(arg_types))
     storage.update(dict.fromkeys(aliases, "remat"))
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
     gen.remat = aliases

@@ -231,16 +231,13 @@ class _Walker:
     def affine(self, node) -> list[Term]:
         if getattr(node, "ctype", None) not in _SIGNED:
             raise _Refuse
+        if self.uniform(node):  # one factor, however it is computed
+            return [Term(1, (node,), None)]
         call = builtin_name(node) if isinstance(node, ast.Call) else None
         if call in _IDS:
             return [Term(1, (), Var(_IDS[call], _dim(node)))]
         if isinstance(node, ast.Name):
-            try:
-                return self._name(node.id)
-            except _Refuse:
-                if not self.uniform(node):
-                    raise
-                return [Term(1, (node,), None)]
+            return self._name(node.id)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return [Term(-t.sign, t.factors, t.var) for t in self.affine(node.operand)]
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
@@ -253,8 +250,6 @@ class _Walker:
                 if self.uniform(g):
                     return [_scaled(t, g) for t in self.affine(other)]
             raise _Refuse
-        if self.uniform(node):
-            return [Term(1, (node,), None)]
         raise _Refuse
 
     def uniform(self, node) -> bool:
@@ -269,11 +264,8 @@ class _Walker:
     def _name(self, name: str) -> list[Term]:
         if name in self.loops:
             return [Term(1, (), Var("loop", self.loops[name]))]
-        if name in self.remat:
-            call = self.remat[name]
-            if builtin_name(call) in _IDS:
-                return [Term(1, (), Var(_IDS[builtin_name(call)], _dim(call)))]
-            raise _Refuse
+        if name in self.remat:  # an expression of ids and fixed values (remat.py)
+            return self.affine(self.remat[name])
         if name in self.defs:
             return self.defs[name]
         kind = self.storage.get(name, "local")

@@ -81,7 +81,7 @@ class ProvenFlow:
                                  [*args, one] if len(args) == 2 else args)
             s, e, t, last = (f"_pl{k}s{j}", f"_pl{k}e{j}", f"_pl{k}t{j}", f"_pl{k}h{j}")
             self.emit(f"{s} = {start}\n{e} = {stop}\n{t} = {step}")
-            self.emit(f"{ok} = {ok} and {t} >= 1")
+            self.emit(f"{ok} = {ok} & ({t} >= 1)")
             # no trips: the start alone (an access never made is proven needlessly)
             self.emit(f"{last} = {s} + (({e} - {s} - 1) // {t}) * {t} "
                       f"if {e} > {s} and {t} >= 1 else {s}")
@@ -95,11 +95,11 @@ class ProvenFlow:
     def _bound_index(self, k: int, ok: str, terms, ranges: dict, length: str) -> None:
         acc = f"_pb{k}"
         one = self.module.const(1, "int64")
-        self.emit(f"{acc} = (0, 0, 0.0, True)")
+        self.emit(f"{acc} = (0, 0, 0, True)")
         term_fn = self.helper("_proof_term")
         for term in terms:
             f1, f2 = ([self._group_int(f) for f in term.factors] + [one, one])[:2]
             sign = self.module.const(term.sign, "int64")
             vlo, vhi = ranges[term.var] if term.var is not None else (one, one)
             self.emit(f"{acc} = {term_fn}({acc}, {sign}, {f1}, {f2}, {vlo}, {vhi})")
-        self.emit(f"{ok} = {ok} and {self.helper('_proof_in')}({acc}, {length})")
+        self.emit(f"{ok} = {ok} & {self.helper('_proof_in')}({acc}, {length})")

@@ -4575,7 +4575,7 @@ def _powr_float64(x, y):
 
 def _proof_in(acc, length):
     lo, hi, mag, ok = acc
-    return ok and lo >= 0 and hi < length and mag < 2147483648.0
+    return ok & (lo >= 0) & (hi < length) & (mag < 2147483648)
 
 
 def _proof_span(values, n):
@@ -4590,16 +4590,15 @@ def _proof_span(values, n):
 
 def _proof_term(acc, sign, f1, f2, vlo, vhi):
     lo, hi, mag, ok = acc
-    ok = ok and -2147483648 < f1 < 2147483648 and -2147483648 < f2 < 2147483648
-    ok = ok and -2147483648 < vlo and vhi < 2147483648
     c = sign * f1 * f2
     a = c * vlo
     z = c * vhi
-    if a > z:
-        a, z = z, a
-    m = abs(np.float64(a))
-    n = abs(np.float64(z))
-    return (lo + a, hi + z, mag + (m if m > n else n), ok)
+    least = a if a < z else z
+    most = z if a < z else a
+    ok = (ok & (-2147483648 < f1) & (f1 < 2147483648) & (-2147483648 < f2)
+          & (f2 < 2147483648) & (-2147483648 < vlo) & (vhi < 2147483648)
+          & (-2147483648 < least) & (most < 2147483648))
+    return (lo + least, hi + most, mag + (most if most > -least else -least), ok)
 
 
 def _radians_float32(x):

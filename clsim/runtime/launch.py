@@ -33,7 +33,6 @@ from clsim.runtime.arguments import (
     kernel_arg_types,
     ordered_args,
     read_only_error,
-    stored_buffers,
 )
 from clsim.runtime.cache import load_source
 from clsim.runtime.config import (
@@ -181,8 +180,7 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     args = ordered_args(kernel.name, parsed.params, args)
     adapt = getattr(kernel, "adapt_args", None)  # a translated kernel takes a device's bytes
     args = adapt(tuple(args)) if adapt is not None else args
-    types, values = kernel_arg_types(kernel.name, parsed.params, args,
-                                     stored_buffers(parsed.tree, parsed.params))
+    types, values = kernel_arg_types(kernel.name, parsed.params, args, parsed.stored_params)
     config = LaunchConfig(
         kernel.name, nd, sim,
         check_subgroup_size(sim.subgroup_size if subgroup_size is None else subgroup_size),

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_local_id, kernel, local_array
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_group_id, get_local_id, get_local_size
+from clsim import kernel, local_array
 
 
 @kernel
@@ -68,3 +69,40 @@ def test_a_local_id_read_after_a_barrier_has_no_context_array():
     result = clsim.run(lid_after_barrier, (64,), (64,), (x, y))
     assert np.array_equal(y, x[::-1] + np.arange(64, dtype=np.float32))
     assert "v_lid__c" not in open(result.module_path).read()
+
+
+@kernel
+def offsets_after_barrier(x, y, n):
+    lid = get_local_id(0)
+    off = get_group_id(0) * get_local_size(0) + lid * n - 1  # ids, fixed values, a parameter
+    scratch = local_array(64, np.float32)
+    scratch[lid] = x[off + 1]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[off + 1] = scratch[63 - lid]
+
+
+@kernel
+def offsets_of_a_changed_private(x, y, n):
+    lid = get_local_id(0)
+    m = n
+    off = lid * m
+    m = m + 1  # off keeps the value it was given: not recomputed from m
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[lid] = x[off] + m
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_expression_of_ids_and_fixed_values_is_recomputed(jit):
+    """off (group id, group size, local id, the parameter n, + - *) is read after the
+    barrier as its expression again: no context array, the same values; an expression of a
+    private assigned twice stays in its context array."""
+    x = np.arange(128, dtype=np.float32)
+    y = np.zeros(128, np.float32)
+    result = clsim.run(offsets_after_barrier, (128,), (64,), (x, y, np.int32(1)), jit=jit)
+    assert y.tolist() == [float(g * 64 + 63 - i) for g in range(2) for i in range(64)]
+    assert "v_off__c" not in open(result.module_path).read()
+    y = np.zeros(64, np.float32)
+    result = clsim.run(offsets_of_a_changed_private, (64,), (64,),
+                       (x, y, np.int32(2)), jit=jit)
+    assert y.tolist() == [float(2 * i + 3) for i in range(64)]
+    assert "v_off__c" in open(result.module_path).read()
