@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_group_id, get_local_id, get_local_size
-from clsim import kernel, local_array
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    kernel,
+    local_array,
+)
 
 
 @kernel
