@@ -262,7 +262,8 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ProvenFlow, ExprEmitter, Builti
         var = self.fresh("_r")
         self.statement(lambda: f"{var}a = ({', '.join(self.typed(a, 'int64') for a in it.args)},)")
         self.module.on_loop(self, s, var, t, start=True)  # instruments: before the loop
-        outermost = (not self.deferring and self.in_group_fn and not self.module.instruments
+        # helpers too: their locals drop with the call as privates drop with the group
+        outermost = (not self.deferring and not self.module.instruments
                      and pure_loop(s, self.env))
         cached = self._cache_context(s) if outermost else []
         self.deferring = self.deferring or outermost

@@ -143,6 +143,9 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         a = self.typed(node.left, res)
         b = self.typed(node.right, res)
         if op in ("//", "%"):
+            folded = _folded_division(node, op, res)
+            if folded is not None:  # QK // 2: no helper, no error check in the loop around it
+                return self.const(folded, res)
             helper = self.helper(f"_idiv_{res}" if op == "//" else f"_irem_{res}")
             site = self.module.site(node, "", "arith", "none", res)
             self.checked()
@@ -457,6 +460,20 @@ def _signed_constant(node):
             return None
         return -value if isinstance(node.op, ast.USub) else value
     return _constant_value(node)
+
+
+def _folded_division(node: ast.BinOp, op: str, res) -> int | None:
+    """C's ``a / b`` or ``a % b`` (truncation toward zero) of two integer constants, when it
+    cannot fail (b nonzero) and needs no wrapping; else None (the helper computes it)."""
+    a, b = _constant_value(node.left), _constant_value(node.right)
+    if not (isinstance(a, int | np.integer) and isinstance(b, int | np.integer)) or b == 0:
+        return None
+    a, b = int(a), int(b)
+    q = abs(a) // abs(b)
+    q = -q if (a < 0) != (b < 0) else q
+    value = q if op == "//" else a - q * b
+    info = np.iinfo(res)
+    return value if info.min <= value <= info.max and info.min <= a <= info.max else None
 
 
 def _constant_value(node):

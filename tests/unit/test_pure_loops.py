@@ -113,3 +113,57 @@ def test_an_expression_of_ids_and_fixed_values_is_recomputed(jit):
                        (x, y, np.int32(2)), jit=jit)
     assert y.tolist() == [float(2 * i + 3) for i in range(64)]
     assert "v_off__c" in open(result.module_path).read()
+
+
+@clsim.func
+def window_sum(x, at):
+    s = 0.0
+    for j in range(WINDOW // 2):  # a constant division: folded, no check
+        s += x[at + j]
+    return s
+
+
+WINDOW = 8
+NEG_SEVEN = -7
+TWO = 2
+
+
+@kernel
+def window_sums(x, y):
+    lid = get_local_id(0)
+    y[lid] = window_sum(x, lid * 3)
+
+
+@kernel
+def c_division(y):
+    y[0] = NEG_SEVEN // TWO
+    y[1] = NEG_SEVEN % TWO
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_helpers_pure_loop_reports_its_first_failing_load(jit):
+    """The helper's loop checks the error once after it ends: work-item 2 reads x[6..9] and
+    fails first at x[8] (x has 8 elements), as checking after every load would report. The
+    work-items before it stored their sums and the failing call's statement its zero, as
+    after every failing statement."""
+    y = np.full(3, -1.0, np.float32)
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(window_sums, (3,), (3,), (np.arange(8, dtype=np.float32), y), jit=jit)
+    assert (info.value.buffer, info.value.index, info.value.gid) == ("x", 8, (2,))
+    assert y.tolist() == [6.0, 18.0, 0.0]
+    y = np.zeros(2, np.float32)
+    result = clsim.run(window_sums, (2,), (2,), (np.arange(8, dtype=np.float32), y), jit=jit)
+    assert y.tolist() == [6.0, 18.0]
+    source = open(result.module_path).read()
+    helper = source[source.index("def _f_window_sum"):source.index("def _group")]
+    # one check, after the loop (not in its body), and no division helper
+    assert helper.count("if _err[0] != 0:") == 1 and "\n    if _err[0] != 0:" in helper
+    assert "_idiv" not in helper
+
+
+def test_a_division_of_constants_is_cs_truncating_one():
+    """-7 / 2 is -3 and -7 % 2 is -1 in C (Python's // and % give -4 and 1), folded."""
+    y = np.zeros(2, np.int32)
+    result = clsim.run(c_division, (1,), (1,), (y,))
+    assert y.tolist() == [-3, -1]
+    assert "_idiv" not in open(result.module_path).read()
