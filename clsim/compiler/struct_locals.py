@@ -46,10 +46,21 @@ def assigned_roots(body) -> set[str]:
     return out
 
 
+def assigned_names(body) -> set[str]:
+    """Variables some statement of ``body`` assigns as a whole (``n = ...``, ``n += 1``,
+    ``for n in ...``)."""
+    return {node.id for root in body for node in walk(root)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+
+
 def copy_written_params(body: list, param_types: dict) -> list:
-    """``body`` with each by-value struct parameter whose fields it assigns renamed to a
-    local copy made on entry (``p__copy = p``)."""
+    """``body`` with each by-value struct parameter whose fields it assigns, and each scalar
+    parameter it assigns, renamed to a local copy made on entry (``p__copy = p``): in C every
+    work-item has its own copy of the kernel's arguments, while the parameter itself is one
+    value shared by the whole launch."""
     written = [p for p in assigned_roots(body) if by_value(param_types.get(p))]
+    written += [p for p in sorted(assigned_names(body))
+                if isinstance(param_types.get(p), str) and p not in written]
     if not written or not body:
         return body
     body = clone(body)  # the parsed body is shared by every compilation of the function

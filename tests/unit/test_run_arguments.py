@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import get_global_id, kernel
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_global_id, get_local_id, kernel
 
 
 @kernel
@@ -67,3 +67,25 @@ def test_range_beyond_64_bit_ids_is_an_ndrange_error(global_size, offset):
         clsim.run(copy, global_size, None, (a, out), global_offset=offset, jit=False)
     assert str(global_size[0]) in str(info.value) and info.value.cl_error == \
         "CL_INVALID_GLOBAL_WORK_SIZE"
+
+
+@kernel
+def own_copy_of_n(x, y, n):
+    lid = get_local_id(0)
+    off = lid * n
+    n = n + 1  # this work-item's copy of n: the others still see the argument
+    barrier(CLK_LOCAL_MEM_FENCE)
+    for k in range(2):
+        n += k
+    y[lid] = x[off] + n
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_each_work_item_assigns_its_own_copy_of_a_scalar_argument(jit):
+    """As in C, a kernel's scalar arguments are per work-item values: work-item i reads
+    x[2 * i] (n is still 2 for it) and adds its own n, 2 + 1 + 0 + 1. Shared, n would have
+    grown with every work-item before it (x[143] out of bounds for work-item 11)."""
+    x = np.arange(128, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    clsim.run(own_copy_of_n, (64,), (64,), (x, y, np.int32(2)), jit=jit)
+    assert y.tolist() == [2.0 * i + 4.0 for i in range(64)]
