@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from clsim.compiler import proven
+from clsim.compiler.emit_expr import _constant_value as constant_value
 from clsim.compiler.proven import ProvenPlan, Var
+
+_LIMIT = 2 ** 31  # the proof's bound on magnitudes (helpers._proof_term)
 
 _AXES = "xy"
 
@@ -35,46 +40,97 @@ class ProvenFlow:
         mark, checks = len(self.lines), self.checks_emitted
         k = next(self.counter)
         ok = f"_pok{k}"
-        self.emit(f"{ok} = True")
-        ranges = self._proof_ranges(pp, k, ok)
-        seen = set()
+        bounds, seen = [], set()
         for buffer, dims in pp.accesses:
             key = (buffer, repr([[(t.sign, tuple(ast.dump(f) for f in t.factors), t.var)
                                   for t in terms] for terms in dims]))
             if key in seen:
                 continue
             seen.add(key)
-            for d, terms in enumerate(dims):
-                self._bound_index(k, ok, terms, ranges, f"v_{buffer}.shape[{d}]")
-        self.emit(f"if {ok}:")
-        with self.indented():
-            saved = self.bounds_checks, self.proven_indices
-            self.bounds_checks, self.proven_indices = False, True
-            try:
-                self.emit("for _ly in range(_L1):")
-                with self.indented():
-                    self.emit("for _lx in range(_L0):")
-                    with self.indented():
-                        self.emit("_lid = _ly * _L0 + _lx")
-                        self.stmts_wi(item.stmts)
-            finally:
-                self.bounds_checks, self.proven_indices = saved
+            bounds += [(terms, f"v_{buffer}.shape[{d}]") for d, terms in enumerate(dims)
+                       if not self._inside_at_compile_time(buffer, d, terms)]
+        needed = {t.var for terms, _ in bounds for t in terms}
+        if bounds:
+            self.emit(f"{ok} = True")
+            ranges = self._proof_ranges(pp, k, ok, needed)
+            for terms, length in bounds:
+                self._bound_index(k, ok, terms, ranges, length)
+            self.emit(f"if {ok}:")
+            self.level += 1
+        self._unchecked_lanes_2d(item.stmts)
+        if bounds:
+            self.level -= 1
         if self.checks_emitted != checks:  # something in it can fail after all
             del self.lines[mark:]
             scalar_region(item)
-            return
-        self.emit("else:")
-        with self.indented():
-            scalar_region(item)
+        elif bounds:  # else every index is inside at compile time: no usual form needed
+            self.emit("else:")
+            with self.indented():
+                scalar_region(item)
 
-    def _proof_ranges(self, pp: ProvenPlan, k: int, ok: str) -> dict:
-        """Var -> (lowest, highest) as group-level code."""
+    def _unchecked_lanes_2d(self, stmts) -> None:
+        saved = self.bounds_checks, self.proven_indices
+        self.bounds_checks, self.proven_indices = False, True
+        try:
+            self.emit("for _ly in range(_L1):")
+            with self.indented():
+                self.emit("for _lx in range(_L0):")
+                with self.indented():
+                    self.emit("_lid = _ly * _L0 + _lx")
+                    self.stmts_wi(stmts)
+        finally:
+            self.bounds_checks, self.proven_indices = saved
+
+    def _inside_at_compile_time(self, buffer: str, dim: int, terms) -> bool:
+        """Whether index ``terms`` of a local array's ``dim`` is known to be inside it
+        before the module runs: constant factors, local ids (below the enqueued size) and
+        loop variables of constant ranges, against the array's declared shape (a_tile[ty, kk]
+        in a 16x16 tile with 16x16 groups needs no code)."""
+        arrt = self.env.get(buffer)
+        shape = getattr(arrt, "shape", None)
+        if (self.storage.get(buffer) != "larray" or buffer in self.module.program.arg_types
+                or not isinstance(shape, tuple) or not isinstance(shape[dim], int)):
+            return False
+        lo = hi = magnitude = 0
+        for term in terms:
+            coef = term.sign
+            for f in term.factors:
+                value = constant_value(f)
+                if not isinstance(value, int | np.integer):
+                    return False
+                coef *= int(value)
+            span = (1, 1) if term.var is None else self._constant_span(term.var)
+            if span is None:
+                return False
+            least, most = sorted((coef * span[0], coef * span[1]))
+            lo, hi = lo + least, hi + most
+            magnitude += max(abs(least), abs(most))
+        return lo >= 0 and hi < shape[dim] and magnitude < _LIMIT
+
+    def _constant_span(self, var: Var) -> tuple[int, int] | None:
+        if var.kind == "lid":
+            return 0, self.module.program.local_size[var.key] - 1
+        if var.kind != "loop":
+            return None
+        args = [constant_value(a) for a in var.key.iter.args]
+        if not all(isinstance(a, int | np.integer) for a in args):
+            return None
+        start, stop, step = ([0, *args, 1] if len(args) == 1 else
+                             [*args, 1] if len(args) == 2 else args)
+        if step < 1:
+            return None
+        return start, (start + ((stop - start - 1) // step) * step if stop > start else start)
+
+    def _proof_ranges(self, pp: ProvenPlan, k: int, ok: str, needed: set) -> dict:
+        """Var -> (lowest, highest) as group-level code, for the ``needed`` ones."""
         ranges = {}
         for d, axis in enumerate(_AXES):
             ranges[Var("lid", d)] = (self.module.const(0, "int64"), f"_L{d} - 1")
             base = f"(_g{axis} * _E{d} + _O{d})"
             ranges[Var("gid", d)] = (base, f"{base} + _L{d} - 1")
         for j, loop in enumerate(pp.loops):
+            if Var("loop", loop) not in needed:
+                continue
             args = [self._group_int(a) for a in loop.iter.args]
             zero, one = self.module.const(0, "int64"), self.module.const(1, "int64")
             start, stop, step = ([zero, *args, one] if len(args) == 1 else
@@ -87,6 +143,8 @@ class ProvenFlow:
                       f"if {e} > {s} and {t} >= 1 else {s}")
             ranges[Var("loop", loop)] = (s, last)
         for name in pp.ctx:
+            if Var("ctx", name) not in needed:
+                continue
             lo, hi = f"_pc{k}l_{name}", f"_pc{k}h_{name}"
             self.emit(f"{lo}, {hi} = {self.helper('_proof_span')}(v_{name}__c, _NL)")
             ranges[Var("ctx", name)] = (lo, hi)

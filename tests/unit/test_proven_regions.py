@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import get_local_id, kernel
+from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_local_id, kernel, local_array
 from clsim.explain_speed import run_explained
 from kernels_py.matmul import TILE
 from kernels_py.matmul import matmul_tiled as tiled
@@ -38,6 +38,8 @@ def test_proven_regions_give_plain_pythons_bytes(m, n, k):
     assert fast.tobytes() == plain.tobytes()
     source = open(result.module_path).read()
     assert source.count("for _ly in range(_L1):") == 3  # loads, products, the store
+    # the products' tile indices are inside at compile time: no usual form beside them
+    assert source.count("for _lid in range(_NL):") == 3  # the first region, loads, store
 
 
 @pytest.mark.parametrize("jit", [True, False])
@@ -135,3 +137,45 @@ def test_llvm_vectorises_the_proven_loops_and_not_the_checked_ones(tmp_path):
     checked = [remark for remark, source in pairs if "_ck(" in source]
     assert sum("vectorised, width" in remark for remark in proven) >= 2, summary
     assert checked and not any("vectorised, width" in remark for remark in checked), summary
+
+
+@kernel
+def reversed_tile(x, y):
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    tile = local_array((4, 4), np.float32)
+    tile[ty, tx] = x[ty * 4 + tx]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[ty * 4 + tx] = tile[3 - ty, tx]
+
+
+@kernel
+def shifted_tile(x, y):
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    tile = local_array((4, 4), np.float32)
+    tile[ty, tx] = x[ty * 4 + tx]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[ty * 4 + tx] = tile[3 - ty, tx] + tile[ty + 1, tx]  # row 4 for ty = 3
+
+
+@pytest.mark.parametrize("kern", [reversed_tile, shifted_tile])
+def test_local_indices_are_proven_at_compile_time_only_when_inside(kern):
+    """tile[3 - ty, tx] is inside the 4x4 tile for every work-item of a 4x4 group, known
+    before the module runs; tile[ty + 1, tx] is not (row 4 for ty = 3), so that region gets
+    a proof at run time, which fails, and the usual form reports the first failing
+    work-item, as plain Python does (an index wrongly taken as inside would read past the
+    tile unchecked and raise nothing)."""
+    outs = []
+    for jit in (True, False):
+        y = np.zeros(16, np.float32)
+        try:
+            clsim.run(kern, (4, 4), (4, 4), (np.arange(16, dtype=np.float32), y), jit=jit)
+            outs.append(y.tolist())
+        except clsim.OutOfBoundsError as exc:
+            outs.append((exc.buffer, exc.index, exc.gid))
+    assert outs[0] == outs[1]
+    if kern is reversed_tile:
+        assert outs[0] == np.arange(16).reshape(4, 4)[::-1].ravel().tolist()
+    else:
+        assert outs[0] == ("tile", 4, (0, 3))
