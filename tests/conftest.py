@@ -5,7 +5,8 @@
 
 Tests marked ``slow`` (long sweeps and fuzz campaigns: the same check over every size, shape
 or device where a few already cover the feature) are deselected by default, so the README's
-command stays short (about 15 minutes on 2 idle cores, docs/performance.md; the target is 10);
+command stays short (9-10 minutes on 2 idle Zen 5 cores, about 13 on Zen 3,
+docs/performance.md);
 ``--slow``, ``-m slow`` or the ``thorough`` profile runs them (the ``thorough`` profile also
 tests every device, ``verify.testing``).
 
