@@ -105,7 +105,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         return method(node)
 
     def typed(self, node, to) -> str:
-        value = _constant_value(node)
+        value = constant_value(node)
         if value is not None and ct.is_float(node.ctype):
             value = np.dtype(node.ctype).type(value)  # 0.1 is 0.1f, also beside a double
         if value is not None and ct.is_scalar(to) and ct.is_scalar(node.ctype) and to != "bool":
@@ -455,17 +455,17 @@ class ExprEmitter(VectorEmitter, StructEmitter):
 def _signed_constant(node):
     """A literal, possibly negated (np.float64(-0.1)), else None."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        value = _constant_value(node.operand)
+        value = constant_value(node.operand)
         if value is None:
             return None
         return -value if isinstance(node.op, ast.USub) else value
-    return _constant_value(node)
+    return constant_value(node)
 
 
 def _folded_division(node: ast.BinOp, op: str, res) -> int | None:
     """C's ``a / b`` or ``a % b`` (truncation toward zero) of two integer constants, when it
     cannot fail (b nonzero) and needs no wrapping; else None (the helper computes it)."""
-    a, b = _constant_value(node.left), _constant_value(node.right)
+    a, b = constant_value(node.left), constant_value(node.right)
     if not (isinstance(a, int | np.integer) and isinstance(b, int | np.integer)) or b == 0:
         return None
     a, b = int(a), int(b)
@@ -476,7 +476,7 @@ def _folded_division(node: ast.BinOp, op: str, res) -> int | None:
     return value if info.min <= value <= info.max and info.min <= a <= info.max else None
 
 
-def _constant_value(node):
+def constant_value(node):
     resolved = getattr(node, "resolved", None)
     if resolved is not None and resolved[0] == "const":
         value = resolved[1]

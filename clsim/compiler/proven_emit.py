@@ -13,7 +13,7 @@ import ast
 import numpy as np
 
 from clsim.compiler import proven
-from clsim.compiler.emit_expr import _constant_value as constant_value
+from clsim.compiler.emit_expr import constant_value
 from clsim.compiler.proven import ProvenPlan, Var
 
 _LIMIT = 2 ** 31  # the proof's bound on magnitudes (helpers._proof_term)
