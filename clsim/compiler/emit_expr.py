@@ -36,6 +36,8 @@ class PointerOffset(ast.expr):
 class ExprEmitter(VectorEmitter, StructEmitter):
     """Mixin of ``codegen.FunctionEmitter``: turns typed expression nodes into source."""
 
+    checks_emitted = 0  # checked() calls so far (a proven region's body must add none)
+
     # -- small pieces -----------------------------------------------------------------------
     def const(self, value, t: str) -> str:
         return self.module.const(value, t)
@@ -466,7 +468,8 @@ def _folded_division(node: ast.BinOp, op: str, res) -> int | None:
     """C's ``a / b`` or ``a % b`` (truncation toward zero) of two integer constants, when it
     cannot fail (b nonzero) and needs no wrapping; else None (the helper computes it)."""
     a, b = constant_value(node.left), constant_value(node.right)
-    if not (isinstance(a, int | np.integer) and isinstance(b, int | np.integer)) or b == 0:
+    integers = isinstance(a, int | np.integer) and isinstance(b, int | np.integer)
+    if not ct.is_int(res) or not integers or b == 0:
         return None
     a, b = int(a), int(b)
     q = abs(a) // abs(b)

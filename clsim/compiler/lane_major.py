@@ -33,7 +33,7 @@ from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import builtin_name
 
 _PURE_FAMILIES = frozenset({"math", "conversion", "relational"})
-_INT_FAILING = (ast.Div, ast.FloorDiv, ast.Mod)  # integer division records an error
+INT_FAILING = (ast.Div, ast.FloorDiv, ast.Mod)  # integer division records an error
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _check_node(n) -> None:
         raise _Refuse  # conditional evaluation, vectors
     if isinstance(n, ast.Attribute) and not hasattr(n, "resolved"):
         raise _Refuse  # a field (clsim.fmax is a resolved name)
-    if isinstance(n, ast.BinOp) and isinstance(n.op, _INT_FAILING) and ct.is_int(
+    if isinstance(n, ast.BinOp) and isinstance(n.op, INT_FAILING) and ct.is_int(
             getattr(n, "ctype", "float32")):
         raise _Refuse
     if isinstance(n, ast.Call):

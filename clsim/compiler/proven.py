@@ -38,28 +38,20 @@ from dataclasses import dataclass, field
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import builtin_name
+from clsim.compiler.lane_major import INT_FAILING
 from clsim.compiler.pure_loops import pure_call
 
 _SIGNED = ("int32", "int64")
-_INT_FAILING = (ast.Div, ast.FloorDiv, ast.Mod)
 _IDS = {"get_local_id": "lid", "get_global_id": "gid"}
 
 
 @dataclass(frozen=True)
 class Var:
     """A value whose range the group knows: ("lid" | "gid", dim), ("loop", For) or
-    ("ctx", name)."""
+    ("ctx", name). A loop is its ``For`` node, which compares and hashes by identity."""
 
     kind: str
     key: object
-
-    def __hash__(self):
-        return hash((self.kind, id(self.key) if self.kind == "loop" else self.key))
-
-    def __eq__(self, other):
-        if not isinstance(other, Var) or other.kind != self.kind:
-            return False
-        return (self.key is other.key) if self.kind == "loop" else self.key == other.key
 
 
 @dataclass(frozen=True)
@@ -122,7 +114,7 @@ class _Walker:
             elif isinstance(s.targets[0], ast.Name):
                 self.defs.pop(s.targets[0].id, None)
         elif isinstance(s, ast.AugAssign):
-            if isinstance(s.op, _INT_FAILING) and ct.is_int(getattr(s.target, "ctype", "")):
+            if isinstance(s.op, INT_FAILING) and ct.is_int(getattr(s.target, "ctype", "")):
                 raise _Refuse
             self.expr(s.value)
             self.target(s.target)
@@ -192,7 +184,7 @@ class _Walker:
             raise _Refuse
         if isinstance(node, ast.Attribute) and not hasattr(node, "resolved"):
             raise _Refuse  # a field
-        if isinstance(node, ast.BinOp) and isinstance(node.op, _INT_FAILING) and \
+        if isinstance(node, ast.BinOp) and isinstance(node.op, INT_FAILING) and \
                 ct.is_int(getattr(node, "ctype", "float32")):
             raise _Refuse
         if isinstance(node, ast.Call) and (not pure_call(node) or any(
@@ -258,7 +250,7 @@ class _Walker:
                             for n in ast.walk(node))
                 and all(getattr(n, "ctype", "int32") in _SIGNED for n in ast.walk(node)
                         if isinstance(n, ast.expr) and ct.is_int(getattr(n, "ctype", "")))
-                and not any(isinstance(n, ast.BinOp) and isinstance(n.op, _INT_FAILING)
+                and not any(isinstance(n, ast.BinOp) and isinstance(n.op, INT_FAILING)
                             for n in ast.walk(node)))
 
     def _name(self, name: str) -> list[Term]:

@@ -24,8 +24,6 @@ _AXES = "xy"
 class ProvenFlow:
     """Mixin of ``codegen.FunctionEmitter``: regions run unchecked once proven."""
 
-    checks_emitted = 0  # checked() calls so far: a proven body must add none
-
     def proven_plan(self, stmts) -> ProvenPlan | None:
         module = self.module
         # Only 2-D groups for now: there the decode ``_lid % _L0`` blocks LLVM, and the usual
@@ -60,7 +58,7 @@ class ProvenFlow:
         self._unchecked_lanes_2d(item.stmts)
         if bounds:
             self.level -= 1
-        if self.checks_emitted != checks:  # something in it can fail after all
+        if self.checks_emitted != checks:  # a check in the body: something can fail
             del self.lines[mark:]
             scalar_region(item)
         elif bounds:  # else every index is inside at compile time: no usual form needed

@@ -12,7 +12,7 @@ from clsim.compiler.module import generate
 from clsim.errors import SimulationError
 from clsim.frontends.opencl_c.ctype import CType
 from clsim.instruments import registry
-from clsim.runtime.arguments import kernel_arg_types, stored_buffers
+from clsim.runtime.arguments import kernel_arg_types
 from clsim.runtime.config import LaunchConfig, resolve_device
 from clsim.runtime.images import Image
 from clsim.runtime.ndrange import make_ndrange
@@ -66,8 +66,7 @@ def compile_check(kernel, local_size=(64,), args=None) -> None:
     parsed = parse(kernel)
     sim = resolve_device(None)
     nd = make_ndrange(tuple(local_size), tuple(local_size), kernel=kernel.name)
-    types, _values = kernel_arg_types(kernel.name, parsed.params, args,
-                                      stored_buffers(parsed.tree, parsed.params))
+    types, _values = kernel_arg_types(kernel.name, parsed.params, args, parsed.stored_params)
     config = LaunchConfig(kernel.name, nd, sim, sim.subgroup_size, sim.reduction_order, 0,
                           "default", "3.0", False, False)
     generate(kernel, types, config, instruments=registry.build(config))
