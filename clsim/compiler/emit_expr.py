@@ -145,7 +145,7 @@ class ExprEmitter(VectorEmitter, StructEmitter):
         a = self.typed(node.left, res)
         b = self.typed(node.right, res)
         if op in ("//", "%"):
-            folded = _folded_division(node, op, res)
+            folded = folded_division(node, op, res)
             if folded is not None:  # QK // 2: no helper, no error check in the loop around it
                 return self.const(folded, res)
             helper = self.helper(f"_idiv_{res}" if op == "//" else f"_irem_{res}")
@@ -464,7 +464,7 @@ def _signed_constant(node):
     return constant_value(node)
 
 
-def _folded_division(node: ast.BinOp, op: str, res) -> int | None:
+def folded_division(node: ast.BinOp, op: str, res) -> int | None:
     """C's ``a / b`` or ``a % b`` (truncation toward zero) of two integer constants, when it
     cannot fail (b nonzero) and needs no wrapping; else None (the helper computes it)."""
     a, b = constant_value(node.left), constant_value(node.right)

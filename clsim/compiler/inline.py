@@ -46,6 +46,8 @@ class _Renamer(ast.NodeTransformer):
         replacement = clone(target)
         if isinstance(replacement, ast.Name):
             replacement.ctx = node.ctx
+            if hasattr(node, "loc"):  # a site found from the name (w[ib].d) is the helper's line
+                replacement.loc = node.loc
         return replacement
 
 

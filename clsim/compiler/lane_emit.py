@@ -13,6 +13,8 @@ import ast
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
+from clsim.compiler.lane_proof import LoopProof, prove_loop
+from clsim.compiler.proven import Var
 from clsim.compiler.pure_loops import private_target, pure_call
 from clsim.compiler.remat import is_id_call
 from clsim.runtime import record as rec
@@ -43,7 +45,11 @@ class LaneMajorFlow:
             return None
         aliases = {name for name, value in self.remat.items()
                    if is_id_call(value, "get_local_id")}
-        return plan(stmts, self.analysis, self.storage, self.env, aliases)
+
+        def prove(loop):
+            return prove_loop(loop, self.analysis, self.storage, self.env, self.remat)
+
+        return plan(stmts, self.analysis, self.storage, self.env, aliases, prove)
 
     def _group_int(self, node) -> str:
         self.in_wi = False
@@ -77,6 +83,8 @@ class LaneMajorFlow:
                 p = self._group_int(offset) if offset is not None else "0"
                 length = f"v_{buffer}.shape[0]"
                 self.emit(f"{ok} = {ok} and {p} + {u} >= 0 and {p} + {top} < {length}")
+            if lp.proof is not None:
+                self._prove_loop_body(lp.proof, k, ok, u, top)
         self.emit(f"if {ok}:")
         with self.indented():
             self._lane_body(lp, k, u, t, n, trips)
@@ -139,8 +147,29 @@ class LaneMajorFlow:
             self.storage[name] = "lane"
         return saved
 
+    def _prove_loop_body(self, proof: LoopProof, k: int, ok: str, u: str, top: str) -> None:
+        """Bound every index of the strided loop's body (``lane_proof``) from the range of
+        its variable (``u`` to ``top``) and of the inner loops'."""
+        bounds = [(terms, f"v_{buffer}.shape[{d}]") for buffer, dims in proof.plan.accesses
+                  for d, terms in enumerate(dims)]
+        bounds += [(terms, f"(v_{buffer}.shape[0] // {size})")
+                   for buffer, size, terms in proof.records]
+        bounds += [(terms, self.module.const(length, "int64"))
+                   for length, terms in proof.fields]
+        bounds = list({repr([(t.sign, tuple(ast.dump(f) for f in t.factors), t.var)
+                            for t in terms]) + length: (terms, length)
+                       for terms, length in bounds}.values())
+        needed = {t.var for terms, _ in bounds for t in terms}
+        ranges = self._proof_ranges(proof.plan, k, ok, needed)
+        ranges[Var("loop", proof.loop)] = (u, top)
+        for terms, length in bounds:
+            self._bound_index(k, ok, terms, ranges, length)
+
     def _lane_body(self, lp: LanePlan, k: int, u: str, t: str, n: str, trips: str) -> None:
         saved = self._lane_storage(lp.lanes)
+        for name, value in lp.recomputed:
+            saved.setdefault(name, self.storage.get(name, "local"))
+            self.storage[name], self.remat[name] = "remat", value
         try:
             if lp.before:
                 self._lane_loop("_NL", lp.before)
@@ -150,12 +179,38 @@ class LaneMajorFlow:
                 self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
                 self.emit(f"_lmm{k} = {n} - _lk{k} * {t}")
                 self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
-                self._unchecked_lanes(f"_lmm{k}", lp.loop.body, first=(
-                    f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"))
+                first = f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"
+                if lp.proof is None:
+                    self._unchecked_lanes(f"_lmm{k}", lp.loop.body, first=first)
+                else:
+                    self._distributed_lanes(f"_lmm{k}", lp.loop.body, first)
             if lp.after:
                 self._lane_loop("_NL", lp.after)
         finally:
             self.storage.update(saved)
+            for name, _ in lp.recomputed:
+                del self.remat[name]
+
+    def _distributed_lanes(self, count: str, stmts, first: str) -> None:
+        """``stmts`` with each uniform inner loop run at group level and the lanes
+        innermost (``lane_proof``): straight-line runs of statements become unchecked lane
+        loops."""
+        run: list = []
+        for s in [*stmts, None]:
+            if s is not None and not isinstance(s, ast.For):
+                run.append(s)
+                continue
+            if run:
+                self._unchecked_lanes(count, run, first)
+                run = []
+            if s is None:
+                break
+            var, t = f"_lj{next(self.counter)}", self.env[s.target.id]
+            self.emit(f"for {var} in range("
+                      f"{', '.join(self._group_int(a) for a in s.iter.args)}):")
+            with self.indented():
+                self.emit(f"{self.write_var(s.target.id)} = np.{t}({var})")
+                self._distributed_lanes(count, s.body, first)
 
     def _lane_loop(self, count: str, stmts, first: str | None = None) -> None:
         self.emit(f"for _lid in range({count}):")

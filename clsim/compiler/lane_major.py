@@ -47,6 +47,8 @@ class LanePlan:
     accesses: list  # (buffer name, P node or None, Subscript node) of L's loads and stores
     stores: bool
     lanes: tuple[str, ...]  # privates held in per-lane arrays
+    proof: object = None  # lane_proof.LoopProof when L has loops of its own (else None)
+    recomputed: tuple = ()  # (name, value): L's privates read as their expression again
 
 
 class _Refuse(Exception):
@@ -63,9 +65,11 @@ class PrefixPlan:
     lanes: tuple[str, ...]
 
 
-def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str]
-         ) -> LanePlan | PrefixPlan | None:
-    """The lane-major plan of a region's statements, or None when it has another shape."""
+def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
+         prove_loop=None) -> LanePlan | PrefixPlan | None:
+    """The lane-major plan of a region's statements, or None when it has another shape.
+    ``prove_loop(loop)``: a ``lane_proof.LoopProof`` of a strided loop whose body has loops
+    of its own, or None."""
     if len(stmts) == 1 and isinstance(stmts[0], ast.If):
         return _prefix_plan(stmts[0], analysis, storage, env, lid_aliases)
     loops = [i for i, s in enumerate(stmts) if isinstance(s, ast.For)]
@@ -77,15 +81,31 @@ def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str]
         start = _start(loop, analysis, lid_aliases)
         for s in before:
             _check_before(s, storage, env)
-        accesses, stores = _check_loop(loop, analysis, storage, env)
     except _Refuse:
         return None
+    proof = None
+    try:
+        accesses, stores = _check_loop(loop, analysis, storage, env)
+    except _Refuse:
+        proof = prove_loop(loop) if prove_loop is not None else None
+        if proof is None:
+            return None
+        accesses, stores = [], False
     if stores and after:
         return None
+    uniform = {loop.target.id} | ({s.target.id for s in proof.inner_loops}
+                                  if proof is not None else set())
+    stored = [n for s in [*before, loop] for n in ast.walk(s)
+              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+              and n.id in uniform - {loop.target.id}]
+    if proof is not None and len(stored) != len(proof.inner_loops):
+        return None  # an inner loop's variable is also a private somewhere else
+    again = proof.recomputed(before, after, analysis) if proof is not None else ()
+    uniform |= {name for name, _ in again}
     lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-                    and storage.get(n.id, "local") == "local" and n.id != loop.target.id})
-    return LanePlan(before, loop, after, start, accesses, stores, tuple(lanes))
+                    and storage.get(n.id, "local") == "local" and n.id not in uniform})
+    return LanePlan(before, loop, after, start, accesses, stores, tuple(lanes), proof, again)
 
 
 def _prefix_plan(s: ast.If, analysis, storage, env, lid_aliases) -> PrefixPlan | None:

@@ -29,6 +29,7 @@ from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
 from clsim.compiler.frontend import Parsed, compile_error, parse
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import clone, inline_cut_helpers
+from clsim.compiler.lane_inline import inline_lane_helpers
 from clsim.compiler.nulls import fold_null_tests
 from clsim.compiler.places import written_params
 from clsim.compiler.pointer_params import pointer_params
@@ -447,7 +448,10 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     local_size, jit, parallel = config.local_size, config.jit, config.parallel
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
-    body = fold_null_tests(inline_cut_helpers(parsed), arg_types)
+    body = inline_cut_helpers(parsed)
+    if not instruments and program.work_dim == 1:  # the modules with lane-major regions
+        body = inline_lane_helpers(body, parsed)
+    body = fold_null_tests(body, arg_types)
     body = scope_loop_variables(body, arg_types)
     body = copy_written_params(expand_struct_values(body), arg_types)
     body = pointer_params(body, arg_types)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import builtin_name
+from clsim.compiler.emit_expr import folded_division
 from clsim.compiler.lane_major import INT_FAILING
 from clsim.compiler.pure_loops import pure_call
 
@@ -184,8 +185,7 @@ class _Walker:
             raise _Refuse
         if isinstance(node, ast.Attribute) and not hasattr(node, "resolved"):
             raise _Refuse  # a field
-        if isinstance(node, ast.BinOp) and isinstance(node.op, INT_FAILING) and \
-                ct.is_int(getattr(node, "ctype", "float32")):
+        if _failing_division(node):
             raise _Refuse
         if isinstance(node, ast.Call) and (not pure_call(node) or any(
                 isinstance(getattr(a, "ctype", None), ct.PtrT | ct.ArrayT)
@@ -250,8 +250,7 @@ class _Walker:
                             for n in ast.walk(node))
                 and all(getattr(n, "ctype", "int32") in _SIGNED for n in ast.walk(node)
                         if isinstance(n, ast.expr) and ct.is_int(getattr(n, "ctype", "")))
-                and not any(isinstance(n, ast.BinOp) and isinstance(n.op, INT_FAILING)
-                            for n in ast.walk(node)))
+                and not any(_failing_division(n) for n in ast.walk(node)))
 
     def _name(self, name: str) -> list[Term]:
         if name in self.loops:
@@ -266,6 +265,16 @@ class _Walker:
                 self.plan.ctx.append(name)
             return [Term(1, (), Var("ctx", name))]
         raise _Refuse
+
+
+def _failing_division(node) -> bool:
+    """An integer division or remainder that may record an error: not one of two constants
+    (``QK // 2``), which the module folds."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, INT_FAILING)
+            and ct.is_int(getattr(node, "ctype", "float32"))):
+        return False
+    op = "%" if isinstance(node.op, ast.Mod) else "//"
+    return isinstance(node.op, ast.Div) or folded_division(node, op, node.ctype) is None
 
 
 def _dim(call: ast.Call) -> int:

@@ -371,6 +371,8 @@ class StructEmitter:
     def load_bytes(self, t: str, data: str, off: str) -> str:
         """A value of scalar type ``t`` at byte ``off`` of ``data``: a byte is read as it is
         (one helper function fewer for Numba to compile), wider types by ``_ldb_T``."""
+        if self.proven_indices and t in ("uint8", "int8"):
+            off = f"np.uint64({off})"  # no wrap-around test of a negative offset (lane_emit)
         if t == "uint8":
             return f"{data}[{off}]"
         if t == "int8":
