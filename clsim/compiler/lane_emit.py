@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from clsim.compiler import ctypes as ct
+from clsim.compiler.diagnostics import builtin_name
 from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
 from clsim.compiler.lane_proof import LoopProof, prove_loop
 from clsim.compiler.proven import Var
@@ -90,21 +91,27 @@ class LaneMajorFlow:
             self._lane_body(lp, k, u, t, n, trips)
         self.emit("else:")
         with self.indented():
-            if self._rerun_instead(lp):
-                self.emit(f"_err[{rec.CODE}] = {rec.RERUN_GROUP}\nreturn")
-            else:
-                scalar_region(item)
+            self._usual_or_rerun(item, scalar_region)
 
-    def _rerun_instead(self, lp: LanePlan) -> bool:
+    def _usual_or_rerun(self, item, scalar_region) -> None:
+        if self._rerun_instead():
+            self.emit(f"_err[{rec.CODE}] = {rec.RERUN_GROUP}\nreturn")
+        else:
+            scalar_region(item)
+
+    def _rerun_instead(self) -> bool:
         """Whether the region's usual form is left out of a JIT module: a failed range check
         then stops the group with RERUN_GROUP and the launcher runs the group again as plain
         Python (the no-JIT module keeps the usual form). Sound when the group has written
-        nothing outside itself before this point (it starts again from its beginning) and
-        the check can only fail at an access that fails (no store in the loop, whose step
-        below the group size also fails the check). Saves compiling the usual form: about
-        0.3 CPU s per region of softmax."""
-        return (self.module.jit and not lp.stores and not self.cut_loops
-                and not self.effects_before)
+        nothing outside itself before this point, nor can in a later part of a loop around
+        it (a barrier loop's other regions): it starts again from its beginning. The
+        check fails at an access that would fail, or at a step below 1 (or, in a loop that
+        stores, below the group size: lanes would share elements, a race in OpenCL); in
+        those the run again finds no error and the launch goes on, slowly (the result's
+        ``plain_python_groups``, a ``SlowPathWarning``). Saves compiling the usual form:
+        about 0.3 CPU s per region of softmax, and that twice (``_group``, ``_launch``)."""
+        return (self.module.jit and not self.effects_before
+                and all(_stays_in_group([loop.node], self.env) for loop, _ in self.cut_loops))
 
     def note_effects(self, stmts) -> None:
         """Record that statements about to run may write outside the group (a buffer, an
@@ -133,7 +140,7 @@ class LaneMajorFlow:
                 self.storage.update(saved)
         self.emit("else:")
         with self.indented():
-            scalar_region(item)
+            self._usual_or_rerun(item, scalar_region)
 
     def _lane_storage(self, names) -> dict:
         """Hold ``names`` in per-lane arrays (allocated per thread); the old storage back."""
@@ -221,6 +228,9 @@ class LaneMajorFlow:
             self.stmts_wi(stmts)
 
 
+_BARRIERS = frozenset({"barrier", "work_group_barrier"})  # no memory of their own
+
+
 def _distinct(accesses) -> list:
     """(buffer, offset) of each access, once: scratch[lid] loaded and stored is one check."""
     seen: dict = {}
@@ -247,7 +257,8 @@ def _stays_in_group(stmts, env: dict) -> bool:
         if isinstance(node, ast.For):  # range() only reads
             todo.extend([*node.body, *node.orelse])
             continue
-        if isinstance(node, ast.Call) and not pure_call(node):
+        if isinstance(node, ast.Call) and not pure_call(node) and \
+                builtin_name(node) not in _BARRIERS:
             return False
         todo.extend(ast.iter_child_nodes(node))
     return True

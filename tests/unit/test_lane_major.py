@@ -9,7 +9,7 @@ import pytest
 
 import clsim
 from clsim import CLK_LOCAL_MEM_FENCE, barrier, exp, fmax, get_group_id, get_local_id
-from clsim import get_local_size, kernel, local_array
+from clsim import get_global_id, get_local_size, kernel, local_array
 from clsim.runtime import launch
 
 
@@ -155,3 +155,92 @@ def test_a_group_run_again_without_error_lets_the_launch_go_on(parallel):
     assert outs[0] == outs[2] and outs[1] == outs[3]
     assert np.frombuffer(outs[1], np.float32).tolist() == [0.0] * 48  # range(lid, 40, -1)
     assert -1.0 not in np.frombuffer(outs[0], np.float32)
+
+
+@kernel
+def twice(x, y, ncols):
+    base = get_group_id(0) * ncols
+    for c in range(get_local_id(0), ncols, get_local_size(0)):
+        y[base + c] = x[base + c] * 2.0
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_storing_region_whose_check_fails_runs_the_group_again(parallel):
+    """A loop that stores gets no usual form in the JIT module either when nothing before
+    it in the group writes outside the group. y is 5 elements short: the eighth group's
+    check fails, the group runs again as plain Python and work-item 0's fourth store
+    (y[796]) is reported, with the bytes the no-JIT module leaves."""
+    x = np.random.default_rng(3).standard_normal(800).astype(np.float32)
+    errors = []
+    for jit in (True, False):
+        y = np.zeros(795, np.float32)
+        with pytest.raises(clsim.OutOfBoundsError) as info:
+            clsim.run(twice, (8 * 32,), (32,), (x, y, np.int32(100)), jit=jit,
+                      parallel=parallel)
+        errors.append((info.value.buffer, info.value.index, info.value.gid,
+                       info.value.access, y.tobytes()))
+    assert errors[0][:4] == ("y", 796, (224,), "store")
+    assert errors[0] == errors[1]
+    result = clsim.run(twice, (32,), (32,), (x, np.zeros(800, np.float32), np.int32(100)))
+    source = open(result.module_path).read()
+    assert "_lmok" in source and "_err[0] = -1" in source and "_oob(" not in source
+
+
+@kernel
+def halving(x, y):
+    lid = get_local_id(0)
+    scratch = local_array(64, np.float32)
+    scratch[lid] = 1.0
+    barrier(CLK_LOCAL_MEM_FENCE)
+    active = get_local_size(0)
+    off = 0
+    while active > 1:
+        half_ = active // 2
+        if lid < half_:
+            scratch[lid] = scratch[lid] + x[lid + off]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        off += half_
+        active = half_
+    y[get_global_id(0)] = scratch[lid]
+
+
+@kernel
+def halving_storing(x, y):
+    lid = get_local_id(0)
+    scratch = local_array(64, np.float32)
+    scratch[lid] = 1.0
+    barrier(CLK_LOCAL_MEM_FENCE)
+    active = get_local_size(0)
+    off = 0
+    while active > 1:
+        half_ = active // 2
+        if lid < half_:
+            scratch[lid] = scratch[lid] + x[lid + off]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        y[get_global_id(0)] = scratch[lid]
+        barrier(CLK_LOCAL_MEM_FENCE)
+        off += half_
+        active = half_
+
+
+@pytest.mark.parametrize("kern", [halving, halving_storing])
+def test_a_tree_step_whose_check_fails_runs_again_only_if_its_loop_stays_in_the_group(kern):
+    """x holds 26 values where the tree steps read 31 (16 + 8 + 4 + 2 + 1 lanes): the check
+    of the third step (x[24 + lid], 4 lanes) fails. With nothing in the barrier loop writing
+    outside the group, the JIT module has no usual form for the step and the group runs
+    again as plain Python; with a store to y later in the loop, the first trips have
+    already written y, so the usual form stays. Both report lane 2's x[26], as the no-JIT
+    module does, with its bytes."""
+    errors = []
+    for jit in (True, False):
+        x = np.ones(26, np.float32)
+        y = np.zeros(32, np.float32)
+        with pytest.raises(clsim.OutOfBoundsError) as info:
+            clsim.run(kern, (32,), (32,), (x, y), jit=jit)
+        errors.append((info.value.buffer, info.value.index, info.value.gid, y.tobytes()))
+    assert errors[0][:3] == ("x", 26, (2,))
+    assert errors[0] == errors[1]
+    result = clsim.run(kern, (32,), (32,), (np.ones(64, np.float32), np.zeros(32, np.float32)))
+    loop = open(result.module_path).read().split("while True:")[1].split("def _launch")[0]
+    assert "_lpok" in loop
+    assert ("_err[0] = -1" in loop) == (kern is halving)
