@@ -32,7 +32,7 @@ from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import builtin_name
 
-_PURE_FAMILIES = frozenset({"math", "conversion", "relational"})
+_PURE_FAMILIES = frozenset({"math", "conversion", "relational", "work-item"})
 INT_FAILING = (ast.Div, ast.FloorDiv, ast.Mod)  # integer division records an error
 
 
