@@ -61,7 +61,6 @@ class ChecksInstrument(Instrument):
                           ly.ERR_EPOCHS: _decode_epochs}
     serial_groups = True
     drives_groups = True  # parallel threads with their own shadow state (``parallel``)
-    lane_regions = True  # shadow state covers tracked arrays only (``observes``)
 
     @classmethod
     def create(cls, config) -> ChecksInstrument | None:
@@ -102,7 +101,7 @@ class ChecksInstrument(Instrument):
 
     def key(self) -> tuple:
         return (self.name, LAYOUT_VERSION, self.aliased, tuple(sorted(self.invariant)),
-                self.locks, self.lane_regions)
+                self.locks)
 
     def imports(self) -> list[str]:
         """The shared helpers, compiled once for all kernels (``native``)."""
@@ -205,11 +204,6 @@ class ChecksInstrument(Instrument):
             f"_cs_m[{ly.M_HELD}] != 0:\n"
             f"    _cs_call(_cs_fn, {_i64(native.OPS['_cs_end'])}, {_NO_ARGS}, {_FULL})\n"
             f"    if _err[{rec.CODE}] != 0:\n        return", self._jit))
-
-    def observes(self, buffer: str) -> bool:
-        """Parameters the kernel never writes (and that share no written one's memory) are
-        not tracked (``_record``); known once the group's set-up registered the objects."""
-        return buffer in self._objs
 
     def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
         codes = self._record(event, out)

@@ -41,7 +41,7 @@ class LaneMajorFlow:
 
     def lane_plan(self, stmts) -> LanePlan | PrefixPlan | None:
         module = self.module
-        if (not self.in_group_fn or module.has_exit or self.masks
+        if (not self.in_group_fn or module.instruments or module.has_exit or self.masks
                 or module.work_dim != 1 or getattr(self, "analysis", None) is None):
             return None
         aliases = {name for name, value in self.remat.items()
@@ -50,25 +50,7 @@ class LaneMajorFlow:
         def prove(loop):
             return prove_loop(loop, self.analysis, self.storage, self.env, self.remat)
 
-        if not all(getattr(inst, "lane_regions", False) for inst in module.instruments):
-            return None
-        lp = plan(stmts, self.analysis, self.storage, self.env, aliases, prove)
-        if lp is None or not module.instruments:
-            return lp
-        # Under instruments (checks="all"), only a region whose observed accesses keep their
-        # order: none in the loop, and those of S1 or of S2, not both (each part runs for
-        # every lane in work-item order).
-        if (isinstance(lp, PrefixPlan) or self._observed([lp.loop])
-                or (self._observed(lp.before) and self._observed(lp.after))):
-            return None
-        return lp
-
-    def _observed(self, stmts) -> bool:
-        """Whether an instrument records an access in ``stmts``."""
-        buffers = {n.value.id for s in stmts for n in ast.walk(s)
-                   if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
-        return any(getattr(inst, "observes", lambda _b: True)(b)
-                   for inst in self.module.instruments for b in buffers)
+        return plan(stmts, self.analysis, self.storage, self.env, aliases, prove)
 
     def _group_int(self, node) -> str:
         self.in_wi = False
@@ -107,8 +89,6 @@ class LaneMajorFlow:
         self.emit(f"if {ok}:")
         with self.indented():
             self._lane_body(lp, k, u, t, n, trips)
-            if self.module.instruments:
-                self.module.on_region_end(self)
         self.emit("else:")
         with self.indented():
             self._usual_or_rerun(item, scalar_region)
@@ -128,10 +108,9 @@ class LaneMajorFlow:
         check fails at an access that would fail, or at a step below 1 (or, in a loop that
         stores, below the group size: lanes would share elements, a race in OpenCL); in
         those the run again finds no error and the launch goes on, slowly (the result's
-        ``plain_python_groups``, a ``SlowPathWarning``). Never under instruments, whose
-        state would see the group's accesses twice. Saves compiling the usual form:
+        ``plain_python_groups``, a ``SlowPathWarning``). Saves compiling the usual form:
         about 0.3 CPU s per region of softmax, and that twice (``_group``, ``_launch``)."""
-        return (self.module.jit and not self.effects_before and not self.module.instruments
+        return (self.module.jit and not self.effects_before
                 and all(_stays_in_group([loop.node], self.env) for loop, _ in self.cut_loops))
 
     def note_effects(self, stmts) -> None:

@@ -449,8 +449,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
     body = inline_cut_helpers(parsed)
-    lanes = all(getattr(inst, "lane_regions", False) for inst in instruments)
-    if lanes and program.work_dim == 1:  # the modules with lane-major regions
+    if not instruments and program.work_dim == 1:  # the modules with lane-major regions
         body = inline_lane_helpers(body, parsed)
     body = fold_null_tests(body, arg_types)
     body = scope_loop_variables(body, arg_types)
@@ -470,8 +469,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     module.instruments = list(instruments)
     module.body = body  # the statements emitted, for instruments' analyses (Emit.body)
     storage = _storage(analysis, arg_types, typer.env)
-    # an instrument may see every private as it is stored: ids stay arrays there
-    aliases = {} if not lanes else id_aliases(
+    # instruments see every private as it is stored (shadow state): ids stay arrays there
+    aliases = {} if module.instruments else id_aliases(
         body, {n for n, kind in storage.items() if kind == "ctx"}, set(arg_types))
     storage.update(dict.fromkeys(aliases, "remat"))
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)

@@ -103,18 +103,6 @@ class Instrument:
         """Everything that changes the generated code (part of the compile cache key)."""
         return (self.name,)
 
-    # Whether the instrument's state covers only the accesses it observes (``observes``):
-    # then ids copied into privates are recomputed where read (``remat``), straight-line
-    # helpers are inlined (``lane_inline``) and a region with no observed access may run
-    # lane-major. An instrument that sees privates or every access keeps the usual forms.
-    lane_regions = False
-
-    def observes(self, buffer: str) -> bool:
-        """Whether the kernel body's accesses to array ``buffer`` (a parameter, local or
-        private array) reach ``on_access`` with something to record: a region without such
-        accesses may run lane-major (``clsim/compiler/lane_emit.py``). Yes unless known."""
-        return True
-
     def on_group_start(self, out: Emit) -> None:
         """Emit per-group set-up at the top of the group function."""
 

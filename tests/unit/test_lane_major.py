@@ -244,3 +244,24 @@ def test_a_tree_step_whose_check_fails_runs_again_only_if_its_loop_stays_in_the_
     loop = open(result.module_path).read().split("while True:")[1].split("def _launch")[0]
     assert "_lpok" in loop
     assert ("_err[0] = -1" in loop) == (kern is halving)
+
+
+@kernel
+def row_sums(x, y, ncols):
+    acc = 0.0
+    for c in range(get_local_id(0), ncols, get_local_size(0)):
+        acc += x[get_group_id(0) * ncols + c]
+    y[get_group_id(0) * get_local_size(0) + get_local_id(0)] = acc
+
+
+def test_work_item_builtins_in_a_region_keep_it_lane_major():
+    """get_group_id in an index (no failure possible) leaves the region lane-major, with the
+    bytes of plain Python."""
+    x = np.random.default_rng(4).standard_normal(2 * 40).astype(np.float32)
+    outs = []
+    for jit in (True, False):
+        y = np.zeros(16, np.float32)
+        result = clsim.run(row_sums, (16,), (8,), (x, y, np.int32(40)), jit=jit)
+        outs.append(y.tobytes())
+    assert outs[0] == outs[1]
+    assert "_lmok" in open(result.module_path).read()
