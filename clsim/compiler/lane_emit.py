@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 
+from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
+from clsim.compiler.builtins.memory import emit_barrier
 from clsim.compiler.diagnostics import builtin_name
 from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
 from clsim.compiler.lane_proof import LoopProof, prove_loop
@@ -228,9 +230,6 @@ class LaneMajorFlow:
             self.stmts_wi(stmts)
 
 
-_BARRIERS = frozenset({"barrier", "work_group_barrier"})  # no memory of their own
-
-
 def _distinct(accesses) -> list:
     """(buffer, offset) of each access, once: scratch[lid] loaded and stored is one check."""
     seen: dict = {}
@@ -238,6 +237,12 @@ def _distinct(accesses) -> list:
         seen.setdefault((buffer, ast.dump(offset) if offset is not None else None),
                         (buffer, offset))
     return list(seen.values())
+
+
+def _barrier(call: ast.Call) -> bool:
+    """A work-group barrier: it orders the group and writes no memory of its own."""
+    entry = table.lookup(builtin_name(call) or "")
+    return entry is not None and getattr(entry, "emit_cut", None) is emit_barrier
 
 
 def _stays_in_group(stmts, env: dict) -> bool:
@@ -257,8 +262,7 @@ def _stays_in_group(stmts, env: dict) -> bool:
         if isinstance(node, ast.For):  # range() only reads
             todo.extend([*node.body, *node.orelse])
             continue
-        if isinstance(node, ast.Call) and not pure_call(node) and \
-                builtin_name(node) not in _BARRIERS:
+        if isinstance(node, ast.Call) and not pure_call(node) and not _barrier(node):
             return False
         todo.extend(ast.iter_child_nodes(node))
     return True

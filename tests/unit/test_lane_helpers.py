@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import CLK_LOCAL_MEM_FENCE, barrier, get_group_id, get_local_id, get_local_size
-from clsim import kernel, local_array
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    kernel,
+    local_array,
+)
 
 QK = 32
 BLOCK = np.dtype([("d", np.float16), ("qs", np.uint8, (QK // 2,))])

@@ -8,8 +8,18 @@ import numpy as np
 import pytest
 
 import clsim
-from clsim import CLK_LOCAL_MEM_FENCE, barrier, exp, fmax, get_group_id, get_local_id
-from clsim import get_global_id, get_local_size, kernel, local_array
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    exp,
+    fmax,
+    get_global_id,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    kernel,
+    local_array,
+)
 from clsim.runtime import launch
 
 
