@@ -10,8 +10,10 @@ order (bit-identical results).
 
 Only a helper that is a straight-line computation is inlined: assignments to its own
 scalars, ``for`` loops over ``range`` of the same, and one ``return`` with a value as its
-last statement; it calls no other helper and stores to no memory. The call must be the
-whole right-hand side of ``x = h(...)`` or ``x += h(...)`` directly in the body of a
+last statement; it calls no other helper and no builtin with effects (an atomic, a private
+array's declaration) and stores to no memory. The call must be the whole right-hand side of
+``x = h(...)`` or ``x += h(...)``, with names, constants or scalar expressions as arguments
+(no pointer arithmetic, no element or field), directly in the body of a
 top-level ``for`` over a three-argument ``range`` (the strided work-item loop). Only for
 modules without instruments in 1-D groups, the only ones that run lane-major; elsewhere the
 helper stays a generated function.
@@ -32,19 +34,22 @@ import ast
 from clsim.compiler.astwalk import walk
 from clsim.compiler.frontend import Parsed, func_target
 from clsim.compiler.inline import Inliner, clone
+from clsim.compiler.pure_loops import pure_call
 
 
-def inline_lane_helpers(body: list[ast.stmt], parsed: Parsed) -> list[ast.stmt]:
+def inline_lane_helpers(body: list[ast.stmt], parsed: Parsed, arg_types: dict
+                        ) -> list[ast.stmt]:
     """``body`` (the kernel's statements) with straight-line helper calls in its top-level
     strided loops replaced by the helpers' bodies."""
     if not any(_straight_line(callee) for callee in parsed.callees.values()):
         return body  # most kernels: nothing to inline
     inliner = Inliner(parsed)
+    arrays = {name for name, t in arg_types.items() if not isinstance(t, str)}
     out = []
     for stmt in body:
         if isinstance(stmt, ast.For) and _strided_range(stmt.iter):
             loop = clone(stmt)  # the parsed tree is cached: do not edit it in place
-            loop.body = _inline_calls(loop.body, parsed, inliner)
+            loop.body = _inline_calls(loop.body, parsed, inliner, arrays)
             stmt = loop
         out.append(stmt)
     return out
@@ -55,10 +60,11 @@ def _strided_range(it) -> bool:
             and len(it.args) == 3 and not it.keywords)
 
 
-def _inline_calls(stmts: list[ast.stmt], parsed: Parsed, inliner: Inliner) -> list[ast.stmt]:
+def _inline_calls(stmts: list[ast.stmt], parsed: Parsed, inliner: Inliner, arrays: set[str]
+                  ) -> list[ast.stmt]:
     out = []
     for stmt in stmts:
-        callee = _lane_call(stmt, parsed)
+        callee = _lane_call(stmt, parsed, arrays)
         if callee is None:
             out.append(stmt)
             continue
@@ -75,8 +81,11 @@ def _inline_calls(stmts: list[ast.stmt], parsed: Parsed, inliner: Inliner) -> li
     return out
 
 
-def _lane_call(stmt, parsed: Parsed) -> Parsed | None:
-    """The straight-line helper ``stmt`` calls as ``x = h(...)`` or ``x op= h(...)``."""
+def _lane_call(stmt, parsed: Parsed, arrays: set[str]) -> Parsed | None:
+    """The straight-line helper ``stmt`` calls as ``x = h(...)`` or ``x op= h(...)``, each
+    argument a name, a constant or a scalar expression (``arrays``: the kernel's array and
+    pointer parameters, which an expression must not use: ``x + 16`` would be a pointer
+    assigned to a local)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
     elif isinstance(stmt, ast.AugAssign):
@@ -92,7 +101,22 @@ def _lane_call(stmt, parsed: Parsed) -> Parsed | None:
     if callee is None or not _straight_line(callee) or \
             len(stmt.value.args) != len(callee.params):
         return None
+    if not all(_plain_argument(a, arrays) for a in stmt.value.args):
+        return None
     return callee
+
+
+def _plain_argument(arg, arrays: set[str]) -> bool:
+    if isinstance(arg, ast.Name | ast.Constant):
+        return True
+    for n in ast.walk(arg):
+        if isinstance(n, ast.Subscript | ast.Attribute) and not hasattr(n, "resolved"):
+            return False  # an element, a field or a field's address
+        if isinstance(n, ast.Name) and n.id in arrays:
+            return False
+        if isinstance(n, ast.Call) and not pure_call(n):
+            return False
+    return True
 
 
 def _straight_line(callee: Parsed) -> bool:
@@ -109,7 +133,10 @@ def _straight_line(callee: Parsed) -> bool:
         return False
     if not _plain_block(body[:-1]):
         return False
-    return not any(func_target(n) is not None for n in walk(tree))
+    # no other helper, and only builtins without effects (no private_array(), no atomic)
+    ranges = {id(n.iter) for n in walk(tree) if isinstance(n, ast.For)}
+    return not any(isinstance(n, ast.Call) and id(n) not in ranges and not pure_call(n)
+                   for n in walk(tree))
 
 
 def _plain_block(stmts) -> bool:

@@ -450,7 +450,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     program = Program(parsed, arg_types, local_size)
     body = inline_cut_helpers(parsed)
     if not instruments and program.work_dim == 1:  # the modules with lane-major regions
-        body = inline_lane_helpers(body, parsed)
+        body = inline_lane_helpers(body, parsed, arg_types)
     body = fold_null_tests(body, arg_types)
     body = scope_loop_variables(body, arg_types)
     body = copy_written_params(expand_struct_values(body), arg_types)

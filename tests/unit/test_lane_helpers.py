@@ -14,6 +14,7 @@ from clsim import (
     get_local_size,
     kernel,
     local_array,
+    private_array,
 )
 
 QK = 32
@@ -131,3 +132,59 @@ def test_a_field_index_past_its_length_is_reported_as_before(jit):
         errors.append((info.value.buffer, info.value.index, info.value.gid, str(info.value)))
     assert errors[0][2] == (0,)
     assert errors[0] == errors[1]
+
+
+@clsim.func
+def four_sum(p):
+    """Sum of p[0..3], through a pointer argument."""
+    s = 0.0
+    for k in range(4):
+        s += p[k]
+    return s
+
+
+@clsim.func
+def filled_sum(x, at):
+    """1 + the sum of x[at..at+3]: the 1 read from a private array's fill (a builtin with an
+    effect of its own, the array's declaration)."""
+    ones = private_array(4, np.float32, fill=1.0)
+    s = ones[0]
+    for k in range(4):
+        s += x[at + k]
+    return s
+
+
+@kernel
+def pointer_sums(x, y, nb):
+    acc = 0.0
+    for b in range(get_local_id(0), nb, get_local_size(0)):
+        acc += four_sum(x + b * 4)
+    y[get_group_id(0) * get_local_size(0) + get_local_id(0)] = acc
+
+
+@kernel
+def filled_sums(x, y, nb):
+    acc = 0.0
+    for b in range(get_local_id(0), nb, get_local_size(0)):
+        acc += filled_sum(x, b * 4)
+    y[get_group_id(0) * get_local_size(0) + get_local_id(0)] = acc
+
+
+@pytest.mark.parametrize(("kern", "helper"), [(pointer_sums, "four_sum"),
+                                              (filled_sums, "filled_sum")])
+def test_helpers_with_pointer_arguments_or_private_arrays_stay_functions(kern, helper):
+    """A pointer expression as an argument (``x + b * 4``) or a private array in the helper:
+    the call is not inlined (the helper stays a generated function), and the results are
+    plain Python's."""
+    x = np.arange(40, dtype=np.float32)
+    outs = []
+    for jit in (True, False):
+        y = np.zeros(8, np.float32)
+        result = clsim.run(kern, (8,), (8,), (x, y, np.int32(10)), jit=jit)
+        outs.append(y.tobytes())
+    assert outs[0] == outs[1]
+    one = 1 if kern is filled_sums else 0
+    expected = [sum(range(4 * b, 4 * b + 4)) + one for b in range(10)]
+    assert np.frombuffer(outs[0], np.float32).tolist() == [
+        sum(expected[b] for b in range(lid, 10, 8)) for lid in range(8)]
+    assert f"def _f_{helper}" in open(result.module_path).read()
