@@ -470,8 +470,9 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     module.body = body  # the statements emitted, for instruments' analyses (Emit.body)
     storage = _storage(analysis, arg_types, typer.env)
     # instruments see every private as it is stored (shadow state): ids stay arrays there
+    # (a plain local too: ``lid`` then starts a strided loop lane_major recognises)
     aliases = {} if module.instruments else id_aliases(
-        body, {n for n, kind in storage.items() if kind == "ctx"}, set(arg_types))
+        body, {n for n, kind in storage.items() if kind in ("ctx", "local")}, set(arg_types))
     storage.update(dict.fromkeys(aliases, "remat"))
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
     gen.remat = aliases

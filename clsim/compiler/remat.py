@@ -29,8 +29,9 @@ _FIXED = frozenset({"get_group_id", "get_local_size", "get_enqueued_local_size",
 
 
 def id_aliases(body: list, candidates: set[str], params: set[str]) -> dict[str, ast.AST]:
-    """name -> the expression it holds, for each of ``candidates`` (context variables)
-    stored exactly once, by a top-level statement whose value is a work-item id or an
+    """name -> the expression it holds, for each of ``candidates`` (context variables and
+    plain locals: a kernel without barriers has no context variables, and its ``lid`` must
+    still read as the id for ``lane_major`` to see ``range(lid, n, wg)``) stored exactly once, by a top-level statement whose value is a work-item id or an
     integer ``+ - *`` of ids, fixed values and aliases found before it (module docstring)."""
     stores: dict[str, int] = {}
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):

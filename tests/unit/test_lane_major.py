@@ -275,3 +275,29 @@ def test_work_item_builtins_in_a_region_keep_it_lane_major():
         outs.append(y.tobytes())
     assert outs[0] == outs[1]
     assert "_lmok" in open(result.module_path).read()
+
+
+@kernel
+def partial_sums(x, partial, ncols):
+    lid = get_local_id(0)
+    wg = get_local_size(0)
+    acc = 0.0
+    for c in range(lid, ncols, wg):
+        acc += x[get_group_id(0) * ncols + c]
+    partial[get_group_id(0) * wg + lid] = acc
+
+
+def test_a_private_copy_of_the_local_id_starts_a_lane_major_loop_without_barriers():
+    """The first pass of a two-kernel reduction: no barrier, so ``lid`` is a plain local,
+    not a context variable; it is still read as the id again (remat), and its strided loop
+    runs lane-major with plain Python's bytes."""
+    x = np.random.default_rng(6).standard_normal(3 * 45).astype(np.float32)
+    outs = []
+    for jit in (True, False):
+        partial = np.zeros(24, np.float32)
+        result = clsim.run(partial_sums, (24,), (8,), (x, partial, np.int32(45)), jit=jit)
+        outs.append(partial.tobytes())
+    assert outs[0] == outs[1]
+    assert np.allclose(np.frombuffer(outs[0], np.float32).reshape(3, 8).sum(axis=1),
+                       x.reshape(3, 45).sum(axis=1), rtol=1e-5)
+    assert "_lmok" in open(result.module_path).read()
