@@ -16,21 +16,8 @@ from clsim import (
     local_array,
     private_array,
 )
-
-QK = 32
-BLOCK = np.dtype([("d", np.float16), ("qs", np.uint8, (QK // 2,))])
-
-
-@clsim.func
-def block_dot(w, ib, x, x_at):
-    """Q4_0-like block ib dotted with x[x_at:x_at+32]: a 32-step float chain."""
-    sumq = 0.0
-    for j in range(QK // 2):
-        byte = np.int32(w[ib].qs[j])
-        sumq += np.float32((byte & 15) - 8) * x[x_at + j]
-        sumq += np.float32((byte >> 4) - 8) * x[x_at + j + QK // 2]
-    return np.float32(w[ib].d) * sumq
-
+from kernels_py.gemv_quant import q4_0_dot
+from kernels_py.gguf_structs import BLOCK_Q4_0, QK
 
 @clsim.func
 def past_the_field(w, ib, x, x_at):
@@ -48,7 +35,7 @@ def gemv(blocks, x, y, nb):
     wg = get_local_size(0)
     acc = 0.0
     for b in range(lid, nb, wg):
-        acc += block_dot(blocks, row * nb + b, x, b * QK)
+        acc += q4_0_dot(blocks, row * nb + b, x, b * QK)
     scratch = local_array(64, np.float32)
     scratch[lid] = acc
     barrier(CLK_LOCAL_MEM_FENCE)
@@ -69,7 +56,7 @@ def gemv_last(blocks, x, y, nb):
 
 def _inputs(rows, nb, seed=0):
     rng = np.random.default_rng(seed)
-    blocks = np.zeros(rows * nb, BLOCK)
+    blocks = np.zeros(rows * nb, BLOCK_Q4_0)
     blocks["d"] = rng.standard_normal(rows * nb).astype(np.float16)
     blocks["qs"] = rng.integers(0, 256, (rows * nb, QK // 2), dtype=np.uint8)
     x = rng.standard_normal(nb * QK).astype(np.float32)
@@ -95,9 +82,9 @@ def test_an_inlined_helper_runs_lane_major_with_the_usual_bytes(rows, nb, local)
     assert fast.tobytes() == usual.tobytes() == plain.tobytes()
     assert not np.isnan(fast).any()
     source = open(result.module_path).read()
-    assert "def _f_block_dot" not in source  # inlined
+    assert "def _f_q4_0_dot" not in source  # inlined
     assert "for _lj" in source and "_lmok" in source  # its loop at group level, lanes inside
-    assert "def _f_block_dot" in open(checked.module_path).read()
+    assert "def _f_q4_0_dot" in open(checked.module_path).read()
 
 
 @pytest.mark.parametrize("jit", [True, False])
