@@ -19,6 +19,7 @@ from clsim import (
 from kernels_py.gemv_quant import q4_0_dot
 from kernels_py.gguf_structs import BLOCK_Q4_0, QK
 
+
 @clsim.func
 def past_the_field(w, ib, x, x_at):
     """Reads qs[0..QK-1] of a 16-byte field: index 16 is outside it."""
