@@ -69,7 +69,9 @@ def test_a_small_launch_compiles_only_the_group_function(parallel):
     module = _module(first)
     np.testing.assert_array_equal(y, _want(x))
     assert module._launch.signatures == [] and len(module._group.signatures) == 1
-    assert first.compile_s > first.elapsed_s and first.parallel == parallel  # compiled first
+    # the group function's compile (or its load from Numba's cache) is counted before the
+    # launch, never in it; not compared with the launch's time, which load can stretch
+    assert first.compile_s > 0.0 and first.parallel == parallel
     again = clsim.run(reversed_in_group, x.shape, (32,), (x, np.zeros_like(x)), parallel=parallel)
     assert again.compile_s == 0.0 and module._launch.signatures == []
 
