@@ -49,8 +49,9 @@ class LaneMajorFlow:
         aliases = {name for name, value in self.remat.items()
                    if is_id_call(value, "get_local_id")}
 
-        def prove(loop):
-            return prove_loop(loop, self.analysis, self.storage, self.env, self.remat)
+        def prove(before, loop, after):
+            return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
+                              self.remat)
 
         return plan(stmts, self.analysis, self.storage, self.env, aliases, prove)
 
@@ -176,7 +177,8 @@ class LaneMajorFlow:
 
     def _lane_body(self, lp: LanePlan, k: int, u: str, t: str, n: str, trips: str) -> None:
         saved = self._lane_storage(lp.lanes)
-        for name, value in lp.recomputed:
+        again = lp.proof.recomputed if lp.proof is not None else ()
+        for name, value in again:
             saved.setdefault(name, self.storage.get(name, "local"))
             self.storage[name], self.remat[name] = "remat", value
         try:
@@ -197,7 +199,7 @@ class LaneMajorFlow:
                 self._lane_loop("_NL", lp.after)
         finally:
             self.storage.update(saved)
-            for name, _ in lp.recomputed:
+            for name, _ in again:
                 del self.remat[name]
 
     def _distributed_lanes(self, count: str, stmts, first: str) -> None:

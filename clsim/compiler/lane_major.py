@@ -48,7 +48,6 @@ class LanePlan:
     stores: bool
     lanes: tuple[str, ...]  # privates held in per-lane arrays
     proof: object = None  # lane_proof.LoopProof when L has loops of its own (else None)
-    recomputed: tuple = ()  # (name, value): L's privates read as their expression again
 
 
 class _Refuse(Exception):
@@ -68,8 +67,8 @@ class PrefixPlan:
 def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
          prove_loop=None) -> LanePlan | PrefixPlan | None:
     """The lane-major plan of a region's statements, or None when it has another shape.
-    ``prove_loop(loop)``: a ``lane_proof.LoopProof`` of a strided loop whose body has loops
-    of its own, or None."""
+    ``prove_loop(before, loop, after)``: a ``lane_proof.LoopProof`` of a strided loop whose
+    body has loops of its own, or None."""
     if len(stmts) == 1 and isinstance(stmts[0], ast.If):
         return _prefix_plan(stmts[0], analysis, storage, env, lid_aliases)
     loops = [i for i, s in enumerate(stmts) if isinstance(s, ast.For)]
@@ -87,7 +86,7 @@ def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
     try:
         accesses, stores = _check_loop(loop, analysis, storage, env)
     except _Refuse:
-        proof = prove_loop(loop) if prove_loop is not None else None
+        proof = prove_loop(before, loop, after) if prove_loop is not None else None
         if proof is None:
             return None
         accesses, stores = [], False
@@ -100,12 +99,12 @@ def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
               and n.id in uniform - {loop.target.id}]
     if proof is not None and len(stored) != len(proof.inner_loops):
         return None  # an inner loop's variable is also a private somewhere else
-    again = proof.recomputed(before, after, analysis) if proof is not None else ()
-    uniform |= {name for name, _ in again}
+    if proof is not None:
+        uniform |= {name for name, _ in proof.recomputed}
     lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                     and storage.get(n.id, "local") == "local" and n.id not in uniform})
-    return LanePlan(before, loop, after, start, accesses, stores, tuple(lanes), proof, again)
+    return LanePlan(before, loop, after, start, accesses, stores, tuple(lanes), proof)
 
 
 def _prefix_plan(s: ast.If, analysis, storage, env, lid_aliases) -> PrefixPlan | None:

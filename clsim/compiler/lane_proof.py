@@ -33,31 +33,32 @@ from dataclasses import dataclass
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler import proven
+from clsim.compiler.remat import integer_terms
 from clsim.compiler.structs import StructT
 
 
 @dataclass(frozen=True)
 class LoopProof:
     """What bounds a strided loop's indices: the proven plan of its body (accesses and
-    inner loops), the struct accesses beside it, and its own loop node."""
+    inner loops), the struct accesses beside it, and its own loop node; and the privates
+    read as their expression again."""
 
     plan: proven.ProvenPlan
     records: list  # (buffer, record size, [Term]): record index against the buffer's records
     fields: list  # (length, [Term]): a field array's index against its declared length
     loop: ast.For
+    recomputed: tuple  # (name, value), see ``_recomputed``
 
     @property
     def inner_loops(self) -> list:
         return self.plan.loops
 
-    def recomputed(self, before: list, after: list, analysis) -> tuple:
-        return recomputed(before, self.loop, after, analysis)
 
-
-def prove_loop(loop: ast.For, analysis, storage: dict, env: dict, remat: dict
-               ) -> LoopProof | None:
-    """The proof plan of strided ``loop``'s body, or None when an index is not affine in
-    known ranges, the body stores to memory, or something in it could fail."""
+def prove_loop(before: list, loop: ast.For, after: list, analysis, storage: dict, env: dict,
+               remat: dict) -> LoopProof | None:
+    """The proof plan of strided ``loop``'s body (``before`` and ``after``: the rest of its
+    region), or None when an index is not affine in known ranges, the body stores to memory,
+    or something in it could fail."""
     body = loop.body
     written = {n.id for s in body for n in ast.walk(s)
                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
@@ -69,15 +70,16 @@ def prove_loop(loop: ast.For, analysis, storage: dict, env: dict, remat: dict
         return None
     if not (walker.plan.accesses or walker.records) or not walker.plan.loops:
         return None  # no inner loop: lane_major's own shape, or nothing to prove
-    return LoopProof(walker.plan, walker.records, walker.fields, loop)
+    return LoopProof(walker.plan, walker.records, walker.fields, loop,
+                     _recomputed(before, loop, after, analysis))
 
 
-def recomputed(before: list, loop: ast.For, after: list, analysis) -> tuple:
+def _recomputed(before: list, loop: ast.For, after: list, analysis) -> tuple:
     """(name, value) of each private the strided loop's body assigns once, at its top level,
     from its variable, uniform values, constants and ``+ - *``, and that only the body reads,
-    after that assignment: read as its expression again (``ib = row * nb + c``), the loads
+    after that assignment. Read as its expression again (``ib = row * nb + c``), the loads
     it indexes are strided, which LLVM vectorises; loaded from a lane array, they are
-    gathers it cannot bound.""" 
+    gathers it cannot bound."""
     region = [*before, loop, *after]
     stores: dict[str, int] = {}
     for node in ast.walk(ast.Module(body=region, type_ignores=[])):
@@ -85,31 +87,22 @@ def recomputed(before: list, loop: ast.For, after: list, analysis) -> tuple:
             stores[node.id] = stores.get(node.id, 0) + 1
     outside = {n.id for s in [*before, *after] for n in ast.walk(s) if isinstance(n, ast.Name)}
     found: dict[str, ast.AST] = {}
+
+    def leaf(node) -> bool:
+        return isinstance(node, ast.Name) and (
+            hasattr(node, "resolved") or node.id == loop.target.id or node.id in found
+            or (node.id not in stores and analysis.group_evaluable(node)))
+
     read: set[str] = set()
     for s in loop.body:
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name)):
             name = s.targets[0].id
             if (stores.get(name) == 1 and name not in outside and name not in read
-                    and _recomputable(s.value, loop.target.id, found, stores, analysis)):
+                    and integer_terms(s.value, leaf)):
                 found[name] = s.value
         read |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
     return tuple(found.items())
-
-
-def _recomputable(value, c: str, found: dict, stores: dict, analysis) -> bool:
-    t = getattr(value, "ctype", None)
-    if not (isinstance(t, str) and t.startswith(("int", "uint"))):
-        return False
-    if isinstance(value, ast.Constant):
-        return True
-    if isinstance(value, ast.Name):
-        return (hasattr(value, "resolved") or value.id == c or value.id in found
-                or (value.id not in stores and analysis.group_evaluable(value)))
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add | ast.Sub | ast.Mult):
-        return (_recomputable(value.left, c, found, stores, analysis)
-                and _recomputable(value.right, c, found, stores, analysis))
-    return False
 
 
 class _LoopWalker(proven._Walker):

@@ -30,21 +30,29 @@ _FIXED = frozenset({"get_group_id", "get_local_size", "get_enqueued_local_size",
 
 def id_aliases(body: list, candidates: set[str], params: set[str]) -> dict[str, ast.AST]:
     """name -> the expression it holds, for each of ``candidates`` (context variables and
-    plain locals: a kernel without barriers has no context variables, and its ``lid`` must
-    still read as the id for ``lane_major`` to see ``range(lid, n, wg)``) stored exactly once, by a top-level statement whose value is a work-item id or an
-    integer ``+ - *`` of ids, fixed values and aliases found before it (module docstring)."""
+    plain locals: without barriers ``lid`` is a plain local, and ``lane_major`` must still
+    see ``range(lid, n, wg)``) stored exactly once, by a top-level statement whose value is a
+    work-item id or an integer ``+ - *`` of ids, fixed values and aliases found before it."""
     stores: dict[str, int] = {}
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             stores[node.id] = stores.get(node.id, 0) + 1
     found: dict[str, ast.AST] = {}
+
+    def leaf(node) -> bool:
+        if isinstance(node, ast.Call):
+            return (builtin_name(node) in _IDS | _FIXED
+                    and all(isinstance(a, ast.Constant) for a in node.args))
+        # a constant of the module, an alias, or a parameter the kernel never assigns
+        return hasattr(node, "resolved") or node.id in found or (
+            node.id in params and node.id not in stores)
+
     for stmt in body:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name)):
             continue
         name, value = stmt.targets[0].id, stmt.value
-        if name in candidates and stores.get(name) == 1 and _recomputable(
-                value, stores, found, params):
+        if name in candidates and stores.get(name) == 1 and integer_terms(value, leaf):
             found[name] = value
     return found
 
@@ -54,20 +62,18 @@ def is_id_call(value: ast.AST, name: str) -> bool:
     return isinstance(value, ast.Call) and builtin_name(value) == name
 
 
-def _recomputable(value, stores: dict, found: dict, params: set[str]) -> bool:
+def integer_terms(value, leaf) -> bool:
+    """Whether ``value`` is integer constants and names or calls ``leaf`` accepts, joined by
+    ``+ - *``: an expression that gives the same value wherever it is computed again."""
     if isinstance(value, ast.Call):
-        return (builtin_name(value) in _IDS | _FIXED
-                and all(isinstance(a, ast.Constant) for a in value.args))
-    if not isinstance(getattr(value, "ctype", None), str) or not \
-            getattr(value, "ctype", "").startswith(("int", "uint")):
+        return leaf(value)
+    t = getattr(value, "ctype", None)
+    if not (isinstance(t, str) and t.startswith(("int", "uint"))):
         return False
     if isinstance(value, ast.Constant):
         return True
     if isinstance(value, ast.Name):
-        # a constant of the module, an alias, or a parameter the kernel never assigns
-        return hasattr(value, "resolved") or value.id in found or (
-            value.id in params and value.id not in stores)
+        return leaf(value)
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add | ast.Sub | ast.Mult):
-        return (_recomputable(value.left, stores, found, params)
-                and _recomputable(value.right, stores, found, params))
+        return integer_terms(value.left, leaf) and integer_terms(value.right, leaf)
     return False
