@@ -193,8 +193,9 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ProvenFlow, ExprEmitter, Builti
             if isinstance(t, StructT):  # a private struct: C's copy of the record's bytes
                 self.struct_copy(target, s.value)
                 return
-            self.statement(lambda: f"{self.write_var(target.id)} = " + self.check_assigned_alignment(
-                target.id, s.value, self.typed(s.value, t)))
+            self.statement(lambda: f"{self.write_var(target.id)} = "
+                           + self.check_assigned_alignment(target.id, s.value,
+                                                           self.typed(s.value, t)))
         elif isinstance(getattr(target, "ctype", None), StructT):  # x[i] = b: the record's bytes
             self.struct_copy(target, s.value)
         elif is_field(target):

@@ -19,8 +19,7 @@ import numpy as np
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler import helpers as hp
-from clsim.compiler import launcher
-from clsim.compiler import shared_helpers
+from clsim.compiler import launcher, shared_helpers
 from clsim.compiler.astwalk import walk
 from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
@@ -39,10 +38,10 @@ from clsim.compiler.scopes import scope_loop_variables
 from clsim.compiler.struct_emit import aligned_pointers
 from clsim.compiler.struct_locals import by_value, copy_written_params
 from clsim.compiler.struct_values import expand_struct_values
+from clsim.compiler.structs import StructT
 from clsim.compiler.uniform_ids import uniform_ids
 from clsim.compiler.vector_arrays import user_name as array_name
 from clsim.compiler.vector_arrays import vector_arrays
-from clsim.compiler.structs import StructT
 from clsim.instruments import dispatch
 from clsim.runtime.record import Site
 

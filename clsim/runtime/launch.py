@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 
 from clsim.api import KernelFunction
-from clsim.compiler.diagnostics import internal_compile_error
 from clsim.compiler import constants
+from clsim.compiler.diagnostics import internal_compile_error
 from clsim.compiler.frontend import forget, parse
 from clsim.compiler.module import generate
-from clsim.errors import (InvalidArgumentError, KernelCompileError, OutOfBoundsError,
-                          SlowPathWarning)
+from clsim.errors import InvalidArgumentError, KernelCompileError, OutOfBoundsError, SlowPathWarning
 from clsim.instruments import registry
 from clsim.instruments.base import LaunchInfo
 from clsim.runtime import jit_limit, launcher_tier, printf, watch
