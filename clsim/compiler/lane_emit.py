@@ -18,6 +18,7 @@ from clsim.compiler.diagnostics import builtin_name
 from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
 from clsim.compiler.lane_proof import LoopProof, prove_loop
 from clsim.compiler.proven import Var
+from clsim.compiler.proven_emit import terms_key
 from clsim.compiler.pure_loops import private_target, pure_call
 from clsim.compiler.remat import is_id_call
 from clsim.runtime import record as rec
@@ -166,8 +167,7 @@ class LaneMajorFlow:
                    for buffer, size, terms in proof.records]
         bounds += [(terms, self.module.const(length, "int64"))
                    for length, terms in proof.fields]
-        bounds = list({repr([(t.sign, tuple(ast.dump(f) for f in t.factors), t.var)
-                            for t in terms]) + length: (terms, length)
+        bounds = list({(terms_key(terms), length): (terms, length)
                        for terms, length in bounds}.values())
         needed = {t.var for terms, _ in bounds for t in terms}
         ranges = self._proof_ranges(proof.plan, k, ok, needed)

@@ -21,6 +21,11 @@ _LIMIT = 2 ** 31  # the proof's bound on magnitudes (helpers._proof_term)
 _AXES = "xy"
 
 
+def terms_key(terms) -> str:
+    """The same text for the same affine index: its bound is checked once."""
+    return repr([(t.sign, tuple(ast.dump(f) for f in t.factors), t.var) for t in terms])
+
+
 class ProvenFlow:
     """Mixin of ``codegen.FunctionEmitter``: regions run unchecked once proven."""
 
@@ -40,8 +45,7 @@ class ProvenFlow:
         ok = f"_pok{k}"
         bounds, seen = [], set()
         for buffer, dims in pp.accesses:
-            key = (buffer, repr([[(t.sign, tuple(ast.dump(f) for f in t.factors), t.var)
-                                  for t in terms] for terms in dims]))
+            key = (buffer, tuple(terms_key(terms) for terms in dims))
             if key in seen:
                 continue
             seen.add(key)
