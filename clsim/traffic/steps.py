@@ -81,7 +81,6 @@ from clsim.traffic.step_rules import (
     unit,
 )
 
-
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
 # above it (Numba links a callee's whole code into each caller's module). ``step_rules``'
