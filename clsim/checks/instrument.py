@@ -61,6 +61,9 @@ class ChecksInstrument(Instrument):
                           ly.ERR_EPOCHS: _decode_epochs}
     serial_groups = True
     drives_groups = True  # parallel threads with their own shadow state (``parallel``)
+    # regions run lane-major in JIT modules (clsim/compiler/lane_emit.py), whose launch runs
+    # again with the usual forms (this off) when anything is not clean (``on_region_end``)
+    lane_regions = True
 
     @classmethod
     def create(cls, config) -> ChecksInstrument | None:
@@ -92,6 +95,8 @@ class ChecksInstrument(Instrument):
         written parameter's (the same array twice, or overlapping views of one array)."""
         self.aliased = state.aliased_read_only(params, values, _written(kernel))
         self.locks = self.races and _has_acquire(kernel)
+        if self.locks:  # their accesses take the full recorders, which find as they go
+            self.lane_regions = False
         # (whether a lock is taken may differ between groups: no group-invariant skipping)
         self.invariant = frozenset() if self.locks else _invariant(kernel)
 
@@ -101,7 +106,7 @@ class ChecksInstrument(Instrument):
 
     def key(self) -> tuple:
         return (self.name, LAYOUT_VERSION, self.aliased, tuple(sorted(self.invariant)),
-                self.locks)
+                self.locks, self.lane_regions)
 
     def imports(self) -> list[str]:
         """The shared helpers, compiled once for all kernels (``native``)."""
@@ -198,12 +203,21 @@ class ChecksInstrument(Instrument):
                 "    return")
 
     def on_region_end(self, out: Emit) -> None:
-        """Replay the accesses deferred in this work-item loop; collect noted findings."""
+        """Replay the accesses deferred in this work-item loop; collect noted findings. In a
+        module with lane-major regions (``_REPLAYS_LAUNCH``, a constant to Numba), anything
+        deferred or found instead stops the launch, which runs again with the usual forms:
+        findings are made in work-item order only (``lane_regions``)."""
+        replay = ""
+        if self.lane_regions and self._jit:
+            replay = (f"    if _REPLAYS_LAUNCH:\n"
+                      f"        _err[{rec.CODE}] = {rec.REPLAY_LAUNCH}\n        return\n")
         out.emit(_meta_by_view(
             f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
-            f"_cs_m[{ly.M_HELD}] != 0:\n"
+            f"_cs_m[{ly.M_HELD}] != 0 or (_REPLAYS_LAUNCH and _cs_m[{ly.M_NFIND}] != 0):\n"
+            f"{replay}"
             f"    _cs_call(_cs_fn, {_i64(native.OPS['_cs_end'])}, {_NO_ARGS}, {_FULL})\n"
             f"    if _err[{rec.CODE}] != 0:\n        return", self._jit))
+
 
     def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
         codes = self._record(event, out)
@@ -270,6 +284,24 @@ class ChecksInstrument(Instrument):
     def run_groups(self, run, threads: int) -> bool:
         info, arrays = self._launch
         return threads > 1 and parallel.run(info, arrays, run, threads)
+
+    def unrecorded_when(self, buffers: set[str]) -> str | None:
+        """Buffers the kernel never writes are not tracked; a group-invariant local array is
+        off (mode 0) in a group whose size already recorded it, with nothing found
+        (``_skip_invariant``); any other tracked array is always recorded. JIT modules only
+        (their copy without records is compiled beside the usual form)."""
+        if not (self.lane_regions and self._jit):
+            return None
+        modes = []
+        for name in sorted(buffers & set(self._objs)):
+            if name not in self._invariant:
+                return None
+            modes.append(f"_cs_md{self._objs[name][0]} == 0")
+        return " and ".join(modes) or "True"
+
+    def undo_copies(self) -> list:
+        info, arrays = self._launch
+        return parallel.snapshot(info, arrays[1])
 
     def finalize(self, info: LaunchInfo, arrays: list, result) -> list:
         return state.collect(info, arrays, self.warn_uninit)

@@ -27,6 +27,7 @@ from clsim.checks import layout as ly
 from clsim.checks import native
 from clsim.checks.state import READ_ONLY, lazy_zeros, usage_of
 from clsim.instruments.base import LaunchInfo
+from clsim.runtime.record import ReplayLaunch
 
 MEMORY_BUDGET = 1 << 30  # bytes of per-thread shadow copies, all threads together
 SPARE_BYTES = 1 << 28  # per-thread shadows kept for later launches, all shapes together
@@ -48,7 +49,7 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
         return False
     if isinstance(state[-1], native.LazyEntry):  # (the warm-up's call has resolved it, but
         state[-1].resolve()  # the meta copies below must hold M_DEFER_FN in any case)
-    snapshot = _snapshot(info, state[1])
+    copies = snapshot(info, state[1])
     bounds = np.linspace(0, groups, threads + 1).astype(np.int64)  # thread t: its groups
     states, shadows, stale = _thread_states(state, threads)
     failed = []
@@ -70,11 +71,15 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
     work(0)
     for thread in pool:
         thread.join()
+    replay = next((error for error in failed if isinstance(error, ReplayLaunch)), None)
+    if replay is not None:  # the launch runs again with another module (clsim.run)
+        _keep_spare(states, shadows)
+        raise replay
     dirty = bool(failed) or any(s[0][list(_DIRTY)].any() for s in states) or _cross(states,
                                                                                   shadows)
     _keep_spare(states, shadows)
     if dirty:
-        for value, saved in snapshot:
+        for value, saved in copies:
             np.copyto(value, saved)
         run_groups(0, groups)
     return True
@@ -105,7 +110,7 @@ def _cross(states: list, shadows: np.ndarray) -> bool:
     return bool(native.load(True)._cs_cross(shadows, table, ranges))
 
 
-def _snapshot(info: LaunchInfo, table: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+def snapshot(info: LaunchInfo, table: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Copies of the buffers the kernel may write, to undo a threaded run; none when the
     kernel loads none of them (nor accesses one atomically) and none shares memory with
     another: the kernel then never reads what it stores, so the serial replay runs exactly as

@@ -21,6 +21,7 @@ from clsim.compiler.proven import Var
 from clsim.compiler.proven_emit import terms_key
 from clsim.compiler.pure_loops import private_target, pure_call
 from clsim.compiler.remat import is_id_call
+from clsim.instruments import dispatch
 from clsim.runtime import record as rec
 
 
@@ -31,6 +32,9 @@ class LaneMajorFlow:
     # Numba emits no wrap-around of a negative index, whose select per element made LLVM
     # gather the loads of a vectorised loop one by one (softmax 1024^2: 17 -> 6 ms).
     proven_indices = False
+    # id(Subscript) -> (site, buffer, array type) of stores whose records wait until after
+    # the lane loop (``_store_spans``)
+    lane_spans: dict | None = None
     effects_before = False  # something before may have written outside the group
 
     def _unchecked_lanes(self, count: str, stmts, first: str | None = None) -> None:
@@ -44,7 +48,7 @@ class LaneMajorFlow:
 
     def lane_plan(self, stmts) -> LanePlan | PrefixPlan | None:
         module = self.module
-        if (not self.in_group_fn or module.instruments or module.has_exit or self.masks
+        if (not self.in_group_fn or module.has_exit or self.masks
                 or module.work_dim != 1 or getattr(self, "analysis", None) is None):
             return None
         aliases = {name for name, value in self.remat.items()
@@ -54,6 +58,13 @@ class LaneMajorFlow:
             return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
                               self.remat)
 
+        # Under instruments (checks="all", JIT), a region runs lane-major with its recorded
+        # accesses in lane order; the module then runs the launch again with the usual forms
+        # whenever anything is not clean (``rec.REPLAY_LAUNCH``), so what is reported is
+        # always the work-item order's, and a clean run is clean in either order.
+        if module.instruments and not (module.jit and all(
+                getattr(inst, "lane_regions", False) for inst in module.instruments)):
+            return None
         return plan(stmts, self.analysis, self.storage, self.env, aliases, prove)
 
     def _group_int(self, node) -> str:
@@ -93,12 +104,18 @@ class LaneMajorFlow:
         self.emit(f"if {ok}:")
         with self.indented():
             self._lane_body(lp, k, u, t, n, trips)
+            if self.module.instruments:
+                self.module.on_region_end(self)
         self.emit("else:")
         with self.indented():
             self._usual_or_rerun(item, scalar_region)
 
     def _usual_or_rerun(self, item, scalar_region) -> None:
-        if self._rerun_instead():
+        if self.module.instruments and self.module.jit:
+            # their state has seen this launch: it runs again, undone, with the usual forms
+            self.emit(f"_err[{rec.CODE}] = {rec.REPLAY_LAUNCH}\nreturn")
+            self.module.replays_launch = True
+        elif self._rerun_instead():
             self.emit(f"_err[{rec.CODE}] = {rec.RERUN_GROUP}\nreturn")
         else:
             scalar_region(item)
@@ -112,9 +129,10 @@ class LaneMajorFlow:
         check fails at an access that would fail, or at a step below 1 (or, in a loop that
         stores, below the group size: lanes would share elements, a race in OpenCL); in
         those the run again finds no error and the launch goes on, slowly (the result's
-        ``plain_python_groups``, a ``SlowPathWarning``). Saves compiling the usual form:
+        ``plain_python_groups``, a ``SlowPathWarning``). Never under instruments, whose
+        state would see the group's accesses twice. Saves compiling the usual form:
         about 0.3 CPU s per region of softmax, and that twice (``_group``, ``_launch``)."""
-        return (self.module.jit and not self.effects_before
+        return (self.module.jit and not self.effects_before and not self.module.instruments
                 and all(_stays_in_group([loop.node], self.env) for loop, _ in self.cut_loops))
 
     def note_effects(self, stmts) -> None:
@@ -142,6 +160,8 @@ class LaneMajorFlow:
                 self._unchecked_lanes(m, lp.body)
             finally:
                 self.storage.update(saved)
+            if self.module.instruments:
+                self.module.on_region_end(self)
         self.emit("else:")
         with self.indented():
             self._usual_or_rerun(item, scalar_region)
@@ -192,7 +212,13 @@ class LaneMajorFlow:
                 self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
                 first = f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"
                 if lp.proof is None:
-                    self._unchecked_lanes(f"_lmm{k}", lp.loop.body, first=first)
+                    spans = self._store_spans(lp)
+                    self.lane_spans = {id(node): None for node, _offset in spans}
+                    try:
+                        self._unchecked_lanes(f"_lmm{k}", lp.loop.body, first=first)
+                        self._record_spans(spans, f"_lmc{k}", f"_lmm{k}")
+                    finally:
+                        self.lane_spans = None
                 else:
                     self._distributed_lanes(f"_lmm{k}", lp.loop.body, first)
             if lp.after:
@@ -201,6 +227,38 @@ class LaneMajorFlow:
             self.storage.update(saved)
             for name, _ in again:
                 del self.remat[name]
+
+    def _store_spans(self, lp: LanePlan) -> list:
+        """(Subscript, P) of the strided loop's stores ``buf[P + c]`` to a buffer parameter,
+        under instruments: lane ``j`` of a trip stores element ``P + c0 + j``, so those
+        records are made after the trip's lane loop (``_record_spans``), which is then
+        free of calls and vectorises. The records are in lane order either way
+        (``lane_plan``)."""
+        if not self.module.instruments:
+            return []
+        offsets = {id(node): offset for _buffer, offset, node in lp.accesses}
+        return [(s.targets[0], offsets[id(s.targets[0])]) for s in lp.loop.body
+                if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript)
+                and self.storage.get(s.targets[0].value.id, "param") == "param"]
+
+    def _record_spans(self, spans, first: str, count: str) -> None:
+        """The instruments' records of the stores the trip's lane loop left out
+        (``ModuleEmitter.access``), one lane after another."""
+        if not spans:
+            return
+        self.emit(f"for _lid in range({count}):")
+        with self.indented():
+            for node, offset in spans:
+                site, buffer, arrt = self.lane_spans[id(node)]
+                p = self._group_int(offset) if offset is not None else "0"
+                index = f"{p} + {first} + _lid"
+                saved, self.in_wi = self.in_wi, True  # each record names its lane
+                try:
+                    codes = dispatch.access(self.module.instruments, self, site, buffer,
+                                            arrt, [index], "store")
+                finally:
+                    self.in_wi = saved
+                self.emit(codes[-1])
 
     def _distributed_lanes(self, count: str, stmts, first: str) -> None:
         """``stmts`` with each uniform inner loop run at group level and the lanes

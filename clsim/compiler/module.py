@@ -179,6 +179,7 @@ class ModuleEmitter:
         self.helper_buffers: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.has_exit = False
         self.instruments: list = []
+        self.replays_launch = False  # a region stops with REPLAY_LAUNCH (lane_emit.py)
         self.bounds = True
         self.subgroup_size = 32
         local = program.local_size
@@ -295,6 +296,10 @@ class ModuleEmitter:
 
     def access(self, gen, site, buffer, arrt, codes, kind, atomic=False,
                values=()) -> list[str]:
+        spans = getattr(gen, "lane_spans", None)
+        if spans and kind == "store" and not atomic and id(self.site_nodes[site]) in spans:
+            spans[id(self.site_nodes[site])] = (site, buffer, arrt)  # recorded after the lanes
+            return codes
         return dispatch.access(self.instruments, gen, site, buffer, arrt, codes, kind, atomic,
                                values)
 
@@ -400,7 +405,8 @@ class ModuleEmitter:
         # probes ("Failed in nopython mode pipeline (step: inline inlinable functions)").
         parts = [*header, "", *consts, "", *helper_src, *funcs,
                  deco + group_sig + "\n" + "\n".join(group_lines), launch,
-                 f"_LAUNCHER = {how!r}"]
+                 f"_LAUNCHER = {how!r}",
+                 f"_REPLAYS_LAUNCH = {self.replays_launch!r}"]
         return "\n\n".join(p for p in parts if p is not None) + "\n"
 
 
@@ -448,7 +454,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
     body = inline_cut_helpers(parsed)
-    if not instruments and program.work_dim == 1:  # the modules with lane-major regions
+    lanes = all(getattr(inst, "lane_regions", False) for inst in instruments)
+    if lanes and program.work_dim == 1:  # the modules with lane-major regions
         body = inline_lane_helpers(body, parsed, arg_types)
     body = fold_null_tests(body, arg_types)
     body = scope_loop_variables(body, arg_types)
@@ -468,9 +475,9 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     module.instruments = list(instruments)
     module.body = body  # the statements emitted, for instruments' analyses (Emit.body)
     storage = _storage(analysis, arg_types, typer.env)
-    # instruments see every private as it is stored (shadow state): ids stay arrays there
+    # an instrument may see every private as it is stored: ids stay arrays there
     # (a plain local too: ``lid`` then starts a strided loop lane_major recognises)
-    aliases = {} if module.instruments else id_aliases(
+    aliases = {} if not lanes else id_aliases(
         body, {n for n, kind in storage.items() if kind in ("ctx", "local")}, set(arg_types))
     storage.update(dict.fromkeys(aliases, "remat"))
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)

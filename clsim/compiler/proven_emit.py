@@ -33,11 +33,28 @@ class ProvenFlow:
         module = self.module
         # Only 2-D groups for now: there the decode ``_lid % _L0`` blocks LLVM, and the usual
         # form kept beside it costs compile time only in the few 2-D kernels.
-        if (not self.in_group_fn or not module.jit or module.instruments or module.has_exit
+        if (not self.in_group_fn or not module.jit or module.has_exit
                 or self.masks or module.work_dim != 2
                 or getattr(self, "analysis", None) is None):
             return None
-        return proven.plan(stmts, self.analysis, self.storage, self.env, self.remat)
+        pp = proven.plan(stmts, self.analysis, self.storage, self.env, self.remat)
+        if pp is not None and module.instruments and self._unrecorded(pp) is None:
+            return None
+        return pp
+
+    def _unrecorded(self, pp: ProvenPlan) -> str | None:
+        """Under instruments, the group-level condition under which they record nothing in
+        the region (``Instrument.unrecorded_when``: a group-invariant local array a group of
+        this size already checked), for its copy without them; None when they always
+        record."""
+        buffers = {buffer for buffer, _dims in pp.accesses}
+        conditions = []
+        for inst in self.module.instruments:
+            when = inst.unrecorded_when(buffers)
+            if when is None:
+                return None
+            conditions.append(when)
+        return " and ".join(f"({c})" for c in conditions) or "True"
 
     def proven_region(self, item, pp: ProvenPlan, scalar_region) -> None:
         mark, checks = len(self.lines), self.checks_emitted
@@ -52,14 +69,23 @@ class ProvenFlow:
             bounds += [(terms, f"v_{buffer}.shape[{d}]") for d, terms in enumerate(dims)
                        if not self._inside_at_compile_time(buffer, d, terms)]
         needed = {t.var for terms, _ in bounds for t in terms}
-        if bounds:
+        unrecorded = self._unrecorded(pp) if self.module.instruments else "True"
+        if unrecorded != "True":  # the usual form records, this copy does not
+            self.emit(f"{ok} = {unrecorded}")
+            bounds = bounds or [None]
+        elif bounds:
             self.emit(f"{ok} = True")
+        if bounds:
             ranges = self._proof_ranges(pp, k, ok, needed)
-            for terms, length in bounds:
+            for terms, length in filter(None, bounds):
                 self._bound_index(k, ok, terms, ranges, length)
             self.emit(f"if {ok}:")
             self.level += 1
-        self._unchecked_lanes_2d(item.stmts)
+        saved, self.module.instruments = self.module.instruments, []
+        try:
+            self._unchecked_lanes_2d(item.stmts)
+        finally:
+            self.module.instruments = saved
         if bounds:
             self.level -= 1
         if self.checks_emitted != checks:  # a check in the body: something can fail

@@ -103,6 +103,27 @@ class Instrument:
         """Everything that changes the generated code (part of the compile cache key)."""
         return (self.name,)
 
+    # Whether regions may run lane-major under this instrument (clsim/compiler/lane_emit.py):
+    # its accesses are then recorded in lane order, and it must make the launch run again
+    # with this off (``rec.REPLAY_LAUNCH``) when the order could show. Ids copied into
+    # privates are then recomputed where read (``remat``) and straight-line helpers inlined
+    # (``lane_inline``): an instrument that sees privates keeps the usual forms.
+    lane_regions = False
+
+    def undo_copies(self) -> list:
+        """(buffer, copy) pairs that undo a launch when copied back, taken after ``allocate``
+        by a launch whose module may stop to run again with the usual forms
+        (``lane_regions``; ``rec.REPLAY_LAUNCH``): the buffers the kernel may write, or
+        none of them where running again rewrites them all alike."""
+        return []
+
+    def unrecorded_when(self, buffers: set[str]) -> str | None:
+        """A group-level condition (code) under which this instrument records nothing for
+        accesses to ``buffers`` (array names): a region touching only those may then run a
+        copy compiled without the instrument (clsim/compiler/proven_emit.py). None: never
+        (the default: an instrument observes every access)."""
+        return None
+
     def on_group_start(self, out: Emit) -> None:
         """Emit per-group set-up at the top of the group function."""
 

@@ -187,9 +187,21 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
         options=MappingProxyType({**known, **options}))
     # Without a collective sum every order adds alike: no order instrument, so the launch
     # shares the default order's compiled module (result.config still says what was asked).
-    instruments = registry.build(config if parsed.has_ordered_sums
-                                 else replace(config, reduction_order="fixed"))
+    build = config if parsed.has_ordered_sums else replace(config, reduction_order="fixed")
+    instruments = registry.build(build)
     config = replace(config, parallel=_parallel(kernel, config, instruments, parallel))
+    how = _Watch(parsed.params, timeout_s, progress)
+    try:
+        return _compile_and_launch(kernel, parsed, types, values, config, instruments, how)
+    except rec.ReplayLaunch:  # the buffers are as before the launch (``_compile_and_launch``)
+        instruments = registry.build(build)
+        for inst in instruments:
+            inst.lane_regions = False
+        return _compile_and_launch(kernel, parsed, types, values, config, instruments, how)
+
+
+def _compile_and_launch(kernel, parsed, types: dict, values: list, config: LaunchConfig,
+                        instruments, how: _Watch) -> RunResult:
     for inst in instruments:
         inst.prepare(kernel, parsed.params, values)
     compiled = _compile(kernel, types, config, instruments)
@@ -201,12 +213,21 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     state = [arr for inst in instruments for arr in _allocate(inst, info)]
     printf_sites = getattr(compiled.module, "_PRINTF", None)
     lines = [printf.buffer()] if printf_sites is not None else []
-    how = _Watch(parsed.params, timeout_s, progress)
-    result = _launch(compiled, config, [*values, *state, *lines], how,
-                     _group_driver(kernel, config, instruments, info, len(values)),
-                     _thread_values(instruments, values, state, lines),
-                     lambda: _compile(kernel, types, replace(config, jit=False, parallel=False),
-                                      instruments))
+    # a module whose lane-major regions have no usual form asks for the launch again
+    # (REPLAY_LAUNCH): what it wrote is undone first
+    undo = ([copy for inst in instruments for copy in inst.undo_copies()]
+            if getattr(compiled.module, "_REPLAYS_LAUNCH", False) else [])
+    try:
+        result = _launch(compiled, config, [*values, *state, *lines], how,
+                         _group_driver(kernel, config, instruments, info, len(values)),
+                         _thread_values(instruments, values, state, lines),
+                         lambda: _compile(kernel, types,
+                                          replace(config, jit=False, parallel=False),
+                                          instruments))
+    except rec.ReplayLaunch:
+        for value, saved in undo:
+            np.copyto(value, saved)
+        raise
     if lines:  # printf's output, after the launch, by work-item
         result.results["printf"] = printf.emit(lines[0], printf_sites)
     offset = 0
@@ -302,6 +323,9 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
     python_loop = launcher_tier.runs_python_loop(compiled, config)
     launch = launcher_tier.launcher(compiled, python_loop)
     errs = np.zeros((rows, rec.FIELDS), np.int64)
+    # a module with lane-major regions under instruments reports nothing itself: any error
+    # (REPLAY_LAUNCH included) runs the launch again with the usual forms (lane_emit.py)
+    replays = getattr(compiled.module, "_REPLAYS_LAUNCH", False)
     rerun_sites: dict[int, list] = {}  # rows whose error a plain-Python rerun recorded
     reruns = [0]  # groups run again as plain Python that then ran to their end
 
@@ -330,6 +354,8 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
             if not failed.size:
                 return None
             row = int(failed[0])
+            if replays:
+                raise rec.ReplayLaunch
             if errs[row, rec.CODE] != rec.RERUN_GROUP:
                 return row
             group = _linear_group(errs[row], nd.num_groups) if serial else start + row
@@ -357,6 +383,8 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
             count = min(rows if parallel else total, stop - start)
             launch(np.int64(start), np.int64(count), *sizes, *args, own)
             failed = np.nonzero(own[:, rec.CODE])[0]
+            if failed.size and replays:
+                raise rec.ReplayLaunch
             if failed.size:
                 raise decode(own[failed[0]], compiled.sites, config.kernel, nd.local_size,
                              nd.offset, nd.work_dim, registry.decoders())
@@ -421,7 +449,7 @@ def _say_plain_python_groups(kernel: str, groups: int, total: int) -> None:
         f"{kernel}: {groups:,} of {total:,} work-groups ran again as plain Python: a "
         "lane-major loop's range check failed where none of its accesses does (a loop step "
         "below 1, docs/engine.md). The results are exact; the launch is slower"),
-        stacklevel=4)  # the caller of clsim.run (this <- _launch <- run <- caller)
+        stacklevel=5)  # the caller of clsim.run: this <- _launch <- _compile_and_launch <- run
 
 
 def _linear_group(row: np.ndarray, num_groups) -> int:

@@ -64,6 +64,15 @@ INSTRUMENT_CODES = 20  # codes from here on belong to instruments (their ``decod
 # anything outside itself, which stopped there; the launcher runs that group again as plain
 # Python, whose usual form reports the first failing work-item (clsim.compiler.lane_emit)
 RERUN_GROUP = -1
+# not an error either: a lane-major region of a checked (instrumented) JIT module failed its
+# range check; the instruments' state has seen part of the launch, so clsim.runtime.launch
+# undoes the launch and runs it again with the module that keeps the usual forms
+REPLAY_LAUNCH = -2
+
+
+class ReplayLaunch(Exception):
+    """A group stopped with REPLAY_LAUNCH (control flow inside clsim.run, never raised to a
+    caller)."""
 
 
 def fields() -> dict[str, int]:

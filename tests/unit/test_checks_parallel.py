@@ -187,7 +187,7 @@ def test_cross_thread_race_through_two_views_of_one_array(spy):
 def snapshots(monkeypatch):
     """The buffers each threaded launch copied for a possible replay."""
     taken = []
-    real = parallel._snapshot
+    real = parallel.snapshot
 
     def snapshot(info, table):
         copies = real(info, table)
@@ -195,7 +195,7 @@ def snapshots(monkeypatch):
                             if any(value is copied for copied, _saved in copies)))
         return copies
 
-    monkeypatch.setattr(parallel, "_snapshot", snapshot)
+    monkeypatch.setattr(parallel, "snapshot", snapshot)
     return taken
 
 

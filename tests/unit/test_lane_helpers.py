@@ -73,19 +73,22 @@ def _gemv(blocks, x, rows, nb, local, **options):
 
 @pytest.mark.parametrize(("rows", "nb", "local"), [(3, 130, 64), (2, 5, 8), (1, 64, 64)])
 def test_an_inlined_helper_runs_lane_major_with_the_usual_bytes(rows, nb, local):
-    """Default checks (the helper inlined, its loop outside the lanes) against
-    checks="all" (instruments: the helper stays a function, the usual form) and against
-    plain Python: identical bytes, with a last trip of partial lanes (130 = 2 * 64 + 2)."""
+    """Default checks (the helper inlined, its loop outside the lanes) and checks="all"
+    (blocks and x are never written: the race checks record none of their loads) against
+    traffic counting (it observes every access: the helper stays a function, the usual
+    form) and plain Python: identical bytes, with a last trip of partial lanes."""
     blocks, x = _inputs(rows, nb)
     fast, result = _gemv(blocks, x, rows, nb, local)
-    usual, checked = _gemv(blocks, x, rows, nb, local, checks="all")
+    checked, checked_run = _gemv(blocks, x, rows, nb, local, checks="all")
+    usual, counted = _gemv(blocks, x, rows, nb, local, traffic=True)
     plain, _ = _gemv(blocks, x, rows, nb, local, jit=False)
-    assert fast.tobytes() == usual.tobytes() == plain.tobytes()
+    assert fast.tobytes() == checked.tobytes() == usual.tobytes() == plain.tobytes()
     assert not np.isnan(fast).any()
-    source = open(result.module_path).read()
-    assert "def _f_q4_0_dot" not in source  # inlined
-    assert "for _lj" in source and "_lmok" in source  # its loop at group level, lanes inside
-    assert "def _f_q4_0_dot" in open(checked.module_path).read()
+    for run in (result, checked_run):
+        source = open(run.module_path).read()
+        assert "def _f_q4_0_dot" not in source  # inlined
+        assert "for _lj" in source and "_lmok" in source  # its loop outside, lanes inside
+    assert "def _f_q4_0_dot" in open(counted.module_path).read()
 
 
 @pytest.mark.parametrize("jit", [True, False])

@@ -1,0 +1,162 @@
+"""Lane-major regions under checks="all" (clsim/compiler/lane_emit.py, ``lane_regions`` of
+clsim/checks/instrument.py). A JIT module runs its regions lane-major with the accesses
+recorded in lane order; anything not clean (a deferred access, a finding, an error, a failed
+range check) makes the launch run again, its buffers restored, with the usual forms. So the
+findings, their order and counts, the errors and the bytes are always the usual forms' (the
+instrument with ``lane_regions`` off), and a clean launch keeps the lane-major module."""
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    kernel,
+    local_array,
+)
+from clsim.checks.instrument import ChecksInstrument
+
+
+@kernel
+def row_sums_racy(x, y, ncols):
+    base = get_group_id(0) * ncols
+    scratch = local_array(64, np.float32)
+    acc = 0.0
+    for c in range(get_local_id(0), ncols, get_local_size(0)):
+        acc += x[base + c]
+    scratch[get_local_id(0) // 2] = acc  # two work-items per element: a race
+    barrier(CLK_LOCAL_MEM_FENCE)
+    if get_local_id(0) == 0:
+        total = 0.0
+        for k in range(get_local_size(0)):  # the upper half was never written
+            total += scratch[k]
+        y[get_group_id(0)] = total
+
+
+@kernel
+def scaled_rows(x, y, ncols, spill):
+    """A clean lane-major store loop (its records made after each trip's lanes), or, with
+    ``spill`` 1, one whose last store is the next row's first element: the next group's."""
+    base = get_group_id(0) * ncols
+    for c in range(get_local_id(0), ncols + spill, get_local_size(0)):
+        y[base + c] = x[base + c] * 2.0
+
+
+@kernel
+def doubled_then_racy(x, y, ncols, clash):
+    """Loads what it stores (``y``), then, with ``clash``, a race in a later region: the
+    launch runs again from restored buffers, so ``y`` is doubled once."""
+    base = get_group_id(0) * ncols
+    scratch = local_array(64, np.float32)
+    for c in range(get_local_id(0), ncols, get_local_size(0)):
+        y[base + c] = y[base + c] * 2.0 + x[base + c]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    scratch[get_local_id(0) // clash] = 1.0
+    barrier(CLK_LOCAL_MEM_FENCE)
+
+
+def _run(kfn, args, global_size, local_size, lanes, monkeypatch, **options):
+    monkeypatch.setattr(ChecksInstrument, "lane_regions", lanes)
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    try:
+        result = clsim.run(kfn, global_size, local_size, args, checks="all", **options)
+    except clsim.SimulationError as error:
+        return f"{type(error).__name__}: {error}", [a.tobytes() for a in args], None
+    findings = [(f.message, f.count) for f in getattr(result, "findings", [])]
+    return findings, [a.tobytes() for a in args], open(result.module_path).read()
+
+
+def _rows(rows: int, ncols: int):
+    x = np.random.default_rng(2).standard_normal(rows * ncols + 1).astype(np.float32)
+    return x, np.zeros(rows * ncols + 1, np.float32)
+
+
+@pytest.mark.parametrize("report_all", [True, False])
+def test_findings_and_bytes_are_the_usual_forms(report_all, monkeypatch):
+    x, y = _rows(3, 70)
+    args = (x, y, np.int32(70))
+    lane = _run(row_sums_racy, args, (3 * 16,), (16,), True, monkeypatch,
+                report_all=report_all)
+    usual = _run(row_sums_racy, args, (3 * 16,), (16,), False, monkeypatch,
+                 report_all=report_all)
+    assert lane[:2] == usual[:2]
+    if report_all:
+        kinds = {"race" if "race" in m else "uninit" for m, _count in lane[0]}
+        assert kinds == {"race", "uninit"}
+        assert "_lmok" not in lane[2]  # the launch that reported ran the usual forms
+    else:
+        assert lane[0].startswith("DataRaceError")
+
+
+@pytest.mark.parametrize("groups", [1, 5])
+def test_a_clean_launch_keeps_the_lane_major_module(groups, monkeypatch):
+    x, y = _rows(groups, 300)
+    args = (x, y, np.int32(300), np.int32(0))
+    lane = _run(scaled_rows, args, (groups * 64,), (64,), True, monkeypatch, report_all=True)
+    usual = _run(scaled_rows, args, (groups * 64,), (64,), False, monkeypatch,
+                 report_all=True)
+    assert lane[:2] == usual[:2] and lane[0] == []
+    assert "_lmok" in lane[2] and "_REPLAYS_LAUNCH = True" in lane[2]
+    assert "_lmok" not in usual[2]
+    # the stores' records come after each trip's lanes: the lane loop itself has no call
+    assert "_cs_stqg(" in lane[2]
+    assert not any("v_y[" in line and "_cs_stqg" in line for line in lane[2].splitlines())
+
+
+@pytest.mark.parametrize("report_all", [True, False])
+def test_a_race_between_lane_major_stores_of_two_groups(report_all, monkeypatch):
+    """Each group's last store is the next group's first element: races between groups,
+    found in the records the lane-major trips leave, reported as the usual forms do."""
+    x, y = _rows(4, 128)
+    args = (x, y, np.int32(128), np.int32(1))
+    lane = _run(scaled_rows, args, (4 * 64,), (64,), True, monkeypatch, report_all=report_all)
+    usual = _run(scaled_rows, args, (4 * 64,), (64,), False, monkeypatch,
+                 report_all=report_all)
+    assert lane[:2] == usual[:2]
+    if report_all:
+        assert len(lane[0]) == 1 and lane[0][0][1] == 3  # three pairs of groups
+        assert "race" in lane[0][0][0]
+    else:
+        assert lane[0].startswith("DataRaceError")
+
+
+@pytest.mark.parametrize("clash", [1, 2])
+def test_the_launch_runs_again_from_restored_buffers(clash, monkeypatch):
+    x, y = _rows(3, 100)
+    y[:] = np.arange(y.size, dtype=np.float32)
+    args = (x, y, np.int32(100), np.int32(clash))
+    lane = _run(doubled_then_racy, args, (3 * 32,), (32,), True, monkeypatch,
+                report_all=True)
+    usual = _run(doubled_then_racy, args, (3 * 32,), (32,), False, monkeypatch,
+                 report_all=True)
+    assert lane[:2] == usual[:2]
+    expected = np.arange(y.size, dtype=np.float32)
+    expected[:300] = expected[:300] * np.float32(2.0) + x[:300]
+    assert lane[1][1] == expected.tobytes()
+    assert (lane[0] != []) == (clash == 2)
+    assert ("_lmok" in lane[2]) == (clash == 1)
+
+
+def test_an_error_is_the_usual_forms(monkeypatch):
+    """An access out of bounds (one row too many) in a module with lane-major regions: the
+    launch runs again with the usual forms, whose message names the work-item."""
+    x, y = _rows(2, 64)
+    args = (x[:129], y[:128], np.int32(64), np.int32(1))
+    lane = _run(scaled_rows, args, (3 * 64,), (64,), True, monkeypatch)
+    usual = _run(scaled_rows, args, (3 * 64,), (64,), False, monkeypatch)
+    assert lane == usual
+    assert lane[0].startswith("OutOfBoundsError")
+
+
+def test_plain_python_reports_the_same(monkeypatch):
+    x, y = _rows(3, 70)
+    args = (x, y, np.int32(70))
+    jit = _run(row_sums_racy, args, (3 * 16,), (16,), True, monkeypatch, report_all=True)
+    plain = _run(row_sums_racy, args, (3 * 16,), (16,), True, monkeypatch, report_all=True,
+                 jit=False)
+    assert jit[:2] == plain[:2]
+    assert "_lmok" not in plain[2]  # plain Python under instruments: the usual forms only
