@@ -160,3 +160,102 @@ def test_plain_python_reports_the_same(monkeypatch):
                  jit=False)
     assert jit[:2] == plain[:2]
     assert "_lmok" not in plain[2]  # plain Python under instruments: the usual forms only
+
+
+TILE = 8
+
+
+@kernel
+def tiled_products(a, b, c, n, fence):
+    """A 2-D tiled product (n a multiple of TILE). With ``fence`` 0 the barrier between the
+    tile loads and the products is missing: a race in every group."""
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    col = get_group_id(0) * TILE + tx
+    row = get_group_id(1) * TILE + ty
+    a_tile = local_array((TILE, TILE), np.float32)
+    b_tile = local_array((TILE, TILE), np.float32)
+    acc = 0.0
+    for t in range(0, n, TILE):
+        a_tile[ty, tx] = a[row * n + t + tx]
+        b_tile[ty, tx] = b[(t + ty) * n + col]
+        if fence != 0:
+            barrier(CLK_LOCAL_MEM_FENCE)
+        for kk in range(TILE):
+            acc += a_tile[ty, kk] * b_tile[kk, tx]
+        barrier(CLK_LOCAL_MEM_FENCE)
+    c[row * n + col] = acc
+
+
+@pytest.mark.parametrize("fence", [1, 0])
+def test_group_invariant_tiles_run_a_proven_copy_without_records(fence, monkeypatch):
+    """The products read only the tiles, group-invariant local arrays: a group whose size
+    was already checked, with nothing found, runs them in a copy compiled without records
+    (clsim/compiler/proven_emit.py). A race keeps every group recorded: the findings and
+    their counts are the usual forms'."""
+    n = 3 * TILE
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal(n * n).astype(np.float32) for _ in range(2))
+    args = (a, b, np.zeros(n * n, np.float32), np.int32(n), np.int32(fence))
+    copy = _run(tiled_products, args, (n, n), (TILE, TILE), True, monkeypatch,
+                report_all=True)
+    usual = _run(tiled_products, args, (n, n), (TILE, TILE), False, monkeypatch,
+                 report_all=True)
+    assert copy[:2] == usual[:2]
+    if fence:
+        assert copy[0] == []
+        assert np.allclose(np.frombuffer(copy[1][2], np.float32),
+                           (a.reshape(n, n).astype(np.float64) @ b.reshape(n, n)).ravel(),
+                           rtol=1e-4, atol=1e-4)
+        assert "_cs_md3 == 0 and _cs_md4 == 0" in copy[2]
+        assert "_cs_md3 == 0" not in usual[2]
+    else:
+        # every one of the 9 groups counted: 9 * 3 tile steps * 64 work-items * 7 others
+        assert [count for _m, count in copy[0]] == [9 * 3 * 64 * 7] * 2
+        assert all("data race on local" in m for m, _count in copy[0])
+
+
+@kernel
+def tiles_by_group(a, c, n, step):
+    """A tile row chosen by the group id (``step`` 0: always the first) is recorded in every
+    group: no copy without records."""
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    tile = local_array((2 * TILE, TILE), np.float32)
+    top = get_group_id(0) * step
+    tile[top + ty, tx] = a[(get_group_id(1) * TILE + ty) * n + get_group_id(0) * TILE + tx]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    acc = 0.0
+    for kk in range(TILE):
+        acc += tile[top + ty, kk]
+    barrier(CLK_LOCAL_MEM_FENCE)  # (the products' region then reads only the tile)
+    c[(get_group_id(1) * TILE + ty) * n + get_group_id(0) * TILE + tx] = acc
+
+
+@kernel
+def tiles_by_item(a, c, n, step):
+    """``tiles_by_group`` with the tile row chosen by the local id (``step`` 0): the tile is
+    group-invariant."""
+    tx = get_local_id(0)
+    ty = get_local_id(1)
+    tile = local_array((2 * TILE, TILE), np.float32)
+    top = tx * step
+    tile[top + ty, tx] = a[(get_group_id(1) * TILE + ty) * n + get_group_id(0) * TILE + tx]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    acc = 0.0
+    for kk in range(TILE):
+        acc += tile[top + ty, kk]
+    barrier(CLK_LOCAL_MEM_FENCE)  # (the products' region then reads only the tile)
+    c[(get_group_id(1) * TILE + ty) * n + get_group_id(0) * TILE + tx] = acc
+
+
+@pytest.mark.parametrize("kfn", [tiles_by_group, tiles_by_item])
+def test_a_tile_indexed_by_the_group_keeps_its_records(kfn, monkeypatch):
+    n = 2 * TILE
+    a = np.random.default_rng(5).standard_normal(n * n).astype(np.float32)
+    args = (a, np.zeros(n * n, np.float32), np.int32(n), np.int32(0))
+    copy = _run(kfn, args, (n, n), (TILE, TILE), True, monkeypatch, report_all=True)
+    usual = _run(kfn, args, (n, n), (TILE, TILE), False, monkeypatch, report_all=True)
+    assert copy[:2] == usual[:2] and copy[0] == []
+    assert "_cs_md" in copy[2]
+    assert ("_pok" in copy[2]) == (kfn is tiles_by_item)
