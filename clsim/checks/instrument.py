@@ -218,7 +218,6 @@ class ChecksInstrument(Instrument):
             f"    _cs_call(_cs_fn, {_i64(native.OPS['_cs_end'])}, {_NO_ARGS}, {_FULL})\n"
             f"    if _err[{rec.CODE}] != 0:\n        return", self._jit))
 
-
     def on_access(self, event: AccessEvent, out: Emit) -> tuple[str, ...]:
         codes = self._record(event, out)
         act = locks.action(event.node, event.dtype) if self.locks and event.atomic else None

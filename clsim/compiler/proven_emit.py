@@ -53,7 +53,8 @@ class ProvenFlow:
             when = inst.unrecorded_when(buffers)
             if when is None:
                 return None
-            conditions.append(when)
+            if when != "True":
+                conditions.append(when)
         return " and ".join(f"({c})" for c in conditions) or "True"
 
     def proven_region(self, item, pp: ProvenPlan, scalar_region) -> None:
