@@ -284,6 +284,20 @@ class ChecksInstrument(Instrument):
         info, arrays = self._launch
         return threads > 1 and parallel.run(info, arrays, run, threads)
 
+    def store_span(self, event: AccessEvent, first: str, count: str) -> str | None:
+        """``shadow._cs_stspan``: the records of a lane-major trip's stores to a buffer
+        parameter, element ``first + j`` by lane ``j``; it returns 0 when the fast paths must
+        take them one by one. None where this does not apply."""
+        if (not self._jit or self.locks or event.width != 1 or not event.in_kernel
+                or event.buffer not in self._objs):
+            return None
+        number, _t, storage = self._objs[event.buffer]
+        if storage != "param":
+            return None
+        scalars = ", ".join(_i64(code) for code in (first, count, 0, event.site.id, number))
+        return (f"_cs_stspan({scalars}, _cs_md{number}, _cs_w{number}, _cs_gs, _cs_lg, "
+                "_cs_now, _cs_sa, _cs_ma)")
+
     def unrecorded_when(self, buffers: set[str]) -> str | None:
         """Buffers the kernel never writes are not tracked; a group-invariant local array is
         off (mode 0) in a group whose size already recorded it, with nothing found

@@ -543,6 +543,38 @@ def _cs_stqp_body(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last, now,
 _cs_stqp = _inlined(_cs_stqp_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw', 'br1', 'br2', 'brx', 'gs', 'last', 'now', 's', 'm', 'lg'))
 
 
+@_jit_in
+def _cs_stspan_body(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
+    if mode == 0 or n <= 0:
+        return 1
+    if (_peek(m, 22) | (mode & (4 | 2))) != 0:
+        return 0
+    race = (mode & 16) != 0
+    first = bw + eb + i0
+    bad = False
+    for j in range(n):
+        w = _peek(s, first + j)
+        wst = w >> 29
+        bad |= (wst < gs) & (w != 0)
+        bad |= (wst >= gs) & ((w & 32767) != j) & (wst >= last) & race
+    if bad:
+        return 0
+    for e in (eb + i0, eb + i0 + n - 1):
+        _x = bw + e
+        _q = 32 + 2 * obj
+        if 4611686018427387904 - _x > _peek(m, _q):
+            _poke(m, _q, 4611686018427387904 - _x)
+        if _x + 1 > _peek(m, _q + 1):
+            _poke(m, _q + 1, _x + 1)
+
+    for j in range(n):
+        _poke(s, first + j, (now << 29) | (site << 15) | j)
+    return 1
+
+
+_cs_stspan = _inlined(_cs_stspan_body, ('i0', 'n', 'eb', 'site', 'obj', 'mode', 'bw', 'gs', 'last', 'now', 's', 'm'))
+
+
 _P = types.CPointer(types.int64)
 _SIGNATURE = types.int64(*([types.int64] * 7), *([_P, types.int64] * 6))
 

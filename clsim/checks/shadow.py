@@ -378,10 +378,42 @@ def _cs_{short}q{space}(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last
 """
 
 
+def _store_span() -> str:
+    """The W records of ``n`` plain stores to elements ``eb + i0 + j`` of a global object by
+    local ids ``j`` (a lane-major trip's stores, clsim/compiler/lane_emit.py), when every
+    one is the fast path's common case and the object has no read or atomic records: a
+    loop that checks, then one that writes, both free of branches and calls, so LLVM
+    vectorises them. Returns 0, recording nothing, when the caller must take the fast
+    path element by element (which defers what it cannot decide); 1 when done."""
+    rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | j"
+    return f"""
+def _cs_stspan(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
+    if mode == 0 or n <= 0:
+        return 1
+    if (_peek(m, {ly.M_DEFER}) | (mode & ({ly.MB_A} | {ly.MB_R}))) != 0:
+        return 0
+    race = (mode & {ly.MB_RACE}) != 0
+    first = bw + eb + i0
+    bad = False
+    for j in range(n):
+        w = _peek(s, first + j)
+        wst = w >> {ly.STAMP_SHIFT}
+        bad |= (wst < gs) & (w != 0)
+        bad |= (wst >= gs) & ((w & {ly.MAX_LID}) != j) & (wst >= last) & race
+    if bad:
+        return 0
+    for e in (eb + i0, eb + i0 + n - 1):
+{_ind(_range_at(), 8)}
+    for j in range(n):
+        _poke(s, first + j, {rec})
+    return 1
+"""
+
+
 RECORDERS = {"load": "_cs_ld", "store": "_cs_st", "atomic": "_cs_at"}
 # Helpers the same for every kernel: compiled once into their own module (``native``).
 FAST = ("ld", "st")  # recorders with fast paths ``_cs_<short>q<l|g|p>``
-FAST_PATHS = tuple(f"_cs_{short}q{space}" for short in FAST for space in "lgp")
+FAST_PATHS = (*(f"_cs_{short}q{space}" for short in FAST for space in "lgp"), "_cs_stspan")
 SHARED = ("_cs_unordered", "_cs_lockset", "_cs_note", "_cs_rec", "_cs_recp", "_cs_lock",
           "_cs_flush", "_cs_end", "_cs_cross_at", "_cs_cross", "_cs_defer", *FAST_PATHS)
 
@@ -394,6 +426,7 @@ def sources() -> dict[str, str]:
     for short in FAST:
         for space in "lgp":
             out[f"_cs_{short}q{space}"] = _fast(short, space)
+    out["_cs_stspan"] = _store_span()
     out["_cs_defer"] = _DEFER
     out.update(_cs_unordered=_UNORDERED, _cs_lockset=_LOCKSET, _cs_note=_NOTE)
     return out

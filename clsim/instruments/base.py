@@ -117,6 +117,13 @@ class Instrument:
         none of them where running again rewrites them all alike."""
         return []
 
+    def store_span(self, event: AccessEvent, first: str, count: str) -> str | None:
+        """An expression recording ``count`` stores like ``event`` at once, element
+        ``first + j`` by local id ``j`` (a lane-major trip's stores), whose value is 0 when
+        they must be recorded one by one after all (``on_access`` per lane); None: always
+        one by one (the default)."""
+        return None
+
     def unrecorded_when(self, buffers: set[str]) -> str | None:
         """A group-level condition (code) under which this instrument records nothing for
         accesses to ``buffers`` (array names): a region touching only those may then run a

@@ -47,6 +47,16 @@ def scaled_rows(x, y, ncols, spill):
 
 
 @kernel
+def two_stores(x, y, ncols, gap):
+    """Two stores per element of the strided loop; with ``gap`` 1, lane j's second store is
+    lane j + 1's first element: a race inside the group, in one lane-major trip."""
+    base = get_group_id(0) * (ncols + 1)
+    for c in range(get_local_id(0), ncols, get_local_size(0)):
+        y[base + c] = x[base + c]
+        y[base + gap + c] = x[base + c] * 2.0
+
+
+@kernel
 def doubled_then_racy(x, y, ncols, clash):
     """Loads what it stores (``y``), then, with ``clash``, a race in a later region: the
     launch runs again from restored buffers, so ``y`` is doubled once."""
@@ -122,6 +132,17 @@ def test_a_race_between_lane_major_stores_of_two_groups(report_all, monkeypatch)
         assert "race" in lane[0][0][0]
     else:
         assert lane[0].startswith("DataRaceError")
+
+
+@pytest.mark.parametrize("gap", [0, 1])
+def test_two_stores_of_one_trip_racing(gap, monkeypatch):
+    x, y = _rows(3, 41)
+    args = (x, y, np.int32(40), np.int32(gap))
+    lane = _run(two_stores, args, (3 * 16,), (16,), True, monkeypatch, report_all=True)
+    usual = _run(two_stores, args, (3 * 16,), (16,), False, monkeypatch, report_all=True)
+    assert lane[:2] == usual[:2]
+    assert (lane[0] != []) == (gap == 1)
+    assert ("_lmok" in lane[2]) == (gap == 0)
 
 
 @pytest.mark.parametrize("clash", [1, 2])
