@@ -285,9 +285,11 @@ class ChecksInstrument(Instrument):
         return threads > 1 and parallel.run(info, arrays, run, threads)
 
     def store_span(self, event: AccessEvent, first: str, count: str) -> str | None:
-        """``shadow._cs_stspan``: the records of a lane-major trip's stores to a buffer
-        parameter, element ``first + j`` by lane ``j``; it returns 0 when the fast paths must
-        take them one by one. None where this does not apply."""
+        """The records of a lane-major trip's stores to a buffer parameter, element
+        ``first + j`` by lane ``j``: all at once (``shadow._cs_stspan``), or, where that
+        declines (something deferred already, or the buffer also has read records), one by
+        one through the full recorder, a call that is not inlined: rare, so small code
+        matters more than its speed. None where this does not apply."""
         if (not self._jit or self.locks or event.width != 1 or not event.in_kernel
                 or event.buffer not in self._objs):
             return None
@@ -295,8 +297,13 @@ class ChecksInstrument(Instrument):
         if storage != "param":
             return None
         scalars = ", ".join(_i64(code) for code in (first, count, 0, event.site.id, number))
-        return (f"_cs_stspan({scalars}, _cs_md{number}, _cs_w{number}, _cs_gs, _cs_lg, "
-                "_cs_now, _cs_sa, _cs_ma)")
+        each = ", ".join(_i64(code) for code in (
+            native.OPS["_cs_st"], f"{first} + _cs_j", 1, number, 0, event.site.id, "_cs_j"))
+        return (f"if _cs_stspan({scalars}, _cs_md{number}, _cs_w{number}, _cs_gs, _cs_lg, "
+                f"_cs_now, _cs_sa, _cs_ma) == 0:\n"
+                f"    for _cs_j in range({count}):\n"
+                f"        _cs_call(_cs_fn, {each}, {_FULL})\n"
+                f"    if _err[{rec.CODE}] != 0:\n        return")
 
     def unrecorded_when(self, buffers: set[str]) -> str | None:
         """Buffers the kernel never writes are not tracked; a group-invariant local array is

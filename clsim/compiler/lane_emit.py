@@ -243,8 +243,8 @@ class LaneMajorFlow:
 
     def _record_spans(self, spans, first: str, count: str) -> None:
         """The instruments' records of the stores the trip's lane loop left out
-        (``ModuleEmitter.access``): all lanes' at once (``Instrument.store_span``), or, when
-        that declines at run time or does not apply, one lane after another."""
+        (``ModuleEmitter.access``): all lanes' at once (``Instrument.store_span``), or one
+        lane after another."""
         for node, offset in spans:
             site, buffer, arrt = self.lane_spans[id(node)]
             p = self._group_int(offset) if offset is not None else "0"
@@ -252,8 +252,8 @@ class LaneMajorFlow:
             span = dispatch.store_span(instruments, self, site, buffer, arrt,
                                        f"{p} + {first}", count)
             if span is not None:
-                self.emit(f"if {span} == 0:")
-                self.level += 1
+                self.emit(span)
+                continue
             self.emit(f"for _lid in range({count}):")
             with self.indented():
                 saved, self.in_wi = self.in_wi, True  # each record names its lane
@@ -263,8 +263,6 @@ class LaneMajorFlow:
                 finally:
                     self.in_wi = saved
                 self.emit(codes[-1])
-            if span is not None:
-                self.level -= 1
 
     def _distributed_lanes(self, count: str, stmts, first: str) -> None:
         """``stmts`` with each uniform inner loop run at group level and the lanes

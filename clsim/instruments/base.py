@@ -118,10 +118,9 @@ class Instrument:
         return []
 
     def store_span(self, event: AccessEvent, first: str, count: str) -> str | None:
-        """An expression recording ``count`` stores like ``event`` at once, element
-        ``first + j`` by local id ``j`` (a lane-major trip's stores), whose value is 0 when
-        they must be recorded one by one after all (``on_access`` per lane); None: always
-        one by one (the default)."""
+        """Group-level code recording ``count`` stores like ``event`` at once, element
+        ``first + j`` by local id ``j`` (a lane-major trip's stores); None: each is recorded
+        by ``on_access`` in a lane loop (the default)."""
         return None
 
     def unrecorded_when(self, buffers: set[str]) -> str | None:

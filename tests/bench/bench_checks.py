@@ -12,6 +12,10 @@ Targets (issue 13): ``checks="all"`` at most 1.5x the default run on softmax, at
 helper kernel and the GEMV. Also shown: ``checks="races"``, ``checks="uninit"`` on softmax and
 the default with serial groups, to show where the time goes.
 
+Issue 25 adds the library's tiled matmul 512^3 (16x16 tiles, 2-D groups) and Q4_0 GEMV
+4096x4096 (``gemv_q4_0``, 64 work-items a row): at most 1.5x, the budget beside its speed
+targets (tests/bench/bench_vs_native.py times them against the Intel runtime).
+
 Run: python tests/bench/bench_checks.py   (appends a section to docs/performance.md)
 """
 
@@ -33,7 +37,8 @@ from benchlib import append_section, best_interleaved  # noqa: E402
 import clsim  # noqa: E402
 from clsim import get_global_id, kernel  # noqa: E402
 
-TARGETS = {"softmax": 1.5, "helper matvec": 3.0, "Q4_0 GEMV": 3.0}
+TARGETS = {"softmax": 1.5, "helper matvec": 3.0, "Q4_0 GEMV": 3.0, "tiled matmul 512^3": 1.5,
+           "library gemv_q4_0 4096^2": 1.5}
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
 ALL = 'checks="all"'
 QBLOCK = 32  # weights per Q4_0 block: 16 bytes of nibbles and one scale
@@ -77,18 +82,31 @@ def q4_0_reference(q, scales, x, rows, cols):
     return w.reshape(rows, cols) @ x.astype(np.float64)
 
 
-def _softmax():
+def _library(name: str, shape: dict, local=None, output: str = "y"):
+    """A library kernel's launch at ``shape`` and its error against the numpy reference."""
     from clsim.spec import get_spec
 
-    spec = get_spec("softmax")
-    shape = {"rows": 1024, "cols": 1024}
+    spec = get_spec(name)
     inputs = spec.make_inputs(np.random.default_rng(0), shape)
-    launch = spec.launch(inputs, shape, (256,))
+    launch = spec.launch(inputs, shape, local)
 
     def check():
-        return float(np.abs(inputs["y"] - spec.reference(inputs)["y"]).max())
+        want = spec.reference(inputs)[output].astype(np.float64)
+        return float(np.abs(inputs[output].reshape(want.shape) - want).max())
 
     return spec.kernel, launch.global_size, launch.local_size, launch.args, check
+
+
+def _softmax():
+    return _library("softmax", {"rows": 1024, "cols": 1024}, (256,))
+
+
+def _matmul():
+    return _library("matmul_tiled", {"M": 512, "N": 512, "K": 512}, output="c")
+
+
+def _library_gemv():
+    return _library("gemv_q4_0", {"rows": 4096, "blocks": 128})
 
 
 def _helper():
@@ -168,7 +186,8 @@ def main() -> int:
     table, notes, all_ok = [], [], True
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for name, setup in (("softmax", _softmax), ("helper matvec", _helper),
-                        ("Q4_0 GEMV", _gemv)):
+                        ("Q4_0 GEMV", _gemv), ("tiled matmul 512^3", _matmul),
+                        ("library gemv_q4_0 4096^2", _library_gemv)):
         lines, ok = measure(name, setup)
         split = lines.index("")
         table += lines[:split]

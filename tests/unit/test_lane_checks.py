@@ -32,8 +32,10 @@ def row_sums_racy(x, y, ncols):
     barrier(CLK_LOCAL_MEM_FENCE)
     if get_local_id(0) == 0:
         total = 0.0
-        for k in range(get_local_size(0)):  # the upper half was never written
-            total += scratch[k]
+        for k in range(get_local_size(0)):
+            v = scratch[k]  # the upper half was never written: an uninitialised read
+            if k < get_local_size(0) // 2:  # (its values are not used: the bytes compare)
+                total += v
         y[get_group_id(0)] = total
 
 
@@ -112,9 +114,10 @@ def test_a_clean_launch_keeps_the_lane_major_module(groups, monkeypatch):
     assert lane[:2] == usual[:2] and lane[0] == []
     assert "_lmok" in lane[2] and "_REPLAYS_LAUNCH = True" in lane[2]
     assert "_lmok" not in usual[2]
-    # the stores' records come after each trip's lanes: the lane loop itself has no call
-    assert "_cs_stqg(" in lane[2]
-    assert not any("v_y[" in line and "_cs_stqg" in line for line in lane[2].splitlines())
+    # the stores' records come after each trip's lanes, all at once: the lane loop itself
+    # has no call
+    assert "_cs_stspan(" in lane[2]
+    assert not any("v_y[" in line and "_cs_" in line for line in lane[2].splitlines())
 
 
 @pytest.mark.parametrize("report_all", [True, False])
