@@ -193,11 +193,14 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     how = _Watch(parsed.params, timeout_s, progress)
     try:
         return _compile_and_launch(kernel, parsed, types, values, config, instruments, how)
-    except rec.ReplayLaunch:  # the buffers are as before the launch (``_compile_and_launch``)
+    except rec.ReplayLaunch as replay:  # the buffers are as before the launch
         instruments = registry.build(build)
         for inst in instruments:
             inst.lane_regions = False
-        return _compile_and_launch(kernel, parsed, types, values, config, instruments, how)
+        result = _compile_and_launch(kernel, parsed, types, values, config, instruments, how)
+        result.compile_s += replay.compile_s
+        result.elapsed_s += replay.elapsed_s
+        return result
 
 
 def _compile_and_launch(kernel, parsed, types: dict, values: list, config: LaunchConfig,
@@ -418,6 +421,9 @@ def _launch(compiled: _Compiled, config: LaunchConfig, values: list, how: _Watch
             raise _read_only(exc, config, how.params, values) from None
         except IndexError as exc:  # plain Python, checks="none": numpy's own bounds check
             raise _unchecked_out_of_bounds(exc, config) from None
+        except rec.ReplayLaunch as replay:  # the launch that runs again counts this one too
+            replay.compile_s, replay.elapsed_s = compile_s, time.perf_counter() - t0
+            raise
     if row is not None:
         raise decode(errs[row], rerun_sites.get(row, compiled.sites), config.kernel,
                      nd.local_size, nd.offset, nd.work_dim, registry.decoders())

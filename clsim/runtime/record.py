@@ -72,7 +72,11 @@ REPLAY_LAUNCH = -2
 
 class ReplayLaunch(Exception):
     """A group stopped with REPLAY_LAUNCH (control flow inside clsim.run, never raised to a
-    caller)."""
+    caller); it carries the seconds the launch spent compiling and running, which the launch
+    run again adds to its own."""
+
+    compile_s = 0.0
+    elapsed_s = 0.0
 
 
 def fields() -> dict[str, int]:
