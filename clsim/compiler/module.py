@@ -344,7 +344,12 @@ class ModuleEmitter:
                 gen.emit(f"v_{name} = {self.empty(t.shape, ct.storage_dtype(t.dtype))}")
             elif isinstance(t, StructT) and name not in storage:
                 gen.emit(f"v_{name} = {self.empty(t.itemsize, 'uint8')}")
+        arrays = [f"v_{p}__buf" if isinstance(t, ct.PtrT) else f"v_{p}"
+                  for p, t in zip(spec.parsed.params, spec.param_types, strict=True)
+                  if isinstance(t, ct.PtrT | ct.ArrayT)]
+        dispatch.function_start(self.instruments, gen, arrays)
         gen.stmts_wi(spec.body)
+        dispatch.function_end(self.instruments, gen)
         params = ", ".join(f"v_{p}__buf, v_{p}" if isinstance(t, ct.PtrT) else f"v_{p}"
                            for p, t in zip(spec.parsed.params, spec.param_types, strict=True))
         head = f"def {spec.mangled}({params}{', ' if params else ''}{self.hidden_args}):"

@@ -133,6 +133,14 @@ class Instrument:
     def on_group_start(self, out: Emit) -> None:
         """Emit per-group set-up at the top of the group function."""
 
+    def on_function_start(self, arrays: list[str], out: Emit) -> None:
+        """Emit code at the top of a helper function (``@clsim.func``), whose array
+        parameters' codes are ``arrays`` (``AccessEvent.array`` of its accesses)."""
+
+    def on_function_end(self, out: Emit) -> None:
+        """The helper function begun by the last ``on_function_start`` is complete (helper
+        functions may be emitted while another is: a call inside it)."""
+
     def on_region_start(self, out: Emit) -> None:
         """Emit code at the top of each work-item loop body (after ids are decoded)."""
 

@@ -31,6 +31,16 @@ def group_start(instruments, gen) -> None:
             inst.on_group_start(ev.Emit(gen))
 
 
+def function_start(instruments, gen, arrays: list[str]) -> None:
+    for inst in instruments:
+        inst.on_function_start(arrays, ev.Emit(gen))
+
+
+def function_end(instruments, gen) -> None:
+    for inst in instruments:
+        inst.on_function_end(ev.Emit(gen))
+
+
 def region_start(instruments, gen) -> None:
     for inst in instruments:
         if _legacy(inst, "region_start"):

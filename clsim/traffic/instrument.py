@@ -44,7 +44,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 18  # of the generated code; part of the compile cache key
+VERSION = 19  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
@@ -136,6 +136,9 @@ class TrafficInstrument(Instrument):
         self._lane_states: set[tuple[int, str]] = set()
         self._pass_runs: dict[tuple[int, str], int] = {}  # -> the access's slot
         self._in_pass = False
+        # the array parameters of the helper functions being emitted (innermost last), whose
+        # buffer bases their prologue binds (``on_function_start``)
+        self._functions: list[set[str]] = []
         from clsim.traffic.cache import CacheConfig  # imports Numba: only when counting
 
         self.device = arena.Device(int(simd), profile.sector_bytes, profile.line_bytes,
@@ -165,6 +168,21 @@ class TrafficInstrument(Instrument):
                                  loops.once_per_pass_nodes(out.body) for kind in kinds}
             if self._lane_states:
                 out.emit(f"_trX0 = _trT[{lay.C_LANES0}]")
+
+    def on_function_start(self, arrays: list[str], out: Emit) -> None:
+        """A helper function binds its thread's arena row, the recorder's bases and its
+        array parameters' buffer bases once, as the group function does per group: looked
+        up at every access, they cost GEMV 4096^2 most of its counting time."""
+        out.emit(f"_trT = _trTT[{_THREAD}()]\n_trL = _trLL[{_THREAD}()]\n"
+                 f"_trC0 = _trT[{lay.C_CNT0}]\n_trP0 = _trT[{lay.C_PEND0}]\n"
+                 f"_trK = _trT[{lay.C_CAP}]")
+        for array in arrays:
+            find = f"{out.helper('_tr_param')}(_trT, {array})"
+            out.emit(f"_trA{array} = ({find} << {lay.BUFFER_SHIFT})")
+        self._functions.append(set(arrays))
+
+    def on_function_end(self, out: Emit) -> None:
+        self._functions.pop()
 
     def on_region_start(self, out: Emit) -> None:
         self._in_pass = True
@@ -360,13 +378,13 @@ class TrafficInstrument(Instrument):
         elif out.in_kernel:
             out.emit(f"_trT[{lay.C_FLOPS + k}] += _NL")
         else:
-            out.emit(f"_trTT[{_THREAD}(), {lay.C_FLOPS + k}] += 1")
+            out.emit(f"_trT[{lay.C_FLOPS + k}] += 1")
 
     @staticmethod
     def _arena(in_kernel: bool) -> str:
-        """This thread's arena row: bound once per group in the group function, looked up in
-        helper functions (which only receive the launch-level state)."""
-        return "_trT" if in_kernel else f"_trTT[{_THREAD}()]"
+        """This thread's arena row: bound once per group in the group function, once per
+        call in helper functions (``on_function_start``)."""
+        return "_trT"
 
     @staticmethod
     def _lane(out: Emit, event: AccessEvent, slot: int) -> str:
@@ -375,13 +393,7 @@ class TrafficInstrument(Instrument):
         holds the bases in locals; helper functions read them from the arena."""
         local = out.local_size
         nl = _int(out, local[0] * local[1] * local[2])
-        if event.in_kernel:
-            bases = "_trT, _trL, _trC0, _trP0, _trK"
-        else:
-            thread = f"{_THREAD}()"
-            row = f"_trTT[{thread}]"
-            bases = (f"{row}, _trLL[{thread}], {row}[{lay.C_CNT0}], {row}[{lay.C_PEND0}], "
-                     f"{row}[{lay.C_CAP}]")
+        bases = "_trT, _trL, _trC0, _trP0, _trK"  # (a helper function's prologue binds them)
         return f"{bases}, {nl}, {_int(out, slot)}, {event.lid}"
 
     def _buffer(self, out: Emit, event: AccessEvent) -> str:
@@ -390,6 +402,8 @@ class TrafficInstrument(Instrument):
         whose parameters are renamed, the buffer is found by data pointer."""
         if event.param is not None:
             return _int(out, event.param << lay.BUFFER_SHIFT)
+        if not event.in_kernel and self._functions and event.array in self._functions[-1]:
+            return f"_trA{event.array}"
         find = f"{out.helper('_tr_param')}({self._arena(event.in_kernel)}, {event.array})"
         return f"({find} << {lay.BUFFER_SHIFT})"
 
