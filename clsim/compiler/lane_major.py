@@ -69,7 +69,6 @@ def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
     """The lane-major plan of a region's statements, or None when it has another shape.
     ``prove_loop(before, loop, after)``: a ``lane_proof.LoopProof`` of a strided loop whose
     body has loops of its own, or None."""
-    stmts = [s for s in stmts if not _inert(s)]
     if len(stmts) == 1 and isinstance(stmts[0], ast.If):
         return _prefix_plan(stmts[0], analysis, storage, env, lid_aliases)
     loops = [i for i, s in enumerate(stmts) if isinstance(s, ast.For)]
@@ -201,11 +200,6 @@ def _check_node(n) -> None:
             raise _Refuse
     if isinstance(getattr(n, "ctype", None), ct.VecT):
         raise _Refuse
-
-
-def _inert(s) -> bool:
-    """A statement that is only a constant: a docstring."""
-    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
 
 
 def _check_loop(loop: ast.For, analysis, storage: dict, env: dict):

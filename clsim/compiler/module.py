@@ -459,6 +459,9 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
     body = inline_cut_helpers(parsed)
+    # the kernel's docstring does nothing, but as a statement of the first region it kept
+    # that region from running lane-major or proven
+    body = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     lanes = all(getattr(inst, "lane_regions", False) for inst in instruments)
     if lanes and program.work_dim == 1:  # the modules with lane-major regions
         body = inline_lane_helpers(body, parsed, arg_types)

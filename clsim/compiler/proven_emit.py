@@ -38,8 +38,10 @@ class ProvenFlow:
                 or getattr(self, "analysis", None) is None):
             return None
         pp = proven.plan(stmts, self.analysis, self.storage, self.env, self.remat)
-        if pp is not None and module.instruments and self._unrecorded(pp) is None:
-            return None
+        if (pp is not None and module.instruments and self._unrecorded(pp) is None
+                and not all(getattr(inst, "lane_regions", False)
+                            for inst in module.instruments)):
+            return None  # (an instrument that counts per pass: traffic)
         return pp
 
     def _unrecorded(self, pp: ProvenPlan) -> str | None:
@@ -70,8 +72,11 @@ class ProvenFlow:
             bounds += [(terms, f"v_{buffer}.shape[{d}]") for d, terms in enumerate(dims)
                        if not self._inside_at_compile_time(buffer, d, terms)]
         needed = {t.var for terms, _ in bounds for t in terms}
+        # Under instruments (the checks), the region runs either in a copy without them
+        # where they would record nothing (``_unrecorded``), or, where they always record,
+        # with them: in the usual work-item order, so what they see is the usual form's.
         unrecorded = self._unrecorded(pp) if self.module.instruments else "True"
-        if unrecorded != "True":  # the usual form records, this copy does not
+        if unrecorded not in ("True", None):  # the usual form records, this copy does not
             self.emit(f"{ok} = {unrecorded}")
             bounds = bounds or [None]
         elif bounds:
@@ -82,9 +87,12 @@ class ProvenFlow:
                 self._bound_index(k, ok, terms, ranges, length)
             self.emit(f"if {ok}:")
             self.level += 1
-        saved, self.module.instruments = self.module.instruments, []
+        kept = self.module.instruments if unrecorded is None else []
+        saved, self.module.instruments = self.module.instruments, kept
         try:
             self._unchecked_lanes_2d(item.stmts)
+            if kept:
+                self.module.on_region_end(self)
         finally:
             self.module.instruments = saved
         if bounds:
