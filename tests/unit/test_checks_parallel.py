@@ -255,3 +255,34 @@ def test_launches_of_different_shapes_taking_turns_each_reuse_their_state(monkey
             assert result.findings == []
     assert len(fresh) == 2
     assert len(parallel._SPARE) == 2
+
+
+def test_other_threads_start_past_group_zeros_invariant_recording(monkeypatch):
+    """Thread 0 records group 0's group-invariant local arrays; the other threads start as if
+    they had (their meta's ``M_INVARIANT`` is group 0's size), so each launch records such an
+    array in one group, not one per thread. A finding there replays the launch serially
+    (test_findings_within_threads_equal_the_serial_run)."""
+    from clsim.checks import layout as ly
+
+    seen = []
+    real = parallel.run
+
+    def run(info, state, run_groups, threads):
+        def counted(start, count, own=None):
+            if own is not None:
+                seen.append((start, int(own[0][ly.M_INVARIANT])))
+            return run_groups(start, count, own)
+
+        return real(info, state, counted, threads)
+
+    monkeypatch.setattr(parallel, "run", run)
+    x = np.arange(1024, dtype=F32)
+    y = np.zeros_like(x)
+    result = clsim.run(reverse_in_group, (1024,), (64,), (x, y), checks="all",
+                       report_all=True)
+    assert result.findings == []
+    assert np.array_equal(y, x.reshape(16, 64)[:, ::-1].ravel() + 1)
+    first_size = (64 | 1 << 16 | 1 << 32) + 1  # _skip_invariant's key of a 64 x 1 x 1 group
+    starts = sorted(seen)
+    assert starts[0] == (0, 0) and all(value == first_size for _s, value in starts[1:])
+    assert len(starts) >= 2
