@@ -343,3 +343,29 @@ def test_a_proven_region_records_in_work_item_order(step, report_all, monkeypatc
         assert proven[0] and all("data race" in m for m, _count in proven[0])
     else:
         assert proven[0].startswith("DataRaceError")
+
+
+@pytest.mark.parametrize(("name", "shape"), [
+    ("softmax", {"rows": 3, "cols": 300}),
+    ("gemv_q4_0", {"rows": 5, "blocks": 70}),
+    ("matmul_tiled", {"M": 40, "N": 24, "K": 56}),
+    ("reduce_sum", {"n": 5000, "groups": 3}),
+])
+def test_library_kernels_keep_the_lane_major_module_with_the_usual_bytes(name, shape,
+                                                                          monkeypatch):
+    """The library's kernels the lane-major (1-D) and proven (2-D) forms reach, at odd
+    shapes (last trips of partial lanes, partial groups): clean, the same bytes as the usual
+    forms, and the faster module kept (no launch run again)."""
+    import kernels_py  # noqa: F401  (registers the library)
+    from clsim.spec import get_spec
+
+    spec = get_spec(name)
+    inputs = spec.make_inputs(np.random.default_rng(6), shape)
+    launch = spec.launch(inputs, shape, None)
+    fast = _run(spec.kernel, launch.args, launch.global_size, launch.local_size, True,
+                monkeypatch, report_all=True)
+    usual = _run(spec.kernel, launch.args, launch.global_size, launch.local_size, False,
+                 monkeypatch, report_all=True)
+    assert fast[:2] == usual[:2] and fast[0] == []
+    assert "_REPLAYS_LAUNCH = True" in fast[2] or "_pok" in fast[2]
+    assert "_lmok" not in usual[2] and "_pok" not in usual[2]
