@@ -383,8 +383,8 @@ def _store_span() -> str:
     local ids ``j`` (a lane-major trip's stores, clsim/compiler/lane_emit.py), when every
     one is the fast path's common case and the object has no read or atomic records: a
     loop that checks, then one that writes, both free of branches and calls, so LLVM
-    vectorises them. Returns 0, recording nothing, when the caller must take the fast
-    path element by element (which defers what it cannot decide); 1 when done."""
+    vectorises them. Returns 0, recording nothing, when the caller must record them
+    element by element (``ChecksInstrument.store_span``: the full recorder); 1 when done."""
     rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | j"
     return f"""
 def _cs_stspan(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
