@@ -80,6 +80,7 @@ class ChecksInstrument(Instrument):
         self.raise_race = raise_race
         self.raise_uninit = raise_uninit
         self.warn_uninit = warn_uninit
+        self._undo: list | None = None  # this launch's snapshot, once taken (``undo_copies``)
         self._objs: dict[str, tuple[int, ct.ArrayT, str]] = {}  # tracked: number, type, storage
         self._data: dict[str, str] = {}  # tracked local/private object -> its array's code
         self._invariant: set[str] = set()  # group-invariant local arrays (``invariance``)
@@ -278,11 +279,12 @@ class ChecksInstrument(Instrument):
                                 self.raise_uninit, self.locks)
         fn = native.entry(info.config.jit, arrays[0])  # (sets the meta's M_DEFER_FN)
         self._launch = (info, [*arrays, fn])
+        self._undo = None
         return self._launch[1]
 
     def run_groups(self, run, threads: int) -> bool:
         info, arrays = self._launch
-        return threads > 1 and parallel.run(info, arrays, run, threads)
+        return threads > 1 and parallel.run(info, arrays, run, threads, self._undo)
 
     def store_span(self, event: AccessEvent, first: str, count: str) -> str | None:
         """The records of a lane-major trip's stores to a buffer parameter, element
@@ -320,8 +322,11 @@ class ChecksInstrument(Instrument):
         return " and ".join(modes) or "True"
 
     def undo_copies(self) -> list:
+        """The snapshot a threaded run would take (``parallel.snapshot``), taken once: the
+        threaded run undoes its own replay from it too."""
         info, arrays = self._launch
-        return parallel.snapshot(info, arrays[1])
+        self._undo = parallel.snapshot(info, arrays[1])
+        return self._undo
 
     def finalize(self, info: LaunchInfo, arrays: list, result) -> list:
         return state.collect(info, arrays, self.warn_uninit)

@@ -40,8 +40,9 @@ _SPARE_LOCK = threading.Lock()
 _DIRTY = (ly.M_NFIND, ly.M_NPEND, ly.M_OVERFLOW, ly.M_LOST, ly.M_HELD)  # meta slots: not clean
 
 
-def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
-    """Run the launch's groups in up to ``threads`` threads; False when it should not."""
+def run(info: LaunchInfo, state: list, run_groups, threads: int, copies=None) -> bool:
+    """Run the launch's groups in up to ``threads`` threads; False when it should not.
+    ``copies``: the launch's ``snapshot``, when already taken."""
     groups = info.ndrange.total_groups
     shadow = state[2]
     threads = min(threads, groups, max(1, MEMORY_BUDGET // max(shadow.nbytes, 1)))
@@ -49,7 +50,7 @@ def run(info: LaunchInfo, state: list, run_groups, threads: int) -> bool:
         return False
     if isinstance(state[-1], native.LazyEntry):  # (the warm-up's call has resolved it, but
         state[-1].resolve()  # the meta copies below must hold M_DEFER_FN in any case)
-    copies = snapshot(info, state[1])
+    copies = snapshot(info, state[1]) if copies is None else copies
     bounds = np.linspace(0, groups, threads + 1).astype(np.int64)  # thread t: its groups
     states, shadows, stale = _thread_states(state, threads)
     first = _first_group_size(info)

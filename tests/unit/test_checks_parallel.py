@@ -71,7 +71,7 @@ def spy(monkeypatch):
     calls = []
     real = parallel.run
 
-    def run(info, state, run_groups, threads):
+    def run(info, state, run_groups, threads, copies=None):
         replays = []
 
         def counted(start, count, own=None):
@@ -82,7 +82,7 @@ def spy(monkeypatch):
         entry = {"threaded": True, "replayed": False}
         calls.append(entry)
         try:
-            entry["threaded"] = real(info, state, counted, threads)
+            entry["threaded"] = real(info, state, counted, threads, copies)
         finally:
             entry["replayed"] = bool(replays)
         return entry["threaded"]
@@ -267,13 +267,13 @@ def test_other_threads_start_past_group_zeros_invariant_recording(monkeypatch):
     seen = []
     real = parallel.run
 
-    def run(info, state, run_groups, threads):
+    def run(info, state, run_groups, threads, copies=None):
         def counted(start, count, own=None):
             if own is not None:
                 seen.append((start, int(own[0][ly.M_INVARIANT])))
             return run_groups(start, count, own)
 
-        return real(info, state, counted, threads)
+        return real(info, state, counted, threads, copies)
 
     monkeypatch.setattr(parallel, "run", run)
     x = np.arange(1024, dtype=F32)
@@ -286,3 +286,21 @@ def test_other_threads_start_past_group_zeros_invariant_recording(monkeypatch):
     starts = sorted(seen)
     assert starts[0] == (0, 0) and all(value == first_size for _s, value in starts[1:])
     assert len(starts) >= 2
+
+
+@kernel
+def doubled_in_place(y, ncols):
+    base = get_group_id(0) * ncols
+    for c in range(get_local_id(0), ncols, 64):
+        y[base + c] = y[base + c] * 2.0
+
+
+def test_a_lane_major_launch_takes_one_snapshot(snapshots):
+    """A checked module with lane-major regions copies what its kernel loads and stores once
+    per launch, for running it again (``undo_copies``), and the threaded run undoes its own
+    serial replay from the same copies."""
+    y = np.arange(16 * 100, dtype=F32)
+    result = clsim.run(doubled_in_place, (16 * 64,), (64,), (y, np.int32(100)), checks="all")
+    assert "_REPLAYS_LAUNCH = True" in open(result.module_path).read()
+    assert snapshots == [["y"]]
+    assert np.array_equal(y, np.arange(16 * 100, dtype=F32) * 2)
