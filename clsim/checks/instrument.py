@@ -208,13 +208,14 @@ class ChecksInstrument(Instrument):
         module with lane-major regions (``_REPLAYS_LAUNCH``, a constant to Numba), anything
         deferred or found instead stops the launch, which runs again with the usual forms:
         findings are made in work-item order only (``lane_regions``)."""
-        replay = ""
+        found, replay = "", ""
         if self.lane_regions and self._jit:
+            found = f" or (_REPLAYS_LAUNCH and _cs_m[{ly.M_NFIND}] != 0)"
             replay = (f"    if _REPLAYS_LAUNCH:\n"
                       f"        _err[{rec.CODE}] = {rec.REPLAY_LAUNCH}\n        return\n")
         out.emit(_meta_by_view(
             f"if _cs_m[{ly.M_NLOG}] != 0 or _cs_m[{ly.M_NPEND}] != 0 or "
-            f"_cs_m[{ly.M_HELD}] != 0 or (_REPLAYS_LAUNCH and _cs_m[{ly.M_NFIND}] != 0):\n"
+            f"_cs_m[{ly.M_HELD}] != 0{found}:\n"
             f"{replay}"
             f"    _cs_call(_cs_fn, {_i64(native.OPS['_cs_end'])}, {_NO_ARGS}, {_FULL})\n"
             f"    if _err[{rec.CODE}] != 0:\n        return", self._jit))

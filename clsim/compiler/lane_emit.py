@@ -62,8 +62,7 @@ class LaneMajorFlow:
         # accesses in lane order; the module then runs the launch again with the usual forms
         # whenever anything is not clean (``rec.REPLAY_LAUNCH``), so what is reported is
         # always the work-item order's, and a clean run is clean in either order.
-        if module.instruments and not (module.jit and all(
-                getattr(inst, "lane_regions", False) for inst in module.instruments)):
+        if module.instruments and not (module.jit and module.lane_regions):
             return None
         return plan(stmts, self.analysis, self.storage, self.env, aliases, prove)
 
@@ -129,10 +128,11 @@ class LaneMajorFlow:
         check fails at an access that would fail, or at a step below 1 (or, in a loop that
         stores, below the group size: lanes would share elements, a race in OpenCL); in
         those the run again finds no error and the launch goes on, slowly (the result's
-        ``plain_python_groups``, a ``SlowPathWarning``). Never under instruments, whose
-        state would see the group's accesses twice. Saves compiling the usual form:
-        about 0.3 CPU s per region of softmax, and that twice (``_group``, ``_launch``)."""
-        return (self.module.jit and not self.effects_before and not self.module.instruments
+        ``plain_python_groups``, a ``SlowPathWarning``). Saves compiling the usual form:
+        about 0.3 CPU s per region of softmax, and that twice (``_group``, ``_launch``).
+        (Under instruments, whose state would see the group's accesses twice, the whole
+        launch runs again instead: ``_usual_or_rerun``.)"""
+        return (self.module.jit and not self.effects_before
                 and all(_stays_in_group([loop.node], self.env) for loop, _ in self.cut_loops))
 
     def note_effects(self, stmts) -> None:

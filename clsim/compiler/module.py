@@ -179,6 +179,9 @@ class ModuleEmitter:
         self.helper_buffers: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self.has_exit = False
         self.instruments: list = []
+        # every instrument lets regions run lane-major or proven (``Instrument.lane_regions``;
+        # none: the default build)
+        self.lane_regions = True
         self.replays_launch = False  # a region stops with REPLAY_LAUNCH (lane_emit.py)
         self.bounds = True
         self.subgroup_size = 32
@@ -462,7 +465,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     # the kernel's docstring does nothing, but as a statement of the first region it kept
     # that region from running lane-major or proven
     body = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    lanes = all(getattr(inst, "lane_regions", False) for inst in instruments)
+    lanes = all(inst.lane_regions for inst in instruments)
     if lanes and program.work_dim == 1:  # the modules with lane-major regions
         body = inline_lane_helpers(body, parsed, arg_types)
     body = fold_null_tests(body, arg_types)
@@ -481,6 +484,7 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     module.subgroup_size = config.subgroup_size
     module.has_exit = analysis.has_exit
     module.instruments = list(instruments)
+    module.lane_regions = lanes
     module.body = body  # the statements emitted, for instruments' analyses (Emit.body)
     storage = _storage(analysis, arg_types, typer.env)
     # an instrument may see every private as it is stored: ids stay arrays there

@@ -39,8 +39,7 @@ class ProvenFlow:
             return None
         pp = proven.plan(stmts, self.analysis, self.storage, self.env, self.remat)
         if (pp is not None and module.instruments and self._unrecorded(pp) is None
-                and not all(getattr(inst, "lane_regions", False)
-                            for inst in module.instruments)):
+                and not module.lane_regions):
             return None  # (an instrument that counts per pass: traffic)
         return pp
 

@@ -139,8 +139,15 @@ def test_a_race_between_lane_major_stores_of_two_groups(report_all, monkeypatch)
         assert lane[0].startswith("DataRaceError")
 
 
+@pytest.mark.parametrize("spans", [True, False])
 @pytest.mark.parametrize("gap", [0, 1])
-def test_two_stores_of_one_trip_racing(gap, monkeypatch):
+def test_two_stores_of_one_trip_racing(gap, spans, monkeypatch):
+    """Also with the instrument declining store spans (``Instrument.store_span`` None: the
+    protocol's default), when the trip's stores are recorded by a lane loop after it."""
+    if not spans:  # (and a key of its own: another module, not the cached one)
+        key = ChecksInstrument.key
+        monkeypatch.setattr(ChecksInstrument, "store_span", lambda *_args: None)
+        monkeypatch.setattr(ChecksInstrument, "key", lambda self: (*key(self), "no spans"))
     x, y = _rows(3, 41)
     args = (x, y, np.int32(40), np.int32(gap))
     lane = _run(two_stores, args, (3 * 16,), (16,), True, monkeypatch, report_all=True)
@@ -148,6 +155,8 @@ def test_two_stores_of_one_trip_racing(gap, monkeypatch):
     assert lane[:2] == usual[:2]
     assert (lane[0] != []) == (gap == 1)
     assert ("_lmok" in lane[2]) == (gap == 0)
+    if gap == 0:
+        assert ("_cs_stspan(" in lane[2]) == spans
 
 
 @pytest.mark.parametrize("clash", [1, 2])
