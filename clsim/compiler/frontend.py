@@ -353,6 +353,14 @@ def _reject_conditional_effects(tree) -> None:
                                                  "write an if statement around it")
 
 
+def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A function body without its leading docstring, a statement that does nothing but
+    would count as one (a region's first, an inlined helper's)."""
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        return body[1:]
+    return body
+
+
 def func_target(call: ast.AST) -> KernelFunction | None:
     if isinstance(call, ast.Call):
         target = getattr(call.func, "resolved", None)

@@ -13,7 +13,7 @@ import ast
 import itertools
 
 from clsim.compiler.astwalk import walk
-from clsim.compiler.frontend import Parsed, compile_error, func_target
+from clsim.compiler.frontend import Parsed, compile_error, func_target, without_docstring
 
 
 def clone(node):
@@ -126,11 +126,7 @@ class Inliner:
     def expand(self, call: ast.Call, callee: Parsed, result=None) -> list[ast.stmt]:
         k = next(self.counter)
         prefix = f"{callee.fn.name}{k}_"
-        body = clone(callee.tree.body)
-        if body and isinstance(body[0], ast.Expr) and isinstance(
-            getattr(body[0], "value", None), ast.Constant
-        ):
-            body = body[1:]  # docstring
+        body = without_docstring(clone(callee.tree.body))
         if len(call.args) != len(callee.params) or call.keywords:
             raise compile_error(
                 call.loc, f"{callee.fn.name}() takes {len(callee.params)} positional arguments, "

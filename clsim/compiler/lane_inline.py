@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 
 from clsim.compiler.astwalk import walk
-from clsim.compiler.frontend import Parsed, func_target
+from clsim.compiler.frontend import Parsed, func_target, without_docstring
 from clsim.compiler.inline import Inliner, clone
 from clsim.compiler.pure_loops import pure_call
 
@@ -126,9 +126,7 @@ def _straight_line(callee: Parsed) -> bool:
     if callee.has_cut or tree.returns is not None or any(
             a.annotation is not None for a in tree.args.args):
         return False
-    body = tree.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # docstring
+    body = without_docstring(tree.body)
     if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
         return False
     if not _plain_block(body[:-1]):

@@ -25,7 +25,7 @@ from clsim.compiler.codegen import FunctionEmitter
 from clsim.compiler.collectives import normalize_collectives
 from clsim.compiler.continues import guard_continues
 from clsim.compiler.emit_expr import HIDDEN_ARGS, literal
-from clsim.compiler.frontend import Parsed, compile_error, parse
+from clsim.compiler.frontend import Parsed, compile_error, parse, without_docstring
 from clsim.compiler.infer import Typer
 from clsim.compiler.inline import clone, inline_cut_helpers
 from clsim.compiler.lane_inline import inline_lane_helpers
@@ -462,9 +462,8 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     parsed = parse(kfn)
     program = Program(parsed, arg_types, local_size)
     body = inline_cut_helpers(parsed)
-    # the kernel's docstring does nothing, but as a statement of the first region it kept
-    # that region from running lane-major or proven
-    body = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    # as a statement of the first region, the docstring kept it from running lane-major
+    body = without_docstring(body)
     lanes = all(inst.lane_regions for inst in instruments)
     if lanes and program.work_dim == 1:  # the modules with lane-major regions
         body = inline_lane_helpers(body, parsed, arg_types)
