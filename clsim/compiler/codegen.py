@@ -115,6 +115,8 @@ class FunctionEmitter(MaskedFlow, LaneMajorFlow, ProvenFlow, ExprEmitter, Builti
             return self.typed(self.remat[name], self.env[name])
         if kind == "lane":  # a private of a lane-major region (lane_emit.py)
             return f"_ln_{name}[_lid]"
+        if kind == "raw":  # a register of a sub-group's lane-major trips (lane_emit.py)
+            return name
         if kind == "ctx":
             t = self.env.get(name)
             if isinstance(t, ct.VecT):  # a vector context array is (local size, width)

@@ -15,7 +15,14 @@ from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler.builtins.memory import emit_barrier
 from clsim.compiler.diagnostics import builtin_name
-from clsim.compiler.lane_major import LanePlan, PrefixPlan, plan
+from clsim.compiler.lane_major import (
+    LANE_IDS,
+    LanePlan,
+    PrefixPlan,
+    SubgroupPlan,
+    plan,
+    subgroup_plan,
+)
 from clsim.compiler.lane_proof import LoopProof, prove_loop
 from clsim.compiler.proven import Var
 from clsim.compiler.proven_emit import terms_key
@@ -46,17 +53,15 @@ class LaneMajorFlow:
         finally:
             self.bounds_checks, self.proven_indices = saved
 
-    def lane_plan(self, stmts) -> LanePlan | PrefixPlan | None:
+    def lane_plan(self, stmts) -> LanePlan | PrefixPlan | SubgroupPlan | None:
         module = self.module
-        if (not self.in_group_fn or module.has_exit or self.masks
+        if (not self.in_group_fn or module.has_exit
                 or module.work_dim != 1 or getattr(self, "analysis", None) is None):
             return None
+        if self.masks:
+            return self._subgroup_plan(stmts)
         aliases = {name for name, value in self.remat.items()
                    if is_id_call(value, "get_local_id")}
-
-        def prove(before, loop, after):
-            return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
-                              self.remat)
 
         # Under instruments (checks="all", JIT), a region runs lane-major with its recorded
         # accesses in lane order; the module then runs the launch again with the usual forms
@@ -64,7 +69,29 @@ class LaneMajorFlow:
         # always the work-item order's, and a clean run is clean in either order.
         if module.instruments and not (module.jit and module.lane_regions):
             return None
-        return plan(stmts, self.analysis, self.storage, self.env, aliases, prove)
+        return (plan(stmts, self.analysis, self.storage, self.env, aliases, self._prove)
+                or self._subgroup_plan(stmts))
+
+    def _subgroup_plan(self, stmts) -> SubgroupPlan | None:
+        """Only in builds without instruments (whose records would come in another order),
+        and under masks of ifs only: a masked loop's lanes may leave it one by one."""
+        if self.module.instruments or any(m.loop for m in self.masks):
+            return None
+        aliases = {name for name, value in self.remat.items()
+                   if is_id_call(value, "get_sub_group_local_id")}
+        lane_ids = {name for name, value in self.remat.items()
+                    if any(isinstance(n, ast.Call) and builtin_name(n) in LANE_IDS
+                           for n in ast.walk(value))}
+        return subgroup_plan(stmts, self.storage, self.env, aliases, lane_ids,
+                             self._prove_after)
+
+    def _prove(self, before, loop, after):
+        return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
+                          self.remat)
+
+    def _prove_after(self, before, loop, after):
+        return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
+                          self.remat, ranges_after_before=True)
 
     def _group_int(self, node) -> str:
         self.in_wi = False
@@ -76,6 +103,9 @@ class LaneMajorFlow:
     def lane_region(self, item, lp, scalar_region) -> None:
         if isinstance(lp, PrefixPlan):
             self._prefix_region(item, lp, scalar_region)
+            return
+        if isinstance(lp, SubgroupPlan):
+            self._subgroup_region(item, lp, scalar_region)
             return
         k = next(self.counter)
         u, s, t, n = f"_lmU{k}", f"_lmS{k}", f"_lmT{k}", f"_lmN{k}"
@@ -178,7 +208,8 @@ class LaneMajorFlow:
             self.storage[name] = "lane"
         return saved
 
-    def _prove_loop_body(self, proof: LoopProof, k: int, ok: str, u: str, top: str) -> None:
+    def _prove_loop_body(self, proof: LoopProof, k: int, ok: str, u: str, top: str,
+                         spans: dict | None = None) -> None:
         """Bound every index of the strided loop's body (``lane_proof``) from the range of
         its variable (``u`` to ``top``) and of the inner loops'."""
         bounds = [(terms, f"v_{buffer}.shape[{d}]") for buffer, dims in proof.plan.accesses
@@ -190,7 +221,8 @@ class LaneMajorFlow:
         bounds = list({(terms_key(terms), length): (terms, length)
                        for terms, length in bounds}.values())
         needed = {t.var for terms, _ in bounds for t in terms}
-        ranges = self._proof_ranges(proof.plan, k, ok, needed)
+        ranges = self._proof_ranges(proof.plan, k, ok, needed - set(spans or {}))
+        ranges.update(spans or {})
         ranges[Var("loop", proof.loop)] = (u, top)
         for terms, length in bounds:
             self._bound_index(k, ok, terms, ranges, length)
@@ -285,9 +317,158 @@ class LaneMajorFlow:
                 self.emit(f"{self.write_var(s.target.id)} = np.{t}({var})")
                 self._distributed_lanes(count, s.body, first)
 
-    def _lane_loop(self, count: str, stmts, first: str | None = None) -> None:
+    def _subgroup_region(self, item, lp: SubgroupPlan, scalar_region) -> None:
+        """S1 for every active lane; then, per sub-group, U, stop, step and each index
+        offset P computed by every lane and checked to agree, and every index's range
+        checked; when all pass, each sub-group's trips with its lanes innermost, unchecked,
+        and S2 for every active lane. Otherwise the usual form (S1 gives the same privates
+        again: ``subgroup_plan``)."""
+        k = next(self.counter)
+        size = self.module.subgroup_size
+        groups = (self.module.nl_max + size - 1) // size
+        offsets = _distinct(lp.accesses)
+        names = ["U", "S", "T", "K"] + [f"P{i}" for i in range(len(offsets))]
+        arrays = {name: f"_sg{name}{k}" for name in names}
+        for array in arrays.values():
+            self.alloc(f"{array} = {self.module.empty(groups, 'int64')}")
+        args = lp.loop.iter.args
+        values = [lp.start, args[1], args[2]] + [p for _buffer, p in offsets]
+        value_names = ["U", "S", "T"] + [f"P{i}" for i in range(len(offsets))]
+        ok, seen = f"_sgok{k}", f"_sga{k}"
+        low, high = f"_sglo{k}", f"_sghi{k}"  # the loop variable's range over sub-groups
+        saved = self._lane_storage(lp.lanes)
+        try:
+            if lp.before:
+                self._lane_loop("_NL", lp.before, skip_inactive=True)
+            self.emit(f"{ok} = True\n{low} = np.int64(0)\n{high} = np.int64(-1)")
+            # the context privates the proof reads: their ranges over the active lanes only
+            # (an inactive lane's row may lie past the matrix)
+            spans = {Var("ctx", name): (f"_sgcl{k}_{name}", f"_sgch{k}_{name}")
+                     for name in (lp.proof.plan.ctx if lp.proof is not None else ())}
+            for lo, hi in spans.values():
+                self.emit(f"{lo} = np.int64({2**63 - 1})\n{hi} = np.int64({-2**63})")
+            self.emit(f"for _sg in range((_NL + {size - 1}) // {size}):")
+            with self.indented():
+                self.emit(f"_ss = _sg * {size}\n_sn = np.int64({size} if {size} < _NL - _ss "
+                          f"else _NL - _ss)\n{arrays['K']}[_sg] = 0\n{seen} = 0")
+                self.emit("for _lid in range(_ss, _ss + _sn):")
+                with self.indented():
+                    self._skip_inactive()
+                    self.emit(self.module.id_decode)
+                    for name, node in zip(value_names, values, strict=True):
+                        code = self.typed(node, "int64") if node is not None else "0"
+                        self.statement(lambda name=name, code=code:
+                                       f"_sgv{name} = np.int64({code})")
+                    self.emit(f"if {seen} == 0:")
+                    with self.indented():
+                        for name in value_names:
+                            self.emit(f"{arrays[name]}[_sg] = _sgv{name}")
+                    differs = " or ".join(f"_sgv{name} != {arrays[name]}[_sg]"
+                                          for name in value_names)
+                    self.emit(f"elif {differs}:\n    {ok} = False")
+                    self.emit(f"{seen} += 1")
+                    for var, (lo, hi) in spans.items():
+                        value = f"np.int64(v_{var.key}__c[_lid])"
+                        self.emit(f"{lo} = {value} if {value} < {lo} else {lo}\n"
+                                  f"{hi} = {value} if {value} > {hi} else {hi}")
+                self.emit(f"if {seen} == 0:\n    continue")
+                # a sub-group partly active, lanes sharing elements, or an index outside
+                least = "_sn" if lp.stores else "1"
+                self.emit(f"_sgu = {arrays['U']}[_sg]\n_sgt = {arrays['T']}[_sg]\n"
+                          f"_sgn = {arrays['S']}[_sg] - _sgu")
+                self.emit(f"{ok} = {ok} and {seen} == _sn and _sgt >= {least}")
+                self.emit(f"_sgk = (_sgn + _sgt - 1) // _sgt if {ok} and _sgn > 0 else 0")
+                self.emit(f"{arrays['K']}[_sg] = _sgk")
+                self.emit("if _sgk > 0:")
+                with self.indented():
+                    self.emit("_sgl = _sgn - (_sgk - 1) * _sgt")
+                    self.emit("_sgh = _sgu + (_sgk - 1) * _sgt + (_sgl if _sgl < _sn else _sn) - 1")
+                    for i, (buffer, _offset) in enumerate(offsets):
+                        p = f"{arrays[f'P{i}']}[_sg]"
+                        self.emit(f"{ok} = {ok} and {p} + _sgu >= 0 and "
+                                  f"{p} + _sgh < v_{buffer}.shape[0]")
+                    self.emit(f"if {low} > {high}:\n    {low}, {high} = _sgu, _sgh\n"
+                              f"else:\n    {low} = _sgu if _sgu < {low} else {low}\n"
+                              f"    {high} = _sgh if _sgh > {high} else {high}")
+            if lp.proof is not None:
+                self.emit(f"if {ok} and {low} <= {high}:")
+                with self.indented():
+                    self._prove_loop_body(lp.proof, k, ok, low, high, spans)
+            self.emit(f"if {ok}:")
+            with self.indented():
+                self._subgroup_trips(lp, k, arrays, offsets)
+                if lp.after:
+                    self._lane_loop("_NL", lp.after, skip_inactive=True)
+        finally:
+            self.storage.update(saved)
+        # Not a run again as plain Python: values that differ within a sub-group are no
+        # error, and would fail every group's check.
+        self.emit("else:")
+        with self.indented():
+            scalar_region(item)
+
+    def _subgroup_trips(self, lp: SubgroupPlan, k: int, arrays: dict, offsets) -> None:
+        """Each sub-group's trips of the strided loop, its lanes innermost; every offset P
+        read once per sub-group into a register (so the lanes' indices are contiguous)."""
+        size = self.module.subgroup_size
+        self.emit(f"for _sg in range((_NL + {size - 1}) // {size}):")
+        with self.indented():
+            self.emit(f"_sgk = {arrays['K']}[_sg]\nif _sgk == 0:\n    continue")
+            self.emit(f"_ss = _sg * {size}\n_sn = np.int64({size} if {size} < _NL - _ss "
+                      f"else _NL - _ss)")
+            self.emit(f"_sgu = {arrays['U']}[_sg]\n_sgt = {arrays['T']}[_sg]\n"
+                      f"_sgn = {arrays['S']}[_sg] - _sgu")
+            registers = {}
+            for i, (_buffer, offset) in enumerate(offsets):
+                if offset is None:
+                    continue
+                name = f"_sgp{k}_{i}"
+                self.emit(f"{name} = np.{offset.ctype}({arrays[f'P{i}']}[_sg])")
+                registers[ast.dump(offset)] = name
+            swaps = []
+            for _buffer, offset, node in lp.accesses:
+                if offset is None:
+                    continue
+                name = registers[ast.dump(offset)]
+                self.storage[name], self.env[name] = "raw", offset.ctype
+                register = ast.Name(id=name, ctx=ast.Load())
+                register.ctype = offset.ctype
+                register.loc = getattr(offset, "loc", None)
+                ix = node.slice
+                side = "left" if ix.left is offset else "right"
+                swaps.append((ix, side, offset))
+                setattr(ix, side, register)
+            c = lp.loop.target.id
+            again = lp.proof.recomputed if lp.proof is not None else ()
+            saved = {name: self.storage.get(name, "local") for name, _ in again}
+            for name, value in again:
+                self.storage[name], self.remat[name] = "remat", value
+            try:
+                self.emit("for _lk in range(_sgk):")
+                with self.indented():
+                    self.emit("_sgc = _sgu + _lk * _sgt\n_sgm = _sgn - _lk * _sgt\n"
+                              "_sgm = _sn if _sn < _sgm else _sgm")
+                    first = f"{self.write_var(c)} = np.{self.env[c]}(_sgc + (_lid - _ss))"
+                    if lp.proof is None:
+                        self._unchecked_lanes("_ss, _ss + _sgm", lp.loop.body, first)
+                    else:
+                        self._distributed_lanes("_ss, _ss + _sgm", lp.loop.body, first)
+            finally:
+                for ix, side, offset in swaps:
+                    setattr(ix, side, offset)
+                for name in registers.values():
+                    self.storage.pop(name, None)
+                    self.env.pop(name, None)
+                self.storage.update(saved)
+                for name, _ in again:
+                    del self.remat[name]
+
+    def _lane_loop(self, count: str, stmts, first: str | None = None,
+                   skip_inactive: bool = False) -> None:
         self.emit(f"for _lid in range({count}):")
         with self.indented():
+            if skip_inactive:
+                self._skip_inactive()
             self.emit(self.module.id_decode)
             if first is not None:
                 self.emit(first)

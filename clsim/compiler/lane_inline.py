@@ -14,7 +14,8 @@ last statement; it calls no other helper and no builtin with effects (an atomic,
 array's declaration) and stores to no memory. The call must be the whole right-hand side of
 ``x = h(...)`` or ``x += h(...)``, with names, constants or scalar expressions as arguments
 (no pointer arithmetic, no element or field), directly in the body of a
-top-level ``for`` over a three-argument ``range`` (the strided work-item loop). Only for
+``for`` over a three-argument ``range`` (the strided work-item loop) at the kernel's top level
+or in its top-level ``if``s. Only for
 modules without instruments in 1-D groups, the only ones that run lane-major; elsewhere the
 helper stays a generated function.
 
@@ -45,12 +46,27 @@ def inline_lane_helpers(body: list[ast.stmt], parsed: Parsed, arg_types: dict
         return body  # most kernels: nothing to inline
     inliner = Inliner(parsed)
     arrays = {name for name, t in arg_types.items() if not isinstance(t, str)}
+    return _inline_block(body, parsed, inliner, arrays)
+
+
+def _inline_block(body: list[ast.stmt], parsed: Parsed, inliner: Inliner, arrays: set[str]
+                  ) -> list[ast.stmt]:
+    """The strided loops of ``body`` and of the ifs in it (a sub-group's loop sits in
+    ``if row < nrows:``), with their helper calls inlined."""
     out = []
     for stmt in body:
         if isinstance(stmt, ast.For) and _strided_range(stmt.iter):
             loop = clone(stmt)  # the parsed tree is cached: do not edit it in place
             loop.body = _inline_calls(loop.body, parsed, inliner, arrays)
             stmt = loop
+        elif isinstance(stmt, ast.If):
+            body_, orelse = (_inline_block(b, parsed, inliner, arrays)
+                             for b in (stmt.body, stmt.orelse))
+            if any(a is not b for a, b in zip([*body_, *orelse], [*stmt.body, *stmt.orelse],
+                                               strict=True)):
+                branch = clone(stmt)
+                branch.body, branch.orelse = body_, orelse
+                stmt = branch
         out.append(stmt)
     return out
 

@@ -9,7 +9,7 @@ cannot vectorise across work-items. A region of the shape
     L:  for c in range(lid + U, stop, step): privates updated from loads, or a store
         ``buf[P + c] = ...``, every index ``P + c`` with ``P``, ``U``, ``stop``, ``step``
         uniform (the same for the whole group)
-    S2: anything (none when L stores)
+    S2: anything (when L stores, only privates assigned from values no access can fail on)
 
 runs as ``for _lid: S1``, then ``for k: for _lid in range(lanes still in the loop): L's body
 with c = U + k * step + _lid`` (contiguous lanes: what LLVM widens), then ``for _lid: S2``,
@@ -31,8 +31,14 @@ from dataclasses import dataclass
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import builtin_name
+from clsim.compiler.emit_expr import constant_value
 
 _PURE_FAMILIES = frozenset({"math", "conversion", "relational", "work-item"})
+# ids that differ between the lanes of a sub-group
+LANE_IDS = frozenset({"get_local_id", "get_global_id", "get_sub_group_local_id",
+                      "get_local_linear_id", "get_global_linear_id"})
+# a collective's argument converted to its type (the collective itself is a region cut)
+_PURE_OTHERS = frozenset({"get_local_id", "__cvt_value"})
 INT_FAILING = (ast.Div, ast.FloorDiv, ast.Mod)  # integer division records an error
 
 
@@ -90,17 +96,11 @@ def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
         if proof is None:
             return None
         accesses, stores = [], False
-    if stores and after:
+    if stores and not _only_privates(after, storage, env):
         return None
-    uniform = {loop.target.id} | ({s.target.id for s in proof.inner_loops}
-                                  if proof is not None else set())
-    stored = [n for s in [*before, loop] for n in ast.walk(s)
-              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-              and n.id in uniform - {loop.target.id}]
-    if proof is not None and len(stored) != len(proof.inner_loops):
-        return None  # an inner loop's variable is also a private somewhere else
-    if proof is not None:
-        uniform |= {name for name, _ in proof.recomputed}
+    uniform = _proof_uniform(proof, before, loop)
+    if uniform is None:
+        return None
     lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                     and storage.get(n.id, "local") == "local" and n.id not in uniform})
@@ -125,26 +125,159 @@ def _prefix_plan(s: ast.If, analysis, storage, env, lid_aliases) -> PrefixPlan |
     return PrefixPlan(test.comparators[0], s.body, accesses, tuple(lanes))
 
 
-def _start(loop: ast.For, analysis, lid_aliases: set[str]):
-    """U of ``range(lid + U, stop, step)``; refuses other ranges."""
+@dataclass(frozen=True)
+class SubgroupPlan:
+    """A region whose strided loop is ``for c in range(sglid + U, stop, step)`` (sglid the
+    sub-group local id) with indices ``P + c``: run sub-group by sub-group, the lanes of one
+    sub-group innermost. U, stop, step and every P need only be the same within each
+    sub-group; that is checked at run time, after S1, for every lane."""
+
+    before: list  # S1
+    loop: ast.For  # L
+    after: list  # S2
+    start: ast.AST | None  # U (None: 0)
+    accesses: list  # (buffer name, P node or None, Subscript node) of L's loads and stores
+    stores: bool
+    lanes: tuple[str, ...]  # privates held in per-lane arrays
+    proof: object = None  # lane_proof.LoopProof when L has loops of its own (else None)
+
+
+class _PerLane:
+    """``group_evaluable`` for ``_start``/``_access`` of a sub-group plan: an expression any
+    lane can compute without failing, from values the loop does not change."""
+
+    def __init__(self, storage: dict, env: dict, changing: set[str], lane_ids: set[str]):
+        self.storage, self.env, self.changing = storage, env, changing
+        self.lane_ids = lane_ids
+
+    def group_evaluable(self, node) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Subscript):
+                return False
+            if isinstance(n, ast.Call) and builtin_name(n) in LANE_IDS:
+                return False  # differs between lanes: every group would fail the check
+            if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
+                if n.id in self.changing or n.id in self.lane_ids or \
+                        not isinstance(self.env.get(n.id), str):
+                    return False
+            if isinstance(n, ast.expr_context):
+                continue
+            try:
+                _check_node(n)
+            except _Refuse:
+                return False
+        return isinstance(getattr(node, "ctype", None), str) and ct.is_int(node.ctype)
+
+
+def subgroup_plan(stmts: list, storage: dict, env: dict, sg_aliases: set[str],
+                  lane_ids: set[str], prove_loop=None) -> SubgroupPlan | None:
+    """The sub-group plan of a region's statements (``SubgroupPlan``), or None.
+    ``sg_aliases``: names of the sub-group local id; ``lane_ids``: names computed again
+    from an id that differs between the lanes of a sub-group. ``prove_loop`` as for
+    ``plan``: a strided loop with loops of its own is bounded for the union of the
+    sub-groups' ranges of its variable.
+
+    S1 runs for every lane before the per-sub-group values are checked, and runs again in
+    the usual form when a check fails: so it must give the same privates when run twice
+    (it reads none of its own targets before assigning them)."""
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, ast.For)]
+    if len(loops) != 1:
+        return None
+    k = loops[0]
+    before, loop, after = stmts[:k], stmts[k], stmts[k + 1:]
+    c = loop.target.id
+    changing = {c} | {n.id for s in loop.body for n in ast.walk(s)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    per_lane = _PerLane(storage, env, changing, lane_ids)
+    try:
+        for s in before:
+            _check_before(s, storage, env)
+        _check_rerunnable(before)
+        start = _start(loop, per_lane, sg_aliases,
+                       lambda node: builtin_name(node) == "get_sub_group_local_id"
+                       and not node.args)
+    except _Refuse:
+        return None
+    proof = None
+    try:
+        accesses, stores = _check_body(loop.body, c, per_lane, storage, env, set())
+    except _Refuse:
+        proof = prove_loop(before, loop, after) if prove_loop is not None else None
+        if proof is None:
+            return None
+        accesses, stores = [], False
+    if stores and not _only_privates(after, storage, env):
+        return None
+    uniform = _proof_uniform(proof, before, loop)
+    if uniform is None:
+        return None
+    lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    and storage.get(n.id, "local") == "local" and n.id not in uniform})
+    return SubgroupPlan(before, loop, after, start, accesses, stores, tuple(lanes), proof)
+
+
+def _proof_uniform(proof, before: list, loop: ast.For) -> set[str] | None:
+    """The names the lanes do not hold in arrays: the strided loop's variable, the inner
+    loops' (run at group level) and the privates read as their expression again; None when
+    an inner loop's variable is also a private somewhere else."""
+    uniform = {loop.target.id}
+    if proof is None:
+        return uniform
+    inner = {s.target.id for s in proof.inner_loops}
+    stored = [n for s in [*before, loop] for n in ast.walk(s)
+              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in inner]
+    if len(stored) != len(proof.inner_loops):
+        return None
+    return uniform | inner | {name for name, _ in proof.recomputed}
+
+
+def _only_privates(stmts: list, storage: dict, env: dict) -> bool:
+    """Whether S2 only assigns privates from values that cannot fail (as S1 may): after a
+    loop that stores, S2 may then run once every lane has stored, since nothing it does is
+    seen outside the work-item and nothing in it can stop the launch half done."""
+    try:
+        for s in stmts:
+            _check_before(s, storage, env)
+    except _Refuse:
+        return False
+    return True
+
+
+def _check_rerunnable(before: list) -> None:
+    targets = {t.id for s in before for t in s.targets if isinstance(t, ast.Name)}
+    assigned: set[str] = set()
+    for s in before:
+        reads = {n.id for n in ast.walk(s.value)
+                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if (reads & targets) - assigned:
+            raise _Refuse
+        assigned.update(t.id for t in s.targets if isinstance(t, ast.Name))
+
+
+def _start(loop: ast.For, analysis, lid_aliases: set[str], is_id=None):
+    """U of ``range(lid + U, stop, step)``; refuses other ranges. ``is_id``: whether a call
+    is the id (default ``get_local_id(0)``)."""
     args = loop.iter.args
     if loop.orelse or len(args) != 3:
         raise _Refuse
     if not (analysis.group_evaluable(args[1]) and analysis.group_evaluable(args[2])):
         raise _Refuse
     first = args[0]
-    if _is_lid(first, lid_aliases):
+    if _is_lid(first, lid_aliases, is_id):
         return None
     if isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add):
         for lid, rest in ((first.left, first.right), (first.right, first.left)):
-            if _is_lid(lid, lid_aliases) and analysis.group_evaluable(rest):
+            if _is_lid(lid, lid_aliases, is_id) and analysis.group_evaluable(rest):
                 return rest
     raise _Refuse
 
 
-def _is_lid(node, lid_aliases: set[str]) -> bool:
+def _is_lid(node, lid_aliases: set[str], is_id=None) -> bool:
     if isinstance(node, ast.Name):
         return node.id in lid_aliases
+    if is_id is not None:
+        return isinstance(node, ast.Call) and is_id(node)
     return (builtin_name(node) == "get_local_id" and len(node.args) == 1
             and isinstance(node.args[0], ast.Constant) and node.args[0].value == 0)
 
@@ -185,15 +318,15 @@ def _check_node(n) -> None:
     if isinstance(n, ast.Attribute) and not hasattr(n, "resolved"):
         raise _Refuse  # a field (clsim.fmax is a resolved name)
     if isinstance(n, ast.BinOp) and isinstance(n.op, INT_FAILING) and ct.is_int(
-            getattr(n, "ctype", "float32")):
-        raise _Refuse
+            getattr(n, "ctype", "float32")) and constant_value(n.right) in (None, 0, -1):
+        raise _Refuse  # only a division by zero (or INT_MIN / -1) records an error
     if isinstance(n, ast.Call):
         kind = getattr(n.func, "resolved", (None,))[0]
         if kind == "dtype":
             return
         entry = table.lookup(builtin_name(n)) if kind == "builtin" else None
         if entry is None or (entry.family not in _PURE_FAMILIES
-                             and builtin_name(n) != "get_local_id"):
+                             and builtin_name(n) not in _PURE_OTHERS):
             raise _Refuse
         if any(isinstance(getattr(a, "ctype", None), ct.PtrT | ct.ArrayT | ct.VecT)
                for a in n.args):

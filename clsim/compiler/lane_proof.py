@@ -55,14 +55,24 @@ class LoopProof:
 
 
 def prove_loop(before: list, loop: ast.For, after: list, analysis, storage: dict, env: dict,
-               remat: dict) -> LoopProof | None:
+               remat: dict, ranges_after_before: bool = False) -> LoopProof | None:
     """The proof plan of strided ``loop``'s body (``before`` and ``after``: the rest of its
     region), or None when an index is not affine in known ranges, the body stores to memory,
-    or something in it could fail."""
+    or something in it could fail. A private ``before`` assigns and the body does not
+    stands for its value (``nb = ncols // QK``). ``ranges_after_before``: the ranges are
+    taken after ``before`` has run (a sub-group plan), so the context privates it assigns
+    are known; otherwise they are not."""
     body = loop.body
     written = {n.id for s in body for n in ast.walk(s)
                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     walker = _LoopWalker(analysis, storage, env, remat, written)
+    if not ranges_after_before:
+        walker.stale = {n.id for s in before for n in ast.walk(s)
+                        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    for s in before:
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name) and s.targets[0].id not in written):
+            walker._define(s.targets[0].id, s.value)
     walker.loops[loop.target.id] = loop
     try:
         walker.block(body, top=True)

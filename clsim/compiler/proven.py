@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from clsim.compiler import ctypes as ct
 from clsim.compiler.diagnostics import builtin_name
-from clsim.compiler.emit_expr import folded_division
+from clsim.compiler.emit_expr import constant_value, folded_division
 from clsim.compiler.lane_major import INT_FAILING
 from clsim.compiler.pure_loops import pure_call
 
@@ -96,6 +96,8 @@ class _Walker:
     def __init__(self, analysis, storage, env, remat, written):
         self.analysis, self.storage, self.env = analysis, storage, env
         self.remat, self.written = remat, written
+        # context privates whose ranges are read before something assigns them
+        self.stale: set[str] = set()
         self.plan = ProvenPlan()
         self.loops: dict[str, ast.For] = {}  # enclosing loops by variable
         self.defs: dict[str, list] = {}  # region privates standing for affine values
@@ -239,8 +241,9 @@ class _Walker:
             return self.affine(node.left) + right
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             for g, other in ((node.left, node.right), (node.right, node.left)):
-                if self.uniform(g):
-                    return [_scaled(t, g) for t in self.affine(other)]
+                factor = self._factor(g)
+                if factor is not None:
+                    return [_scaled(t, factor) for t in self.affine(other)]
             raise _Refuse
         raise _Refuse
 
@@ -250,7 +253,20 @@ class _Walker:
                             for n in ast.walk(node))
                 and all(getattr(n, "ctype", "int32") in _SIGNED for n in ast.walk(node)
                         if isinstance(n, ast.expr) and ct.is_int(getattr(n, "ctype", "")))
-                and not any(_failing_division(n) for n in ast.walk(node)))
+                and not any(_failing_division(n) and not _by_safe_constant(n)
+                            for n in ast.walk(node)))
+
+    def _factor(self, node):
+        """A uniform factor for ``node``: itself, or the one uniform value a private
+        stands for (``nb = ncols // QK``: ``row * nb``); else None."""
+        if self.uniform(node):
+            return node
+        if isinstance(node, ast.Name) and node.id not in self.remat:
+            terms = self.defs.get(node.id)
+            if terms is not None and len(terms) == 1 and terms[0].sign == 1 \
+                    and terms[0].var is None and len(terms[0].factors) == 1:
+                return terms[0].factors[0]
+        return None
 
     def _name(self, name: str) -> list[Term]:
         if name in self.loops:
@@ -260,7 +276,8 @@ class _Walker:
         if name in self.defs:
             return self.defs[name]
         kind = self.storage.get(name, "local")
-        if kind == "ctx" and name not in self.written and self.env.get(name) in _SIGNED:
+        if kind == "ctx" and name not in self.written and name not in self.stale \
+                and self.env.get(name) in _SIGNED:
             if name not in self.plan.ctx:
                 self.plan.ctx.append(name)
             return [Term(1, (), Var("ctx", name))]
@@ -275,6 +292,12 @@ def _failing_division(node) -> bool:
         return False
     op = "%" if isinstance(node.op, ast.Mod) else "//"
     return isinstance(node.op, ast.Div) or folded_division(node, op, node.ctype) is None
+
+
+def _by_safe_constant(node) -> bool:
+    """``a // K`` or ``a % K`` with K a constant other than 0 and -1: it cannot fail."""
+    return (isinstance(node.op, ast.FloorDiv | ast.Mod)
+            and constant_value(node.right) not in (None, 0, -1))
 
 
 def _dim(call: ast.Call) -> int:

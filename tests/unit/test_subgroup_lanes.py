@@ -1,0 +1,211 @@
+"""Regions whose strided loop starts at the sub-group local id run sub-group by sub-group,
+the lanes of one sub-group innermost (clsim/compiler/lane_major.py ``subgroup_plan``,
+lane_emit.py ``_subgroup_region``): the bytes of the usual form (checks="all" and plain
+Python keep it), the usual first error when an index would fail, and the usual form, not a
+run again, when a value differs within a sub-group."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import (
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    get_num_sub_groups,
+    get_sub_group_id,
+    get_sub_group_local_id,
+    get_sub_group_size,
+    kernel,
+    sub_group_reduce_add,
+)
+from clsim.spec import get_spec
+
+
+def _launch_spec(name, shape, local):
+    spec = get_spec(name)
+    inputs = spec.make_inputs(np.random.default_rng(7), shape)
+    return spec, spec.launch(inputs, shape, local)
+
+
+def _bytes(spec, launch, **options):
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in launch.args]
+    result = clsim.run(spec.kernel, launch.global_size, launch.local_size, args,
+                       subgroup_size=spec.subgroup_size, **options)
+    return b"".join(a.tobytes() for a in args if isinstance(a, np.ndarray)), result
+
+
+@pytest.mark.parametrize(("name", "shape", "local"), [
+    ("softmax_subgroup", {"rows": 7, "cols": 45}, (80,)),  # sub-groups of 32, 32 and 16
+    ("softmax_subgroup", {"rows": 5, "cols": 3}, None),  # fewer columns than lanes
+    ("gemv_subgroup", {"rows": 9, "cols": 70}, None),
+    ("gemv_half_subgroup", {"rows": 9, "cols": 70}, None),
+    ("gemv_q4_0_subgroup", {"rows": 13, "blocks": 5}, None),  # a helper with a loop inlined
+])
+def test_library_sub_group_kernels_run_lane_major_with_the_usual_bytes(name, shape, local):
+    """Rows past the matrix leave whole sub-groups inactive; none of it leaves the fast
+    path (no group runs again as plain Python, no warning)."""
+    spec, launch = _launch_spec(name, shape, local)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast, result = _bytes(spec, launch)
+    usual, _ = _bytes(spec, launch, checks="all")
+    plain, _ = _bytes(spec, launch, jit=False)
+    assert fast == usual == plain
+    assert result.plain_python_groups == 0
+    assert "_sgok" in open(result.module_path).read()
+
+
+@kernel
+def offset_rows(x, offsets, y, ncols):
+    """Each lane's offset is loaded before the collective and read after it, so it is a
+    private whose value may differ within a sub-group."""
+    lane = get_sub_group_local_id()
+    width = get_sub_group_size()
+    off = offsets[get_local_id(0)]
+    first = sub_group_reduce_add(np.float32(off))
+    acc = 0.0
+    for c in range(lane, ncols, width):
+        acc += x[off + c]
+    y[get_local_id(0)] = acc + first
+
+
+def _offset_rows(offsets, **options):
+    x = np.arange(200, dtype=np.float32) * np.float32(0.37)
+    y = np.zeros(64, np.float32)
+    result = clsim.run(offset_rows, (64,), (64,), (x, offsets, y, np.int32(50)),
+                       subgroup_size=32, **options)
+    return y.tobytes(), result
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_offsets_that_differ_within_a_sub_group_run_the_usual_form(uniform):
+    """Each sub-group's offset is checked to agree in every lane: when it does not, the
+    region runs its usual form (the same bytes), not the group again as plain Python."""
+    offsets = np.repeat(np.array([0, 100], np.int32), 32)
+    if not uniform:
+        offsets[5] = 17
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast, result = _offset_rows(offsets)
+    assert fast == _offset_rows(offsets, checks="all")[0] == _offset_rows(offsets, jit=False)[0]
+    assert result.plain_python_groups == 0
+    assert "_sgok" in open(result.module_path).read()
+
+
+@kernel
+def sub_group_rows(x, y, nrows, ncols):
+    row = get_group_id(0) * get_num_sub_groups() + get_sub_group_id()
+    lane = get_sub_group_local_id()
+    if row < nrows:
+        acc = 0.0
+        for c in range(lane, ncols, get_sub_group_size()):
+            acc += x[row * ncols + c]
+        total = sub_group_reduce_add(acc)
+        for c in range(lane, ncols, get_sub_group_size()):
+            y[row * ncols + c] = x[row * ncols + c] / total
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_index_past_the_end_runs_the_usual_form_and_reports_it(jit):
+    """ncols larger than the rows passed: the per-sub-group range check fails and the usual
+    form reports the first failing load in work-item order, work-item 32's second column
+    (x[70 + 32]); run trip by trip, work-item 62 would reach x[100] first."""
+    x = np.ones(100, np.float32)
+    y = np.zeros(100, np.float32)
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(sub_group_rows, (64,), (64,), (x, y, np.int32(2), np.int32(70)),
+                  subgroup_size=32, jit=jit)
+    with pytest.raises(clsim.OutOfBoundsError) as usual:
+        clsim.run(sub_group_rows, (64,), (64,), (x, y, np.int32(2), np.int32(70)),
+                  subgroup_size=32, checks="all")
+    assert (info.value.buffer, info.value.index, info.value.gid) == (
+        usual.value.buffer, usual.value.index, usual.value.gid) == ("x", 102, (32,))
+
+
+@kernel
+def short_step_store(y, ncols):
+    """Lanes stride by 4 while a sub-group has 8: neighbouring lanes store the same
+    elements, in work-item order on the usual form."""
+    lane = get_sub_group_local_id()
+    base = get_sub_group_id() * ncols
+    for c in range(lane, ncols, 4):
+        y[base + c] = np.float32(get_local_id(0))
+
+
+def test_a_store_whose_step_is_below_the_sub_group_runs_the_usual_form():
+    """Run trip by trip, lane 0's second store to y[4] would come after lane 4's first."""
+    expected = np.zeros(40, np.float32)
+    for lid in range(16):
+        for c in range(lid % 8, 20, 4):
+            expected[lid // 8 * 20 + c] = lid
+    for jit in (True, False):
+        y = np.zeros(40, np.float32)
+        clsim.run(short_step_store, (16,), (16,), (y, np.int32(20)), subgroup_size=8, jit=jit)
+        assert y.tobytes() == expected.tobytes()
+
+
+@kernel
+def context_offset(x, y, n, step):
+    """``off`` is assigned again right before the strided loop, whose inner loop's index
+    reads it: the proof must take its range after that assignment."""
+    lid = get_local_id(0)
+    wg = get_local_size(0)
+    off = get_group_id(0) * step + lid * 0
+    barrier(CLK_LOCAL_MEM_FENCE)
+    off = off + step
+    acc = 0.0
+    for b in range(lid, n, wg):
+        for j in range(4):
+            acc += x[off + b * 4 + j]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[get_group_id(0) * wg + lid] = acc + off
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_index_through_a_private_assigned_before_the_loop_is_checked(jit):
+    """Before the fix the range of ``off`` came from before its assignment (0, in range),
+    and the JIT run read x[1000000] unchecked."""
+    x = np.ones(64, np.float32)
+    y = np.zeros(32, np.float32)
+    with pytest.raises(clsim.OutOfBoundsError) as info:
+        clsim.run(context_offset, (32,), (32,), (x, y, np.int32(16), np.int32(1_000_000)),
+                  jit=jit)
+    assert (info.value.buffer, info.value.index) == ("x", 1_000_000)
+    fine = []
+    for options in ({"jit": jit}, {"checks": "all"}):
+        y = np.zeros(32, np.float32)
+        clsim.run(context_offset, (32,), (32,), (x, y, np.int32(8), np.int32(0)), **options)
+        fine.append(y.tobytes())
+    assert fine[0] == fine[1] and np.frombuffer(fine[0], np.float32)[0] == 4.0
+
+
+@kernel
+def keep_outside_rows(x, y, nrows, ncols):
+    """Work-items of rows past the end keep ``acc = -1``: S1 and the loop must skip them."""
+    row = get_group_id(0) * get_num_sub_groups() + get_sub_group_id()
+    lane = get_sub_group_local_id()
+    acc = -1.0
+    if row < nrows:
+        acc = 0.0
+        for c in range(lane, ncols, get_sub_group_size()):
+            acc += x[row * ncols + c]
+        acc += sub_group_reduce_add(acc)
+    y[get_group_id(0) * get_local_size(0) + get_local_id(0)] = acc
+
+
+def test_inactive_sub_groups_keep_their_privates():
+    x = np.random.default_rng(3).standard_normal(3 * 40).astype(np.float32)
+    runs, results = [], []
+    for options in ({}, {"checks": "all"}, {"jit": False}):
+        y = np.zeros(64, np.float32)
+        results.append(clsim.run(keep_outside_rows, (64,), (32,),
+                                 (x, y, np.int32(3), np.int32(40)), subgroup_size=8, **options))
+        runs.append(y.tobytes())
+    assert runs[0] == runs[1] == runs[2]
+    assert (np.frombuffer(runs[0], np.float32)[24:] == -1.0).all()
+    assert "_sgok" in open(results[0].module_path).read()
