@@ -20,6 +20,11 @@ stores (lanes would share elements), the region runs the usual way, which report
 failing work-item as always. Nothing outside S2 can fail otherwise, so nothing observable
 happens in another order than the work-item order.
 
+A sub-group's strided loop, ``for c in range(sglid + U, stop, step)`` with ``sglid`` the
+sub-group local id, is the same shape with ``U``, ``stop``, ``step`` and each ``P`` the same
+within each sub-group, checked at run time (``subgroup_plan``): it runs sub-group by
+sub-group, the lanes of one sub-group innermost.
+
 Not here: emitting the form (``lane_emit``); regions of other shapes keep the usual form.
 """
 
