@@ -73,9 +73,12 @@ class LaneMajorFlow:
                 or self._subgroup_plan(stmts))
 
     def _subgroup_plan(self, stmts) -> SubgroupPlan | None:
-        """Only in builds without instruments (whose records would come in another order),
-        and under masks of ifs only: a masked loop's lanes may leave it one by one."""
-        if self.module.instruments or any(m.loop for m in self.masks):
+        """Under instruments only where group-level plans run (``lane_plan``), and under
+        masks of ifs only: a masked loop's lanes may leave it one by one."""
+        module = self.module
+        if module.instruments and not (module.jit and module.lane_regions):
+            return None
+        if any(m.loop for m in self.masks):
             return None
         aliases = {name for name, value in self.remat.items()
                    if is_id_call(value, "get_sub_group_local_id")}
@@ -399,10 +402,16 @@ class LaneMajorFlow:
                 self._subgroup_trips(lp, k, arrays, offsets)
                 if lp.after:
                     self._lane_loop("_NL", lp.after, skip_inactive=True)
+                if self.module.instruments:
+                    # records in sub-group order: anything not clean runs the launch again
+                    # with the usual forms (``lane_plan``)
+                    self.module.on_region_end(self)
+                    self.module.replays_launch = True
         finally:
             self.storage.update(saved)
-        # Not a run again as plain Python: values that differ within a sub-group are no
-        # error, and would fail every group's check.
+        # Not a run again as plain Python, nor of the launch: values that differ within a
+        # sub-group are no error, and would fail every group's check. (Under instruments the
+        # usual form records in work-item order and ends its region as usual.)
         self.emit("else:")
         with self.indented():
             scalar_region(item)

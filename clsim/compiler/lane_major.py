@@ -318,8 +318,10 @@ def _constant_local_index(n: ast.Subscript) -> None:
 
 
 def _check_node(n) -> None:
-    if isinstance(n, ast.IfExp | ast.BoolOp | ast.Lambda | ast.Tuple):
-        raise _Refuse  # conditional evaluation, vectors
+    if isinstance(n, ast.Lambda | ast.Tuple):
+        raise _Refuse  # vectors
+    # A conditional expression (``a if t else b``, ``and``, ``or``) evaluates one side per
+    # lane, as in the usual form; the range check covers the loads of both, as if taken.
     if isinstance(n, ast.Attribute) and not hasattr(n, "resolved"):
         raise _Refuse  # a field (clsim.fmax is a resolved name)
     if isinstance(n, ast.BinOp) and isinstance(n.op, INT_FAILING) and ct.is_int(

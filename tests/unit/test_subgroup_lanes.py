@@ -209,3 +209,60 @@ def test_inactive_sub_groups_keep_their_privates():
     assert runs[0] == runs[1] == runs[2]
     assert (np.frombuffer(runs[0], np.float32)[24:] == -1.0).all()
     assert "_sgok" in open(results[0].module_path).read()
+
+
+@kernel
+def overlapping_rows(x, y, ncols, overlap):
+    """With ``overlap`` 1, each sub-group's last element is the next one's first: a race
+    between two work-items of one group."""
+    lane = get_sub_group_local_id()
+    base = get_sub_group_id() * (ncols - overlap)
+    for c in range(lane, ncols, get_sub_group_size()):
+        y[base + c] = x[base + c] * 2.0
+
+
+def _checked(kfn, args, global_size, local_size, lanes, monkeypatch, **options):
+    from clsim.checks.instrument import ChecksInstrument
+
+    monkeypatch.setattr(ChecksInstrument, "lane_regions", lanes)
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    result = clsim.run(kfn, global_size, local_size, args, checks="all", report_all=True,
+                       **options)
+    findings = [(f.message, f.count) for f in result.findings]
+    return findings, [a.tobytes() for a in args], open(result.module_path).read()
+
+
+@pytest.mark.parametrize("overlap", [0, 1])
+def test_checks_run_sub_group_plans_and_report_the_usual_forms_findings(overlap,
+                                                                        monkeypatch):
+    """Under checks="all" a sub-group plan records in sub-group order; a finding runs the
+    launch again with the usual forms (clsim/checks, ``lane_regions``), so findings and
+    bytes are theirs; a clean launch keeps the faster module."""
+    x = np.random.default_rng(4).standard_normal(200).astype(np.float32)
+    args = (x, np.zeros(200, np.float32), np.int32(37), np.int32(overlap))
+    lane = _checked(overlapping_rows, args, (64,), (64,), True, monkeypatch,
+                    subgroup_size=16)
+    usual = _checked(overlapping_rows, args, (64,), (64,), False, monkeypatch,
+                     subgroup_size=16)
+    assert lane[:2] == usual[:2]
+    assert "_sgok" not in usual[2]
+    if overlap:
+        assert any("race" in message for message, _count in lane[0])
+        assert "_sgok" not in lane[2]  # the launch that reported ran the usual forms
+    else:
+        assert lane[0] == [] and "_sgok" in lane[2]
+
+
+@pytest.mark.parametrize(("name", "shape"), [
+    ("softmax_subgroup", {"rows": 7, "cols": 45}),
+    ("gemv_q4_0_subgroup", {"rows": 13, "blocks": 5}),
+])
+def test_library_sub_group_kernels_keep_the_sub_group_module_under_checks(name, shape,
+                                                                          monkeypatch):
+    spec, launch = _launch_spec(name, shape, None)
+    fast = _checked(spec.kernel, launch.args, launch.global_size, launch.local_size, True,
+                    monkeypatch, subgroup_size=spec.subgroup_size)
+    usual = _checked(spec.kernel, launch.args, launch.global_size, launch.local_size, False,
+                     monkeypatch, subgroup_size=spec.subgroup_size)
+    assert fast[:2] == usual[:2] and fast[0] == []
+    assert "_sgok" in fast[2] and "_sgok" not in usual[2]
