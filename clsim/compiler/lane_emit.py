@@ -86,7 +86,7 @@ class LaneMajorFlow:
                     if any(isinstance(n, ast.Call) and builtin_name(n) in LANE_IDS
                            for n in ast.walk(value))}
         return subgroup_plan(stmts, self.storage, self.env, aliases, lane_ids,
-                             self._prove_after)
+                             self._prove_after, self.analysis.subgroup_evaluable)
 
     def _prove(self, before, loop, after):
         return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
@@ -354,26 +354,11 @@ class LaneMajorFlow:
             with self.indented():
                 self.emit(f"_ss = _sg * {size}\n_sn = np.int64({size} if {size} < _NL - _ss "
                           f"else _NL - _ss)\n{arrays['K']}[_sg] = 0\n{seen} = 0")
-                self.emit("for _lid in range(_ss, _ss + _sn):")
-                with self.indented():
-                    self._skip_inactive()
-                    self.emit(self.module.id_decode)
-                    for name, node in zip(value_names, values, strict=True):
-                        code = self.typed(node, "int64") if node is not None else "0"
-                        self.statement(lambda name=name, code=code:
-                                       f"_sgv{name} = np.int64({code})")
-                    self.emit(f"if {seen} == 0:")
-                    with self.indented():
-                        for name in value_names:
-                            self.emit(f"{arrays[name]}[_sg] = _sgv{name}")
-                    differs = " or ".join(f"_sgv{name} != {arrays[name]}[_sg]"
-                                          for name in value_names)
-                    self.emit(f"elif {differs}:\n    {ok} = False")
-                    self.emit(f"{seen} += 1")
-                    for var, (lo, hi) in spans.items():
-                        value = f"np.int64(v_{var.key}__c[_lid])"
-                        self.emit(f"{lo} = {value} if {value} < {lo} else {lo}\n"
-                                  f"{hi} = {value} if {value} > {hi} else {hi}")
+                if lp.uniform:
+                    self._subgroup_values_once(arrays, value_names, values, seen, spans)
+                else:
+                    self._subgroup_values_per_lane(arrays, value_names, values, seen, ok,
+                                                   spans)
                 self.emit(f"if {seen} == 0:\n    continue")
                 # a sub-group partly active, lanes sharing elements, or an index outside
                 least = "_sn" if lp.stores else "1"
@@ -409,12 +394,59 @@ class LaneMajorFlow:
                     self.module.replays_launch = True
         finally:
             self.storage.update(saved)
-        # Not a run again as plain Python, nor of the launch: values that differ within a
-        # sub-group are no error, and would fail every group's check. (Under instruments the
-        # usual form records in work-item order and ends its region as usual.)
         self.emit("else:")
         with self.indented():
-            scalar_region(item)
+            if lp.uniform:
+                self._usual_or_rerun(item, scalar_region)
+            else:
+                # Not a run again: values that differ within a sub-group are no error, and
+                # would fail every group's check. (Under instruments the usual form records
+                # in work-item order and ends its region as usual.)
+                scalar_region(item)
+
+    def _subgroup_values_once(self, arrays, names, values, seen, spans) -> None:
+        """Values the same in a sub-group's lanes: its first lane's (a masked if is taken
+        by whole sub-groups, ``_cg_mask_check``), and the context privates' ranges over
+        its lanes."""
+        active = self.active_expr("_ss")
+        if active is not None:
+            self.emit(f"if not ({active}):\n    continue")
+        self.emit(f"_lid = _ss\n{self.module.id_decode}\n{seen} = _sn")
+        self._subgroup_values(arrays, names, values)
+        for var, (lo, hi) in spans.items():
+            self.emit(f"_sgsl, _sgsh = {self.helper('_proof_span')}(v_{var.key}__c[_ss:], _sn)")
+            self.emit(f"{lo} = _sgsl if _sgsl < {lo} else {lo}\n"
+                      f"{hi} = _sgsh if _sgsh > {hi} else {hi}")
+
+    def _subgroup_values_per_lane(self, arrays, names, values, seen, ok, spans) -> None:
+        """Values every active lane computes, checked to agree with the first's; the
+        context privates' ranges over the active lanes (an inactive lane's row may lie
+        past the matrix)."""
+        self.emit("for _lid in range(_ss, _ss + _sn):")
+        with self.indented():
+            self._skip_inactive()
+            self.emit(self.module.id_decode)
+            self._subgroup_values(arrays, names, values, f"{seen} == 0")
+            differs = " or ".join(f"_sgv{name} != {arrays[name]}[_sg]" for name in names)
+            self.emit(f"if {seen} != 0 and ({differs}):\n    {ok} = False")
+            self.emit(f"{seen} += 1")
+            for var, (lo, hi) in spans.items():
+                value = f"np.int64(v_{var.key}__c[_lid])"
+                self.emit(f"{lo} = {value} if {value} < {lo} else {lo}\n"
+                          f"{hi} = {value} if {value} > {hi} else {hi}")
+
+    def _subgroup_values(self, arrays, names, values, first: str | None = None) -> None:
+        """``_sgv<name>`` of this lane, kept in the sub-group's row (when ``first``)."""
+        for name, node in zip(names, values, strict=True):
+            self.statement(lambda name=name, node=node: f"_sgv{name} = np.int64("
+                           f"{self.typed(node, 'int64') if node else '0'})")
+        if first is not None:
+            self.emit(f"if {first}:")
+            self.level += 1
+        for name in names:
+            self.emit(f"{arrays[name]}[_sg] = _sgv{name}")
+        if first is not None:
+            self.level -= 1
 
     def _subgroup_trips(self, lp: SubgroupPlan, k: int, arrays: dict, offsets) -> None:
         """Each sub-group's trips of the strided loop, its lanes innermost; every offset P

@@ -145,6 +145,10 @@ class SubgroupPlan:
     stores: bool
     lanes: tuple[str, ...]  # privates held in per-lane arrays
     proof: object = None  # lane_proof.LoopProof when L has loops of its own (else None)
+    # U, stop, step and every P are the same in a sub-group's lanes by construction
+    # (``regions.Analysis.subgroup_evaluable``): a failed check is then an index outside
+    # or a short step, as for ``LanePlan``, and the lanes' values need no comparing
+    uniform: bool = False
 
 
 class _PerLane:
@@ -175,7 +179,8 @@ class _PerLane:
 
 
 def subgroup_plan(stmts: list, storage: dict, env: dict, sg_aliases: set[str],
-                  lane_ids: set[str], prove_loop=None) -> SubgroupPlan | None:
+                  lane_ids: set[str], prove_loop=None, same_in_subgroup=None
+                  ) -> SubgroupPlan | None:
     """The sub-group plan of a region's statements (``SubgroupPlan``), or None.
     ``sg_aliases``: names of the sub-group local id; ``lane_ids``: names computed again
     from an id that differs between the lanes of a sub-group. ``prove_loop`` as for
@@ -219,7 +224,11 @@ def subgroup_plan(stmts: list, storage: dict, env: dict, sg_aliases: set[str],
     lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                     and storage.get(n.id, "local") == "local" and n.id not in uniform})
-    return SubgroupPlan(before, loop, after, start, accesses, stores, tuple(lanes), proof)
+    values = [start, *loop.iter.args[1:], *(p for _buffer, p, _node in accesses)]
+    agree = same_in_subgroup is not None and all(
+        same_in_subgroup(v) for v in values if v is not None)
+    return SubgroupPlan(before, loop, after, start, accesses, stores, tuple(lanes), proof,
+                        agree)
 
 
 def _proof_uniform(proof, before: list, loop: ast.For) -> set[str] | None:

@@ -93,6 +93,10 @@ def cut_levels(stmt) -> set[str]:
     return levels
 
 
+# builtins whose value differs across the group but not within a sub-group
+SUBGROUP_UNIFORM = frozenset({"get_sub_group_id", "get_sub_group_size"})
+
+
 def has_jumps(stmts) -> bool:
     """A break/continue in ``stmts`` that targets the loop owning them (not an inner loop)."""
     for s in stmts:
@@ -130,6 +134,7 @@ class Analysis:
         # a private struct's bytes are one row per work-item (fields stored one by one)
         self.varying |= {n for n, t in env.items() if isinstance(t, StructT) and n not in params}
         self.group_scalars: set[str] = set()
+        self._subgroup_scalars: set[str] | None = None
         self.has_exit = False
         self._loops: list[CutLoop] = []
         self._mark_cuts(body, loops=[])
@@ -302,6 +307,69 @@ class Analysis:
                 if name is not None and is_cut_call(n):
                     return False
         return True
+
+    def subgroup_evaluable(self, node) -> bool:
+        """Whether ``node`` has one value in every lane of a sub-group (not necessarily
+        across the group): group-level values, the sub-group's id and size, and the
+        privates ``subgroup_scalars`` finds."""
+        names = self.subgroup_scalars()
+        for n in _walk_unresolved(node):
+            if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
+                if n.id not in names and n.id not in self.params and \
+                        n.id not in self.group_scalars:
+                    return False
+            if isinstance(n, ast.Subscript) and not self._is_vector(n.value):
+                return False
+            if isinstance(n, ast.Call):
+                name = builtin_name(n)
+                resolved = getattr(n.func, "resolved", ("",))[0]
+                if resolved == "func" and not pure_helper(func_target(n)):
+                    return False
+                if table.is_varying(name) and name not in SUBGROUP_UNIFORM:
+                    return False
+                if name is not None and is_cut_call(n):
+                    return False
+        return True
+
+    def subgroup_scalars(self) -> set[str]:
+        """Scalar privates every lane of a sub-group holds one value in: assigned only at
+        the kernel's top level and in ifs around cuts (taken by the whole group, or masked:
+        by whole sub-groups), never in a loop, from values the same within a sub-group."""
+        if self._subgroup_scalars is not None:
+            return self._subgroup_scalars
+        top: list = []
+
+        def collect(stmts):
+            for s in stmts:
+                if isinstance(s, ast.Assign | ast.AugAssign):
+                    top.append(s)
+                elif self.is_cut(s) and isinstance(s, ast.If):
+                    collect(s.body)
+                    collect(s.orelse)
+
+        collect(self.body)
+        assigns: dict[str, list] = {}
+        for node in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                assigns.setdefault(node.id, [])
+        for s in top:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                assigns[targets[0].id].append(s)
+        stores: dict[str, int] = {}
+        for node in ast.walk(ast.Module(body=self.body, type_ignores=[])):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+        self._subgroup_scalars = {
+            name for name, stmts in assigns.items()
+            if stmts and len(stmts) == stores[name] and isinstance(self.env.get(name), str)
+            and name not in self.forced and name not in self.params}
+        while True:
+            drop = {name for name in self._subgroup_scalars
+                    if not all(self.subgroup_evaluable(s.value) for s in assigns[name])}
+            if not drop:
+                return self._subgroup_scalars
+            self._subgroup_scalars -= drop
 
     def _top_level_assignments(self, stmts, out):
         for s in stmts:

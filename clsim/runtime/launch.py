@@ -64,7 +64,7 @@ class RunResult:
     results: dict = field(default_factory=dict)  # each instrument's result, by its name
     config: Any = None  # the LaunchConfig it ran with
     # work-groups a JIT launch ran again as plain Python without an error (a lane-major
-    # region's range check failed where no access does: a loop step below 1); said once
+    # region's range check failed where no access does: a short loop step); said once
     plain_python_groups: int = 0
 
     def __getattr__(self, name: str):
@@ -454,7 +454,8 @@ def _say_plain_python_groups(kernel: str, groups: int, total: int) -> None:
     warnings.warn(SlowPathWarning(
         f"{kernel}: {groups:,} of {total:,} work-groups ran again as plain Python: a "
         "lane-major loop's range check failed where none of its accesses does (a loop step "
-        "below 1, docs/engine.md). The results are exact; the launch is slower"),
+        "below 1, or, in a loop that stores, below the lanes of a group or sub-group, "
+        "docs/engine.md). The results are exact; the launch is slower"),
         stacklevel=5)  # the caller of clsim.run: this <- _launch <- _compile_and_launch <- run
 
 
