@@ -95,6 +95,49 @@ def test_offsets_that_differ_within_a_sub_group_run_the_usual_form(uniform):
     assert fast == _offset_rows(offsets, checks="all")[0] == _offset_rows(offsets, jit=False)[0]
     assert result.plain_python_groups == 0
     assert "_sgok" in open(result.module_path).read()
+    # every mode runs the same plan: the bytes are checked against the work-items' own sums
+    x = np.arange(200, dtype=np.float32) * np.float32(0.37)
+    expected = np.zeros(64, np.float32)
+    for lid in range(64):
+        acc = np.float32(0.0)
+        for c in range(lid % 32, 50, 32):
+            acc = np.float32(acc + x[offsets[lid] + c])
+        first = np.float32(offsets[lid // 32 * 32:lid // 32 * 32 + 32].sum())  # exact
+        expected[lid] = np.float32(acc + first)
+    assert fast == expected.tobytes()
+
+
+@kernel
+def one_lane_moves(x, y, ncols, moved):
+    """``off`` is assigned at the top level (the same in a sub-group) and again in one
+    lane's branch: it is compared lane by lane, not taken from the first lane."""
+    lane = get_sub_group_local_id()
+    off = get_sub_group_id() * 64
+    if lane == moved:
+        off = off + 7
+    total = sub_group_reduce_add(np.float32(lane))
+    acc = 0.0
+    for c in range(lane, ncols, get_sub_group_size()):
+        acc += x[off + c]
+    y[get_local_id(0)] = acc + total
+
+
+def test_a_private_one_lane_assigns_again_is_compared_lane_by_lane():
+    x = np.random.default_rng(5).standard_normal(200).astype(np.float32)
+    expected = np.zeros(64, np.float32)
+    for lid in range(64):
+        lane = lid % 32
+        off = lid // 32 * 64 + (7 if lane == 3 else 0)
+        acc = np.float32(0.0)
+        for c in range(lane, 40, 32):
+            acc = np.float32(acc + x[off + c])
+        expected[lid] = np.float32(acc + np.float32(sum(range(32))))
+    for jit in (True, False):
+        y = np.zeros(64, np.float32)
+        result = clsim.run(one_lane_moves, (64,), (64,), (x, y, np.int32(40), np.int32(3)),
+                           subgroup_size=32, jit=jit)
+        assert y.tobytes() == expected.tobytes()
+        assert "_sgok" in open(result.module_path).read()
 
 
 @kernel
