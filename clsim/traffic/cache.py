@@ -20,6 +20,7 @@ Importing this module imports Numba (the replay is compiled once, cached on disk
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numba
@@ -95,24 +96,36 @@ class CacheResult:
     dram_write: np.ndarray
 
 
-@_jit
-def _segments(RR, lens):
-    """(group, thread, first entry, end) of every group on the threads' streams."""
-    count = 0
-    for t in range(RR.shape[0]):
+@_jitp
+def _groups_per_row(RR, lens, out):
+    """``out[t + 1]``: how many groups thread t's stream starts (its ``-(group + 1)`` marks)."""
+    for t in numba.prange(RR.shape[0]):
+        n = 0
         for i in range(lens[t]):
-            if RR[t, i] < 0:
-                count += 1
-    out = np.empty((count, 4), np.int64)
-    j = -1
-    for t in range(RR.shape[0]):
+            n += RR[t, i] < 0
+        out[t + 1] = n
+
+
+@_jitp
+def _segments(RR, lens, row_start, spl_shift, sector_shift, out, requested):
+    """``out[j]``: (group, thread, first entry, end, line chunks) of every group on the
+    threads' streams, thread t's from ``row_start[t]`` (rows are independent: one per
+    parallel thread); a chunk is a step's sectors within one line, one L1 lookup.
+    ``requested[t]``: the sectors thread t's steps ask for, per buffer."""
+    count_mask = (1 << (R_SHIFT - 2)) - 1
+    for t in numba.prange(RR.shape[0]):
+        j = row_start[t] - 1
         for i in range(lens[t]):
-            if RR[t, i] < 0:
+            e = RR[t, i]
+            if e < 0:
                 j += 1
-                out[j, 0], out[j, 1], out[j, 2], out[j, 3] = -RR[t, i] - 1, t, i + 1, i + 1
-            elif j >= 0:
+                out[j, 0], out[j, 1], out[j, 2], out[j, 3], out[j, 4] = -e - 1, t, i + 1, i + 1, 0
+            elif j >= row_start[t]:
+                sector = e >> R_SHIFT
+                count = (e >> 2) & count_mask
                 out[j, 3] = i + 1
-    return out
+                out[j, 4] += ((sector + count - 1) >> spl_shift) - (sector >> spl_shift) + 1
+                requested[t, (sector << sector_shift) >> BUFFER_SHIFT] += count
 
 
 @_jit
@@ -158,44 +171,32 @@ def _popcount(x):
     return n
 
 
-@_jit
-def _chunks(RR, seg, spl_shift):
-    """Per segment, the index of its first line chunk (a step's sectors within one line) in
-    the launch's chunk order; and the total. Chunks carry the L1 misses to the L2 pass."""
-    count_mask = (1 << (R_SHIFT - 2)) - 1
-    first = np.empty(seg.shape[0], np.int64)
-    total = 0
-    for j in range(seg.shape[0]):
-        first[j] = total
-        t = seg[j, 1]
-        for i in range(seg[j, 2], seg[j, 3]):
-            e = RR[t, i]
-            sector = e >> R_SHIFT
-            last = sector + ((e >> 2) & count_mask) - 1
-            total += (last >> spl_shift) - (sector >> spl_shift) + 1
-    return first, total
-
-
 @_jitp
-def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
-             sets2, ways2):
+def _l1_pass(RR, seg, by_unit, unit_start, unit_base, miss, span, t1, s1, v1, sets1, ways1,
+             spl_shift, sets2, ways2, sector_shift):
     """Every unit's L1 over its groups, in group order; units are independent, so they run in
-    parallel. ``miss[chunk]``: the sectors the chunk asks of the L2 (loads: those the L1 lacked;
-    stores and atomics: all of them) in the low 32 bits, the index of its L2 set's row in
-    ``_l2_pass``'s ``c2`` above them."""
+    parallel. Each chunk that asks anything of the L2 (loads: the sectors the L1 lacked;
+    stores and atomics: all of them) goes on ``miss`` from ``unit_base[u]``, unit u's part:
+    its line, its sectors (low 32 bits) under the index of its L2 set's row in ``_l2_sets``'
+    ``c2``, its kind under its buffer. ``span[j]``: where segment j's entries lie in
+    ``miss``, and how many. A GEMV's L1 hits (most of its lookups) leave nothing for the L2
+    to read."""
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl = 1 << spl_shift
     for u in numba.prange(unit_start.shape[0] - 1):
         base_u = u * sets1 * ways1
         clock = 0
+        c = unit_base[u]
         for o in range(unit_start[u], unit_start[u + 1]):
             j = by_unit[o]
-            t, c = seg[j, 1], first[j]
+            t = seg[j, 1]
+            span[j, 0] = c
             for i in range(seg[j, 2], seg[j, 3]):
                 e = RR[t, i]
                 kind = e & 3
                 sector = e >> R_SHIFT
                 last = sector + ((e >> 2) & count_mask) - 1
+                tag = kind | ((sector << sector_shift) >> BUFFER_SHIFT) << 2
                 while sector <= last:
                     line = sector >> spl_shift
                     top = min(last, line * spl + spl - 1)
@@ -217,16 +218,30 @@ def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1
                             hit = mask & v1[w]
                             v1[w] |= mask
                             mask &= ~hit
-                    miss[c] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
-                    c += 1
+                    if mask != 0:
+                        miss[c, 0] = line
+                        miss[c, 1] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
+                        miss[c, 2] = tag
+                        c += 1
+            span[j, 1] = c - span[j, 0]
+
+
+@_jitp
+def _in_group_order(miss, span, at, out):
+    """``out``: the segments' entries of ``miss`` one after another, segment j's from
+    ``at[j]``: the L2's lookups in group order."""
+    for j in numba.prange(span.shape[0]):
+        for k in range(span[j, 1]):
+            for f in range(3):
+                out[at[j] + k, f] = miss[span[j, 0] + k, f]
 
 
 @_jit
-def _l2_sets(RR, seg, first, miss, c2, ways2, sector_shift, line_shift, lo, hi, out):
-    """The L2 over the L1s' misses, in group order, for the sets whose rows lie in
-    ``[lo, hi)`` of ``c2``; see the module docstring. Sets are independent and each keeps its
-    lookups' order, so any split of the sets gives the same counts (``out``: requested, read
-    and written sectors per buffer; requested only for the part starting at row 0).
+def _l2_sets(miss, c2, ways2, line_shift, lo, hi, out):
+    """The L2 over the L1s' misses (``_l1_pass``' entries, in group order) for the sets
+    whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring. Sets are
+    independent and each keeps its lookups' order, so any split of the sets gives the same
+    counts (``out``: read and written sectors per buffer, rows 1 and 2).
 
     ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
     sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
@@ -234,66 +249,56 @@ def _l2_sets(RR, seg, first, miss, c2, ways2, sector_shift, line_shift, lo, hi, 
     The set lookups are small functions LLVM inlines; anything passing arrays per call would
     cost reference counting.
     """
-    requested, read, write = out[0], out[1], out[2]
-    count_mask = (1 << (R_SHIFT - 2)) - 1
-    spl_shift = line_shift - sector_shift
+    read, write = out[1], out[2]
     low = (1 << 32) - 1
     clock = 0
-    for j in range(seg.shape[0]):
-        t, c = seg[j, 1], first[j]
-        for i in range(seg[j, 2], seg[j, 3]):
-            e = RR[t, i]
-            kind = e & 3
-            sector = e >> R_SHIFT
-            last = sector + ((e >> 2) & count_mask) - 1
-            buf = (sector << sector_shift) >> BUFFER_SHIFT
-            if lo == 0:
-                requested[buf] += last - sector + 1
-            for line in range(sector >> spl_shift, (last >> spl_shift) + 1):
-                if c + _AHEAD < miss.shape[0] and miss[c + _AHEAD] & low != 0:  # looked up
-                    ahead = miss[c + _AHEAD] >> 32
-                    if lo <= ahead < hi:
-                        for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
-                            _prefetch(c2, part)
-                mask, row = miss[c] & low, miss[c] >> 32
-                c += 1
-                if mask == 0 or row < lo or row >= hi:
-                    continue
-                clock += 1
-                w = _way(c2, row, ways2, line)
-                if w < 0:
-                    w = _lru(c2, row + ways2, ways2) - ways2
-                    old = c2[w + 2 * ways2]
-                    if c2[w] >= 0 and old >> 32 != 0:
-                        write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(old >> 32)
-                    c2[w], c2[w + 2 * ways2] = line, 0
-                c2[w + ways2] = clock
-                state = c2[w + 2 * ways2]
-                # Loads and atomics fetch what is missing, stores and atomics dirty.
-                if kind != R_STORE:
-                    read[buf] += _popcount(mask & ~state & low)
-                state |= mask
-                if kind == R_STORE or kind == R_ATOMIC:
-                    state |= mask << 32
-                c2[w + 2 * ways2] = state
+    n = miss.shape[0]
+    for c in range(n):
+        if c + _AHEAD < n:
+            ahead = miss[c + _AHEAD, 1] >> 32
+            if lo <= ahead < hi:
+                for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
+                    _prefetch(c2, part)
+        packed = miss[c, 1]
+        mask, row = packed & low, packed >> 32
+        if row < lo or row >= hi:
+            continue
+        line, kind, buf = miss[c, 0], miss[c, 2] & 3, miss[c, 2] >> 2
+        clock += 1
+        w = _way(c2, row, ways2, line)
+        if w < 0:
+            w = _lru(c2, row + ways2, ways2) - ways2
+            old = c2[w + 2 * ways2]
+            if c2[w] >= 0 and old >> 32 != 0:
+                write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(old >> 32)
+            c2[w], c2[w + 2 * ways2] = line, 0
+        c2[w + ways2] = clock
+        state = c2[w + 2 * ways2]
+        # Loads and atomics fetch what is missing, stores and atomics dirty.
+        if kind != R_STORE:
+            read[buf] += _popcount(mask & ~state & low)
+        state |= mask
+        if kind == R_STORE or kind == R_ATOMIC:
+            state |= mask << 32
+        c2[w + 2 * ways2] = state
     for w0 in range(lo, hi, 3 * ways2):  # write back what is still dirty
         for w in range(w0, w0 + ways2):
             if c2[w] >= 0 and c2[w + 2 * ways2] >> 32 != 0:
                 write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(c2[w + 2 * ways2] >> 32)
 
 
-def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, nbuf, parts):
+def _l2_pass(miss, c2, sets2, ways2, line_shift, nbuf, parts):
     """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
     part reads the whole miss stream, but only its own sets' lookups (the cache misses that
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
-    counts (parts, 3, buffers)."""
+    counts (parts, 3, buffers; row 0, requested, left at 0)."""
     out = np.zeros((parts, 3, nbuf), np.int64)
-    _l2_parts(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, out)
+    _l2_parts(miss, c2, sets2, ways2, line_shift, out)
     return out
 
 
 @_jitp
-def _l2_parts(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, out):
+def _l2_parts(miss, c2, sets2, ways2, line_shift, out):
     """``_l2_pass``'s parallel loop. Its arrays are allocated and summed outside: array
     expressions here made Numba's once-per-machine compile of it 5 s instead of 2."""
     parts = out.shape[0]
@@ -301,7 +306,14 @@ def _l2_parts(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, 
     for p in numba.prange(parts):
         lo = min(p * per, sets2) * 3 * ways2
         hi = min((p + 1) * per, sets2) * 3 * ways2
-        _l2_sets(RR, seg, first, miss, c2, ways2, sector_shift, line_shift, lo, hi, out[p])
+        _l2_sets(miss, c2, ways2, line_shift, lo, hi, out[p])
+
+
+def _untouched(rows: int, columns: int) -> np.ndarray:
+    """int64 zeros on pages the OS commits as they are first written (``arena.py`` says why
+    not ``np.zeros``): each L1 unit writes only the start of its part of the miss list."""
+    pages = mmap.mmap(-1, max(rows * columns, 1) * 8)
+    return np.frombuffer(pages, np.int64, rows * columns).reshape(rows, columns)
 
 
 def _level(units: int, size: int, ways: int, line: int):
@@ -316,25 +328,36 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     ``nbuf`` is the number of buffer indices (kernel arguments and the dummy row). Returns
     sector counts per buffer; multiply by ``cfg.sector_bytes`` for bytes.
     """
-    seg = _segments(RR, lens)
-    seg = seg[np.argsort(seg[:, 0], kind="stable")]
     sector_shift = cfg.sector_bytes.bit_length() - 1
     line_shift = cfg.line_bytes.bit_length() - 1
+    spl_shift = line_shift - sector_shift
+    row_start = np.zeros(RR.shape[0] + 1, np.int64)
+    _groups_per_row(RR, lens, row_start)
+    row_start = np.cumsum(row_start)
+    seg = np.empty((row_start[-1], 5), np.int64)
+    requested = np.zeros((RR.shape[0], nbuf), np.int64)
+    _segments(RR, lens, row_start, spl_shift, sector_shift, seg, requested)
+    seg = seg[np.argsort(seg[:, 0], kind="stable")]
     t1, s1, v1, sets1, ways1 = _level(cfg.compute_units, cfg.l1_bytes, cfg.l1_ways,
                                       cfg.line_bytes)
     sets2, ways2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways), cfg.l2_ways
     c2 = np.zeros((sets2, 3 * ways2), np.int64)
     c2[:, :ways2] = -1  # no line
     c2 = c2.reshape(-1)
-    spl_shift = line_shift - sector_shift
-    first, total = _chunks(RR, seg, spl_shift)
     units = seg[:, 0] % cfg.compute_units
     by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
     unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
-    miss = np.empty(total, np.int64)
-    _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
-             sets2, ways2)
+    # Unit u's misses go from unit_base[u]: room for every chunk of its segments.
+    chunks = np.concatenate(([0], np.cumsum(seg[by_unit, 4])))
+    unit_base = chunks[unit_start]
+    miss = _untouched(int(chunks[-1]), 3)
+    span = np.zeros((seg.shape[0], 2), np.int64)
+    _l1_pass(RR, seg, by_unit, unit_start, unit_base, miss, span, t1, s1, v1, sets1, ways1,
+             spl_shift, sets2, ways2, sector_shift)
+    at = np.concatenate(([0], np.cumsum(span[:, 1])))
+    ordered = np.empty((int(at[-1]), 3), np.int64)
+    _in_group_order(miss, span, at, ordered)
     parts = min(numba.get_num_threads(), sets2)
-    requested, read, write = _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift,
-                                      line_shift, nbuf, parts).sum(axis=0)
-    return CacheResult(requested, read, write)
+    _requested, read, write = _l2_pass(ordered, c2, sets2, ways2, line_shift, nbuf,
+                                       parts).sum(axis=0)
+    return CacheResult(requested.sum(axis=0), read, write)
