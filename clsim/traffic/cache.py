@@ -20,7 +20,6 @@ Importing this module imports Numba (the replay is compiled once, cached on disk
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass
 
 import numba
@@ -114,18 +113,28 @@ def _segments(RR, lens, row_start, spl_shift, sector_shift, out, requested):
     ``requested[t]``: the sectors thread t's steps ask for, per buffer."""
     count_mask = (1 << (R_SHIFT - 2)) - 1
     for t in numba.prange(RR.shape[0]):
-        j = row_start[t] - 1
+        # Sums in locals, stored when they change: a store per entry to one place makes each
+        # entry wait for the last one's.
+        j, chunks, buf, sectors = row_start[t] - 1, 0, 0, 0
         for i in range(lens[t]):
             e = RR[t, i]
             if e < 0:
+                if j >= row_start[t]:
+                    out[j, 3], out[j, 4] = i, chunks
                 j += 1
-                out[j, 0], out[j, 1], out[j, 2], out[j, 3], out[j, 4] = -e - 1, t, i + 1, i + 1, 0
+                out[j, 0], out[j, 1], out[j, 2], chunks = -e - 1, t, i + 1, 0
             elif j >= row_start[t]:
                 sector = e >> R_SHIFT
                 count = (e >> 2) & count_mask
-                out[j, 3] = i + 1
-                out[j, 4] += ((sector + count - 1) >> spl_shift) - (sector >> spl_shift) + 1
-                requested[t, (sector << sector_shift) >> BUFFER_SHIFT] += count
+                chunks += ((sector + count - 1) >> spl_shift) - (sector >> spl_shift) + 1
+                b = (sector << sector_shift) >> BUFFER_SHIFT
+                if b != buf:
+                    requested[t, buf] += sectors
+                    buf, sectors = b, 0
+                sectors += count
+        if j >= row_start[t]:
+            out[j, 3], out[j, 4] = lens[t], chunks
+        requested[t, buf] += sectors
 
 
 @_jit
@@ -171,134 +180,136 @@ def _popcount(x):
     return n
 
 
+# A miss entry: (line | buffer << M_BUF | kind << M_KIND, sectors | L2 row << 32). Lines fit
+# below M_BUF: a stream entry holds ``sector << R_SHIFT`` in an int64, so sectors (and lines)
+# are below 2 ** 47 and buffers below 2 ** 12.
+M_BUF, M_KIND = 48, 60
+_M_LINE = (1 << M_BUF) - 1
+
+
 @_jitp
-def _l1_pass(RR, seg, by_unit, unit_start, unit_base, miss, span, t1, s1, v1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift):
-    """Every unit's L1 over its groups, in group order; units are independent, so they run in
-    parallel. Each chunk that asks anything of the L2 (loads: the sectors the L1 lacked;
-    stores and atomics: all of them) goes on ``miss`` from ``unit_base[u]``, unit u's part:
-    its line, its sectors (low 32 bits) under the index of its L2 set's row in ``_l2_sets``'
-    ``c2``, its kind under its buffer. ``span[j]``: where segment j's entries lie in
-    ``miss``, and how many. A GEMV's L1 hits (most of its lookups) leave nothing for the L2
-    to read."""
+def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, t1, s1, v1, sets1,
+             ways1, spl_shift, sets2, ways2, sector_shift):
+    """Every unit's L1 over its groups, in group order; units are independent, so blocks of
+    them run in parallel. Each chunk that asks anything of the L2 (loads: the sectors the L1
+    lacked; stores and atomics: all of them) goes on ``miss`` (a miss entry, above), block
+    b's one after another from ``unit_base[blocks[b]]`` (so only as much memory as there are
+    misses is touched); ``span[j]``: where segment j's entries lie in ``miss``, and how
+    many. A GEMV's L1 hits, most of its lookups, leave nothing for the L2 to read."""
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl = 1 << spl_shift
-    for u in numba.prange(unit_start.shape[0] - 1):
-        base_u = u * sets1 * ways1
-        clock = 0
-        c = unit_base[u]
-        for o in range(unit_start[u], unit_start[u + 1]):
-            j = by_unit[o]
-            t = seg[j, 1]
-            span[j, 0] = c
-            for i in range(seg[j, 2], seg[j, 3]):
-                e = RR[t, i]
-                kind = e & 3
-                sector = e >> R_SHIFT
-                last = sector + ((e >> 2) & count_mask) - 1
-                tag = kind | ((sector << sector_shift) >> BUFFER_SHIFT) << 2
-                while sector <= last:
-                    line = sector >> spl_shift
-                    top = min(last, line * spl + spl - 1)
-                    mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
-                    sector = top + 1
-                    clock += 1
-                    if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
-                        base = base_u + _set_of(line, sets1) * ways1
-                        w = _way(t1, base, ways1, line)
-                        if kind == R_STORE:  # write-through, no allocation
-                            if w >= 0:
+    for b in numba.prange(blocks.shape[0] - 1):
+        c = unit_base[blocks[b]]
+        for u in range(blocks[b], blocks[b + 1]):
+            base_u = u * sets1 * ways1
+            clock = 0
+            for o in range(unit_start[u], unit_start[u + 1]):
+                j = by_unit[o]
+                t = seg[j, 1]
+                span[j, 0] = c
+                for i in range(seg[j, 2], seg[j, 3]):
+                    e = RR[t, i]
+                    kind = e & 3
+                    sector = e >> R_SHIFT
+                    last = sector + ((e >> 2) & count_mask) - 1
+                    tag = ((sector << sector_shift) >> BUFFER_SHIFT) << M_BUF | kind << M_KIND
+                    while sector <= last:
+                        line = sector >> spl_shift
+                        top = min(last, line * spl + spl - 1)
+                        mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
+                        sector = top + 1
+                        clock += 1
+                        if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
+                            base = base_u + _set_of(line, sets1) * ways1
+                            w = _way(t1, base, ways1, line)
+                            if kind == R_STORE:  # write-through, no allocation
+                                if w >= 0:
+                                    s1[w] = clock
+                                    v1[w] |= mask
+                            else:
+                                if w < 0:
+                                    w = _lru(s1, base, ways1)
+                                    t1[w], v1[w] = line, 0
                                 s1[w] = clock
+                                hit = mask & v1[w]
                                 v1[w] |= mask
-                        else:
-                            if w < 0:
-                                w = _lru(s1, base, ways1)
-                                t1[w], v1[w] = line, 0
-                            s1[w] = clock
-                            hit = mask & v1[w]
-                            v1[w] |= mask
-                            mask &= ~hit
-                    if mask != 0:
-                        miss[c, 0] = line
-                        miss[c, 1] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
-                        miss[c, 2] = tag
-                        c += 1
-            span[j, 1] = c - span[j, 0]
-
-
-@_jitp
-def _in_group_order(miss, span, at, out):
-    """``out``: the segments' entries of ``miss`` one after another, segment j's from
-    ``at[j]``: the L2's lookups in group order."""
-    for j in numba.prange(span.shape[0]):
-        for k in range(span[j, 1]):
-            for f in range(3):
-                out[at[j] + k, f] = miss[span[j, 0] + k, f]
+                                mask &= ~hit
+                        if mask != 0:
+                            miss[c, 0] = line | tag
+                            miss[c, 1] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
+                            c += 1
+                span[j, 1] = c - span[j, 0]
 
 
 @_jit
-def _l2_sets(miss, c2, ways2, line_shift, lo, hi, out):
-    """The L2 over the L1s' misses (``_l1_pass``' entries, in group order) for the sets
-    whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring. Sets are
-    independent and each keeps its lookups' order, so any split of the sets gives the same
-    counts (``out``: read and written sectors per buffer, rows 1 and 2).
+def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
+    """The L2 over the L1s' misses (``_l1_pass``' entries, segment by segment in group
+    order) for the sets whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring.
+    Sets are independent and each keeps its lookups' order, so any split of the sets gives
+    the same counts (``out``: read and written sectors per buffer, rows 1 and 2).
 
     ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
     sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
-    memory (prefetched ``_AHEAD`` lookups earlier), where four arrays cost four misses.
-    The set lookups are small functions LLVM inlines; anything passing arrays per call would
-    cost reference counting.
+    memory (prefetched ``_AHEAD`` lookups earlier by a second cursor running ahead), where
+    four arrays cost four misses. The set lookups are small functions LLVM inlines; anything
+    passing arrays per call would cost reference counting.
     """
     read, write = out[1], out[2]
     low = (1 << 32) - 1
     clock = 0
-    n = miss.shape[0]
-    for c in range(n):
-        if c + _AHEAD < n:
-            ahead = miss[c + _AHEAD, 1] >> 32
-            if lo <= ahead < hi:
-                for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
-                    _prefetch(c2, part)
-        packed = miss[c, 1]
-        mask, row = packed & low, packed >> 32
-        if row < lo or row >= hi:
-            continue
-        line, kind, buf = miss[c, 0], miss[c, 2] & 3, miss[c, 2] >> 2
-        clock += 1
-        w = _way(c2, row, ways2, line)
-        if w < 0:
-            w = _lru(c2, row + ways2, ways2) - ways2
-            old = c2[w + 2 * ways2]
-            if c2[w] >= 0 and old >> 32 != 0:
-                write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(old >> 32)
-            c2[w], c2[w + 2 * ways2] = line, 0
-        c2[w + ways2] = clock
-        state = c2[w + 2 * ways2]
-        # Loads and atomics fetch what is missing, stores and atomics dirty.
-        if kind != R_STORE:
-            read[buf] += _popcount(mask & ~state & low)
-        state |= mask
-        if kind == R_STORE or kind == R_ATOMIC:
-            state |= mask << 32
-        c2[w + 2 * ways2] = state
+    ja, ka = 0, _AHEAD - 1  # the look-ahead cursor: segment, entry in it
+    for j in range(span.shape[0]):
+        for c in range(span[j, 0], span[j, 0] + span[j, 1]):
+            ka += 1
+            while ja < span.shape[0] and ka >= span[ja, 1]:
+                ka -= span[ja, 1]
+                ja += 1
+            if ja < span.shape[0]:
+                ahead = miss[span[ja, 0] + ka, 1] >> 32
+                if lo <= ahead < hi:
+                    for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
+                        _prefetch(c2, part)
+            packed = miss[c, 1]
+            mask, row = packed & low, packed >> 32
+            if row < lo or row >= hi:
+                continue
+            entry = miss[c, 0]
+            line, buf, kind = entry & _M_LINE, (entry >> M_BUF) & 4095, entry >> M_KIND
+            clock += 1
+            w = _way(c2, row, ways2, line)
+            if w < 0:
+                w = _lru(c2, row + ways2, ways2) - ways2
+                old = c2[w + 2 * ways2]
+                if c2[w] >= 0 and old >> 32 != 0:
+                    write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(old >> 32)
+                c2[w], c2[w + 2 * ways2] = line, 0
+            c2[w + ways2] = clock
+            state = c2[w + 2 * ways2]
+            # Loads and atomics fetch what is missing, stores and atomics dirty.
+            if kind != R_STORE:
+                read[buf] += _popcount(mask & ~state & low)
+            state |= mask
+            if kind == R_STORE or kind == R_ATOMIC:
+                state |= mask << 32
+            c2[w + 2 * ways2] = state
     for w0 in range(lo, hi, 3 * ways2):  # write back what is still dirty
         for w in range(w0, w0 + ways2):
             if c2[w] >= 0 and c2[w + 2 * ways2] >> 32 != 0:
                 write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(c2[w + 2 * ways2] >> 32)
 
 
-def _l2_pass(miss, c2, sets2, ways2, line_shift, nbuf, parts):
+def _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, parts):
     """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
     part reads the whole miss stream, but only its own sets' lookups (the cache misses that
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
     counts (parts, 3, buffers; row 0, requested, left at 0)."""
     out = np.zeros((parts, 3, nbuf), np.int64)
-    _l2_parts(miss, c2, sets2, ways2, line_shift, out)
+    _l2_parts(miss, span, c2, sets2, ways2, line_shift, out)
     return out
 
 
 @_jitp
-def _l2_parts(miss, c2, sets2, ways2, line_shift, out):
+def _l2_parts(miss, span, c2, sets2, ways2, line_shift, out):
     """``_l2_pass``'s parallel loop. Its arrays are allocated and summed outside: array
     expressions here made Numba's once-per-machine compile of it 5 s instead of 2."""
     parts = out.shape[0]
@@ -306,14 +317,7 @@ def _l2_parts(miss, c2, sets2, ways2, line_shift, out):
     for p in numba.prange(parts):
         lo = min(p * per, sets2) * 3 * ways2
         hi = min((p + 1) * per, sets2) * 3 * ways2
-        _l2_sets(miss, c2, ways2, line_shift, lo, hi, out[p])
-
-
-def _untouched(rows: int, columns: int) -> np.ndarray:
-    """int64 zeros on pages the OS commits as they are first written (``arena.py`` says why
-    not ``np.zeros``): each L1 unit writes only the start of its part of the miss list."""
-    pages = mmap.mmap(-1, max(rows * columns, 1) * 8)
-    return np.frombuffer(pages, np.int64, rows * columns).reshape(rows, columns)
+        _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out[p])
 
 
 def _level(units: int, size: int, ways: int, line: int):
@@ -347,17 +351,17 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     units = seg[:, 0] % cfg.compute_units
     by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
     unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
-    # Unit u's misses go from unit_base[u]: room for every chunk of its segments.
+    # Block b of units (one per thread) writes its misses from unit_base[blocks[b]]: room for
+    # every chunk of their segments.
     chunks = np.concatenate(([0], np.cumsum(seg[by_unit, 4])))
     unit_base = chunks[unit_start]
-    miss = _untouched(int(chunks[-1]), 3)
-    span = np.zeros((seg.shape[0], 2), np.int64)
-    _l1_pass(RR, seg, by_unit, unit_start, unit_base, miss, span, t1, s1, v1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift)
-    at = np.concatenate(([0], np.cumsum(span[:, 1])))
-    ordered = np.empty((int(at[-1]), 3), np.int64)
-    _in_group_order(miss, span, at, ordered)
+    threads = max(1, min(numba.get_num_threads(), cfg.compute_units))
+    blocks = np.arange(threads + 1) * cfg.compute_units // threads
+    miss = np.empty((int(chunks[-1]), 2), np.int64)
+    span = np.empty((seg.shape[0], 2), np.int64)
+    _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, t1, s1, v1, sets1,
+             ways1, spl_shift, sets2, ways2, sector_shift)
     parts = min(numba.get_num_threads(), sets2)
-    _requested, read, write = _l2_pass(ordered, c2, sets2, ways2, line_shift, nbuf,
+    _requested, read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf,
                                        parts).sum(axis=0)
     return CacheResult(requested.sum(axis=0), read, write)
