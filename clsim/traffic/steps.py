@@ -14,8 +14,9 @@ reference the tests compare with); this module forms the steps from the lane log
 thread's sector stream for the cache model (``clsim.traffic.cache``).
 
 Importing this module imports Numba; ``clsim.traffic`` itself does not import it. Numba's
-cache of ``native`` is stamped with this file alone: after editing ``step_rules``,
-``recorders`` or ``layout``, touch this file too, or a stale ``native`` keeps running.
+cache of ``native`` is stamped with this file alone, by its content (a hash, not its mtime:
+touching it changes nothing): after editing ``step_rules``, ``recorders`` or ``layout``,
+bump ``RULES`` below, or a stale ``native`` keeps running.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ from clsim.traffic.step_rules import (
     lost_runs,
     unit,
 )
+
+# The step rules' revision compiled into ``native`` (see the module docstring).
+RULES = 2
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
