@@ -152,10 +152,11 @@ def _set_of(line, sets):
 def _way(tags, first, ways, line):
     """The way of ``tags[first:first + ways]`` holding ``line``, or -1 (as an index of tags).
     Without an early exit: the compares vectorise, and which way hits is random (a branch on
-    it mispredicts)."""
-    found = -1
-    for k in range(first, first + ways):
-        found = k if tags[k] == line else found
+    it mispredicts). Indices are unsigned: Numba fixes up every signed index for negative
+    values, which made the replays 1.6x slower."""
+    found = np.int64(-1)
+    for k in range(np.uint64(first), np.uint64(first + ways)):
+        found = np.int64(k) if tags[k] == line else found
     return found
 
 
@@ -198,8 +199,7 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
     many. A GEMV's L1 hits, most of its lookups, leave nothing for the L2 to read.
 
     ``c1[3 * ways1 * (unit * sets1 + set):]`` holds the set's tags, LRU stamps and valid
-    sectors, as ``c2`` does for the L2. Indices are unsigned: Numba fixes up every signed
-    index for negative values, which made this loop 1.6x slower (GEMV 4096^2: 18M lookups)."""
+    sectors, as ``c2`` does for the L2. Indices are unsigned (see ``_way``)."""
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl = 1 << spl_shift
     row3 = 3 * ways1
@@ -225,10 +225,8 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
                         sector = top + 1
                         clock += 1
                         if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
-                            base = np.uint64(base_u + _set_of(line, sets1) * row3)
-                            w = np.int64(-1)
-                            for k in range(base, base + np.uint64(ways1)):  # as _way does
-                                w = np.int64(k) if c1[k] == line else w
+                            base = base_u + _set_of(line, sets1) * row3
+                            w = _way(c1, base, ways1, line)
                             if kind == R_STORE:  # write-through, no allocation
                                 if w >= 0:
                                     c1[np.uint64(w + ways1)] = clock
@@ -276,29 +274,30 @@ def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
                 if lo <= ahead < hi:
                     for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
                         _prefetch(c2, part)
-            packed = miss[c, 1]
+            packed = miss[np.uint64(c), 1]
             mask, row = packed & low, packed >> 32
             if row < lo or row >= hi:
                 continue
-            entry = miss[c, 0]
+            entry = miss[np.uint64(c), 0]
             line, buf, kind = entry & _M_LINE, (entry >> M_BUF) & 4095, entry >> M_KIND
             clock += 1
             w = _way(c2, row, ways2, line)
             if w < 0:
                 w = _lru(c2, row + ways2, ways2) - ways2
-                old = c2[w + 2 * ways2]
-                if c2[w] >= 0 and old >> 32 != 0:
-                    write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(old >> 32)
-                c2[w], c2[w + 2 * ways2] = line, 0
-            c2[w + ways2] = clock
-            state = c2[w + 2 * ways2]
+                old = c2[np.uint64(w + 2 * ways2)]
+                if c2[np.uint64(w)] >= 0 and old >> 32 != 0:
+                    write[(c2[np.uint64(w)] << line_shift) >> BUFFER_SHIFT] += _popcount(
+                        old >> 32)
+                c2[np.uint64(w)], c2[np.uint64(w + 2 * ways2)] = line, 0
+            c2[np.uint64(w + ways2)] = clock
+            state = c2[np.uint64(w + 2 * ways2)]
             # Loads and atomics fetch what is missing, stores and atomics dirty.
             if kind != R_STORE:
                 read[buf] += _popcount(mask & ~state & low)
             state |= mask
             if kind == R_STORE or kind == R_ATOMIC:
                 state |= mask << 32
-            c2[w + 2 * ways2] = state
+            c2[np.uint64(w + 2 * ways2)] = state
     for w0 in range(lo, hi, 3 * ways2):  # write back what is still dirty
         for w in range(w0, w0 + ways2):
             if c2[w] >= 0 and c2[w + 2 * ways2] >> 32 != 0:
