@@ -79,11 +79,12 @@ from clsim.traffic.step_rules import (
     lane_gaps,
     lane_span,
     lost_runs,
+    merged,
     unit,
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 2
+RULES = 3
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -143,12 +144,17 @@ def end(T, L, R, M):
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
                         continue
-                if k < kmin and is_global:  # every lane ran it: consecutive? (no copy)
-                    if lane_gaps(L, at + (lo << 3), n, nb) == 0:
+                if k < kmin and is_global:  # every lane ran it: equally spaced? (no copy)
+                    first = at + (lo << 3)
+                    d = L[first + 8] - L[first] if n > 1 else nb
+                    if d >= 0 and lane_gaps(L, first, n, d) == 0:
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
-                        coalesced(T, M, R, row, L[at + (lo << 3)],
-                                   L[at + ((hi - 1) << 3)] + nb - 1, kind)
+                        if d == nb:  # consecutive: one run of sectors
+                            coalesced(T, M, R, row, L[first], L[first + (n - 1) * 8] + nb - 1,
+                                      kind)
+                        else:  # ascending already: merged where the log holds them
+                            merged(T, M, R, row, L, first, 8, n, nb, kind)
                         continue
                 n = 0
                 for lane in range(lo, hi):  # the lanes that ran it, in lane order
