@@ -11,9 +11,10 @@ L2; stores write through the L1 (updating a line already there) and allocate in 
 a fetch (whole sectors written), dirty sectors going to DRAM when evicted or at the end;
 atomics are done in the L2 (a fetch on a miss, then dirty; an atomic_load only fetches); the
 set index is the line address xor-folded (GPUs hash their L2 sets; plain modulo would make
-every buffer collide). Each unit's L1 replays in parallel (units are independent), then the L2
-over their misses, in group order, its sets split into ranges replayed in parallel (sets are
-independent too).
+every buffer collide). Each unit's L1 replays in parallel (units are independent), keeping
+only the lookups that ask the L2 something (its misses, stores and atomics); then the L2 over
+those, in group order, its sets split into ranges replayed in parallel (sets are independent
+too). ``tests/unit/test_traffic_cache_replay.py`` holds a one-lookup-at-a-time reference.
 
 Importing this module imports Numba (the replay is compiled once, cached on disk).
 """
