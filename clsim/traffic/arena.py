@@ -41,7 +41,7 @@ _kept_streams: list[np.ndarray] = []
 def _streams(rows: int, columns: int) -> np.ndarray:
     """The sector streams of a launch: the last launch's when their shape fits, else fresh
     pages (``_untouched_zeros``). A fresh page costs a fault when first written: GEMV
-    4096 x 4096 writes 136 MB of stream, 34,000 faults, ~120 ms of CPU per launch. Nothing
+    4096 x 4096 writes 136 MB of stream, 34,000 faults, ~110 ms of CPU per launch. Nothing
     reads a stream past what its launch wrote, so the old entries need no clearing."""
     try:
         kept = _kept_streams.pop()  # a launch running beside this one may have taken them
