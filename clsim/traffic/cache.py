@@ -252,7 +252,7 @@ def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
     """The L2 over the L1s' misses (``_l1_pass``' entries, segment by segment in group
     order) for the sets whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring.
     Sets are independent and each keeps its lookups' order, so any split of the sets gives
-    the same counts (``out``: read and written sectors per buffer, rows 1 and 2).
+    the same counts (``out``: read and written sectors per buffer).
 
     ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
     sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
@@ -260,7 +260,7 @@ def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
     four arrays cost four misses. The set lookups are small functions LLVM inlines; anything
     passing arrays per call would cost reference counting.
     """
-    read, write = out[1], out[2]
+    read, write = out[0], out[1]
     low = (1 << 32) - 1
     clock = 0
     ja, ka = 0, _AHEAD - 1  # the look-ahead cursor: segment, entry in it
@@ -309,8 +309,8 @@ def _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, parts):
     """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
     part reads the whole miss stream, but only its own sets' lookups (the cache misses that
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
-    counts (parts, 3, buffers; row 0, requested, left at 0)."""
-    out = np.zeros((parts, 3, nbuf), np.int64)
+    counts (parts, 2: read and written, buffers)."""
+    out = np.zeros((parts, 2, nbuf), np.int64)
     _l2_parts(miss, span, c2, sets2, ways2, line_shift, out)
     return out
 
@@ -367,6 +367,5 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
              spl_shift, sets2, ways2, sector_shift)
     parts = min(numba.get_num_threads(), sets2)
-    _requested, read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf,
-                                       parts).sum(axis=0)
+    read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, parts).sum(axis=0)
     return CacheResult(requested.sum(axis=0), read, write)
