@@ -103,6 +103,19 @@ def _mark(M, first, count):
 
 
 @inline
+def _flag(M, first, count):
+    """``_mark`` of a scattered lane's elements: one element (the usual case) is flagged
+    without setting up ``_mark``'s loops, which took a fifth of a GEMV's scattered steps
+    (6.9 -> 5.8-6.1 ns per lane). A ``return`` inside ``_mark`` for it made them slower."""
+    if count == 1:
+        u = np.uint64(first)
+        if M[u] == 0:
+            M[u] = 1
+    else:
+        _mark(M, first, count)
+
+
+@inline
 def _footprint(T, M, lo, hi, row, kind):
     """Flag the elements holding bytes [lo, hi] of one buffer (``lo`` carries its index) as
     read (loads), written (stores) or both (atomics); indices outside the buffer are clamped,
@@ -223,9 +236,9 @@ def merged(T, M, R, row, A, first, step, n, nb, kind):
                 e0 = min(max(unit(a - base, isz, shift), 0), size - 1)
                 e1 = min(max(unit(a + nb - 1 - base, isz, shift), 0), size - 1)
                 if kind != R_STORE:  # loads and atomics read
-                    _mark(M, flags + e0, e1 - e0 + 1)
+                    _flag(M, flags + e0, e1 - e0 + 1)
                 if kind == R_STORE or kind == R_ATOMIC:
-                    _mark(M, m_write + flags + e0, e1 - e0 + 1)
+                    _flag(M, m_write + flags + e0, e1 - e0 + 1)
         prev = a
         fs, es = unit(a, sb, ss), unit(a + nb - 1, sb, ss)
         fl, el = unit(a, lb, ls), unit(a + nb - 1, lb, ls)
