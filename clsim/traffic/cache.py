@@ -11,9 +11,10 @@ L2; stores write through the L1 (updating a line already there) and allocate in 
 a fetch (whole sectors written), dirty sectors going to DRAM when evicted or at the end;
 atomics are done in the L2 (a fetch on a miss, then dirty; an atomic_load only fetches); the
 set index is the line address xor-folded (GPUs hash their L2 sets; plain modulo would make
-every buffer collide). Each unit's L1 replays in parallel (units are independent), then the L2
-over their misses, in group order, its sets split into ranges replayed in parallel (sets are
-independent too).
+every buffer collide). Each unit's L1 replays in parallel (units are independent), keeping
+only the lookups that ask the L2 something (its misses, stores and atomics); then the L2 over
+those, in group order, its sets split into ranges replayed in parallel (sets are independent
+too). ``tests/unit/test_traffic_cache_replay.py`` holds a one-lookup-at-a-time reference.
 
 Importing this module imports Numba (the replay is compiled once, cached on disk).
 """
@@ -95,24 +96,46 @@ class CacheResult:
     dram_write: np.ndarray
 
 
-@_jit
-def _segments(RR, lens):
-    """(group, thread, first entry, end) of every group on the threads' streams."""
-    count = 0
-    for t in range(RR.shape[0]):
+@_jitp
+def _groups_per_row(RR, lens, out):
+    """``out[t + 1]``: how many groups thread t's stream starts (its ``-(group + 1)`` marks)."""
+    for t in numba.prange(RR.shape[0]):
+        n = 0
         for i in range(lens[t]):
-            if RR[t, i] < 0:
-                count += 1
-    out = np.empty((count, 4), np.int64)
-    j = -1
-    for t in range(RR.shape[0]):
+            n += RR[t, i] < 0
+        out[t + 1] = n
+
+
+@_jitp
+def _segments(RR, lens, row_start, spl_shift, sector_shift, out, requested):
+    """``out[j]``: (group, thread, first entry, end, line chunks) of every group on the
+    threads' streams, thread t's from ``row_start[t]`` (rows are independent: one per
+    parallel thread); a chunk is a step's sectors within one line, one L1 lookup.
+    ``requested[t]``: the sectors thread t's steps ask for, per buffer."""
+    count_mask = (1 << (R_SHIFT - 2)) - 1
+    for t in numba.prange(RR.shape[0]):
+        # Sums in locals, stored when they change: a store per entry to one place makes each
+        # entry wait for the last one's.
+        j, chunks, buf, sectors = row_start[t] - 1, 0, 0, 0
         for i in range(lens[t]):
-            if RR[t, i] < 0:
+            e = RR[t, i]
+            if e < 0:
+                if j >= row_start[t]:
+                    out[j, 3], out[j, 4] = i, chunks
                 j += 1
-                out[j, 0], out[j, 1], out[j, 2], out[j, 3] = -RR[t, i] - 1, t, i + 1, i + 1
-            elif j >= 0:
-                out[j, 3] = i + 1
-    return out
+                out[j, 0], out[j, 1], out[j, 2], chunks = -e - 1, t, i + 1, 0
+            elif j >= row_start[t]:
+                sector = e >> R_SHIFT
+                count = (e >> 2) & count_mask
+                chunks += ((sector + count - 1) >> spl_shift) - (sector >> spl_shift) + 1
+                b = (sector << sector_shift) >> BUFFER_SHIFT
+                if b != buf:
+                    requested[t, buf] += sectors
+                    buf, sectors = b, 0
+                sectors += count
+        if j >= row_start[t]:
+            out[j, 3], out[j, 4] = lens[t], chunks
+        requested[t, buf] += sectors
 
 
 @_jit
@@ -130,10 +153,11 @@ def _set_of(line, sets):
 def _way(tags, first, ways, line):
     """The way of ``tags[first:first + ways]`` holding ``line``, or -1 (as an index of tags).
     Without an early exit: the compares vectorise, and which way hits is random (a branch on
-    it mispredicts)."""
-    found = -1
-    for k in range(first, first + ways):
-        found = k if tags[k] == line else found
+    it mispredicts). Indices are unsigned: Numba fixes up every signed index for negative
+    values, which made the replays 1.6x slower."""
+    found = np.int64(-1)
+    for k in range(np.uint64(first), np.uint64(first + ways)):
+        found = np.int64(k) if tags[k] == line else found
     return found
 
 
@@ -158,142 +182,141 @@ def _popcount(x):
     return n
 
 
-@_jit
-def _chunks(RR, seg, spl_shift):
-    """Per segment, the index of its first line chunk (a step's sectors within one line) in
-    the launch's chunk order; and the total. Chunks carry the L1 misses to the L2 pass."""
-    count_mask = (1 << (R_SHIFT - 2)) - 1
-    first = np.empty(seg.shape[0], np.int64)
-    total = 0
-    for j in range(seg.shape[0]):
-        first[j] = total
-        t = seg[j, 1]
-        for i in range(seg[j, 2], seg[j, 3]):
-            e = RR[t, i]
-            sector = e >> R_SHIFT
-            last = sector + ((e >> 2) & count_mask) - 1
-            total += (last >> spl_shift) - (sector >> spl_shift) + 1
-    return first, total
+# A miss entry: (line | buffer << M_BUF | kind << M_KIND, sectors | L2 row << 32). Lines fit
+# below M_BUF: a stream entry holds ``sector << R_SHIFT`` in an int64, so sectors (and lines)
+# are below 2 ** 47 and buffers below 2 ** 12.
+M_BUF, M_KIND = 48, 60
+_M_LINE = (1 << M_BUF) - 1
 
 
 @_jitp
-def _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
-             sets2, ways2):
-    """Every unit's L1 over its groups, in group order; units are independent, so they run in
-    parallel. ``miss[chunk]``: the sectors the chunk asks of the L2 (loads: those the L1 lacked;
-    stores and atomics: all of them) in the low 32 bits, the index of its L2 set's row in
-    ``_l2_pass``'s ``c2`` above them."""
+def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
+             spl_shift, sets2, ways2, sector_shift):
+    """Every unit's L1 over its groups, in group order; units are independent, so blocks of
+    them run in parallel. Each chunk that asks anything of the L2 (loads: the sectors the L1
+    lacked; stores and atomics: all of them) goes on ``miss`` (a miss entry, above), block
+    b's one after another from ``unit_base[blocks[b]]`` (so only as much memory as there are
+    misses is touched); ``span[j]``: where segment j's entries lie in ``miss``, and how
+    many. A GEMV's L1 hits, most of its lookups, leave nothing for the L2 to read.
+
+    ``c1[3 * ways1 * (unit * sets1 + set):]`` holds the set's tags, LRU stamps and valid
+    sectors, as ``c2`` does for the L2. Indices are unsigned (see ``_way``)."""
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl = 1 << spl_shift
-    for u in numba.prange(unit_start.shape[0] - 1):
-        base_u = u * sets1 * ways1
-        clock = 0
-        for o in range(unit_start[u], unit_start[u + 1]):
-            j = by_unit[o]
-            t, c = seg[j, 1], first[j]
-            for i in range(seg[j, 2], seg[j, 3]):
-                e = RR[t, i]
-                kind = e & 3
-                sector = e >> R_SHIFT
-                last = sector + ((e >> 2) & count_mask) - 1
-                while sector <= last:
-                    line = sector >> spl_shift
-                    top = min(last, line * spl + spl - 1)
-                    mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
-                    sector = top + 1
-                    clock += 1
-                    if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
-                        base = base_u + _set_of(line, sets1) * ways1
-                        w = _way(t1, base, ways1, line)
-                        if kind == R_STORE:  # write-through, no allocation
-                            if w >= 0:
-                                s1[w] = clock
-                                v1[w] |= mask
-                        else:
-                            if w < 0:
-                                w = _lru(s1, base, ways1)
-                                t1[w], v1[w] = line, 0
-                            s1[w] = clock
-                            hit = mask & v1[w]
-                            v1[w] |= mask
-                            mask &= ~hit
-                    miss[c] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
-                    c += 1
+    row3 = 3 * ways1
+    for b in numba.prange(blocks.shape[0] - 1):
+        c = unit_base[blocks[b]]
+        for u in range(blocks[b], blocks[b + 1]):
+            base_u = u * sets1 * row3
+            clock = 0
+            for o in range(unit_start[u], unit_start[u + 1]):
+                j = by_unit[o]
+                row = RR[seg[j, 1]]
+                span[j, 0] = c
+                for i in range(np.uint64(seg[j, 2]), np.uint64(seg[j, 3])):
+                    e = row[i]
+                    kind = e & 3
+                    sector = e >> R_SHIFT
+                    last = sector + ((e >> 2) & count_mask) - 1
+                    tag = ((sector << sector_shift) >> BUFFER_SHIFT) << M_BUF | kind << M_KIND
+                    while sector <= last:
+                        line = sector >> spl_shift
+                        top = min(last, line * spl + spl - 1)
+                        mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
+                        sector = top + 1
+                        clock += 1
+                        if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
+                            base = base_u + _set_of(line, sets1) * row3
+                            w = _way(c1, base, ways1, line)
+                            if kind == R_STORE:  # write-through, no allocation
+                                if w >= 0:
+                                    c1[np.uint64(w + ways1)] = clock
+                                    c1[np.uint64(w + 2 * ways1)] |= mask
+                            else:
+                                if w < 0:
+                                    w = _lru(c1, base + ways1, ways1) - ways1
+                                    c1[np.uint64(w)], c1[np.uint64(w + 2 * ways1)] = line, 0
+                                c1[np.uint64(w + ways1)] = clock
+                                valid = c1[np.uint64(w + 2 * ways1)]
+                                c1[np.uint64(w + 2 * ways1)] = valid | mask
+                                mask &= ~valid
+                        if mask != 0:
+                            miss[c, 0] = line | tag
+                            miss[c, 1] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
+                            c += 1
+                span[j, 1] = c - span[j, 0]
 
 
 @_jit
-def _l2_sets(RR, seg, first, miss, c2, ways2, sector_shift, line_shift, lo, hi, out):
-    """The L2 over the L1s' misses, in group order, for the sets whose rows lie in
-    ``[lo, hi)`` of ``c2``; see the module docstring. Sets are independent and each keeps its
-    lookups' order, so any split of the sets gives the same counts (``out``: requested, read
-    and written sectors per buffer; requested only for the part starting at row 0).
+def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
+    """The L2 over the L1s' misses (``_l1_pass``' entries, segment by segment in group
+    order) for the sets whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring.
+    Sets are independent and each keeps its lookups' order, so any split of the sets gives
+    the same counts (``out``: read and written sectors per buffer).
 
     ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
     sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
-    memory (prefetched ``_AHEAD`` lookups earlier), where four arrays cost four misses.
-    The set lookups are small functions LLVM inlines; anything passing arrays per call would
-    cost reference counting.
+    memory (prefetched ``_AHEAD`` lookups earlier by a second cursor running ahead), where
+    four arrays cost four misses. The set lookups are small functions LLVM inlines; anything
+    passing arrays per call would cost reference counting.
     """
-    requested, read, write = out[0], out[1], out[2]
-    count_mask = (1 << (R_SHIFT - 2)) - 1
-    spl_shift = line_shift - sector_shift
+    read, write = out[0], out[1]
     low = (1 << 32) - 1
     clock = 0
-    for j in range(seg.shape[0]):
-        t, c = seg[j, 1], first[j]
-        for i in range(seg[j, 2], seg[j, 3]):
-            e = RR[t, i]
-            kind = e & 3
-            sector = e >> R_SHIFT
-            last = sector + ((e >> 2) & count_mask) - 1
-            buf = (sector << sector_shift) >> BUFFER_SHIFT
-            if lo == 0:
-                requested[buf] += last - sector + 1
-            for line in range(sector >> spl_shift, (last >> spl_shift) + 1):
-                if c + _AHEAD < miss.shape[0] and miss[c + _AHEAD] & low != 0:  # looked up
-                    ahead = miss[c + _AHEAD] >> 32
-                    if lo <= ahead < hi:
-                        for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
-                            _prefetch(c2, part)
-                mask, row = miss[c] & low, miss[c] >> 32
-                c += 1
-                if mask == 0 or row < lo or row >= hi:
-                    continue
-                clock += 1
-                w = _way(c2, row, ways2, line)
-                if w < 0:
-                    w = _lru(c2, row + ways2, ways2) - ways2
-                    old = c2[w + 2 * ways2]
-                    if c2[w] >= 0 and old >> 32 != 0:
-                        write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(old >> 32)
-                    c2[w], c2[w + 2 * ways2] = line, 0
-                c2[w + ways2] = clock
-                state = c2[w + 2 * ways2]
-                # Loads and atomics fetch what is missing, stores and atomics dirty.
-                if kind != R_STORE:
-                    read[buf] += _popcount(mask & ~state & low)
-                state |= mask
-                if kind == R_STORE or kind == R_ATOMIC:
-                    state |= mask << 32
-                c2[w + 2 * ways2] = state
+    ja, ka = 0, _AHEAD - 1  # the look-ahead cursor: segment, entry in it
+    for j in range(span.shape[0]):
+        for c in range(span[j, 0], span[j, 0] + span[j, 1]):
+            ka += 1
+            while ja < span.shape[0] and ka >= span[ja, 1]:
+                ka -= span[ja, 1]
+                ja += 1
+            if ja < span.shape[0]:
+                ahead = miss[span[ja, 0] + ka, 1] >> 32
+                if lo <= ahead < hi:
+                    for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
+                        _prefetch(c2, part)
+            packed = miss[np.uint64(c), 1]
+            mask, row = packed & low, packed >> 32
+            if row < lo or row >= hi:
+                continue
+            entry = miss[np.uint64(c), 0]
+            line, buf, kind = entry & _M_LINE, (entry >> M_BUF) & 4095, entry >> M_KIND
+            clock += 1
+            w = _way(c2, row, ways2, line)
+            if w < 0:
+                w = _lru(c2, row + ways2, ways2) - ways2
+                old = c2[np.uint64(w + 2 * ways2)]
+                if c2[np.uint64(w)] >= 0 and old >> 32 != 0:
+                    write[(c2[np.uint64(w)] << line_shift) >> BUFFER_SHIFT] += _popcount(
+                        old >> 32)
+                c2[np.uint64(w)], c2[np.uint64(w + 2 * ways2)] = line, 0
+            c2[np.uint64(w + ways2)] = clock
+            state = c2[np.uint64(w + 2 * ways2)]
+            # Loads and atomics fetch what is missing, stores and atomics dirty.
+            if kind != R_STORE:
+                read[buf] += _popcount(mask & ~state & low)
+            state |= mask
+            if kind == R_STORE or kind == R_ATOMIC:
+                state |= mask << 32
+            c2[np.uint64(w + 2 * ways2)] = state
     for w0 in range(lo, hi, 3 * ways2):  # write back what is still dirty
         for w in range(w0, w0 + ways2):
             if c2[w] >= 0 and c2[w + 2 * ways2] >> 32 != 0:
                 write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(c2[w + 2 * ways2] >> 32)
 
 
-def _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, nbuf, parts):
+def _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, parts):
     """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
     part reads the whole miss stream, but only its own sets' lookups (the cache misses that
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
-    counts (parts, 3, buffers)."""
-    out = np.zeros((parts, 3, nbuf), np.int64)
-    _l2_parts(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, out)
+    counts (parts, 2: read and written, buffers)."""
+    out = np.zeros((parts, 2, nbuf), np.int64)
+    _l2_parts(miss, span, c2, sets2, ways2, line_shift, out)
     return out
 
 
 @_jitp
-def _l2_parts(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, out):
+def _l2_parts(miss, span, c2, sets2, ways2, line_shift, out):
     """``_l2_pass``'s parallel loop. Its arrays are allocated and summed outside: array
     expressions here made Numba's once-per-machine compile of it 5 s instead of 2."""
     parts = out.shape[0]
@@ -301,13 +324,14 @@ def _l2_parts(RR, seg, first, miss, c2, sets2, ways2, sector_shift, line_shift, 
     for p in numba.prange(parts):
         lo = min(p * per, sets2) * 3 * ways2
         hi = min((p + 1) * per, sets2) * 3 * ways2
-        _l2_sets(RR, seg, first, miss, c2, ways2, sector_shift, line_shift, lo, hi, out[p])
+        _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out[p])
 
 
-def _level(units: int, size: int, ways: int, line: int):
-    sets = max(1, size // line // ways)
-    n = units * sets * ways
-    return np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), sets, ways
+def _sets(sets: int, ways: int) -> np.ndarray:
+    """``sets`` rows of ``ways`` tags (-1: no line), LRU stamps and sector masks, flat."""
+    state = np.zeros((sets, 3 * ways), np.int64)
+    state[:, :ways] = -1
+    return state.reshape(-1)
 
 
 def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> CacheResult:
@@ -316,25 +340,32 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     ``nbuf`` is the number of buffer indices (kernel arguments and the dummy row). Returns
     sector counts per buffer; multiply by ``cfg.sector_bytes`` for bytes.
     """
-    seg = _segments(RR, lens)
-    seg = seg[np.argsort(seg[:, 0], kind="stable")]
     sector_shift = cfg.sector_bytes.bit_length() - 1
     line_shift = cfg.line_bytes.bit_length() - 1
-    t1, s1, v1, sets1, ways1 = _level(cfg.compute_units, cfg.l1_bytes, cfg.l1_ways,
-                                      cfg.line_bytes)
-    sets2, ways2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways), cfg.l2_ways
-    c2 = np.zeros((sets2, 3 * ways2), np.int64)
-    c2[:, :ways2] = -1  # no line
-    c2 = c2.reshape(-1)
     spl_shift = line_shift - sector_shift
-    first, total = _chunks(RR, seg, spl_shift)
+    row_start = np.zeros(RR.shape[0] + 1, np.int64)
+    _groups_per_row(RR, lens, row_start)
+    row_start = np.cumsum(row_start)
+    seg = np.empty((row_start[-1], 5), np.int64)
+    requested = np.zeros((RR.shape[0], nbuf), np.int64)
+    _segments(RR, lens, row_start, spl_shift, sector_shift, seg, requested)
+    seg = seg[np.argsort(seg[:, 0], kind="stable")]
+    sets1, ways1 = max(1, cfg.l1_bytes // cfg.line_bytes // cfg.l1_ways), cfg.l1_ways
+    sets2, ways2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways), cfg.l2_ways
+    c1, c2 = _sets(cfg.compute_units * sets1, ways1), _sets(sets2, ways2)
     units = seg[:, 0] % cfg.compute_units
     by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
     unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
-    miss = np.empty(total, np.int64)
-    _l1_pass(RR, seg, first, by_unit, unit_start, miss, t1, s1, v1, sets1, ways1, spl_shift,
-             sets2, ways2)
+    # Block b of units (one per thread) writes its misses from unit_base[blocks[b]]: room for
+    # every chunk of their segments.
+    chunks = np.concatenate(([0], np.cumsum(seg[by_unit, 4])))
+    unit_base = chunks[unit_start]
+    threads = max(1, min(numba.get_num_threads(), cfg.compute_units))
+    blocks = np.arange(threads + 1) * cfg.compute_units // threads
+    miss = np.empty((int(chunks[-1]), 2), np.int64)
+    span = np.empty((seg.shape[0], 2), np.int64)
+    _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
+             spl_shift, sets2, ways2, sector_shift)
     parts = min(numba.get_num_threads(), sets2)
-    requested, read, write = _l2_pass(RR, seg, first, miss, c2, sets2, ways2, sector_shift,
-                                      line_shift, nbuf, parts).sum(axis=0)
-    return CacheResult(requested, read, write)
+    read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, parts).sum(axis=0)
+    return CacheResult(requested.sum(axis=0), read, write)

@@ -14,8 +14,9 @@ reference the tests compare with); this module forms the steps from the lane log
 thread's sector stream for the cache model (``clsim.traffic.cache``).
 
 Importing this module imports Numba; ``clsim.traffic`` itself does not import it. Numba's
-cache of ``native`` is stamped with this file alone: after editing ``step_rules``,
-``recorders`` or ``layout``, touch this file too, or a stale ``native`` keeps running.
+cache of ``native`` is stamped with this file alone, by its content (a hash, not its mtime:
+touching it changes nothing): after editing ``step_rules``, ``recorders`` or ``layout``,
+bump ``RULES`` below, or a stale ``native`` keeps running.
 """
 
 from __future__ import annotations
@@ -78,8 +79,12 @@ from clsim.traffic.step_rules import (
     lane_gaps,
     lane_span,
     lost_runs,
+    merged,
     unit,
 )
+
+# The step rules' revision compiled into ``native`` (see the module docstring).
+RULES = 5
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -139,12 +144,17 @@ def end(T, L, R, M):
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
                         continue
-                if k < kmin and is_global:  # every lane ran it: consecutive? (no copy)
-                    if lane_gaps(L, at + (lo << 3), n, nb) == 0:
+                if k < kmin and is_global:  # every lane ran it: equally spaced? (no copy)
+                    first = at + (lo << 3)
+                    d = L[first + 8] - L[first] if n > 1 else nb
+                    if d >= 0 and lane_gaps(L, first, n, d) == 0:
                         T[row + S_EXECS] += n
                         T[row + S_STEPS] += 1
-                        coalesced(T, M, R, row, L[at + (lo << 3)],
-                                   L[at + ((hi - 1) << 3)] + nb - 1, kind)
+                        if d == nb:  # consecutive: one run of sectors
+                            coalesced(T, M, R, row, L[first], L[first + (n - 1) * 8] + nb - 1,
+                                      kind)
+                        else:  # ascending already: merged where the log holds them
+                            merged(T, M, R, row, L, first, 8, n, nb, kind)
                         continue
                 n = 0
                 for lane in range(lo, hi):  # the lanes that ran it, in lane order

@@ -148,3 +148,21 @@ def test_l2_replay_split_over_threads_counts_as_one_part(monkeypatch):
     assert parts_seen.count(3) == 4 and parts_seen.count(1) == 4
     assert reports[0] == reports[1] == reports[2]
     assert reports[0][0][0]["x"]["dram"] > reports[0][0][0]["x"]["unique"]  # evictions ran
+
+
+def test_a_launch_after_a_longer_one_replays_only_its_own_stream():
+    """The sector streams are kept from one launch for the next (``arena._streams``: their
+    pages stay committed, no fault per page written): a copy launched after a longer one
+    gets the same figures as launched first, as nothing reads a stream past what its own
+    launch wrote, and it runs on the streams the longer launch left."""
+    from clsim.traffic import arena
+
+    arena._kept_streams.clear()
+    alone = _run(tk.copy_case(1 << 10, seed=1))
+    _run(tk.copy_case(1 << 16))  # a longer stream, left in the kept rows
+    kept = arena._kept_streams[0]
+    after = _run(tk.copy_case(1 << 10, seed=1))
+    assert arena._kept_streams[0] is kept
+    assert after.buffers == alone.buffers
+    assert (after.dram_read_bytes, after.dram_write_bytes) == (
+        alone.dram_read_bytes, alone.dram_write_bytes)
