@@ -93,9 +93,21 @@ def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
             _check_before(s, storage, env)
     except _Refuse:
         return None
+    body = _strided_body(before, loop, after, analysis, storage, env, prove_loop)
+    if body is None:
+        return None
+    return LanePlan(before, loop, after, start, *body)
+
+
+def _strided_body(before, loop, after, analysis, storage, env, prove_loop):
+    """(accesses, whether any stores, privates held in per-lane arrays, proof) of a strided
+    loop and its region, or None: every index ``P + c`` (``analysis.group_evaluable``
+    decides ``P``), else a proof of the body with loops of its own; after stores, an ``S2``
+    of privates only."""
     proof = None
     try:
-        accesses, stores = _check_loop(loop, analysis, storage, env)
+        accesses, stores = _check_body(loop.body, loop.target.id, analysis, storage, env,
+                                       set())
     except _Refuse:
         proof = prove_loop(before, loop, after) if prove_loop is not None else None
         if proof is None:
@@ -109,7 +121,7 @@ def plan(stmts: list, analysis, storage: dict, env: dict, lid_aliases: set[str],
     lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                     and storage.get(n.id, "local") == "local" and n.id not in uniform})
-    return LanePlan(before, loop, after, start, accesses, stores, tuple(lanes), proof)
+    return accesses, stores, tuple(lanes), proof
 
 
 def _prefix_plan(s: ast.If, analysis, storage, env, lid_aliases) -> PrefixPlan | None:
@@ -131,20 +143,13 @@ def _prefix_plan(s: ast.If, analysis, storage, env, lid_aliases) -> PrefixPlan |
 
 
 @dataclass(frozen=True)
-class SubgroupPlan:
+class SubgroupPlan(LanePlan):
     """A region whose strided loop is ``for c in range(sglid + U, stop, step)`` (sglid the
     sub-group local id) with indices ``P + c``: run sub-group by sub-group, the lanes of one
     sub-group innermost. U, stop, step and every P need only be the same within each
-    sub-group; that is checked at run time, after S1, for every lane."""
+    sub-group, checked at run time after S1: in the first lane when ``uniform``, else in
+    every lane."""
 
-    before: list  # S1
-    loop: ast.For  # L
-    after: list  # S2
-    start: ast.AST | None  # U (None: 0)
-    accesses: list  # (buffer name, P node or None, Subscript node) of L's loads and stores
-    stores: bool
-    lanes: tuple[str, ...]  # privates held in per-lane arrays
-    proof: object = None  # lane_proof.LoopProof when L has loops of its own (else None)
     # U, stop, step and every P are the same in a sub-group's lanes by construction
     # (``regions.Analysis.subgroup_evaluable``): a failed check is then an index outside
     # or a short step, as for ``LanePlan``, and the lanes' values need no comparing
@@ -208,27 +213,13 @@ def subgroup_plan(stmts: list, storage: dict, env: dict, sg_aliases: set[str],
                        and not node.args)
     except _Refuse:
         return None
-    proof = None
-    try:
-        accesses, stores = _check_body(loop.body, c, per_lane, storage, env, set())
-    except _Refuse:
-        proof = prove_loop(before, loop, after) if prove_loop is not None else None
-        if proof is None:
-            return None
-        accesses, stores = [], False
-    if stores and not _only_privates(after, storage, env):
+    body = _strided_body(before, loop, after, per_lane, storage, env, prove_loop)
+    if body is None:
         return None
-    uniform = _proof_uniform(proof, before, loop)
-    if uniform is None:
-        return None
-    lanes = sorted({n.id for s in [*before, loop] for n in ast.walk(s)
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-                    and storage.get(n.id, "local") == "local" and n.id not in uniform})
-    values = [start, *loop.iter.args[1:], *(p for _buffer, p, _node in accesses)]
+    values = [start, *loop.iter.args[1:], *(p for _buffer, p, _node in body[0])]
     agree = same_in_subgroup is not None and all(
         same_in_subgroup(v) for v in values if v is not None)
-    return SubgroupPlan(before, loop, after, start, accesses, stores, tuple(lanes), proof,
-                        agree)
+    return SubgroupPlan(before, loop, after, start, *body, agree)
 
 
 def _proof_uniform(proof, before: list, loop: ast.For) -> set[str] | None:
@@ -349,10 +340,6 @@ def _check_node(n) -> None:
             raise _Refuse
     if isinstance(getattr(n, "ctype", None), ct.VecT):
         raise _Refuse
-
-
-def _check_loop(loop: ast.For, analysis, storage: dict, env: dict):
-    return _check_body(loop.body, loop.target.id, analysis, storage, env, set())
 
 
 def _check_body(body, c, analysis, storage: dict, env: dict, lid_aliases: set[str]):
