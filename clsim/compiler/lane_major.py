@@ -42,7 +42,8 @@ _PURE_FAMILIES = frozenset({"math", "conversion", "relational", "work-item"})
 # ids that differ between the lanes of a sub-group
 LANE_IDS = frozenset({"get_local_id", "get_global_id", "get_sub_group_local_id",
                       "get_local_linear_id", "get_global_linear_id"})
-# a collective's argument converted to its type (the collective itself is a region cut)
+# beside the pure families: the local id, and a collective's argument converted to its type
+# (the collective itself is a region cut)
 _PURE_OTHERS = frozenset({"get_local_id", "__cvt_value"})
 INT_FAILING = (ast.Div, ast.FloorDiv, ast.Mod)  # integer division records an error
 
@@ -192,9 +193,9 @@ def subgroup_plan(stmts: list, storage: dict, env: dict, sg_aliases: set[str],
     ``plan``: a strided loop with loops of its own is bounded for the union of the
     sub-groups' ranges of its variable.
 
-    S1 runs for every lane before the per-sub-group values are checked, and runs again in
-    the usual form when a check fails: so it must give the same privates when run twice
-    (it reads none of its own targets before assigning them)."""
+    S1 runs for every lane before the per-sub-group values are checked, and again in the
+    usual form when a check fails: so it must give the same privates when run twice (it
+    reads none of its own targets before assigning them)."""
     loops = [i for i, s in enumerate(stmts) if isinstance(s, ast.For)]
     if len(loops) != 1:
         return None
