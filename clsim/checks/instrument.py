@@ -287,9 +287,10 @@ class ChecksInstrument(Instrument):
         info, arrays = self._launch
         return threads > 1 and parallel.run(info, arrays, run, threads, self._undo)
 
-    def store_span(self, event: AccessEvent, first: str, count: str) -> str | None:
+    def store_span(self, event: AccessEvent, first: str, count: str,
+                   lane0: str = "0") -> str | None:
         """The records of a lane-major trip's stores to a buffer parameter, element
-        ``first + j`` by lane ``j``: all at once (``shadow._cs_stspan``), or, where that
+        ``first + j`` by lane ``lane0 + j``: all at once (``shadow._cs_stspan``), or, where that
         declines (something deferred already, or the buffer also has read records), one by
         one through the full recorder, a call that is not inlined: rare, so small code
         matters more than its speed. None where this does not apply."""
@@ -299,9 +300,11 @@ class ChecksInstrument(Instrument):
         number, _t, storage = self._objs[event.buffer]
         if storage != "param":
             return None
-        scalars = ", ".join(_i64(code) for code in (first, count, 0, event.site.id, number))
+        scalars = ", ".join(_i64(code) for code in (first, count, 0, lane0, event.site.id,
+                                                     number))
+        lane = "_cs_j" if lane0 == "0" else f"{lane0} + _cs_j"
         each = ", ".join(_i64(code) for code in (
-            native.OPS["_cs_st"], f"{first} + _cs_j", 1, number, 0, event.site.id, "_cs_j"))
+            native.OPS["_cs_st"], f"{first} + _cs_j", 1, number, 0, event.site.id, lane))
         return (f"if _cs_stspan({scalars}, _cs_md{number}, _cs_w{number}, _cs_gs, _cs_lg, "
                 f"_cs_now, _cs_sa, _cs_ma) == 0:\n"
                 f"    for _cs_j in range({count}):\n"

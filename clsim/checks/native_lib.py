@@ -544,7 +544,7 @@ _cs_stqp = _inlined(_cs_stqp_body, ('i', 'eb', 'site', 'lid', 'obj', 'mode', 'bw
 
 
 @_jit_in
-def _cs_stspan_body(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
+def _cs_stspan_body(i0, n, eb, l0, site, obj, mode, bw, gs, last, now, s, m):
     if mode == 0 or n <= 0:
         return 1
     if (_peek(m, 22) | (mode & (4 | 2))) != 0:
@@ -556,7 +556,7 @@ def _cs_stspan_body(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
         w = _peek(s, first + j)
         wst = w >> 29
         bad |= (wst < gs) & (w != 0)
-        bad |= (wst >= gs) & ((w & 32767) != j) & (wst >= last) & race
+        bad |= (wst >= gs) & ((w & 32767) != l0 + j) & (wst >= last) & race
     if bad:
         return 0
     for e in (eb + i0, eb + i0 + n - 1):
@@ -568,11 +568,11 @@ def _cs_stspan_body(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
             _poke(m, _q + 1, _x + 1)
 
     for j in range(n):
-        _poke(s, first + j, (now << 29) | (site << 15) | j)
+        _poke(s, first + j, (now << 29) | (site << 15) | (l0 + j))
     return 1
 
 
-_cs_stspan = _inlined(_cs_stspan_body, ('i0', 'n', 'eb', 'site', 'obj', 'mode', 'bw', 'gs', 'last', 'now', 's', 'm'))
+_cs_stspan = _inlined(_cs_stspan_body, ('i0', 'n', 'eb', 'l0', 'site', 'obj', 'mode', 'bw', 'gs', 'last', 'now', 's', 'm'))
 
 
 _P = types.CPointer(types.int64)

@@ -380,14 +380,14 @@ def _cs_{short}q{space}(i, eb, site, lid, obj, mode, bw, br1, br2, brx, gs, last
 
 def _store_span() -> str:
     """The W records of ``n`` plain stores to elements ``eb + i0 + j`` of a global object by
-    local ids ``j`` (a lane-major trip's stores, clsim/compiler/lane_emit.py), when every
+    local ids ``l0 + j`` (a lane-major trip's stores, clsim/compiler/lane_emit.py), when every
     one is the fast path's common case and the object has no read or atomic records: a
     loop that checks, then one that writes, both free of branches and calls, so LLVM
     vectorises them. Returns 0, recording nothing, when the caller must record them
     element by element (``ChecksInstrument.store_span``: the full recorder); 1 when done."""
-    rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | j"
+    rec = f"(now << {ly.STAMP_SHIFT}) | (site << {ly.SITE_SHIFT}) | (l0 + j)"
     return f"""
-def _cs_stspan(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
+def _cs_stspan(i0, n, eb, l0, site, obj, mode, bw, gs, last, now, s, m):
     if mode == 0 or n <= 0:
         return 1
     if (_peek(m, {ly.M_DEFER}) | (mode & ({ly.MB_A} | {ly.MB_R}))) != 0:
@@ -399,7 +399,7 @@ def _cs_stspan(i0, n, eb, site, obj, mode, bw, gs, last, now, s, m):
         w = _peek(s, first + j)
         wst = w >> {ly.STAMP_SHIFT}
         bad |= (wst < gs) & (w != 0)
-        bad |= (wst >= gs) & ((w & {ly.MAX_LID}) != j) & (wst >= last) & race
+        bad |= (wst >= gs) & ((w & {ly.MAX_LID}) != l0 + j) & (wst >= last) & race
     if bad:
         return 0
     for e in (eb + i0, eb + i0 + n - 1):

@@ -268,33 +268,44 @@ class LaneMajorFlow:
         under instruments: lane ``j`` of a trip stores element ``P + c0 + j``, so those
         records are made after the trip's lane loop (``_record_spans``), which is then
         free of calls and vectorises. The records are in lane order either way
-        (``lane_plan``)."""
+        (``lane_plan``). Not for a buffer the kernel also reads: the checks keep read
+        records for it, with which the span declines every trip to the full recorder
+        (softmax_subgroup's ``y``, stored and read again: 6x slower under the checks), where
+        the lane loop's own records take the fast path."""
         if not self.module.instruments:
             return []
         offsets = {id(node): offset for _buffer, offset, node in lp.accesses}
         return [(s.targets[0], offsets[id(s.targets[0])]) for s in lp.loop.body
                 if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript)
-                and self.storage.get(s.targets[0].value.id, "param") == "param"]
+                and self.storage.get(s.targets[0].value.id, "param") == "param"
+                and not _read_anywhere(s.targets[0].value.id, self.analysis.body)]
 
-    def _record_spans(self, spans, first: str, count: str) -> None:
+    def _record_spans(self, spans, first: str, count: str, lane0: str = "0",
+                      offset_code=None) -> None:
         """The instruments' records of the stores the trip's lane loop left out
         (``ModuleEmitter.access``): all lanes' at once (``Instrument.store_span``), or one
-        lane after another."""
+        lane after another. Lane ``lane0 + j`` stored element ``P + first + j``;
+        ``offset_code(P)``: P's code (default: at group level)."""
         for node, offset in spans:
             site, buffer, arrt = self.lane_spans[id(node)]
-            p = self._group_int(offset) if offset is not None else "0"
+            if offset is None:
+                p = "0"
+            else:
+                p = offset_code(offset) if offset_code else self._group_int(offset)
             instruments = self.module.instruments
             span = dispatch.store_span(instruments, self, site, buffer, arrt,
-                                       f"{p} + {first}", count)
+                                       f"{p} + {first}", count, lane0)
             if span is not None:
                 self.emit(span)
                 continue
-            self.emit(f"for _lid in range({count}):")
+            j, lanes = ("_lid", count) if lane0 == "0" else (
+                f"(_lid - {lane0})", f"{lane0}, {lane0} + {count}")
+            self.emit(f"for _lid in range({lanes}):")
             with self.indented():
                 saved, self.in_wi = self.in_wi, True  # each record names its lane
                 try:
                     codes = dispatch.access(instruments, self, site, buffer, arrt,
-                                            [f"{p} + {first} + _lid"], "store")
+                                            [f"{p} + {first} + {j}"], "store")
                 finally:
                     self.in_wi = saved
                 self.emit(codes[-1])
@@ -491,7 +502,14 @@ class LaneMajorFlow:
                               "_sgm = _sn if _sn < _sgm else _sgm")
                     first = f"{self.write_var(c)} = np.{self.env[c]}(_sgc + (_lid - _ss))"
                     if lp.proof is None:
-                        self._unchecked_lanes("_ss, _ss + _sgm", lp.loop.body, first)
+                        spans = self._store_spans(lp)
+                        self.lane_spans = {id(node): None for node, _offset in spans}
+                        try:
+                            self._unchecked_lanes("_ss, _ss + _sgm", lp.loop.body, first)
+                            self._record_spans(spans, "_sgc", "_sgm", "_ss",
+                                               lambda p: registers[ast.dump(p)])
+                        finally:
+                            self.lane_spans = None
                     else:
                         self._distributed_lanes("_ss, _ss + _sgm", lp.loop.body, first)
             finally:
@@ -514,6 +532,22 @@ class LaneMajorFlow:
             if first is not None:
                 self.emit(first)
             self.stmts_wi(stmts)
+
+
+def _read_anywhere(buffer: str, body) -> bool:
+    """Whether the kernel may read ``buffer``: an element loaded or updated (``+=``), or the
+    buffer passed to a call (a helper, ``vload``)."""
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                and node.value.id == buffer and not isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) \
+                and isinstance(node.target.value, ast.Name) and node.target.value.id == buffer:
+            return True
+        if isinstance(node, ast.Call) and any(
+                isinstance(a, ast.Name) and a.id == buffer for a in node.args):
+            return True
+    return False
 
 
 def _distinct(accesses) -> list:

@@ -117,10 +117,11 @@ class Instrument:
         none of them where running again rewrites them all alike."""
         return []
 
-    def store_span(self, event: AccessEvent, first: str, count: str) -> str | None:
+    def store_span(self, event: AccessEvent, first: str, count: str,
+                   lane0: str = "0") -> str | None:
         """Group-level code recording ``count`` stores like ``event`` at once, element
-        ``first + j`` by local id ``j`` (a lane-major trip's stores); None: each is recorded
-        by ``on_access`` in a lane loop (the default)."""
+        ``first + j`` by local id ``lane0 + j`` (a lane-major trip's stores); None: each is
+        recorded by ``on_access`` in a lane loop (the default)."""
         return None
 
     def unrecorded_when(self, buffers: set[str]) -> str | None:

@@ -92,13 +92,13 @@ def access(instruments, gen, site: int, buffer: str, arrt, codes: list[str], kin
 
 
 def store_span(instruments, gen, site: int, buffer: str, arrt, first: str,
-               count: str) -> str | None:
-    """The one instrument's ``store_span`` of stores at ``first + j`` by local ids ``j``, or
-    None (then each store is recorded by ``access``)."""
+               count: str, lane0: str = "0") -> str | None:
+    """The one instrument's ``store_span`` of stores at ``first + j`` by local ids
+    ``lane0 + j``, or None (then each store is recorded by ``access``)."""
     if len(instruments) != 1 or _legacy(instruments[0], "access"):
         return None
     event = _access_event(gen, site, buffer, arrt, "store", False)
-    return instruments[0].store_span(event, first, count)
+    return instruments[0].store_span(event, first, count, lane0)
 
 
 def _access_event(gen, site: int, buffer: str, arrt, kind: str, atomic, values=()):

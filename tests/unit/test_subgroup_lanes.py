@@ -11,6 +11,7 @@ import pytest
 
 import clsim
 from clsim import (
+    CLK_GLOBAL_MEM_FENCE,
     CLK_LOCAL_MEM_FENCE,
     barrier,
     get_group_id,
@@ -21,6 +22,7 @@ from clsim import (
     get_sub_group_local_id,
     get_sub_group_size,
     kernel,
+    sub_group_barrier,
     sub_group_reduce_add,
 )
 from clsim.spec import get_spec
@@ -302,6 +304,43 @@ def test_checks_run_sub_group_plans_and_report_the_usual_forms_findings(overlap,
         assert "_sgok" not in lane[2]  # the launch that reported ran the usual forms
     else:
         assert lane[0] == [] and "_sgok" in lane[2]
+        assert "_cs_stspan(" in lane[2]  # y is only stored: a trip's records at once
+
+
+@kernel
+def neighbour_stores(y, ncols):
+    """Sub-group 1's trip stores y[16 + j] by work-item 16 + j; after a sub-group barrier
+    (which orders nothing across sub-groups) work-item j of sub-group 0 stores it again: a
+    race only if the trip's records name work-item 16 + j, not lane j of the trip."""
+    lane = get_sub_group_local_id()
+    base = get_sub_group_id() * ncols
+    for c in range(lane, ncols, get_sub_group_size()):
+        y[base + c] = 1.0
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE)
+    if get_sub_group_id() == 0:
+        y[ncols + lane] = 2.0
+
+
+@kernel
+def neighbour_stores_first(y, ncols):
+    """The same two stores the other way round: the trip's records must be checked against
+    work-item 16 + j too, or work-item j's earlier store looks like its own."""
+    lane = get_sub_group_local_id()
+    if get_sub_group_id() == 0:
+        y[ncols + lane] = 2.0
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE)
+    base = get_sub_group_id() * ncols
+    for c in range(lane, ncols, get_sub_group_size()):
+        y[base + c] = 1.0
+
+
+@pytest.mark.parametrize("kfn", [neighbour_stores, neighbour_stores_first])
+def test_a_sub_group_trips_store_records_name_its_work_items(kfn, monkeypatch):
+    args = (np.zeros(32, np.float32), np.int32(16))
+    lane = _checked(kfn, args, (32,), (32,), True, monkeypatch, subgroup_size=16)
+    usual = _checked(kfn, args, (32,), (32,), False, monkeypatch, subgroup_size=16)
+    assert lane[:2] == usual[:2]
+    assert any("race" in message for message, _count in usual[0])
 
 
 @pytest.mark.parametrize(("name", "shape"), [
