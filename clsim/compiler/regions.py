@@ -290,7 +290,10 @@ class Analysis:
         return []
 
     # -- group scalars ----------------------------------------------------------------------
-    def group_evaluable(self, node, scalars=None) -> bool:
+    def group_evaluable(self, node, scalars=None, same_builtins=frozenset()) -> bool:
+        """Whether ``node`` has one value in the group: parameters, ``scalars`` (default the
+        group scalars), builtins that do not vary (or vary only as ``same_builtins``) and
+        pure helpers of those."""
         scalars = self.group_scalars if scalars is None else scalars
         for n in _walk_unresolved(node):
             if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
@@ -302,7 +305,7 @@ class Analysis:
                 name = builtin_name(n)
                 resolved = getattr(n.func, "resolved", ("",))[0]
                 if (resolved == "func" and not pure_helper(func_target(n))) or \
-                        table.is_varying(name):
+                        (table.is_varying(name) and name not in same_builtins):
                     return False
                 if name is not None and is_cut_call(n):
                     return False
@@ -312,24 +315,8 @@ class Analysis:
         """Whether ``node`` has one value in every lane of a sub-group (not necessarily
         across the group): group-level values, the sub-group's id and size, and the
         privates ``subgroup_scalars`` finds."""
-        names = self.subgroup_scalars()
-        for n in _walk_unresolved(node):
-            if isinstance(n, ast.Name) and not hasattr(n, "resolved"):
-                if n.id not in names and n.id not in self.params and \
-                        n.id not in self.group_scalars:
-                    return False
-            if isinstance(n, ast.Subscript) and not self._is_vector(n.value):
-                return False
-            if isinstance(n, ast.Call):
-                name = builtin_name(n)
-                resolved = getattr(n.func, "resolved", ("",))[0]
-                if resolved == "func" and not pure_helper(func_target(n)):
-                    return False
-                if table.is_varying(name) and name not in SUBGROUP_UNIFORM:
-                    return False
-                if name is not None and is_cut_call(n):
-                    return False
-        return True
+        return self.group_evaluable(node, self.subgroup_scalars() | self.group_scalars,
+                                    SUBGROUP_UNIFORM)
 
     def subgroup_scalars(self) -> set[str]:
         """Scalar privates every lane of a sub-group holds one value in: assigned only at
