@@ -58,7 +58,8 @@ class Var:
 @dataclass(frozen=True)
 class Term:
     """``sign * product(factors) * var`` (var None: a uniform term); factors are uniform
-    nodes, at most one beside a var and two without."""
+    nodes, at most one beside a var (two 32-bit ones are joined: ``_scaled``) and two
+    without."""
 
     sign: int
     factors: tuple
@@ -308,6 +309,19 @@ def _dim(call: ast.Call) -> int:
 
 
 def _scaled(t: Term, g) -> Term:
-    if len(t.factors) >= (1 if t.var is not None else 2):
-        raise _Refuse  # magnitudes are bounded factor by factor (proven_emit)
-    return Term(t.sign, (*t.factors, g), t.var)
+    if len(t.factors) < (1 if t.var is not None else 2):
+        return Term(t.sign, (*t.factors, g), t.var)
+    if t.var is not None and len(t.factors) == 1 and all(
+            getattr(f, "ctype", None) == "int32" for f in (t.factors[0], g)):
+        # ``(row * nb + b) * 16``: the two 32-bit factors as one, their product exact in 64
+        # bits; proven_emit bounds it below 2^31 as any factor, and with it every partial
+        # product the kernel forms (|var * f| <= |var * f * g| when g != 0)
+        return Term(t.sign, (_product(t.factors[0], g),), t.var)
+    raise _Refuse  # magnitudes are bounded factor by factor (proven_emit)
+
+
+def _product(f, g) -> ast.BinOp:
+    node = ast.BinOp(left=f, op=ast.Mult(), right=g)
+    node.ctype = "int64"
+    node.loc = getattr(f, "loc", None)
+    return node

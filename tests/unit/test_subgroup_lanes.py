@@ -47,6 +47,7 @@ def _bytes(spec, launch, **options):
     ("gemv_subgroup", {"rows": 9, "cols": 70}, None),
     ("gemv_half_subgroup", {"rows": 9, "cols": 70}, None),
     ("gemv_q4_0_subgroup", {"rows": 13, "blocks": 5}, None),  # a helper with a loop inlined
+    ("gemv_q4_0_split_subgroup", {"rows": 13, "blocks": 5}, None),  # (row * nb + b) * 16
 ])
 def test_library_sub_group_kernels_run_lane_major_with_the_usual_bytes(name, shape, local):
     """Rows past the matrix leave whole sub-groups inactive; none of it leaves the fast
