@@ -10,6 +10,7 @@ work-item.
 from __future__ import annotations
 
 import ast
+import contextlib
 
 from clsim.compiler import builtins as table
 from clsim.compiler import ctypes as ct
@@ -232,36 +233,54 @@ class LaneMajorFlow:
 
     def _lane_body(self, lp: LanePlan, k: int, u: str, t: str, n: str, trips: str) -> None:
         saved = self._lane_storage(lp.lanes)
+        try:
+            with self._recomputed(lp):
+                if lp.before:
+                    self._lane_loop("_NL", lp.before)
+                c = lp.loop.target.id
+                self.emit(f"for _lk{k} in range({trips}):")
+                with self.indented():
+                    self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
+                    self.emit(f"_lmm{k} = {n} - _lk{k} * {t}")
+                    self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
+                    first = f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"
+                    self._trip_lanes(lp, f"_lmm{k}", first, f"_lmc{k}", f"_lmm{k}")
+                if lp.after:
+                    self._lane_loop("_NL", lp.after)
+        finally:
+            self.storage.update(saved)
+
+    @contextlib.contextmanager
+    def _recomputed(self, lp: LanePlan):
+        """The privates a proof reads as their expression again (``lane_proof``), for the
+        trips emitted inside."""
         again = lp.proof.recomputed if lp.proof is not None else ()
+        saved = {name: self.storage.get(name, "local") for name, _ in again}
         for name, value in again:
-            saved.setdefault(name, self.storage.get(name, "local"))
             self.storage[name], self.remat[name] = "remat", value
         try:
-            if lp.before:
-                self._lane_loop("_NL", lp.before)
-            c = lp.loop.target.id
-            self.emit(f"for _lk{k} in range({trips}):")
-            with self.indented():
-                self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
-                self.emit(f"_lmm{k} = {n} - _lk{k} * {t}")
-                self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
-                first = f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"
-                if lp.proof is None:
-                    spans = self._store_spans(lp)
-                    self.lane_spans = {id(node): None for node, _offset in spans}
-                    try:
-                        self._unchecked_lanes(f"_lmm{k}", lp.loop.body, first=first)
-                        self._record_spans(spans, f"_lmc{k}", f"_lmm{k}")
-                    finally:
-                        self.lane_spans = None
-                else:
-                    self._distributed_lanes(f"_lmm{k}", lp.loop.body, first)
-            if lp.after:
-                self._lane_loop("_NL", lp.after)
+            yield
         finally:
             self.storage.update(saved)
             for name, _ in again:
                 del self.remat[name]
+
+    def _trip_lanes(self, lp: LanePlan, lanes: str, first: str, c0: str, count: str,
+                    lane0: str = "0", offset_code=None) -> None:
+        """One trip of the strided loop over ``lanes`` (range() arguments), unchecked: the
+        inner loops at group level when it has a proof; else its straight-line body, with
+        the records of its stores after it under instruments (``_store_spans``: lane
+        ``lane0 + j`` stored element ``P + c0 + j``)."""
+        if lp.proof is not None:
+            self._distributed_lanes(lanes, lp.loop.body, first)
+            return
+        spans = self._store_spans(lp)
+        self.lane_spans = {id(node): None for node, _offset in spans}
+        try:
+            self._unchecked_lanes(lanes, lp.loop.body, first=first)
+            self._record_spans(spans, c0, count, lane0, offset_code)
+        finally:
+            self.lane_spans = None
 
     def _store_spans(self, lp: LanePlan) -> list:
         """(Subscript, P) of the strided loop's stores ``buf[P + c]`` to a buffer parameter,
@@ -491,36 +510,21 @@ class LaneMajorFlow:
                 swaps.append((ix, side, offset))
                 setattr(ix, side, register)
             c = lp.loop.target.id
-            again = lp.proof.recomputed if lp.proof is not None else ()
-            saved = {name: self.storage.get(name, "local") for name, _ in again}
-            for name, value in again:
-                self.storage[name], self.remat[name] = "remat", value
             try:
-                self.emit("for _lk in range(_sgk):")
-                with self.indented():
-                    self.emit("_sgc = _sgu + _lk * _sgt\n_sgm = _sgn - _lk * _sgt\n"
-                              "_sgm = _sn if _sn < _sgm else _sgm")
-                    first = f"{self.write_var(c)} = np.{self.env[c]}(_sgc + (_lid - _ss))"
-                    if lp.proof is None:
-                        spans = self._store_spans(lp)
-                        self.lane_spans = {id(node): None for node, _offset in spans}
-                        try:
-                            self._unchecked_lanes("_ss, _ss + _sgm", lp.loop.body, first)
-                            self._record_spans(spans, "_sgc", "_sgm", "_ss",
-                                               lambda p: registers[ast.dump(p)])
-                        finally:
-                            self.lane_spans = None
-                    else:
-                        self._distributed_lanes("_ss, _ss + _sgm", lp.loop.body, first)
+                with self._recomputed(lp):
+                    self.emit("for _lk in range(_sgk):")
+                    with self.indented():
+                        self.emit("_sgc = _sgu + _lk * _sgt\n_sgm = _sgn - _lk * _sgt\n"
+                                  "_sgm = _sn if _sn < _sgm else _sgm")
+                        first = f"{self.write_var(c)} = np.{self.env[c]}(_sgc + (_lid - _ss))"
+                        self._trip_lanes(lp, "_ss, _ss + _sgm", first, "_sgc", "_sgm", "_ss",
+                                         lambda p: registers[ast.dump(p)])
             finally:
                 for ix, side, offset in swaps:
                     setattr(ix, side, offset)
                 for name in registers.values():
                     self.storage.pop(name, None)
                     self.env.pop(name, None)
-                self.storage.update(saved)
-                for name, _ in again:
-                    del self.remat[name]
 
     def _lane_loop(self, count: str, stmts, first: str | None = None,
                    skip_inactive: bool = False) -> None:
