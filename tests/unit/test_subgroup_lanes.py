@@ -34,9 +34,9 @@ def _launch_spec(name, shape, local):
     return spec, spec.launch(inputs, shape, local)
 
 
-def _bytes(spec, launch, **options):
+def _bytes(spec, launch, kernel=None, **options):
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in launch.args]
-    result = clsim.run(spec.kernel, launch.global_size, launch.local_size, args,
+    result = clsim.run(kernel or spec.kernel, launch.global_size, launch.local_size, args,
                        subgroup_size=spec.subgroup_size, **options)
     return b"".join(a.tobytes() for a in args if isinstance(a, np.ndarray)), result
 
@@ -357,3 +357,23 @@ def test_library_sub_group_kernels_keep_the_sub_group_module_under_checks(name, 
                      monkeypatch, subgroup_size=spec.subgroup_size)
     assert fast[:2] == usual[:2] and fast[0] == []
     assert "_sgok" in fast[2] and "_sgok" not in usual[2]
+
+
+@pytest.mark.parametrize(("name", "cl_file"), [
+    ("softmax_subgroup", "softmax_subgroup.cl"),
+    ("gemv_q4_0_subgroup", "gemv_quant_subgroup.cl"),
+])
+def test_the_kernels_translated_from_opencl_c_run_sub_group_plans_too(name, cl_file):
+    """The shipped .cl form, through the OpenCL C front end, reaches the same plan and
+    bytes as the Python kernel."""
+    from pathlib import Path
+
+    from clsim.frontends.opencl_c.load import translate, translated_kernels
+
+    spec, launch = _launch_spec(name, {k: max(3, v // 40) for k, v in
+                                       get_spec(name).default_shape.items()}, None)
+    cl = Path(__file__).resolve().parents[2] / "kernels_cl" / cl_file
+    translated = translated_kernels(translate(str(cl), ""))[name]
+    from_c, result = _bytes(spec, launch, translated)
+    assert from_c == _bytes(spec, launch)[0]
+    assert "_sgok" in open(result.module_path).read()
