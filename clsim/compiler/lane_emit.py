@@ -69,9 +69,20 @@ class LaneMajorFlow:
         # whenever anything is not clean (``rec.REPLAY_LAUNCH``), so what is reported is
         # always the work-item order's, and a clean run is clean in either order.
         if module.instruments and not (module.jit and module.lane_regions):
-            return None
+            return self._lane_loop_plan(stmts, aliases)
         return (plan(stmts, self.analysis, self.storage, self.env, aliases, self._prove)
                 or self._subgroup_plan(stmts))
+
+    def _lane_loop_plan(self, stmts, aliases) -> LanePlan | PrefixPlan | None:
+        """Under instruments that take lane-major loops only (``Instrument.lane_loops``:
+        traffic), a strided loop with a straight-line body: the statements around it still
+        run lane by lane in work-item order, and the instruments see the trips
+        (``on_lane_loop``); or ``if lid < X``, whose lanes run in work-item order."""
+        if not (self.module.jit and self.module.lane_loops):
+            return None
+        lp = plan(stmts, self.analysis, self.storage, self.env, aliases)
+        return lp if isinstance(lp, PrefixPlan) or (
+            type(lp) is LanePlan and lp.proof is None) else None
 
     def _subgroup_plan(self, stmts) -> SubgroupPlan | None:
         """Under instruments only where group-level plans run (``lane_plan``), and under
@@ -144,7 +155,9 @@ class LaneMajorFlow:
             self._usual_or_rerun(item, scalar_region)
 
     def _usual_or_rerun(self, item, scalar_region) -> None:
-        if self.module.instruments and self.module.jit:
+        if self.module.instruments and not self.module.lane_regions:
+            scalar_region(item)  # lane-major loops only: what they record is in order
+        elif self.module.instruments and self.module.jit:
             # their state has seen this launch: it runs again, undone, with the usual forms
             self.emit(f"_err[{rec.CODE}] = {rec.REPLAY_LAUNCH}\nreturn")
             self.module.replays_launch = True
@@ -190,6 +203,8 @@ class LaneMajorFlow:
         self.emit(f"if {ok}:")
         with self.indented():
             saved = self._lane_storage(lp.lanes)
+            if self.module.instruments and not self.module.lane_regions:
+                self.module.on_region_start(self)  # (as the usual form's lane loop does)
             try:
                 self._unchecked_lanes(m, lp.body)
             finally:
@@ -233,11 +248,19 @@ class LaneMajorFlow:
 
     def _lane_body(self, lp: LanePlan, k: int, u: str, t: str, n: str, trips: str) -> None:
         saved = self._lane_storage(lp.lanes)
+        if self.module.instruments and not self.module.lane_regions:
+            self.module.on_region_start(self)  # (as the usual form's lane loop does)
         try:
             with self._recomputed(lp):
                 if lp.before:
                     self._lane_loop("_NL", lp.before)
                 c = lp.loop.target.id
+                loops = self.module.instruments and not self.module.lane_regions
+                if loops:
+                    if lp.start is not None:  # every work-item's lid + U, done at group level
+                        self.module.flops(self, "add", lp.loop.iter.args[0].ctype, "_NL")
+                    dispatch.lane_loop(self.module.instruments, self, lp.loop, self.env[c],
+                                       True)
                 self.emit(f"for _lk{k} in range({trips}):")
                 with self.indented():
                     self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
@@ -245,6 +268,10 @@ class LaneMajorFlow:
                     self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
                     first = f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"
                     self._trip_lanes(lp, f"_lmm{k}", first, f"_lmc{k}", f"_lmm{k}")
+                if loops:  # lane _lid ran ceil((n - _lid) / t) iterations
+                    runs = f"_lmr{k}"
+                    dispatch.lane_loop(self.module.instruments, self, lp.loop, self.env[c],
+                                       False, runs, f"{runs} = max(({n} - _lid + {t} - 1) // {t}, 0)")
                 if lp.after:
                     self._lane_loop("_NL", lp.after)
         finally:
@@ -291,8 +318,8 @@ class LaneMajorFlow:
         records for it, with which the span declines every trip to the full recorder
         (softmax_subgroup's ``y``, stored and read again: 6x slower under the checks), where
         the lane loop's own records take the fast path."""
-        if not self.module.instruments:
-            return []
+        if not (self.module.instruments and self.module.lane_regions):
+            return []  # (``lane_loops``: the instruments see the trips' own accesses)
         offsets = {id(node): offset for _buffer, offset, node in lp.accesses}
         return [(s.targets[0], offsets[id(s.targets[0])]) for s in lp.loop.body
                 if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript)

@@ -13,8 +13,9 @@ from clsim.runtime import record as rec
 
 # A group array whose contents start undefined (np.empty through a shared helper): the same
 # memory serves every group a thread runs, as a CPU OpenCL runtime reuses a thread's local
-# and private memory. Arrays that must start zeroed stay allocated per group.
-_SCRATCH = re.compile(r"(\w+) = (_empty_\w+\(.*\))")
+# and private memory. Arrays that must start zeroed stay allocated per group. (``_unset_``:
+# an instrument's array that every group leaves as the helper made it.)
+_SCRATCH = re.compile(r"(\w+) = (_(?:empty|unset)_\w+\(.*\))")
 
 
 def split_scratch(allocations: list[str]) -> tuple[list[tuple[str, str]], list[str]]:

@@ -182,6 +182,8 @@ class ModuleEmitter:
         # every instrument lets regions run lane-major or proven (``Instrument.lane_regions``;
         # none: the default build)
         self.lane_regions = True
+        # instruments that let a strided loop run lane-major, all of them (``lane_loops``)
+        self.lane_loops = False
         self.replays_launch = False  # a region stops with REPLAY_LAUNCH (lane_emit.py)
         self.bounds = True
         self.subgroup_size = 32
@@ -484,12 +486,16 @@ def generate(kfn, arg_types: dict, config, *, instruments=()) -> tuple[str, list
     module.has_exit = analysis.has_exit
     module.instruments = list(instruments)
     module.lane_regions = lanes
+    module.lane_loops = bool(instruments) and all(inst.lane_loops for inst in instruments)
     module.body = body  # the statements emitted, for instruments' analyses (Emit.body)
     storage = _storage(analysis, arg_types, typer.env)
     # an instrument may see every private as it is stored: ids stay arrays there
     # (a plain local too: ``lid`` then starts a strided loop lane_major recognises)
-    aliases = {} if not lanes else id_aliases(
+    aliases = {} if not (lanes or module.lane_loops) else id_aliases(
         body, {n for n, kind in storage.items() if kind in ("ctx", "local")}, set(arg_types))
+    if not lanes:  # an id's arithmetic computed again where read would count its operations
+        aliases = {name: value for name, value in aliases.items()
+                   if isinstance(value, ast.Call)}
     storage.update(dict.fromkeys(aliases, "remat"))
     gen = FunctionEmitter(module, storage, typer.env, in_group_fn=True)
     gen.remat = aliases

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from clsim.instruments.events import AccessEvent, Emit, LoopEvent, SyncEvent
+from clsim.instruments.events import AccessEvent, Emit, LaneLoopEvent, LoopEvent, SyncEvent
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,14 @@ class Instrument:
     # (``lane_inline``): an instrument that sees privates keeps the usual forms.
     lane_regions = False
 
+    # Whether a region whose strided loop has a straight-line body may run lane-major under
+    # this instrument, without ``lane_regions``: the region's statements before and after
+    # the loop run lane by lane in work-item order, the loop's trips lanes innermost, with
+    # ``on_lane_loop`` around them (the traffic counter, whose per-lane logs fill alike in
+    # either order, records the loop's affine accesses after the trips). Ids are copied
+    # into privates as usual, but for the ids themselves, recomputed where read.
+    lane_loops = False
+
     def undo_copies(self) -> list:
         """(buffer, copy) pairs that undo a launch when copied back, taken after ``allocate``
         by a launch whose module may stop to run again with the usual forms
@@ -160,6 +168,11 @@ class Instrument:
     def on_loop(self, event: LoopEvent, out: Emit) -> None:
         """Emit code before (``event.start``) or after a work-item ``for`` loop of the kernel
         body; the loop's accesses reach ``on_access`` in between."""
+
+    def on_lane_loop(self, event: LaneLoopEvent, out: Emit) -> None:
+        """Emit code before (``event.start``) or after the trips of a work-item loop run
+        lane-major (only under ``lane_loops``); its accesses reach ``on_access`` in between,
+        once per trip and lane."""
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """Count arithmetic of ``kind`` (add, mul, fma, div, sqrt, int...): one operation of

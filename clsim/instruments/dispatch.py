@@ -136,6 +136,14 @@ def loop(instruments, gen, node, range_tuple: str, var_type: str, start: bool) -
         inst.on_loop(event, ev.Emit(gen))
 
 
+def lane_loop(instruments, gen, node, var_type: str, start: bool, count: str = "",
+              set_count: str = "") -> None:
+    """Before or after the trips of a work-item loop run lane-major (``LaneLoopEvent``)."""
+    event = ev.LaneLoopEvent(node, str(var_type), start, count, set_count)
+    for inst in instruments:
+        inst.on_lane_loop(event, ev.Emit(gen))
+
+
 def _trip_count(t: str, nargs: int) -> str:
     """Code of the iteration count of ``range(*t)`` (``t`` a tuple of ``nargs`` int64s), in
     plain arithmetic: Numba's ``len(range(*t))`` costs more than a short loop's body."""

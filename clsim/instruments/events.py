@@ -107,6 +107,23 @@ class LoopEvent:
 
 
 @dataclass(frozen=True)
+class LaneLoopEvent:
+    """A work-item ``for c in range(lid + U, stop, step)`` loop run lane-major
+    (clsim/compiler/lane_emit.py): trip j runs every lane's iteration j, lanes innermost, so
+    lane ``_lid``'s iterations are not consecutive in the code. Before the trips (``start``)
+    and after them; its accesses reach ``on_access`` in between, once per trip and lane.
+    After the trips, in a loop over the lanes ``_lid`` an instrument may write, the
+    statement ``set_count`` sets ``count`` to the lane's number of iterations.
+    """
+
+    node: Any
+    var_type: str
+    start: bool
+    count: str = ""
+    set_count: str = ""
+
+
+@dataclass(frozen=True)
 class ArrayInfo:
     """A memory object of the kernel: a buffer parameter or a local/private array.
 
@@ -200,6 +217,19 @@ class Emit:
         """Add a site for an object (kind of the instrument's own, space "none", so access
         counters skip it) and return its id; ``node.loc`` gives its file, line and text."""
         return self._gen.module.site(node, name, kind, "none", dtype, width=width)
+
+    def lane_array(self, name: str, dtype: str, allocator: str | None = None) -> str:
+        """A group function's array of one ``dtype`` element per work-item of the group
+        (``name[_lid]``), allocated once per thread: uninitialised, or by the helper
+        ``allocator`` (a name starting ``_unset_``, given the length), whose contents each
+        group must leave as it found them."""
+        gen = self._gen
+        code = (f"{self.helper(allocator)}({gen.module.nl_max})" if allocator
+                else gen.module.empty(gen.module.nl_max, dtype))
+        line = f"{name} = {code}"
+        if line not in gen.allocs:
+            gen.alloc(line)
+        return name
 
     def pre(self, code: str) -> None:
         """A line that runs before the statement being emitted (after its own earlier

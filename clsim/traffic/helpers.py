@@ -129,3 +129,11 @@ def _tr_k(T, at, kind, idx):
     T[at] = kind
     return idx
 """)
+
+# A group function's lane array of one access's indices (``recorders.block``), allocated once
+# per thread by the launcher (its name is one the launcher takes for per-thread scratch) with
+# every lane ``NOT_RUN``, as ``block`` leaves it after each pass.
+_define("_unset_lanes_int64", f"""
+def _unset_lanes_int64(shape):
+    return np.full(shape, {layout.NOT_RUN}, np.int64)
+""")

@@ -34,7 +34,7 @@ import numpy as np
 
 from clsim.errors import InvalidArgumentError
 from clsim.instruments.base import Instrument, LaunchInfo
-from clsim.instruments.events import ONE_ITEM, AccessEvent, Emit, LoopEvent
+from clsim.instruments.events import ONE_ITEM, AccessEvent, Emit, LaneLoopEvent, LoopEvent
 from clsim.profiles import DeviceProfile, load_profile
 from clsim.traffic import (
     arena,
@@ -44,13 +44,13 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 19  # of the generated code; part of the compile cache key
+VERSION = 20  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
 _THREAD, _STEPS = "_tr_thread", "_tr_steps"
 _RECORD, _STAGE, _STAGE_RANGE = "_tr_rec", "_tr_stage", "_tr_stage_r"
-_LANE, _LANES, _STAGE_LANES = "_tr_lane", "_tr_lanes", "_tr_stage_l"
+_LANE, _LANES, _STAGE_LANES, _BLOCK = "_tr_lane", "_tr_lanes", "_tr_stage_l", "_tr_block"
 # ``LoopEvent.count`` of a three-argument range (clsim.instruments.dispatch): its tuple.
 _RANGE_COUNT = re.compile(r"^\(max\(\((\w+)\[1\] - \1\[0\] \+ \1\[2\] - 1\) // \1\[2\], 0\) "
                           r"if \1\[2\] > 0 else max\(\(\1\[0\] - \1\[1\] - \1\[2\] - 1\) "
@@ -82,6 +82,15 @@ def _recorders_digest() -> str:
 _ONE_WAY = {"load": lay.R_ATOMIC_LOAD, "store": lay.R_STORE}
 
 
+def _lane_loop(body: str) -> str:
+    """``body`` run for each lane ``_lid`` of the group."""
+    return "for _lid in range(_NL):\n" + _indent(body, 1)
+
+
+def _indent(code: str, levels: int) -> str:
+    return "\n".join("    " * levels + line for line in code.splitlines())
+
+
 def _linear(out: Emit, event: AccessEvent, codes: list[str]) -> str:
     """The linear element index of a local access from its per-dimension index codes."""
     shape = event.shape or (0,) * len(codes)
@@ -100,6 +109,14 @@ class TrafficInstrument(Instrument):
     per_loop = True  # record affine accesses of work-item loops once per loop (``loops``)
     inline_local = True  # record eligible 1-D local accesses without a call (``_record_inline``)
     lane_runs = True  # record once-per-pass accesses as one lane run per pass (``_record_lanes``)
+    # Strided loops run lane-major (``on_lane_loop``): a lane's log receives its entries in
+    # the same order either way, and the affine accesses' descriptors are staged per lane
+    # after the trips from the lane's last two iterations, as the loop's usual form stages
+    # them after each lane's loop.
+    lane_loops = True
+    # 1-D lane runs: each lane's index kept in a lane array, the run made after the pass
+    # (``recorders.block``), not extended lane by lane
+    lane_blocks = True
     # Parallel groups on Python threads (no ``prange`` to compile: ~0.5-0.9 s CPU per kernel),
     # each thread counting in its own rows of the arena, logs and stream (``thread_state``).
     python_threads = True
@@ -116,7 +133,7 @@ class TrafficInstrument(Instrument):
                 f"from clsim.traffic.steps import call as {_STEPS}",
                 f"from clsim.traffic.recorders import record as {_RECORD}, stage as {_STAGE}, "
                 f"stage_range as {_STAGE_RANGE}, lane as {_LANE}, lanes as {_LANES}, "
-                f"stage_lanes as {_STAGE_LANES}"]
+                f"stage_lanes as {_STAGE_LANES}, block as {_BLOCK}"]
 
     def __init__(self, config):
         simd = config.option("simd_width") or config.subgroup_size
@@ -135,6 +152,9 @@ class TrafficInstrument(Instrument):
         # those recorded in the current pass, with what staging them needs.
         self._lane_states: set[tuple[int, str]] = set()
         self._pass_runs: dict[tuple[int, str], int] = {}  # -> the access's slot
+        # those of them whose lanes' indices are kept in lane arrays: -> the call of
+        # ``recorders.block`` that gives them to the run after the pass
+        self._pass_blocks: dict[tuple[int, str], str] = {}
         self._in_pass = False
         # the array parameters of the helper functions being emitted (innermost last), whose
         # buffer bases their prologue binds (``on_function_start``)
@@ -151,7 +171,7 @@ class TrafficInstrument(Instrument):
 
     def key(self) -> tuple:
         return (self.name, VERSION, self.device.simd_width, self.per_loop, self.inline_local,
-                self.lane_runs)
+                self.lane_runs, self.lane_loops, self.lane_blocks)
 
     def on_group_start(self, out: Emit) -> None:
         group = "_gx + _NG0 * (_gy + _NG1 * _gz)"
@@ -189,6 +209,9 @@ class TrafficInstrument(Instrument):
 
     def on_region_end(self, out: Emit) -> None:
         # The pass's lane runs, staged for the step counter, which counts them below.
+        for call in self._pass_blocks.values():
+            out.emit(call)
+        self._pass_blocks.clear()
         for slot in self._pass_runs.values():
             out.emit(f"{_STAGE_LANES}(_trT, _trX0 + {_int(out, lay.LANE_COLS * slot)}, "
                      f"_trS1 + {_int(out, slot)})")
@@ -239,13 +262,69 @@ class TrafficInstrument(Instrument):
         for access, slot, last, prev in loop.deferred if loop is not None else ():
             self._stage(out, access, slot, last, prev, event.count)
 
+    def on_lane_loop(self, event: LaneLoopEvent, out: Emit) -> None:
+        """Before the trips of a loop run lane-major: find its affine accesses as
+        ``on_loop`` does (``_defer`` keeps their last two indices per lane, in lane arrays);
+        after them: stage each lane's descriptors as ``on_loop`` does after each lane's
+        loop (a lane that ran fewer than two iterations holds 0 for the missing ones, as
+        the usual form's locals do)."""
+        if event.start:
+            self._loop_count += 1
+            loop = loops.analyse(event.node, event.var_type, self._loop_count) \
+                if self.per_loop else None
+            if loop is not None:
+                loop.lanes = True
+            self._loops.append(loop)
+            return
+        loop = self._loops.pop()
+        if loop is None or not loop.deferred:
+            return
+        for access, slot, last, prev in loop.deferred:
+            lines = [event.set_count]
+            for now, before in zip(last, prev, strict=True):
+                lines.append(f"{now} = {now}a[_lid] if {event.count} >= 1 else np.int64(0)\n"
+                             f"{before} = {before}a[_lid] if {event.count} >= 2 else np.int64(0)")
+            at, addr_last, addr_prev = self._stage_parts(out, access, slot, last, prev)
+            # Nothing of the slot staged yet in this pass (its flag clear: the step counter
+            # clears every lane's with it): plain stores, a loop LLVM widens. Else (two
+            # accesses of one site in the loop) the lanes' earlier descriptors move first.
+            fresh = "\n".join([*lines, f"_trT[_trS0 + 3 * {at}] = {addr_last}",
+                               f"_trT[_trS0 + 3 * {at} + 1] = {addr_prev}",
+                               f"_trT[_trS0 + 3 * {at} + 2] = {event.count}"])
+            again = "\n".join([*lines, self._stage_code(out, access, slot, last, prev,
+                                                        event.count)])
+            flag = f"_trS1 + {_int(out, slot)}"
+            out.emit(f"if _trT[{flag}] == 0:\n" + _indent(_lane_loop(fresh), 1)
+                     + f"\n    _trT[{flag}] = {_int(out, lay.STAGED_LOOP)}\nelse:\n"
+                     + _indent(_lane_loop(again), 1))
+
     def _stage(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
                prev: list[str], count: str) -> None:
+        out.emit(self._stage_code(out, access, slot, last, prev, count))
+
+    def _stage_code(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
+                    prev: list[str], count: str) -> str:
         """After an execution of a loop: stage the lane's descriptor of one deferred access
         (its last two iterations' byte addresses and the runs, layout.py ``STAGE``) by one
         call of a shared recorder (``recorders``); the step counter moves it into the lane's
         log. A lane running the loop again before the pass ends (a nested loop) first has
         the step counter move the descriptor staged before."""
+        at, addr_last, addr_prev = self._stage_parts(out, access, slot, last, prev)
+        addrs = f"{addr_last}, {addr_prev}"
+        where = f"_trS0 + 3 * {at}, _trS1 + {_int(out, slot)}"
+        whole = _RANGE_COUNT.match(count)
+        if whole:
+            t = whole[1]
+            record = f"{_STAGE_RANGE}(_trT, {where}, {addrs}, {t}[0], {t}[1], {t}[2])"
+        else:
+            record = f"{_STAGE}(_trT, {where}, {addrs}, {count})"
+        return (f"if _trT[_trS0 + 3 * {at} + 2] != 0:\n"
+                f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n{record}")
+
+    def _stage_parts(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
+                     prev: list[str]) -> tuple[str, str, str]:
+        """The lane's row in ``STAGE`` (slot * lanes + lane) and the byte addresses of a
+        deferred access's last two iterations."""
         isz = _int(out, np.dtype(access.dtype).itemsize)
         if access.site.space == "local":
             base, last_i, prev_i = _int(out, 0), _linear(out, access, last), _linear(
@@ -254,16 +333,7 @@ class TrafficInstrument(Instrument):
             base, last_i, prev_i = self._buffer(out, access), last[0], prev[0]
         nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
         at = f"({_int(out, slot * nl)} + {access.lid})"
-        addrs = f"{base} + {last_i} * {isz}, {base} + {prev_i} * {isz}"
-        where = f"_trS0 + 3 * {at}, _trS1 + {_int(out, slot)}"
-        whole = _RANGE_COUNT.match(count)
-        if whole:
-            t = whole[1]
-            record = f"{_STAGE_RANGE}(_trT, {where}, {addrs}, {t}[0], {t}[1], {t}[2])"
-        else:
-            record = f"{_STAGE}(_trT, {where}, {addrs}, {count})"
-        out.emit(f"if _trT[_trS0 + 3 * {at} + 2] != 0:\n"
-                 f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n{record}")
+        return at, f"{base} + {last_i} * {isz}", f"{base} + {prev_i} * {isz}"
 
     def _defer(self, event: AccessEvent, out: Emit, slot: int) -> tuple[str, ...] | None:
         """The index codes of an access recorded once per loop (its indices kept in locals,
@@ -281,6 +351,13 @@ class TrafficInstrument(Instrument):
         last, prev = loop.captures(node, event.kind)
         if len(last) != len(event.index):
             return None
+        if loop.lanes:  # lane-major trips: the lane's last two indices in lane arrays
+            for now, before, code in zip(last, prev, event.index, strict=True):
+                out.lane_array(f"{now}a", "int64")
+                out.lane_array(f"{before}a", "int64")
+                out.pre(f"{before}a[_lid] = {now}a[_lid]\n{now}a[_lid] = np.int64({code})")
+            loop.deferred.append((event, slot, last, prev))
+            return event.index
         for now, before, code in zip(last, prev, event.index, strict=True):
             out.pre(f"{before} = {now}\n{now} = np.int64({code})")
         loop.deferred.append((event, slot, last, prev))
@@ -351,6 +428,14 @@ class TrafficInstrument(Instrument):
         lx, ly = ("_lx", "_ly") if two_d else (lid, _int(out, 0))
         x = f"_trX0 + {_int(out, lay.LANE_COLS * slot)}"
         head = f"_trT, _trL, _trC0, _trP0, _trK, {_int(out, nl)}, {_int(out, slot)}"
+        if self.lane_blocks and not two_d and lid == "_lid":
+            # 1-D: the lane's index kept in a lane array, given to the run after the pass
+            # (``recorders.block``): a store per lane instead of a call
+            keep = out.lane_array(f"_trB{slot}", "int64", "_unset_lanes_int64")
+            out.pre(f"{index} = np.int64({linear})\n{keep}[_lid] = {index}")
+            self._pass_blocks[key] = (f"{_BLOCK}({head}, {x}, {keep}, _NL, {row}, {base}, "
+                                      f"{isz})")
+            return (index,) if len(codes) == 1 else codes
         # A run given up (0) records each lane as ``_record_inline`` does.
         out.pre(f"{index} = np.int64({linear})\n"
                 f"_trE = {_LANE}(_trT, {x}, {lid}, {lx}, {ly}, {index})\n"

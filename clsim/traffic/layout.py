@@ -73,6 +73,9 @@ S_COLS = 13
 (L_FIRST, L_END, L_ORIGIN, L_STRIDE, L_ROW_STRIDE, L_ROW, L_KEPT, L_BASE, L_ISZ) = range(9)
 LANE_COLS = 9
 STAGED_LOOP, STAGED_LANES, STAGED_GIVEN_UP = 1, 2, 3  # a slot's C_STAGED0 flag
+# A lane's element in a group function's lane array of one access (``recorders.block``):
+# the lane has not run it in this pass.
+NOT_RUN = -(1 << 62)
 D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3

@@ -1,0 +1,149 @@
+"""Strided loops run lane-major under the traffic counter give exactly the usual form's report.
+
+What it proves: with ``TrafficInstrument.lane_loops`` (the default) a region
+``for c in range(lid + U, stop, step)`` with a straight-line body, and a region
+``if lid < X``, run lane-major as in the default build (clsim/compiler/lane_emit.py), and
+with ``lane_blocks`` 1-D lane runs are made after each pass from the lanes' indices
+(``recorders.block``); the report (sites, executions, sectors, bank replays, flops,
+footprint, DRAM through the caches) and the outputs equal those of the usual forms, with
+lanes that run one iteration fewer (a partial last trip), none, or a loop that starts
+past ``lid`` (``lid + U``: one more integer operation per work-item), a store loop, a local
+array read in the loop, and lanes that skip an access or break a run.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import clsim
+from clsim import (
+    CLK_GLOBAL_MEM_FENCE,
+    CLK_LOCAL_MEM_FENCE,
+    barrier,
+    fmax,
+    get_group_id,
+    get_local_id,
+    get_local_size,
+    kernel,
+    local_array,
+)
+from clsim.traffic import instrument as tr
+
+
+@kernel
+def rows(x, y, ncols, skip):
+    """Strided loops over a row: loads, a local array filled and read in loops, a start
+    past ``lid``, a store loop; a tree reduction; lanes that skip a store."""
+    row = get_group_id(0)
+    lid = get_local_id(0)
+    wg = get_local_size(0)
+    base = row * ncols
+    t = local_array(1024, np.float32)
+    top = -1e30
+    for c in range(lid, ncols, wg):
+        top = fmax(top, x[base + c])
+    t[lid] = top
+    barrier(CLK_LOCAL_MEM_FENCE)
+    active = wg
+    while active > 1:
+        half_ = (active + 1) // 2
+        if lid < active - half_:
+            t[lid] = fmax(t[lid], t[lid + half_])
+        barrier(CLK_LOCAL_MEM_FENCE)
+        active = half_
+    top = t[0]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    for c in range(lid, 1024, wg):
+        t[c] = x[c] * 0.5
+    barrier(CLK_LOCAL_MEM_FENCE)
+    acc = 0.0
+    for c in range(lid + skip, ncols, wg):  # starts past lid: U + lid counted per item
+        acc += (x[base + c] - top) * t[c]
+    if lid % 3 != 0:
+        y[base + lid % ncols] = acc  # lanes skip it: the run is made lane by lane
+    barrier(CLK_GLOBAL_MEM_FENCE)
+    for c in range(lid, ncols, wg):
+        y[base + c] = y[base + c] + acc
+
+
+def _rows_case(nrows, ncols, wg, skip):
+    x = np.random.default_rng(1).standard_normal(max(nrows * ncols, 1024)).astype(np.float32)
+    y = np.zeros(nrows * ncols, np.float32)
+    return rows, (nrows * wg,), (wg,), (x, y, np.int32(ncols), np.int32(skip))
+
+
+def _softmax_case(nrows, ncols, wg):
+    from kernels_py.softmax import SPEC
+
+    shape = {"rows": nrows, "cols": ncols}
+    inputs = SPEC.make_inputs(np.random.default_rng(0), shape)
+    launch = SPEC.launch(inputs, shape, (wg,))
+    return SPEC.kernel, launch.global_size, launch.local_size, launch.args
+
+
+CASES = {
+    "partial_trip": lambda: _rows_case(3, 1000, 256, 3),  # lanes 232..255 one trip fewer
+    "one_trip": lambda: _rows_case(2, 40, 64, 1),  # lanes 40..63 run none
+    "no_trip": lambda: _rows_case(2, 5, 64, 7),  # the skipped loop runs for no lane
+    "whole_trips": lambda: _rows_case(2, 512, 128, 0),
+    "softmax": lambda: _softmax_case(3, 300, 128),
+    "softmax_partial": lambda: _softmax_case(2, 77, 64),
+}
+
+
+@pytest.fixture
+def fresh(monkeypatch, request):
+    """Compile afresh (the hooks run) and count the strided loops run lane-major."""
+    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, request.node.name, os.getpid()))
+    seen = []
+    hook = tr.TrafficInstrument.on_lane_loop
+
+    def spy(self, event, out):
+        if event.start:
+            seen.append(event.node.lineno)
+        return hook(self, event, out)
+
+    monkeypatch.setattr(tr.TrafficInstrument, "on_lane_loop", spy)
+    return seen
+
+
+def _report(case: str, lanes: bool, monkeypatch, simd=None):
+    monkeypatch.setattr(tr.TrafficInstrument, "lane_loops", lanes)
+    monkeypatch.setattr(tr.TrafficInstrument, "lane_blocks", lanes)
+    kern, global_size, local_size, args = CASES[case]()
+    arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    options = {} if simd is None else {"simd_width": simd}
+    result = clsim.run(kern, global_size, local_size, arrays, traffic=True, **options)
+    return result.traffic, [a for a in arrays if isinstance(a, np.ndarray)]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_lane_major_loops_give_the_usual_report(case, fresh, monkeypatch):
+    """Same report, same outputs; the strided loops ran lane-major."""
+    usual, out_a = _report(case, False, monkeypatch)
+    assert fresh == []
+    lane_major, out_b = _report(case, True, monkeypatch)
+    assert len(fresh) >= (3 if case.startswith("softmax") else 4), fresh
+    assert lane_major == usual
+    for a, b in zip(out_a, out_b, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_lane_major_loops_at_another_simd_width(fresh, monkeypatch):
+    """Steps of 16 lanes: a partial trip's edge falls inside other sub-groups."""
+    usual, _ = _report("partial_trip", False, monkeypatch, simd=16)
+    lane_major, _ = _report("partial_trip", True, monkeypatch, simd=16)
+    assert lane_major == usual
+
+
+def test_a_failed_range_check_runs_the_usual_form(fresh, monkeypatch):
+    """An index past the end fails the region's range check: the usual form runs, records
+    as it always does, and reports the first failing work-item."""
+    monkeypatch.setattr(tr.TrafficInstrument, "lane_loops", True)
+    kern, global_size, local_size, args = CASES["whole_trips"]()
+    x, y, ncols, skip = args
+    with pytest.raises(clsim.SimulationError, match=r"x\[1000\]"):
+        clsim.run(kern, global_size, local_size, (x[:1000], y, ncols, skip), traffic=True)
