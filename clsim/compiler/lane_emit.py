@@ -108,6 +108,14 @@ class LaneMajorFlow:
         return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
                           self.remat, ranges_after_before=True)
 
+    def _check_int(self, node) -> str:
+        """``_group_int`` for a range check: not the kernel's arithmetic, not counted."""
+        saved, self.module.uncounted = self.module.uncounted, True
+        try:
+            return self._group_int(node)
+        finally:
+            self.module.uncounted = saved
+
     def _group_int(self, node) -> str:
         self.in_wi = False
         try:
@@ -140,7 +148,7 @@ class LaneMajorFlow:
             self.emit(f"{top} = {u} + ({trips} - 1) * {t} + "
                       f"({last} if {last} < _NL else _NL) - 1")
             for buffer, offset in _distinct(lp.accesses):
-                p = self._group_int(offset) if offset is not None else "0"
+                p = self._check_int(offset) if offset is not None else "0"
                 length = f"v_{buffer}.shape[0]"
                 self.emit(f"{ok} = {ok} and {p} + {u} >= 0 and {p} + {top} < {length}")
             if lp.proof is not None:
@@ -197,7 +205,7 @@ class LaneMajorFlow:
         self.emit(f"{m} = _NL if _NL < {m} else {m}\n{m} = 0 if {m} < 0 else {m}")
         self.emit(f"{ok} = True")
         for buffer, offset in _distinct(lp.accesses):
-            p = self._group_int(offset) if offset is not None else "0"
+            p = self._check_int(offset) if offset is not None else "0"
             self.emit(f"{ok} = {ok} and ({m} == 0 or ({p} >= 0 and "
                       f"{p} + {m} - 1 < v_{buffer}.shape[0]))")
         self.emit(f"if {ok}:")

@@ -184,6 +184,7 @@ class ModuleEmitter:
         self.lane_regions = True
         # instruments that let a strided loop run lane-major, all of them (``lane_loops``)
         self.lane_loops = False
+        self.uncounted = False  # emitting code of the simulator's own (a range check): no flops
         self.replays_launch = False  # a region stops with REPLAY_LAUNCH (lane_emit.py)
         self.bounds = True
         self.subgroup_size = 32
@@ -311,7 +312,7 @@ class ModuleEmitter:
     _FLOP_KINDS: ClassVar[dict[str, str]] = {"+": "add", "-": "add", "*": "mul", "/": "div"}
 
     def flop(self, gen, op, t) -> None:
-        if not self.instruments:
+        if not self.instruments or self.uncounted:
             return
         kind = self._FLOP_KINDS.get(op, op)
         if ct.is_int(t):

@@ -61,7 +61,7 @@ def rows(x, y, ncols, skip):
     barrier(CLK_LOCAL_MEM_FENCE)
     acc = 0.0
     for c in range(lid + skip, ncols, wg):  # starts past lid: U + lid counted per item
-        acc += (x[base + c] - top) * t[c]
+        acc += (x[row * ncols + c] - top) * t[c]  # the range check's row * ncols: no flop
     if lid % 3 != 0:
         y[base + lid % ncols] = acc  # lanes skip it: the run is made lane by lane
     barrier(CLK_GLOBAL_MEM_FENCE)

@@ -138,7 +138,8 @@ def fresh(monkeypatch, request):
     def spy(self, out, event, *args):
         codes = record(self, out, event, *args)
         if codes is not None:
-            seen.append((event.buffer, event.kind, event.site.line))
+            # a region run lane-major keeps its usual form beside it: two emissions
+            seen.append((event.buffer, event.kind, event.site.line, event.site.id))
         return codes
 
     monkeypatch.setattr(tr.TrafficInstrument, "_record_lanes", spy)
@@ -161,7 +162,7 @@ def test_lane_runs_give_the_per_lane_report(case, fresh, monkeypatch):
     by_lane, out_a = _report(case, False, False, monkeypatch)
     assert fresh == []
     by_run, out_b = _report(case, True, True, monkeypatch)
-    assert len(fresh) == RUNS[case], fresh
+    assert len(set(fresh)) == RUNS[case], fresh
     assert by_run == by_lane
     for a, b in zip(out_a, out_b, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -179,7 +180,7 @@ def test_lane_runs_without_jit(fresh, monkeypatch):
     """The no-JIT mode runs the same generated code as Python: same report."""
     by_lane, _ = _report("early_exit", False, False, monkeypatch)
     by_run, _ = _report("early_exit", True, False, monkeypatch)
-    assert len(fresh) == RUNS["early_exit"]
+    assert len(set(fresh)) == RUNS["early_exit"]
     assert by_run == by_lane
 
 

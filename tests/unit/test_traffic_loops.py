@@ -108,7 +108,8 @@ def fresh(monkeypatch):
     def spy(self, event, out, slot):
         codes = defer(self, event, out, slot)
         if codes is not None:
-            seen.append((event.buffer, event.kind, event.site.line))
+            # a region run lane-major keeps its usual form beside it: two emissions
+            seen.append((event.buffer, event.kind, event.site.line, event.site.id))
         return codes
 
     monkeypatch.setattr(tr.TrafficInstrument, "_defer", spy)
@@ -131,7 +132,7 @@ def test_per_loop_recording_gives_the_per_access_report(case, fresh, monkeypatch
     per_access, out_a = _report(case, False, False, monkeypatch)
     assert fresh == []
     per_loop, out_b = _report(case, True, True, monkeypatch)
-    assert len(fresh) == DEFERRED[case], fresh
+    assert len(set(fresh)) == DEFERRED[case], fresh
     assert per_loop == per_access
     for a, b in zip(out_a, out_b, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -141,7 +142,7 @@ def test_per_loop_recording_without_jit(fresh, monkeypatch):
     """The no-JIT mode runs the same generated code as Python: same report."""
     per_access, _ = _report("strided", False, False, monkeypatch)
     per_loop, _ = _report("strided", True, False, monkeypatch)
-    assert len(fresh) == DEFERRED["strided"]
+    assert len(set(fresh)) == DEFERRED["strided"]
     assert per_loop == per_access
 
 
@@ -152,7 +153,7 @@ def test_per_loop_recording_beside_the_checks(fresh):
     alone = clsim.run(kern, global_size, local_size, args, traffic=True).traffic
     fresh.clear()
     checked = clsim.run(kern, global_size, local_size, args, traffic=True, checks="all")
-    assert len(fresh) == DEFERRED["gemv"]
+    assert len(set(fresh)) == DEFERRED["gemv"]
     assert checked.traffic == alone and checked.findings == []
 
 

@@ -25,7 +25,7 @@ from clsim.traffic import instrument as tr
 def stage_through_local(x, y):
     i = get_global_id(0)
     t = local_array(16, np.float32)
-    t[i] = x[i]  # a local store recorded by a call of ``recorders.lanes``
+    t[i] = x[i]  # a local store's lane run, made by a call of ``recorders.block``
     y[i] = t[i]
 
 
@@ -51,4 +51,4 @@ def test_a_changed_recorder_digest_changes_the_generated_source(monkeypatch):
         assert result.traffic.totals["local_store_bytes"] == 64
         named = [s for s in _generated_sources() if f"clsim.traffic.recorders {digest}" in s]
         assert len(named) == 1, f"no generated module names the recorders' digest {digest}"
-        assert "_tr_lane(" in named[0]
+        assert "_tr_block(" in named[0]
