@@ -163,9 +163,7 @@ class LaneMajorFlow:
             self._usual_or_rerun(item, scalar_region)
 
     def _usual_or_rerun(self, item, scalar_region) -> None:
-        if self.module.instruments and not self.module.lane_regions:
-            scalar_region(item)  # lane-major loops only: what they record is in order
-        elif self.module.instruments and self.module.jit:
+        if self.module.instruments and self.module.jit:
             # their state has seen this launch: it runs again, undone, with the usual forms
             self.emit(f"_err[{rec.CODE}] = {rec.REPLAY_LAUNCH}\nreturn")
             self.module.replays_launch = True
@@ -267,8 +265,11 @@ class LaneMajorFlow:
                 if loops:
                     if lp.start is not None:  # every work-item's lid + U, done at group level
                         self.module.flops(self, "add", lp.loop.iter.args[0].ctype, "_NL")
-                    dispatch.lane_loop(self.module.instruments, self, lp.loop, self.env[c],
-                                       True)
+                    offsets = {id(node): "0" if offset is None else self._check_int(offset)
+                               for _buffer, offset, node in lp.accesses}
+                    where = (lp.loop, self.env[c], offsets, u, n, t)
+                    dispatch.lane_loop(self.module.instruments, self, *where[:2], True,
+                                       *where[2:])
                 self.emit(f"for _lk{k} in range({trips}):")
                 with self.indented():
                     self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
@@ -276,10 +277,9 @@ class LaneMajorFlow:
                     self.emit(f"_lmm{k} = _NL if _NL < _lmm{k} else _lmm{k}")
                     first = f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"
                     self._trip_lanes(lp, f"_lmm{k}", first, f"_lmc{k}", f"_lmm{k}")
-                if loops:  # lane _lid ran ceil((n - _lid) / t) iterations
-                    runs = f"_lmr{k}"
-                    dispatch.lane_loop(self.module.instruments, self, lp.loop, self.env[c],
-                                       False, runs, f"{runs} = max(({n} - _lid + {t} - 1) // {t}, 0)")
+                if loops:
+                    dispatch.lane_loop(self.module.instruments, self, *where[:2], False,
+                                       *where[2:])
                 if lp.after:
                     self._lane_loop("_NL", lp.after)
         finally:

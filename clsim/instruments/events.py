@@ -112,15 +112,20 @@ class LaneLoopEvent:
     (clsim/compiler/lane_emit.py): trip j runs every lane's iteration j, lanes innermost, so
     lane ``_lid``'s iterations are not consecutive in the code. Before the trips (``start``)
     and after them; its accesses reach ``on_access`` in between, once per trip and lane.
-    After the trips, in a loop over the lanes ``_lid`` an instrument may write, the
-    statement ``set_count`` sets ``count`` to the lane's number of iterations.
+    Every access of its body is ``buf[P + c]`` on a 1-D array: ``offsets`` maps the id of
+    its ``ast.Subscript`` to the group-level code of ``P``; ``first`` is the code of ``U``,
+    ``span`` of ``stop - U`` and ``stride`` of ``step`` (at least 1), group-level names
+    valid at both hook points: lane ``l`` ran ``ceil((span - l) / stride)`` iterations
+    (none when that is below 1), ``c = U + l + j * step``.
     """
 
     node: Any
     var_type: str
     start: bool
-    count: str = ""
-    set_count: str = ""
+    offsets: Any
+    first: str
+    span: str
+    stride: str
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,7 @@ def run(kernel: KernelFunction, global_size, local_size=None, args=(), *, jit: b
     except rec.ReplayLaunch as replay:  # the buffers are as before the launch
         instruments = registry.build(build)
         for inst in instruments:
-            inst.lane_regions = False
+            inst.lane_regions = inst.lane_loops = False
         result = _compile_and_launch(kernel, parsed, types, values, config, instruments, how)
         result.compile_s += replay.compile_s
         result.elapsed_s += replay.elapsed_s

@@ -146,15 +146,17 @@ def build(info, dev: Device) -> list[np.ndarray]:
     stage0 = pend0 + ns
     staged0 = stage0 + 3 * ns * nl
     lanes0 = staged0 + ns
+    strided0 = lanes0 + lay.LANE_COLS * ns
     # Rows padded to whole, separate cache lines: threads write their own rows per access.
-    TT = np.zeros((threads, -(-(lanes0 + lay.LANE_COLS * ns) // 8) * 8 + ROW_PAD), np.int64)
+    TT = np.zeros((threads, -(-(strided0 + lay.STRIDED_COLS * ns) // 8) * 8 + ROW_PAD),
+                  np.int64)
     T = TT[0]
     config = {
         lay.C_SIMD: simd, lay.C_SECTOR: dev.sector_bytes, lay.C_LINE: dev.line_bytes,
         lay.C_BANKS: dev.banks, lay.C_BANK_WIDTH: dev.bank_width, lay.C_CAP: cap,
         lay.C_NSLOTS: ns, lay.C_NL: nl, lay.C_NSG: -(-nl // simd), lay.C_CNT0: cnt0,
         lay.C_PEND0: pend0, lay.C_STAGE0: stage0, lay.C_STAGED0: staged0,
-        lay.C_LANES0: lanes0,
+        lay.C_LANES0: lanes0, lay.C_STRIDED0: strided0,
         lay.C_M_WRITE: flags, lay.C_B0: b0, lay.C_X0: x0,
         lay.C_R_CAP: STREAM_BYTES // (8 * threads) if dev.cache else 0,
     }

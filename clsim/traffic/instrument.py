@@ -82,13 +82,9 @@ def _recorders_digest() -> str:
 _ONE_WAY = {"load": lay.R_ATOMIC_LOAD, "store": lay.R_STORE}
 
 
-def _lane_loop(body: str) -> str:
-    """``body`` run for each lane ``_lid`` of the group."""
-    return "for _lid in range(_NL):\n" + _indent(body, 1)
-
-
-def _indent(code: str, levels: int) -> str:
-    return "\n".join("    " * levels + line for line in code.splitlines())
+def _overlapping(arrays: list) -> bool:
+    """Whether two of the arrays share memory."""
+    return any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
 
 
 def _linear(out: Emit, event: AccessEvent, codes: list[str]) -> str:
@@ -110,9 +106,9 @@ class TrafficInstrument(Instrument):
     inline_local = True  # record eligible 1-D local accesses without a call (``_record_inline``)
     lane_runs = True  # record once-per-pass accesses as one lane run per pass (``_record_lanes``)
     # Strided loops run lane-major (``on_lane_loop``): a lane's log receives its entries in
-    # the same order either way, and the affine accesses' descriptors are staged per lane
-    # after the trips from the lane's last two iterations, as the loop's usual form stages
-    # them after each lane's loop.
+    # the same order either way, and the loop's affine accesses are staged once for the
+    # group after the trips (layout.py ``STRIDED``), counted as the descriptors each lane
+    # stages after its own loop in the usual form.
     lane_loops = True
     # 1-D lane runs: each lane's index kept in a lane array, the run made after the pass
     # (``recorders.block``), not extended lane by lane
@@ -263,68 +259,38 @@ class TrafficInstrument(Instrument):
             self._stage(out, access, slot, last, prev, event.count)
 
     def on_lane_loop(self, event: LaneLoopEvent, out: Emit) -> None:
-        """Before the trips of a loop run lane-major: find its affine accesses as
-        ``on_loop`` does (``_defer`` keeps their last two indices per lane, in lane arrays);
-        after them: stage each lane's descriptors as ``on_loop`` does after each lane's
-        loop (a lane that ran fewer than two iterations holds 0 for the missing ones, as
-        the usual form's locals do)."""
+        """Before the trips of a loop run lane-major: find its affine accesses as ``on_loop``
+        does (``_defer`` records them nowhere in the trips); after them: stage each one's
+        strided loop for the group (layout.py ``STRIDED``), which the step counter counts as
+        the descriptors every lane would have staged after its own loop."""
         if event.start:
             self._loop_count += 1
             loop = loops.analyse(event.node, event.var_type, self._loop_count) \
                 if self.per_loop else None
             if loop is not None:
-                loop.lanes = True
+                loop.lanes = event
             self._loops.append(loop)
             return
         loop = self._loops.pop()
-        if loop is None or not loop.deferred:
-            return
-        for access, slot, last, prev in loop.deferred:
-            lines = [event.set_count]
-            for now, before in zip(last, prev, strict=True):
-                lines.append(f"{now} = {now}a[_lid] if {event.count} >= 1 else np.int64(0)\n"
-                             f"{before} = {before}a[_lid] if {event.count} >= 2 else np.int64(0)")
-            at, addr_last, addr_prev = self._stage_parts(out, access, slot, last, prev)
-            # Nothing of the slot staged yet in this pass (its flag clear: the step counter
-            # clears every lane's with it): plain stores, a loop LLVM widens. Else (two
-            # accesses of one site in the loop) the lanes' earlier descriptors move first.
-            fresh = "\n".join([*lines, f"_trT[_trS0 + 3 * {at}] = {addr_last}",
-                               f"_trT[_trS0 + 3 * {at} + 1] = {addr_prev}",
-                               f"_trT[_trS0 + 3 * {at} + 2] = {event.count}"])
-            again = "\n".join([*lines, self._stage_code(out, access, slot, last, prev,
-                                                        event.count)])
-            flag = f"_trS1 + {_int(out, slot)}"
-            out.emit(f"if _trT[{flag}] == 0:\n" + _indent(_lane_loop(fresh), 1)
-                     + f"\n    _trT[{flag}] = {_int(out, lay.STAGED_LOOP)}\nelse:\n"
-                     + _indent(_lane_loop(again), 1))
+        for access, slot in loop.deferred if loop is not None else ():
+            isz = _int(out, np.dtype(access.dtype).itemsize)
+            base = _int(out, 0) if access.site.space == "local" else self._buffer(out, access)
+            first = f"{base} + ({event.offsets[id(access.node)]} + {event.first}) * {isz}"
+            # Nothing staged the slot before in this pass: a slot is one access, taken once
+            # per loop (``_defer``), and the pass ends with the region.
+            columns = [first, isz, f"{event.stride} * {isz}", event.span, event.stride, "_NL"]
+            lines = [f"_trY = _trT[{lay.C_STRIDED0}] + {_int(out, lay.STRIDED_COLS * slot)}"]
+            lines += [f"_trT[_trY + {k}] = {code}" for k, code in enumerate(columns)]
+            lines.append(f"_trT[_trS1 + {_int(out, slot)}] = {_int(out, lay.STAGED_STRIDED)}")
+            out.emit("\n".join(lines))
 
     def _stage(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
                prev: list[str], count: str) -> None:
-        out.emit(self._stage_code(out, access, slot, last, prev, count))
-
-    def _stage_code(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
-                    prev: list[str], count: str) -> str:
         """After an execution of a loop: stage the lane's descriptor of one deferred access
         (its last two iterations' byte addresses and the runs, layout.py ``STAGE``) by one
         call of a shared recorder (``recorders``); the step counter moves it into the lane's
         log. A lane running the loop again before the pass ends (a nested loop) first has
         the step counter move the descriptor staged before."""
-        at, addr_last, addr_prev = self._stage_parts(out, access, slot, last, prev)
-        addrs = f"{addr_last}, {addr_prev}"
-        where = f"_trS0 + 3 * {at}, _trS1 + {_int(out, slot)}"
-        whole = _RANGE_COUNT.match(count)
-        if whole:
-            t = whole[1]
-            record = f"{_STAGE_RANGE}(_trT, {where}, {addrs}, {t}[0], {t}[1], {t}[2])"
-        else:
-            record = f"{_STAGE}(_trT, {where}, {addrs}, {count})"
-        return (f"if _trT[_trS0 + 3 * {at} + 2] != 0:\n"
-                f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n{record}")
-
-    def _stage_parts(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
-                     prev: list[str]) -> tuple[str, str, str]:
-        """The lane's row in ``STAGE`` (slot * lanes + lane) and the byte addresses of a
-        deferred access's last two iterations."""
         isz = _int(out, np.dtype(access.dtype).itemsize)
         if access.site.space == "local":
             base, last_i, prev_i = _int(out, 0), _linear(out, access, last), _linear(
@@ -333,7 +299,16 @@ class TrafficInstrument(Instrument):
             base, last_i, prev_i = self._buffer(out, access), last[0], prev[0]
         nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
         at = f"({_int(out, slot * nl)} + {access.lid})"
-        return at, f"{base} + {last_i} * {isz}", f"{base} + {prev_i} * {isz}"
+        addrs = f"{base} + {last_i} * {isz}, {base} + {prev_i} * {isz}"
+        where = f"_trS0 + 3 * {at}, _trS1 + {_int(out, slot)}"
+        whole = _RANGE_COUNT.match(count)
+        if whole:
+            t = whole[1]
+            record = f"{_STAGE_RANGE}(_trT, {where}, {addrs}, {t}[0], {t}[1], {t}[2])"
+        else:
+            record = f"{_STAGE}(_trT, {where}, {addrs}, {count})"
+        out.emit(f"if _trT[_trS0 + 3 * {at} + 2] != 0:\n"
+                 f"    {_STEPS}(_trFN, _trT, _trL, _trR, _trM, -2 - {at})\n{record}")
 
     def _defer(self, event: AccessEvent, out: Emit, slot: int) -> tuple[str, ...] | None:
         """The index codes of an access recorded once per loop (its indices kept in locals,
@@ -351,12 +326,10 @@ class TrafficInstrument(Instrument):
         last, prev = loop.captures(node, event.kind)
         if len(last) != len(event.index):
             return None
-        if loop.lanes:  # lane-major trips: the lane's last two indices in lane arrays
-            for now, before, code in zip(last, prev, event.index, strict=True):
-                out.lane_array(f"{now}a", "int64")
-                out.lane_array(f"{before}a", "int64")
-                out.pre(f"{before}a[_lid] = {now}a[_lid]\n{now}a[_lid] = np.int64({code})")
-            loop.deferred.append((event, slot, last, prev))
+        if loop.lanes is not None:  # lane-major trips: staged after them, for the group
+            if id(event.node) not in loop.lanes.offsets or len(event.index) != 1:
+                return None
+            loop.deferred.append((event, slot))
             return event.index
         for now, before, code in zip(last, prev, event.index, strict=True):
             out.pre(f"{before} = {now}\n{now} = np.int64({code})")
@@ -517,7 +490,26 @@ class TrafficInstrument(Instrument):
     def allocate(self, info: LaunchInfo) -> list:
         from clsim.traffic import steps  # imports Numba: only launches that count need it
 
+        self._info = info
         return [*arena.build(info, self.device), steps.address()]
+
+    def undo_copies(self) -> list:
+        """The buffers a launch whose lane-major region fails its range check has written
+        before it runs again with the usual forms (``lane_loops``): none when the kernel
+        loads none of the buffers it stores to and they share no memory, as then the run
+        again stores every element the first one did (softmax's ``y``)."""
+        info = self._info
+        arrays = {name: value for name, value in zip(info.params, info.values, strict=True)
+                  if isinstance(value, np.ndarray)}
+        kinds: dict[str, set[str]] = {}
+        for site in info.sites:
+            if site.space in ("global", "constant", "image"):
+                kinds.setdefault(site.buffer, set()).add(site.kind)
+        written = [name for name, k in kinds.items() if k & {"store", "atomic"}]
+        if (all(name in arrays and kinds[name] == {"store"} for name in written)
+                and not _overlapping(list(arrays.values()))):
+            return []
+        return [(value, value.copy()) for value in arrays.values()]
 
     def thread_state(self, state: list, worker: int) -> list:
         """Row ``worker`` of the per-thread arrays (as one-row arrays: the generated code's

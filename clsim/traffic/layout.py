@@ -28,6 +28,12 @@ start the config holds:
   (``recorders.stage_lanes``), in bytes from its first lane, and the slot's ``C_STAGED0``
   flag set to ``STAGED_LANES`` (counted in closed form) or ``STAGED_GIVEN_UP``. A pass's
   ``scratch[lid] = ...`` is a few stores for the whole group, not one log entry per lane.
+* ``C_STRIDED0``: ``STRIDED[slot, STRIDED_COLS]``, the slot's strided loop of the current
+  pass, a loop ``for c in range(lid + U, stop, step)`` run lane-major: lane ``l`` of the
+  group's ``lanes`` ran its access at ``P + c`` ``ceil((span - l) / stride)`` times
+  (``span = stop - U``, ``stride = step``), from byte ``first + l * lane`` on, ``step``
+  bytes apart (flag ``STAGED_STRIDED``). That is what every lane's ``STAGE`` would hold,
+  written once by the group; the step counter counts it as it would count those.
 
 ``L`` (int64) holds ``L[slot, k // 8, lane, k % 8]``: the byte address of the lane's k-th run
 of the slot in the current pass (cap is a multiple of 8; ``k = cap`` is a dump for the runs
@@ -59,6 +65,7 @@ C_SHIFTS = 24  # log2 of sector, line and bank width (-1: not a power of two), 2
 C_R_CAP = 27  # capacity of the stream R
 C_STAGE0, C_STAGED0 = 28, 29  # bases of the loop descriptors' staging area and its flags
 C_LANES0 = 30  # base of the lane runs' staging area (``LANES``)
+C_STRIDED0 = 31  # base of the strided loops' staging area (``STRIDED``)
 C_STACK = 32  # partial linear indices of multi-dimensional local accesses
 C_STACK_DEPTH = 32
 S0 = C_STACK + C_STACK_DEPTH  # first site row
@@ -72,11 +79,16 @@ S_COLS = 13
 # A lane run's columns (elements while recorded, bytes once staged).
 (L_FIRST, L_END, L_ORIGIN, L_STRIDE, L_ROW_STRIDE, L_ROW, L_KEPT, L_BASE, L_ISZ) = range(9)
 LANE_COLS = 9
-STAGED_LOOP, STAGED_LANES, STAGED_GIVEN_UP = 1, 2, 3  # a slot's C_STAGED0 flag
+STAGED_LOOP, STAGED_LANES, STAGED_GIVEN_UP, STAGED_STRIDED = 1, 2, 3, 4  # C_STAGED0 flags
 # A lane's element in a group function's lane array of one access (``recorders.block``):
 # the lane has not run it in this pass.
 NOT_RUN = -(1 << 62)
 D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
+# A strided loop's columns (``STRIDED``): lane 0's first byte address, bytes between
+# lanes and between runs, elements from lane 0's first to the end, elements per run,
+# lanes of the group.
+(T_FIRST, T_LANE, T_STEP, T_SPAN, T_STRIDE, T_LANES) = range(6)
+STRIDED_COLS = 6
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3
 

@@ -41,9 +41,9 @@ class AffineLoop:
     number: int
     accesses: dict[int, tuple[int, int, tuple[str, ...]]]
     deferred: list = field(default_factory=list)
-    # run lane-major (``LaneLoopEvent``): the deferred accesses' index codes are kept, and
-    # their last two iterations' values computed per lane after the trips
-    lanes: bool = False
+    # run lane-major: its ``LaneLoopEvent`` (the deferred accesses are staged for the group
+    # after the trips, as (event, slot) pairs)
+    lanes: object = None
 
     def captures(self, node_id: int, kind: str) -> tuple[list[str], list[str]]:
         """Names of the locals holding an access's index codes in this iteration and the

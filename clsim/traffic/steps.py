@@ -45,6 +45,7 @@ from clsim.traffic.layout import (
     C_SP,
     C_STAGE0,
     C_STAGED0,
+    C_STRIDED0,
     C_X0,
     D_COLS,
     L_BASE,
@@ -69,6 +70,14 @@ from clsim.traffic.layout import (
     SPACE_GLOBAL,
     STAGED_GIVEN_UP,
     STAGED_LANES,
+    STAGED_STRIDED,
+    STRIDED_COLS,
+    T_FIRST,
+    T_LANE,
+    T_LANES,
+    T_SPAN,
+    T_STEP,
+    T_STRIDE,
 )
 from clsim.traffic.recorders import record
 from clsim.traffic.step_rules import (
@@ -84,7 +93,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 5
+RULES = 6
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -111,6 +120,8 @@ def end(T, L, R, M):
                 _lane_run(T, M, R, s)
             elif staged == STAGED_GIVEN_UP:
                 _given_up(T, L, s)
+            elif staged == STAGED_STRIDED:
+                _strided_slot(T, M, R, s)
             elif not _staged_slot(T, M, R, s):
                 for lane in range(nl):
                     unstage(T, L, s * nl + lane)
@@ -391,6 +402,70 @@ def _staged_slot(T, M, R, s):
     for lane in range(nl):
         T[x0 + 3 * lane + 2] = 0
     return True
+
+
+@_once
+def _strided_slot(T, M, R, s):
+    """Count slot ``s``'s strided loop (layout.py ``STRIDED``) with the steps its lanes'
+    descriptors would give staged one by one: ``_staged_slot``'s when in every sub-group
+    the lanes ran equally many runs, else ``unstage`` and ``_loop_slot``'s, a sub-group of
+    equal runs (``_descriptor``) or of lanes one run apart (``_walk``). A lane's runs fall
+    with its id, so a sub-group's first and last lane tell."""
+    x = T[C_STRIDED0] + STRIDED_COLS * s
+    first, lane_b, step = T[x + T_FIRST], T[x + T_LANE], T[x + T_STEP]
+    span, stride, lanes = T[x + T_SPAN], T[x + T_STRIDE], T[x + T_LANES]
+    simd, nl, x0 = T[C_SIMD], T[C_NL], T[C_X0]
+    row = S0 + s * S_COLS
+    nb, kind = T[row + S_NBYTES], T[row + S_KIND]
+    is_global = T[row + S_SPACE] == SPACE_GLOBAL
+    T[row + S_AFFINE] = 1
+    for q in range(T[C_NSG]):
+        lo, hi = q * simd, min(q * simd + simd, nl)
+        most, least = _strided_runs(lo, span, stride, lanes), _strided_runs(
+            hi - 1, span, stride, lanes)
+        if most == least:
+            if most > 0:
+                _strided_lanes(T, M, R, row, first, lane_b, lo, hi, step if most > 1 else 0,
+                               most, nb, kind, is_global)
+            continue
+        for k in range(most):  # step k: the lanes that ran k + 1 runs or more
+            n = 0
+            for lane in range(lo, hi):
+                if _strided_runs(lane, span, stride, lanes) > k:
+                    T[x0 + n] = first + lane_b * lane + step * k
+                    n += 1
+            gathered(T, M, R, row, x0, n, nb, kind, is_global)
+
+
+@inline
+def _strided_runs(lane, span, stride, lanes):
+    """The runs of ``lane`` in a strided loop (layout.py ``STRIDED``)."""
+    return 0 if lane >= lanes else max((span - lane + stride - 1) // stride, 0)
+
+
+@inline
+def _strided_lanes(T, M, R, row, first, lane_b, lo, hi, step, runs, nb, kind, is_global):
+    """``_lanes_loop`` of lanes ``lo..hi - 1`` whose first addresses are
+    ``first + lane_b * lane``."""
+    x0, n = T[C_X0], hi - lo
+    a_lo, a_hi = first + lane_b * lo, first + lane_b * (hi - 1)
+    lo_a, hi_a = min(a_lo, a_hi), max(a_lo, a_hi)
+    if is_global and (lane_b == nb or n == 1):
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        for j in range(runs):
+            coalesced(T, M, R, row, a_lo + step * j, a_lo + step * j + n * nb - 1, kind)
+        return
+    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
+    if not is_global and (banks <= 0 or (step % w == 0 and unit(hi_a + nb - 1, w, shift)
+                                         - unit(lo_a, w, shift) < banks)):
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        return
+    for j in range(runs):
+        for lane in range(lo, hi):
+            T[x0 + lane - lo] = a_lo + lane_b * (lane - lo) + step * j
+        gathered(T, M, R, row, x0, n, nb, kind, is_global)
 
 
 @_once

@@ -147,3 +147,34 @@ def test_a_failed_range_check_runs_the_usual_form(fresh, monkeypatch):
     x, y, ncols, skip = args
     with pytest.raises(clsim.SimulationError, match=r"x\[1000\]"):
         clsim.run(kern, global_size, local_size, (x[:1000], y, ncols, skip), traffic=True)
+
+
+@kernel
+def bump(y, n, narrow):
+    """Groups from ``narrow`` on step 1 through their row: lanes share elements, which a
+    lane-major store loop refuses at run time."""
+    row = get_group_id(0)
+    lid = get_local_id(0)
+    step = get_local_size(0) if row < narrow else 1
+    base = row * n
+    for c in range(lid, n, step):
+        y[base + c] = y[base + c] + 1.0
+
+
+def test_a_refused_region_runs_the_launch_again_from_the_buffers_before_it(fresh,
+                                                                            monkeypatch):
+    """The third group's store loop fails its step check after two groups stored lane-major:
+    the launch runs again with the usual forms, from ``y`` as it was (``undo_copies``: the
+    kernel reads ``y``), and reports what the usual forms alone report."""
+    results = []
+    for lanes in (False, True):
+        monkeypatch.setattr(tr.TrafficInstrument, "lane_loops", lanes)
+        y = np.zeros(4 * 40, np.float32)
+        result = clsim.run(bump, (4 * 32,), (32,), (y, np.int32(40), np.int32(2)),
+                           traffic=True)
+        results.append((result.traffic, y))
+    assert len(fresh) >= 1
+    (usual, y_usual), (replayed, y_replayed) = results
+    np.testing.assert_array_equal(y_replayed, y_usual)
+    assert y_usual[:80].tolist() == [1.0] * 80 and y_usual[80] == 1.0 and y_usual[119] == 32.0
+    assert replayed == usual
