@@ -132,8 +132,11 @@ def _tr_k(T, at, kind, idx):
 
 # A group function's lane array of one access's indices (``recorders.block``), allocated once
 # per thread by the launcher (its name is one the launcher takes for per-thread scratch) with
-# every lane ``NOT_RUN``, as ``block`` leaves it after each pass.
+# every lane ``NOT_RUN`` and, after the lanes, the highest lane that ran it plus 1 at 0, as
+# ``block`` leaves it after each pass.
 _define("_unset_lanes_int64", f"""
-def _unset_lanes_int64(shape):
-    return np.full(shape, {layout.NOT_RUN}, np.int64)
+def _unset_lanes_int64(lanes):
+    index = np.full(lanes + 1, {layout.NOT_RUN}, np.int64)
+    index[lanes] = 0
+    return index
 """)

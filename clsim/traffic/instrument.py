@@ -405,7 +405,8 @@ class TrafficInstrument(Instrument):
             # 1-D: the lane's index kept in a lane array, given to the run after the pass
             # (``recorders.block``): a store per lane instead of a call
             keep = out.lane_array(f"_trB{slot}", "int64", "_unset_lanes_int64")
-            out.pre(f"{index} = np.int64({linear})\n{keep}[_lid] = {index}")
+            out.pre(f"{index} = np.int64({linear})\n{keep}[_lid] = {index}\n"
+                    f"{keep}[{_int(out, nl)}] = _lid + 1")
             self._pass_blocks[key] = (f"{_BLOCK}({head}, {x}, {keep}, _NL, {row}, {base}, "
                                       f"{isz})")
             return (index,) if len(codes) == 1 else codes

@@ -138,21 +138,24 @@ def stage_lanes(T, x, flag):
 @_jit
 def block(T, L, c0, p0, cap, nl, s, x, index, count, row, base, isz):
     """After a pass of a 1-D group's lanes ``0 .. count - 1``, in order: the lanes that ran
-    slot ``s`` once, each at its element ``index[lane]`` (``NOT_RUN``: it did not), given to
-    the pass's lane run at ``T[x:]`` (layout.py ``LANES``) as ``lane`` and ``lanes`` would
-    have been lane by lane, which is what this does unless the run is fresh and the lanes
-    that ran it are the first ones, at equally spaced elements (the usual pass, and a
-    tree reduction's ``if lid < half``): then the run is written at once. Each element
-    is left ``NOT_RUN`` again. The lanes' indices are plain stores in the pass's loop, which
+    slot ``s`` once, each at its element ``index[lane]`` (``NOT_RUN``: it did not;
+    ``index[nl]``: the highest lane that ran it, plus 1), given to the pass's lane run at
+    ``T[x:]`` (layout.py ``LANES``) as ``lane`` and ``lanes`` would have been lane by lane,
+    which is what this does unless the run is fresh and the lanes that ran it are the first
+    ones, at equally spaced elements (the usual pass, and a tree reduction's
+    ``if lid < half``): then the run is written at once. The lanes are left ``NOT_RUN``
+    again and ``index[nl]`` 0. The lanes' indices are plain stores in the pass's loop, which
     LLVM may widen; a call of ``lane`` per lane (~2.7 ns) was a quarter of softmax's
     counting."""
+    top = min(index[nl], count)
+    index[nl] = 0
     ran = 0  # lanes 0 .. ran - 1 ran it, the others not? (no early exits: loops LLVM widens)
-    for i in range(count):
+    for i in range(top):
         ran += index[i] != NOT_RUN
     first = index[0]
     stride = index[1] - first if ran > 1 else 0
     off = 0
-    for i in range(count):
+    for i in range(top):
         off |= index[i] != (first + stride * i if i < ran else NOT_RUN)
     if ran > 0 and off == 0 and T[x + L_END] == -1:
         T[x + L_FIRST], T[x + L_END], T[x + L_ORIGIN] = 0, ran, first
@@ -161,13 +164,13 @@ def block(T, L, c0, p0, cap, nl, s, x, index, count, row, base, isz):
         for i in range(ran):
             index[i] = NOT_RUN
         return
-    for i in range(count):
+    for i in range(top):
         at = index[i]
         if at == NOT_RUN:
             continue
         index[i] = NOT_RUN
-        ran = lane(T, x, i, i, 0, at)
-        if ran == 0:
+        fits = lane(T, x, i, i, 0, at)
+        if fits == 0:
             record(T, L, c0, p0, cap, nl, s, i, base + at * isz)
-        elif ran < 0:
+        elif fits < 0:
             lanes(T, L, c0, p0, cap, nl, s, x, i, i, 0, row, at, base, isz)

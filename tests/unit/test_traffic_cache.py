@@ -166,3 +166,20 @@ def test_a_launch_after_a_longer_one_replays_only_its_own_stream():
     assert after.buffers == alone.buffers
     assert (after.dram_read_bytes, after.dram_write_bytes) == (
         alone.dram_read_bytes, alone.dram_write_bytes)
+
+
+def test_the_footprint_flags_kept_for_the_next_launch_start_cleared():
+    """The footprint flags are kept from one launch for the next of the same sizes
+    (``arena._flags``: no page faults as they are first set) and cleared before it: a copy
+    of half the elements after a whole copy reports half the footprint."""
+    from clsim.traffic import arena
+
+    kernel, global_size, local_size, (src, dst, n), _ = tk.copy_case(1 << 12)
+    arena._kept_flags.clear()
+    whole = clsim.run(kernel, global_size, local_size, (src, dst, n), traffic=True).traffic
+    kept = arena._kept_flags[0]
+    half = clsim.run(kernel, global_size, local_size, (src, dst, np.int32(n // 2)),
+                     traffic=True).traffic
+    assert arena._kept_flags[0] is kept
+    assert whole.buffers["src"]["unique"] == 4 * n and whole.buffers["dst"]["unique"] == 4 * n
+    assert half.buffers["src"]["unique"] == 2 * n and half.buffers["dst"]["unique"] == 2 * n

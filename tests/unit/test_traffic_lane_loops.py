@@ -8,7 +8,8 @@ with ``lane_blocks`` 1-D lane runs are made after each pass from the lanes' indi
 footprint, DRAM through the caches) and the outputs equal those of the usual forms, with
 lanes that run one iteration fewer (a partial last trip), none, or a loop that starts
 past ``lid`` (``lid + U``: one more integer operation per work-item), a store loop, a local
-array read in the loop, and lanes that skip an access or break a run.
+array read in the loop, a last group narrower than the others, and lanes that skip an
+access or break a run.
 """
 
 from __future__ import annotations
@@ -69,10 +70,11 @@ def rows(x, y, ncols, skip):
         y[base + c] = y[base + c] + acc
 
 
-def _rows_case(nrows, ncols, wg, skip):
+def _rows_case(nrows, ncols, wg, skip, short=0):
+    """``short``: the last group has that many work-items fewer (a non-uniform range)."""
     x = np.random.default_rng(1).standard_normal(max(nrows * ncols, 1024)).astype(np.float32)
     y = np.zeros(nrows * ncols, np.float32)
-    return rows, (nrows * wg,), (wg,), (x, y, np.int32(ncols), np.int32(skip))
+    return rows, (nrows * wg - short,), (wg,), (x, y, np.int32(ncols), np.int32(skip))
 
 
 def _softmax_case(nrows, ncols, wg):
@@ -89,6 +91,7 @@ CASES = {
     "one_trip": lambda: _rows_case(2, 40, 64, 1),  # lanes 40..63 run none
     "no_trip": lambda: _rows_case(2, 5, 64, 7),  # the skipped loop runs for no lane
     "whole_trips": lambda: _rows_case(2, 512, 128, 0),
+    "narrow_last_group": lambda: _rows_case(3, 1000, 256, 0, short=56),
     "softmax": lambda: _softmax_case(3, 300, 128),
     "softmax_partial": lambda: _softmax_case(2, 77, 64),
 }
