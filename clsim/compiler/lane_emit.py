@@ -261,15 +261,16 @@ class LaneMajorFlow:
                 if lp.before:
                     self._lane_loop("_NL", lp.before)
                 c = lp.loop.target.id
+                # Under ``lane_loops`` instruments (traffic) see the trips.
                 loops = self.module.instruments and not self.module.lane_regions
                 if loops:
                     if lp.start is not None:  # every work-item's lid + U, done at group level
                         self.module.flops(self, "add", lp.loop.iter.args[0].ctype, "_NL")
                     offsets = {id(node): "0" if offset is None else self._check_int(offset)
                                for _buffer, offset, node in lp.accesses}
-                    where = (lp.loop, self.env[c], offsets, u, n, t)
-                    dispatch.lane_loop(self.module.instruments, self, *where[:2], True,
-                                       *where[2:])
+                    trips_at = {"node": lp.loop, "var_type": self.env[c], "offsets": offsets,
+                                "first": u, "span": n, "stride": t}
+                    dispatch.lane_loop(self.module.instruments, self, start=True, **trips_at)
                 self.emit(f"for _lk{k} in range({trips}):")
                 with self.indented():
                     self.emit(f"_lmc{k} = {u} + _lk{k} * {t}")
@@ -278,8 +279,7 @@ class LaneMajorFlow:
                     first = f"{self.write_var(c)} = np.{self.env[c]}(_lmc{k} + _lid)"
                     self._trip_lanes(lp, f"_lmm{k}", first, f"_lmc{k}", f"_lmm{k}")
                 if loops:
-                    dispatch.lane_loop(self.module.instruments, self, *where[:2], False,
-                                       *where[2:])
+                    dispatch.lane_loop(self.module.instruments, self, start=False, **trips_at)
                 if lp.after:
                     self._lane_loop("_NL", lp.after)
         finally:

@@ -39,8 +39,8 @@ class ProvenFlow:
             return None
         pp = proven.plan(stmts, self.analysis, self.storage, self.env, self.remat)
         if (pp is not None and module.instruments and self._unrecorded(pp) is None
-                and not module.lane_regions):
-            return None  # (an instrument that counts per pass: traffic)
+                and not (module.lane_regions or module.lane_loops)):
+            return None
         return pp
 
     def _unrecorded(self, pp: ProvenPlan) -> str | None:
@@ -89,6 +89,8 @@ class ProvenFlow:
         kept = self.module.instruments if unrecorded is None else []
         saved, self.module.instruments = self.module.instruments, kept
         try:
+            if kept and not self.module.lane_regions:
+                self.module.on_region_start(self)  # (as the usual form's lane loop does)
             self._unchecked_lanes_2d(item.stmts)
             if kept:
                 self.module.on_region_end(self)
@@ -167,7 +169,7 @@ class ProvenFlow:
         for j, loop in enumerate(pp.loops):
             if Var("loop", loop) not in needed:
                 continue
-            args = [self._group_int(a) for a in loop.iter.args]
+            args = [self._check_int(a) for a in loop.iter.args]
             zero, one = self.module.const(0, "int64"), self.module.const(1, "int64")
             start, stop, step = ([zero, *args, one] if len(args) == 1 else
                                  [*args, one] if len(args) == 2 else args)
@@ -192,7 +194,7 @@ class ProvenFlow:
         self.emit(f"{acc} = (0, 0, 0, True)")
         term_fn = self.helper("_proof_term")
         for term in terms:
-            f1, f2 = ([self._group_int(f) for f in term.factors] + [one, one])[:2]
+            f1, f2 = ([self._check_int(f) for f in term.factors] + [one, one])[:2]
             sign = self.module.const(term.sign, "int64")
             vlo, vhi = ranges[term.var] if term.var is not None else (one, one)
             self.emit(f"{acc} = {term_fn}({acc}, {sign}, {f1}, {f2}, {vlo}, {vhi})")

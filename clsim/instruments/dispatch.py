@@ -136,8 +136,8 @@ def loop(instruments, gen, node, range_tuple: str, var_type: str, start: bool) -
         inst.on_loop(event, ev.Emit(gen))
 
 
-def lane_loop(instruments, gen, node, var_type: str, start: bool, offsets: dict, first: str,
-              span: str, stride: str) -> None:
+def lane_loop(instruments, gen, *, node, var_type: str, start: bool, offsets: dict,
+              first: str, span: str, stride: str) -> None:
     """Before or after the trips of a work-item loop run lane-major (``LaneLoopEvent``)."""
     event = ev.LaneLoopEvent(node, str(var_type), start, offsets, first, span, stride)
     for inst in instruments:

@@ -15,6 +15,8 @@ access or break a run.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +27,7 @@ from clsim import (
     CLK_LOCAL_MEM_FENCE,
     barrier,
     fmax,
+    get_global_id,
     get_group_id,
     get_local_id,
     get_local_size,
@@ -32,6 +35,9 @@ from clsim import (
     local_array,
 )
 from clsim.traffic import instrument as tr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import traffic_kernels as tk
 
 
 @kernel
@@ -181,3 +187,49 @@ def test_a_refused_region_runs_the_launch_again_from_the_buffers_before_it(fresh
     np.testing.assert_array_equal(y_replayed, y_usual)
     assert y_usual[:80].tolist() == [1.0] * 80 and y_usual[80] == 1.0 and y_usual[119] == 32.0
     assert replayed == usual
+
+
+@kernel
+def scaled_rows(a, b, k):
+    """A 2-D region whose proof bounds ``gy * (k * 2)``: the proof's ``k * 2`` is the
+    simulator's arithmetic, not the kernel's."""
+    gx = get_global_id(0)
+    gy = get_global_id(1)
+    b[gy * (k * 2) + gx] = a[gy * (k * 2) + gx] * 2.0
+
+
+def _two_d_case(name):
+    if name == "matmul":
+        return tk.matmul_case(48)[:4]
+    a = np.arange(8 * 32, dtype=np.float32)
+    return scaled_rows, (16, 8), (8, 4), (a, np.zeros_like(a), np.int32(16))
+
+
+@pytest.mark.parametrize("name", ["matmul", "scaled_rows"])
+def test_proven_two_d_regions_give_the_usual_report(name, monkeypatch, request):
+    """2-D regions whose indices are proven in range run unchecked under the traffic
+    counter too (clsim/compiler/proven_emit.py), in work-item order: same report and
+    outputs as the usual form's."""
+    from clsim.compiler import proven_emit
+
+    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, request.node.name, os.getpid()))
+    proven = []
+    region = proven_emit.ProvenFlow.proven_region
+
+    def spy(self, *args):
+        proven.append(1)
+        return region(self, *args)
+
+    monkeypatch.setattr(proven_emit.ProvenFlow, "proven_region", spy)
+    reports = []
+    for lanes in (False, True):
+        monkeypatch.setattr(tr.TrafficInstrument, "lane_loops", lanes)
+        kern, global_size, local_size, args = _two_d_case(name)
+        arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        result = clsim.run(kern, global_size, local_size, arrays, traffic=True)
+        reports.append((result.traffic, [a for a in arrays if isinstance(a, np.ndarray)]))
+        assert bool(proven) == lanes
+    (usual, out_a), (unchecked, out_b) = reports
+    assert unchecked == usual
+    for a, b in zip(out_a, out_b, strict=True):
+        np.testing.assert_array_equal(a, b)
