@@ -446,26 +446,11 @@ def _strided_runs(lane, span, stride, lanes):
 @inline
 def _strided_lanes(T, M, R, row, first, lane_b, lo, hi, step, runs, nb, kind, is_global):
     """``_lanes_loop`` of lanes ``lo..hi - 1`` whose first addresses are
-    ``first + lane_b * lane``."""
-    x0, n = T[C_X0], hi - lo
-    a_lo, a_hi = first + lane_b * lo, first + lane_b * (hi - 1)
-    lo_a, hi_a = min(a_lo, a_hi), max(a_lo, a_hi)
-    if is_global and (lane_b == nb or n == 1):
-        T[row + S_EXECS] += n * runs
-        T[row + S_STEPS] += runs
-        for j in range(runs):
-            coalesced(T, M, R, row, a_lo + step * j, a_lo + step * j + n * nb - 1, kind)
-        return
-    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
-    if not is_global and (banks <= 0 or (step % w == 0 and unit(hi_a + nb - 1, w, shift)
-                                         - unit(lo_a, w, shift) < banks)):
-        T[row + S_EXECS] += n * runs
-        T[row + S_STEPS] += runs
-        return
-    for j in range(runs):
-        for lane in range(lo, hi):
-            T[x0 + lane - lo] = a_lo + lane_b * (lane - lo) + step * j
-        gathered(T, M, R, row, x0, n, nb, kind, is_global)
+    ``first + lane_b * lane``, written where ``_walk`` keeps its cursors (free here)."""
+    xc = T[C_CNT0] - 2 * T[C_SIMD]
+    for lane in range(lo, hi):
+        T[xc + lane - lo] = first + lane_b * lane
+    _lanes_loop(T, M, R, row, T, xc - lo, 1, 0, lo, hi, step, runs, nb, kind, is_global)
 
 
 @_once
