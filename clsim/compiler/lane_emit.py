@@ -108,6 +108,17 @@ class LaneMajorFlow:
         return prove_loop(before, loop, after, self.analysis, self.storage, self.env,
                           self.remat, ranges_after_before=True)
 
+    def in_order_instruments(self) -> bool:
+        """Whether instruments see this lane-major or proven region's code in work-item
+        order around the loops (``Instrument.lane_loops``: traffic), not in lane order."""
+        return bool(self.module.instruments) and not self.module.lane_regions
+
+    def start_in_order_pass(self) -> None:
+        """For such instruments, a region's pass starts before its lane-major or proven
+        form, as the usual form's lane loop starts it."""
+        if self.in_order_instruments():
+            self.module.on_region_start(self)
+
     def _check_int(self, node) -> str:
         """``_group_int`` for a range check: not the kernel's arithmetic, not counted."""
         saved, self.module.uncounted = self.module.uncounted, True
@@ -209,8 +220,7 @@ class LaneMajorFlow:
         self.emit(f"if {ok}:")
         with self.indented():
             saved = self._lane_storage(lp.lanes)
-            if self.module.instruments and not self.module.lane_regions:
-                self.module.on_region_start(self)  # (as the usual form's lane loop does)
+            self.start_in_order_pass()
             try:
                 self._unchecked_lanes(m, lp.body)
             finally:
@@ -254,15 +264,13 @@ class LaneMajorFlow:
 
     def _lane_body(self, lp: LanePlan, k: int, u: str, t: str, n: str, trips: str) -> None:
         saved = self._lane_storage(lp.lanes)
-        if self.module.instruments and not self.module.lane_regions:
-            self.module.on_region_start(self)  # (as the usual form's lane loop does)
+        self.start_in_order_pass()
         try:
             with self._recomputed(lp):
                 if lp.before:
                     self._lane_loop("_NL", lp.before)
                 c = lp.loop.target.id
-                # Under ``lane_loops`` instruments (traffic) see the trips.
-                loops = self.module.instruments and not self.module.lane_regions
+                loops = self.in_order_instruments()  # (they see the trips)
                 if loops:
                     if lp.start is not None:  # every work-item's lid + U, done at group level
                         self.module.flops(self, "add", lp.loop.iter.args[0].ctype, "_NL")

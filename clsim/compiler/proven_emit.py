@@ -40,7 +40,7 @@ class ProvenFlow:
         pp = proven.plan(stmts, self.analysis, self.storage, self.env, self.remat)
         if (pp is not None and module.instruments and self._unrecorded(pp) is None
                 and not (module.lane_regions or module.lane_loops)):
-            return None
+            return None  # (an instrument that allows neither form: the usual one)
         return pp
 
     def _unrecorded(self, pp: ProvenPlan) -> str | None:
@@ -89,8 +89,8 @@ class ProvenFlow:
         kept = self.module.instruments if unrecorded is None else []
         saved, self.module.instruments = self.module.instruments, kept
         try:
-            if kept and not self.module.lane_regions:
-                self.module.on_region_start(self)  # (as the usual form's lane loop does)
+            if kept:
+                self.start_in_order_pass()
             self._unchecked_lanes_2d(item.stmts)
             if kept:
                 self.module.on_region_end(self)
