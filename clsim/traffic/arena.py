@@ -43,13 +43,18 @@ def _streams(rows: int, columns: int) -> np.ndarray:
     pages (``_untouched_zeros``). A fresh page costs a fault when first written: GEMV
     4096 x 4096 writes 136 MB of stream, 34,000 faults, ~110 ms of CPU per launch. Nothing
     reads a stream past what its launch wrote, so the old entries need no clearing."""
+    kept = _take_kept(_kept_streams, (rows, columns))
+    return kept if kept is not None else _untouched_zeros(rows, columns)
+
+
+def _take_kept(kept: list, shape: tuple) -> np.ndarray | None:
+    """The array the last launch left in ``kept``, when it has ``shape`` (a launch running
+    beside this one may have taken it: then None)."""
     try:
-        kept = _kept_streams.pop()  # a launch running beside this one may have taken them
+        array = kept.pop()
     except IndexError:
-        kept = None
-    if kept is not None and kept.shape == (rows, columns):
-        return kept
-    return _untouched_zeros(rows, columns)
+        return None
+    return array if array.shape == shape else None
 
 
 def _keep_streams(RR: np.ndarray, entries: int) -> None:
@@ -69,14 +74,11 @@ def _flags(size: int) -> np.ndarray:
     zeros cost a page fault and the kernel's clearing of each page as the launch first sets a
     flag there (softmax 1024^2: 4 MB, ~1 ms a launch); clearing pages already mapped costs
     ~0.1 ms."""
-    try:
-        kept = _kept_flags.pop()  # a launch running beside this one may have taken them
-    except IndexError:
-        kept = None
-    if kept is not None and kept.size == size:
-        kept[:] = 0
-        return kept
-    return np.zeros(size, np.uint8)
+    kept = _take_kept(_kept_flags, (size,))
+    if kept is None:
+        return np.zeros(size, np.uint8)
+    kept[:] = 0
+    return kept
 
 
 def _untouched_zeros(rows: int, columns: int) -> np.ndarray:

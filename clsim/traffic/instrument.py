@@ -83,8 +83,9 @@ _ONE_WAY = {"load": lay.R_ATOMIC_LOAD, "store": lay.R_STORE}
 
 
 def _overlapping(arrays: list) -> bool:
-    """Whether two of the arrays share memory."""
-    return any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
+    """Whether two of the arrays may share memory (their bounds overlap: a quick test, per
+    launch; an overlap without sharing only costs the copies)."""
+    return any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
 
 
 def _linear(out: Emit, event: AccessEvent, codes: list[str]) -> str:
