@@ -40,13 +40,19 @@ def source(pnames: str, how: str, jit: bool, state: str,
     a group that asks to be run again, ``rec.RERUN_GROUP``: clsim.runtime.launch does that)."""
     loop = "prange" if how == "prange" else "range"
     row = "0" if how == "serial" else "_c"
-    # conditional expressions, not min(): Numba compiles its overload again in every process
-    allocs = [f"{name} = {code}" for name, code in scratch]
+    # Every array the groups use is borrowed (intrinsics._borrowed): the parameters, which
+    # the caller holds, and the scratch arrays, kept alive to the loop's end by ``_alive``.
+    borrows = [f"{name} = _borrowed({name})" for name in (*_names(pnames), "_errs")]
+    allocs = [line for name, code in scratch
+              for line in (f"_own{name} = {code}", f"{name} = _borrowed(_own{name})")]
+    alive = [f"_alive(_own{name})" for name, _ in scratch]
     per_group = how == "prange"
+    # conditional expressions, not min(): Numba compiles its overload again in every process
     lines = [
         "@_jitp" if (jit and how == "prange") else ("@_jit" if jit else ""),
         "def _launch(_start, _count, _NG0, _NG1, _NG2, _G0, _G1, _G2, _O0, _O1, _O2, "
         f"{pnames}, _errs):",
+        *("    " + b for b in borrows),
         *([] if per_group else ["    " + a for a in allocs]),
         f"    for _c in {loop}(_count):",
         *(["        " + a for a in allocs] if per_group else []),
@@ -70,7 +76,12 @@ def source(pnames: str, how: str, jit: bool, state: str,
         lines += [f"            if _e[{rec.CODE}] != {rec.RERUN_GROUP}:", "                return"]
     elif how != "prange":
         lines.append("            return")
+    lines += [("        " if per_group else "    ") + a for a in alive]
     return "\n".join(line for line in lines if line != "")
+
+
+def _names(pnames: str) -> list[str]:
+    return [name.strip() for name in pnames.split(",") if name.strip()]
 
 
 def kind(jit: bool, parallel: bool, instruments) -> str:

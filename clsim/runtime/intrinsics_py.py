@@ -20,5 +20,13 @@ _bitcast_int64 = _view(np.int64)
 _bitcast_uint64 = _view(np.uint64)
 _bitcast_float64 = _view(np.float64)
 
-__all__ = ["_bitcast_float32", "_bitcast_float64", "_bitcast_int32", "_bitcast_int64",
+def _borrowed(value):
+    return value
+
+
+def _alive(value):
+    return None
+
+
+__all__ = ["_alive", "_borrowed", "_bitcast_float32", "_bitcast_float64", "_bitcast_int32", "_bitcast_int64",
            "_bitcast_uint32", "_bitcast_uint64"]

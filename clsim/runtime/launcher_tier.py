@@ -22,6 +22,8 @@ import types
 import numpy as np
 from numba.core.types.function_type import WrapperAddressProtocol
 
+from clsim.runtime import intrinsics_py
+
 # per launch: at 8 us a group, at most ~2 ms of loop overhead
 PYTHON_LOOP_GROUPS = 256
 # per compiled module: ~130 ms of loop overhead, a fraction of one launcher compile
@@ -60,7 +62,8 @@ def launcher(compiled, python_loop: bool):
 def _python_form(module, group=None):
     """The launcher's loop as a Python function calling the compiled group function (or
     ``group``). The shared helpers it calls (scratch arrays' np.empty) have no Python entry
-    point (clsim.runtime.jit_helpers), so it calls their Python forms, the same numpy calls."""
+    point (clsim.runtime.jit_helpers), so it calls their Python forms, the same numpy calls;
+    so are the launcher's intrinsics (``_borrowed``: an array as it is)."""
     loop = module._launch.py_func
     names = {}
     for name in loop.__code__.co_names:
@@ -68,6 +71,7 @@ def _python_form(module, group=None):
         if name != "_group" and hasattr(value, "py_func"):
             names[name] = value.py_func
     names["_group"] = module._group if group is None else group
+    names["_borrowed"], names["_alive"] = intrinsics_py._borrowed, intrinsics_py._alive
     return types.FunctionType(loop.__code__, {**vars(module), **names}, loop.__name__)
 
 

@@ -93,7 +93,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 6
+RULES = 7
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -218,14 +218,31 @@ def _lane_run(T, M, R, s):
                 T[x0 + i] = a + stride * i
             gathered(T, M, R, row, x0, n, nb, kind, is_global)
             continue
+        if is_global and stride == nb and lo % lanes_per_row == 0 and n % lanes_per_row == 0 \
+                and row_stride >= lanes_per_row * nb:
+            # Whole rows, each one contiguous segment, ascending: the lanes' step is the
+            # segments' (``merged`` over contiguous lanes makes the same runs, lines and
+            # flags as over the segment they cover).
+            segments = n // lanes_per_row
+            for i in range(segments):
+                T[x0 + i] = a + row_stride * i
+            T[row + S_EXECS] += n
+            T[row + S_STEPS] += 1
+            merged(T, M, R, row, T, x0, 1, segments, lanes_per_row * nb, kind)
+            continue
+        # The lanes' positions in their rows stepped along, not divided out per lane: a
+        # 64-bit division per lane was most of a tiled matmul's step counting.
         lowest, highest, gaps = a, a, 0
+        lx, v = lo % lanes_per_row, a
         for i in range(n):
-            lane = lo + i
-            v = address + stride * (lane % lanes_per_row - fx) + row_stride * (
-                lane // lanes_per_row - fy)
             T[x0 + i] = v
             lowest, highest = min(lowest, v), max(highest, v)
             gaps += v != a + i * nb
+            lx += 1
+            v += stride
+            if lx == lanes_per_row:
+                lx = 0
+                v += row_stride - stride * lanes_per_row
         if whole and not is_global and banks > 0 and unit(
                 highest + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - unit(
                 lowest, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < banks:

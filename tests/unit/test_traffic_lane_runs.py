@@ -101,6 +101,20 @@ def tile_copy(a, out, w):
     out[y * w + x] = t[ly, lx] * 2.0
 
 
+@kernel
+def row_steps(a, out):
+    """Global runs across rows of a 2-D group: rows that overlap, descend, touch, and lie
+    apart (the whole rows of a sub-group are counted as segments only when they ascend
+    without overlapping)."""
+    lx = get_local_id(0)
+    ly = get_local_id(1)
+    g = get_group_id(0)
+    v = a[ly * 4 + lx]
+    v += a[(7 - ly) * 8 + lx]
+    v += a[ly * 8 + lx]
+    out[g * 128 + ly * 16 + lx] = v
+
+
 def _patterns_args(n=200):
     rng = np.random.default_rng(3)
     return (rng.standard_normal(n, dtype=np.float32), np.zeros(4 * n, np.float32), np.int32(n))
@@ -118,13 +132,15 @@ CASES = {
     "tile_partial": lambda: (tile_copy, (12, 16), (8, 8), (np.arange(192, dtype=np.float32),
                                                            np.zeros(192, np.float32),
                                                            np.int32(12))),
+    "row_steps": lambda: (row_steps, (16, 8), (8, 8), (np.arange(64, dtype=np.float32),
+                                                        np.zeros(256, np.float32))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
 # How many accesses each case records as lane runs (the rest by lane).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
-        "tile_partial": 4, "gemv": 6, "copy": 2, "matmul": 5}
+        "tile_partial": 4, "row_steps": 4, "gemv": 6, "copy": 2, "matmul": 5}
 
 
 @pytest.fixture
