@@ -191,6 +191,45 @@ def coalesced(T, M, R, row, first, last, kind):
 
 
 @inline
+def coalesced_runs(T, M, R, row, first, length, step, runs, kind):
+    """``coalesced`` of ``runs`` steps in order, step j covering ``length`` bytes from
+    ``first + step * j`` (a sub-group of consecutive lanes through a strided loop). The
+    counters, the stream's length and the buffer's footprint figures stay in locals (see
+    ``merged``): a GEMV's loop is 64 such steps per sub-group."""
+    ss, ls = T[C_SHIFTS], T[C_SHIFTS + 1]
+    sb, lb = T[C_SECTOR], T[C_LINE]
+    r, r_cap, lost = T[C_R_LEN], T[C_R_CAP], 0
+    b0, x0, m_write = T[C_B0], T[C_X0], T[C_M_WRITE]
+    isz, shift = T[row + S_ISZ], T[row + S_ISZ_SHIFT]
+    p, base, flags, size = np.int64(-1), np.int64(0), np.int64(-1), np.int64(0)
+    sectors, lines = 0, 0
+    for j in range(runs):
+        a = first + step * j
+        last = a + length - 1
+        s0 = unit(a, sb, ss)
+        count = unit(last, sb, ss) - s0 + 1
+        sectors += count
+        lines += unit(last, lb, ls) - unit(a, lb, ls) + 1
+        r, lost = _emit_at(R, r, r_cap, lost, s0, count, kind)
+        q = (a + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT  # _footprint's flags
+        if q != p:
+            p, base = q, q << BUFFER_SHIFT
+            b = b0 + q * B_COLS
+            flags, size = (T[b], T[b + 2]) if q >= 0 and b < x0 else (-1, 0)
+        if flags >= 0:
+            e0 = min(max(unit(a - base, isz, shift), 0), size - 1)
+            e1 = min(max(unit(last - base, isz, shift), 0), size - 1)
+            if kind != R_STORE:  # loads and atomics read
+                _mark(M, flags + e0, e1 - e0 + 1)
+            if kind == R_STORE or kind == R_ATOMIC:
+                _mark(M, m_write + flags + e0, e1 - e0 + 1)
+    T[C_R_LEN] = r
+    T[C_R_LOST] += lost
+    T[row + S_SECTORS] += sectors
+    T[row + S_LINES] += lines
+
+
+@inline
 def _global_step(T, M, R, row, A, first, n, nb, kind):
     """Sectors and lines of one global step whose lanes are not consecutive
     (``A[first:first + n]``, the lanes' addresses), its sectors on the stream and its

@@ -82,6 +82,7 @@ from clsim.traffic.layout import (
 from clsim.traffic.recorders import record
 from clsim.traffic.step_rules import (
     coalesced,
+    coalesced_runs,
     gathered,
     inline,
     jit,
@@ -93,7 +94,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 7
+RULES = 8
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -365,8 +366,7 @@ def _lanes_loop(T, M, R, row, A, base, stride, off, lo, hi, step, runs, nb, kind
     if is_global and gaps == 0:
         T[row + S_EXECS] += n * runs
         T[row + S_STEPS] += runs
-        for j in range(runs):
-            coalesced(T, M, R, row, first + step * j, first + step * j + n * nb - 1, kind)
+        coalesced_runs(T, M, R, row, first, n * nb, step, runs, kind)
         return
     banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
     if not is_global and (banks <= 0 or (step % w == 0 and unit(hi_a + nb - 1, w, shift)
