@@ -94,7 +94,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 8
+RULES = 10
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -111,74 +111,84 @@ def end(T, L, R, M):
     ran it and the addresses are consecutive (the common case), else gathered into the scratch.
     Slots logged as loop descriptors are counted by ``_loop_slot``.
     """
+    staged0, p0 = T[C_STAGED0], T[C_PEND0]
+    for s in range(T[C_NSLOTS]):
+        if T[staged0 + s] != 0 or T[p0 + s] != 0:
+            _slot(T, L, R, M, s)
+
+
+@jit
+def _slot(T, L, R, M, s):
+    """``end`` of slot ``s``: its own function, so that ``end``'s scan of the slots is a
+    tight loop (inlined, the counting's registers were spilled and reloaded for every slot:
+    a fifth of softmax's step counting, whose passes leave most slots untouched)."""
     simd, cap, nl, x0 = T[C_SIMD], T[C_CAP], T[C_NL], T[C_X0]
     c0, p0 = T[C_CNT0], T[C_PEND0]
-    for s in range(T[C_NSLOTS]):
-        staged = T[T[C_STAGED0] + s]
-        if staged != 0:
-            T[T[C_STAGED0] + s] = 0
-            if staged == STAGED_LANES:
-                _lane_run(T, M, R, s)
-            elif staged == STAGED_GIVEN_UP:
-                _given_up(T, L, s)
-            elif staged == STAGED_STRIDED:
-                _strided_slot(T, M, R, s)
-            elif not _staged_slot(T, M, R, s):
-                for lane in range(nl):
-                    unstage(T, L, s * nl + lane)
-        top = T[p0 + s]  # the highest lane that ran the slot, plus 1 (or 1: descriptors)
-        if top == 0:
-            continue
-        T[p0 + s] = 0
-        row = S0 + s * S_COLS
-        nb, kind = T[row + S_NBYTES], T[row + S_KIND]
-        is_global = T[row + S_SPACE] == SPACE_GLOBAL
-        if T[row + S_AFFINE] != 0:
-            _loop_slot(T, L, M, R, s, row, nb, kind, is_global)
-            continue
-        cs, kb = c0 + s * nl, (cap >> 3) + 1
-        for q in range(min(T[C_NSG], (top + simd - 1) // simd)):  # none above ``top`` ran it
-            lo, hi = q * simd, min(q * simd + simd, nl)
-            kmin, kmax, lost = cap, 0, 0
-            for lane in range(cs + lo, cs + hi):
-                runs = T[lane]
-                kmin, kmax = min(kmin, runs), max(kmax, runs)
-                lost += max(runs - cap, 0)
-            if kmax == 0:
-                continue  # no lane ran it (a tree reduction's idle sub-groups): nothing to clear
-            for k in range(min(kmax, cap)):
-                at = ((s * kb + (k >> 3)) * nl << 3) + (k & 7)  # L index of lane 0's run k
-                n = hi - lo
-                if k < kmin and not is_global and T[C_BANKS] > 0:  # conflict-free? (no copy)
-                    wlo, whi = lane_span(L, at + (lo << 3), n)
-                    if unit(whi + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - unit(
-                            wlo, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < T[C_BANKS]:
-                        T[row + S_EXECS] += n
-                        T[row + S_STEPS] += 1
-                        continue
-                if k < kmin and is_global:  # every lane ran it: equally spaced? (no copy)
-                    first = at + (lo << 3)
-                    d = L[first + 8] - L[first] if n > 1 else nb
-                    if d >= 0 and lane_gaps(L, first, n, d) == 0:
-                        T[row + S_EXECS] += n
-                        T[row + S_STEPS] += 1
-                        if d == nb:  # consecutive: one run of sectors
-                            coalesced(T, M, R, row, L[first], L[first + (n - 1) * 8] + nb - 1,
-                                      kind)
-                        else:  # ascending already: merged where the log holds them
-                            merged(T, M, R, row, L, first, 8, n, nb, kind)
-                        continue
-                n = 0
-                for lane in range(lo, hi):  # the lanes that ran it, in lane order
-                    if T[cs + lane] > k:
-                        T[x0 + n] = L[at + (lane << 3)]
-                        n += 1
-                if n > 0:
-                    gathered(T, M, R, row, x0, n, nb, kind, is_global)
-            for lane in range(cs + lo, cs + hi):
-                T[lane] = 0
-            if lost > 0:
-                lost_runs(T, row, lost, nb)
+    staged = T[T[C_STAGED0] + s]
+    if staged != 0:
+        T[T[C_STAGED0] + s] = 0
+        if staged == STAGED_LANES:
+            _lane_run(T, M, R, s)
+        elif staged == STAGED_GIVEN_UP:
+            _given_up(T, L, s)
+        elif staged == STAGED_STRIDED:
+            _strided_slot(T, M, R, s)
+        elif not _staged_slot(T, M, R, s):
+            for lane in range(nl):
+                unstage(T, L, s * nl + lane)
+    top = T[p0 + s]  # the highest lane that ran the slot, plus 1 (or 1: descriptors)
+    if top == 0:
+        return
+    T[p0 + s] = 0
+    row = S0 + s * S_COLS
+    nb, kind = T[row + S_NBYTES], T[row + S_KIND]
+    is_global = T[row + S_SPACE] == SPACE_GLOBAL
+    if T[row + S_AFFINE] != 0:
+        _loop_slot(T, L, M, R, s, row, nb, kind, is_global)
+        return
+    cs, kb = c0 + s * nl, (cap >> 3) + 1
+    for q in range(min(T[C_NSG], (top + simd - 1) // simd)):  # none above ``top`` ran it
+        lo, hi = q * simd, min(q * simd + simd, nl)
+        kmin, kmax, lost = cap, 0, 0
+        for lane in range(cs + lo, cs + hi):
+            runs = T[lane]
+            kmin, kmax = min(kmin, runs), max(kmax, runs)
+            lost += max(runs - cap, 0)
+        if kmax == 0:
+            continue  # no lane ran it (a tree reduction's idle sub-groups): nothing to clear
+        for k in range(min(kmax, cap)):
+            at = ((s * kb + (k >> 3)) * nl << 3) + (k & 7)  # L index of lane 0's run k
+            n = hi - lo
+            if k < kmin and not is_global and T[C_BANKS] > 0:  # conflict-free? (no copy)
+                wlo, whi = lane_span(L, at + (lo << 3), n)
+                if unit(whi + nb - 1, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) - unit(
+                        wlo, T[C_BANK_WIDTH], T[C_SHIFTS + 2]) < T[C_BANKS]:
+                    T[row + S_EXECS] += n
+                    T[row + S_STEPS] += 1
+                    continue
+            if k < kmin and is_global:  # every lane ran it: equally spaced? (no copy)
+                first = at + (lo << 3)
+                d = L[first + 8] - L[first] if n > 1 else nb
+                if d >= 0 and lane_gaps(L, first, n, d) == 0:
+                    T[row + S_EXECS] += n
+                    T[row + S_STEPS] += 1
+                    if d == nb:  # consecutive: one run of sectors
+                        coalesced(T, M, R, row, L[first], L[first + (n - 1) * 8] + nb - 1,
+                                  kind)
+                    else:  # ascending already: merged where the log holds them
+                        merged(T, M, R, row, L, first, 8, n, nb, kind)
+                    continue
+            n = 0
+            for lane in range(lo, hi):  # the lanes that ran it, in lane order
+                if T[cs + lane] > k:
+                    T[x0 + n] = L[at + (lane << 3)]
+                    n += 1
+            if n > 0:
+                gathered(T, M, R, row, x0, n, nb, kind, is_global)
+        for lane in range(cs + lo, cs + hi):
+            T[lane] = 0
+        if lost > 0:
+            lost_runs(T, row, lost, nb)
 
 
 @_once
@@ -463,7 +473,23 @@ def _strided_runs(lane, span, stride, lanes):
 @inline
 def _strided_lanes(T, M, R, row, first, lane_b, lo, hi, step, runs, nb, kind, is_global):
     """``_lanes_loop`` of lanes ``lo..hi - 1`` whose first addresses are
-    ``first + lane_b * lane``, written where ``_walk`` keeps its cursors (free here)."""
+    ``first + lane_b * lane``: its closed forms decided from ``lane_b`` (consecutive global
+    lanes; local lanes within fewer words than banks), else the addresses written where
+    ``_walk`` keeps its cursors (free here). Writing them was a tenth of softmax's step
+    counting: the possibly negative index made LLVM scatter them."""
+    n = hi - lo
+    if is_global and (lane_b == nb or n == 1):
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        coalesced_runs(T, M, R, row, first + lane_b * lo, n * nb, step, runs, kind)
+        return
+    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
+    a, z = first + lane_b * lo, first + lane_b * (hi - 1)
+    if not is_global and (banks <= 0 or (step % w == 0 and unit(max(a, z) + nb - 1, w, shift)
+                                         - unit(min(a, z), w, shift) < banks)):
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        return
     xc = T[C_CNT0] - 2 * T[C_SIMD]
     for lane in range(lo, hi):
         T[xc + lane - lo] = first + lane_b * lane
