@@ -150,14 +150,15 @@ def _set_of(line, sets):
 
 
 @_jit
-def _way(tags, first, ways, line):
-    """The way of ``tags[first:first + ways]`` holding ``line``, or -1 (as an index of tags).
+def _way(tags, first, ways, line, epoch):
+    """The way of ``tags[first:first + ways]`` holding ``line`` in this launch (its stamp,
+    ``ways`` entries on, past ``epoch``: see ``_sets``), or -1 (as an index of tags).
     Without an early exit: the compares vectorise, and which way hits is random (a branch on
     it mispredicts). Indices are unsigned: Numba fixes up every signed index for negative
     values, which made the replays 1.6x slower."""
     found = np.int64(-1)
     for k in range(np.uint64(first), np.uint64(first + ways)):
-        found = np.int64(k) if tags[k] == line else found
+        found = np.int64(k) if tags[k] == line and tags[k + ways] > epoch else found
     return found
 
 
@@ -191,7 +192,7 @@ _M_LINE = (1 << M_BUF) - 1
 
 @_jitp
 def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift):
+             spl_shift, sets2, ways2, sector_shift, epoch):
     """Every unit's L1 over its groups, in group order; units are independent, so blocks of
     them run in parallel. Each chunk that asks anything of the L2 (loads: the sectors the L1
     lacked; stores and atomics: all of them) goes on ``miss`` (a miss entry, above), block
@@ -208,7 +209,7 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
         c = unit_base[blocks[b]]
         for u in range(blocks[b], blocks[b + 1]):
             base_u = u * sets1 * row3
-            clock = 0
+            clock = epoch
             for o in range(unit_start[u], unit_start[u + 1]):
                 j = by_unit[o]
                 row = RR[seg[j, 1]]
@@ -227,7 +228,7 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
                         clock += 1
                         if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
                             base = base_u + _set_of(line, sets1) * row3
-                            w = _way(c1, base, ways1, line)
+                            w = _way(c1, base, ways1, line, epoch)
                             if kind == R_STORE:  # write-through, no allocation
                                 if w >= 0:
                                     c1[np.uint64(w + ways1)] = clock
@@ -248,7 +249,7 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
 
 
 @_jit
-def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
+def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out, epoch):
     """The L2 over the L1s' misses (``_l1_pass``' entries, segment by segment in group
     order) for the sets whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring.
     Sets are independent and each keeps its lookups' order, so any split of the sets gives
@@ -262,7 +263,7 @@ def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
     """
     read, write = out[0], out[1]
     low = (1 << 32) - 1
-    clock = 0
+    clock = epoch
     ja, ka = 0, _AHEAD - 1  # the look-ahead cursor: segment, entry in it
     for j in range(span.shape[0]):
         for c in range(span[j, 0], span[j, 0] + span[j, 1]):
@@ -282,11 +283,11 @@ def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
             entry = miss[np.uint64(c), 0]
             line, buf, kind = entry & _M_LINE, (entry >> M_BUF) & 4095, entry >> M_KIND
             clock += 1
-            w = _way(c2, row, ways2, line)
+            w = _way(c2, row, ways2, line, epoch)
             if w < 0:
                 w = _lru(c2, row + ways2, ways2) - ways2
                 old = c2[np.uint64(w + 2 * ways2)]
-                if c2[np.uint64(w)] >= 0 and old >> 32 != 0:
+                if c2[np.uint64(w + ways2)] > epoch and old >> 32 != 0:
                     write[(c2[np.uint64(w)] << line_shift) >> BUFFER_SHIFT] += _popcount(
                         old >> 32)
                 c2[np.uint64(w)], c2[np.uint64(w + 2 * ways2)] = line, 0
@@ -301,22 +302,22 @@ def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out):
             c2[np.uint64(w + 2 * ways2)] = state
     for w0 in range(lo, hi, 3 * ways2):  # write back what is still dirty
         for w in range(w0, w0 + ways2):
-            if c2[w] >= 0 and c2[w + 2 * ways2] >> 32 != 0:
+            if c2[w + ways2] > epoch and c2[w + 2 * ways2] >> 32 != 0:
                 write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(c2[w + 2 * ways2] >> 32)
 
 
-def _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, parts):
+def _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, epoch, parts):
     """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
     part reads the whole miss stream, but only its own sets' lookups (the cache misses that
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
     counts (parts, 2: read and written, buffers)."""
     out = np.zeros((parts, 2, nbuf), np.int64)
-    _l2_parts(miss, span, c2, sets2, ways2, line_shift, out)
+    _l2_parts(miss, span, c2, sets2, ways2, line_shift, out, epoch)
     return out
 
 
 @_jitp
-def _l2_parts(miss, span, c2, sets2, ways2, line_shift, out):
+def _l2_parts(miss, span, c2, sets2, ways2, line_shift, out, epoch):
     """``_l2_pass``'s parallel loop. Its arrays are allocated and summed outside: array
     expressions here made Numba's once-per-machine compile of it 5 s instead of 2."""
     parts = out.shape[0]
@@ -324,14 +325,33 @@ def _l2_parts(miss, span, c2, sets2, ways2, line_shift, out):
     for p in numba.prange(parts):
         lo = min(p * per, sets2) * 3 * ways2
         hi = min((p + 1) * per, sets2) * 3 * ways2
-        _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out[p])
+        _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out[p], epoch)
 
 
-def _sets(sets: int, ways: int) -> np.ndarray:
-    """``sets`` rows of ``ways`` tags (-1: no line), LRU stamps and sector masks, flat."""
-    state = np.zeros((sets, 3 * ways), np.int64)
-    state[:, :ways] = -1
-    return state.reshape(-1)
+# The last launch's cache states and miss buffer, kept for the next launch: an h200's L1s
+# and L2 take 16 MB, whose page faults (fresh) or clearing (kept) cost 0.7-2 ms a launch,
+# a fifth of vector_add's replay. A launch running beside another finds them taken and
+# makes its own.
+_kept: dict[tuple, tuple[np.ndarray, int]] = {}
+KEEP_MISS_BYTES = 64 << 20  # a larger miss buffer is not kept
+
+
+def _take(key: tuple, size: int) -> tuple[np.ndarray, int]:
+    """A kept int64 array of ``size`` entries under ``key`` and its epoch, or fresh zeros
+    (epoch 0)."""
+    array, epoch = _kept.pop(key, (None, 0))
+    if array is None or array.size != size:
+        return np.zeros(max(size, 1), np.int64), 0
+    return array, epoch
+
+
+def _sets(key: tuple, sets: int, ways: int) -> tuple[np.ndarray, int]:
+    """``sets`` rows of ``ways`` tags, LRU stamps and sector masks, flat, and the epoch: a
+    way holds a line of this launch only while its stamp is past the epoch (the launch's
+    clocks start there), so a kept state needs no clearing: the last launch's lines are
+    never found, and are the first evicted, as empty ways would be; which empty way a line
+    takes changes no count."""
+    return _take(key, sets * 3 * ways)
 
 
 def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> CacheResult:
@@ -352,7 +372,8 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     seg = seg[np.argsort(seg[:, 0], kind="stable")]
     sets1, ways1 = max(1, cfg.l1_bytes // cfg.line_bytes // cfg.l1_ways), cfg.l1_ways
     sets2, ways2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways), cfg.l2_ways
-    c1, c2 = _sets(cfg.compute_units * sets1, ways1), _sets(sets2, ways2)
+    key1, key2 = ("L1", cfg.compute_units * sets1, ways1), ("L2", sets2, ways2)
+    (c1, epoch1), (c2, epoch2) = _sets(key1, *key1[1:]), _sets(key2, *key2[1:])
     units = seg[:, 0] % cfg.compute_units
     by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
     unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
@@ -362,10 +383,20 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     unit_base = chunks[unit_start]
     threads = max(1, min(numba.get_num_threads(), cfg.compute_units))
     blocks = np.arange(threads + 1) * cfg.compute_units // threads
-    miss = np.empty((int(chunks[-1]), 2), np.int64)
+    miss_buffer = _kept.pop(("miss",), (np.empty(0, np.int64), 0))[0]
+    if miss_buffer.size < 2 * int(chunks[-1]):
+        miss_buffer = np.empty(2 * int(chunks[-1]), np.int64)
+    miss = miss_buffer[:2 * int(chunks[-1])].reshape(-1, 2)
     span = np.empty((seg.shape[0], 2), np.int64)
     _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift)
+             spl_shift, sets2, ways2, sector_shift, epoch1)
     parts = min(numba.get_num_threads(), sets2)
-    read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, parts).sum(axis=0)
+    read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, epoch2,
+                           parts).sum(axis=0)
+    # Every stamp of this launch is below the next epoch: a clock counts at most a lookup
+    # per chunk.
+    _kept[key1] = (c1, epoch1 + int(chunks[-1]) + 1)
+    _kept[key2] = (c2, epoch2 + int(chunks[-1]) + 1)
+    if miss_buffer.nbytes <= KEEP_MISS_BYTES:
+        _kept[("miss",)] = (miss_buffer, 0)
     return CacheResult(requested.sum(axis=0), read, write)

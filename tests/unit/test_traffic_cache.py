@@ -183,3 +183,30 @@ def test_the_footprint_flags_kept_for_the_next_launch_start_cleared():
     assert arena._kept_flags[0] is kept
     assert whole.buffers["src"]["unique"] == 4 * n and whole.buffers["dst"]["unique"] == 4 * n
     assert half.buffers["src"]["unique"] == 2 * n and half.buffers["dst"]["unique"] == 2 * n
+
+
+def test_a_kept_cache_state_counts_as_a_fresh_one():
+    """The caches' state is kept for the next launch and not cleared: a line of the last
+    launch is never found, its dirty sectors never written back. The same launch again (the
+    same lines) and after another one give the DRAM figures of a fresh state. In the second
+    profile x stays in the L1s and not in the L2: an L1 that missed would read it again."""
+    import clsim.traffic.cache as cache
+
+    small = _profile(compute_units=4, l1_bytes=2048, l1_ways=4, l2_bytes=16384, l2_ways=4)
+    l1_holds_x = _profile(compute_units=4, l1_bytes=32768, l1_ways=4, l2_bytes=16384,
+                          l2_ways=4)
+    # The small copy fits in the L2: its next launch finds the same lines there.
+    cases = (lambda: tk.gemv_case(64, 4096), lambda: tk.copy_case(1 << 14),
+             lambda: tk.copy_case(1 << 10))
+    for profile in (small, l1_holds_x):
+        def figures(case, profile=profile):
+            report = _run(case(), profile)
+            return report.buffers, report.dram_read_bytes, report.dram_write_bytes
+
+        fresh = []
+        for case in cases:
+            cache._kept.clear()
+            fresh.append(figures(case))
+        for case, want in zip((*cases, *cases), (*fresh, *fresh), strict=True):
+            assert ("L2", 16384 // 128 // 4, 4) in cache._kept  # kept, not fresh
+            assert figures(case) == want
