@@ -94,7 +94,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 10
+RULES = 13
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -113,7 +113,10 @@ def end(T, L, R, M):
     """
     staged0, p0 = T[C_STAGED0], T[C_PEND0]
     for s in range(T[C_NSLOTS]):
-        if T[staged0 + s] != 0 or T[p0 + s] != 0:
+        staged = T[staged0 + s]
+        if staged == STAGED_LANES and T[p0 + s] == 0 and _local_row_run(T, s):
+            T[staged0 + s] = 0  # a tree reduction's pass, counted without calling ``_slot``
+        elif staged != 0 or T[p0 + s] != 0:
             _slot(T, L, R, M, s)
 
 
@@ -206,6 +209,8 @@ def _lane_run(T, M, R, s):
     nb, kind = T[row + S_NBYTES], T[row + S_KIND]
     is_global = T[row + S_SPACE] == SPACE_GLOBAL
     banks = T[C_BANKS]
+    if _local_row_run(T, s):
+        return
     for q in range(first // simd, (stop - 1) // simd + 1):
         lo, hi = max(first, q * simd), min(stop, q * simd + simd, nl)
         n = hi - lo
@@ -267,6 +272,32 @@ def _lane_run(T, M, R, s):
             continue
         gathered(T, M, R, row, x0, n, nb, kind, is_global)
     T[x + L_END] = -1
+
+
+@inline
+def _local_row_run(T, s):
+    """Count slot ``s``'s lane run at once when it is local, in one row, and every
+    sub-group of it spans fewer words than banks (a tree reduction's passes, a broadcast):
+    a step per sub-group, no replays (True); else count nothing (False)."""
+    x = T[C_LANES0] + LANE_COLS * s
+    row = S0 + s * S_COLS
+    if T[row + S_SPACE] == SPACE_GLOBAL:
+        return False
+    first, stop, lanes_per_row = T[x + L_FIRST], T[x + L_END], T[x + L_ROW]
+    simd, nb, banks, w = T[C_SIMD], T[row + S_NBYTES], T[C_BANKS], T[C_BANK_WIDTH]
+    if first // lanes_per_row != (stop - 1) // lanes_per_row:
+        return False
+    if banks > 0:
+        # A sub-group's bytes span ``stride * (simd - 1) + nb`` at most; lanes a whole
+        # number of words apart share their offset in a word, the first lane's.
+        stride = abs(T[x + L_STRIDE])
+        offset = T[x + L_ORIGIN] % w if stride % w == 0 else w - 1
+        if (offset + stride * (simd - 1) + nb - 1) // w >= banks:
+            return False
+    T[row + S_EXECS] += stop - first
+    T[row + S_STEPS] += (stop - 1) // simd - first // simd + 1
+    T[x + L_END] = -1
+    return True
 
 
 @_once

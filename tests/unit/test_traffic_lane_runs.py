@@ -115,6 +115,34 @@ def row_steps(a, out):
     out[g * 128 + ly * 16 + lx] = v
 
 
+@kernel
+def local_strides(x, out):
+    """Local lane runs whose sub-groups do and do not share banks: two lanes per bank
+    (every second float), two lanes per word (int16), two words per lane (float64)."""
+    lid = get_local_id(0)
+    i = get_global_id(0)
+    t = local_array(128, np.float32)
+    h = local_array(64, np.int16)
+    d = local_array(64, np.float64)
+    t[lid * 2] = x[i]
+    t[lid * 2 + 1] = 1.0
+    h[lid] = lid
+    d[lid] = 2.0
+    barrier(CLK_LOCAL_MEM_FENCE)
+    out[i] = t[lid * 2] + t[lid * 2 + 1] + h[lid] + d[lid]
+
+
+@kernel
+def odd_halves(out):
+    """int16 lanes 42 bytes apart from byte 2: at a sub-group of 4 their words span 32
+    banks from the first lane's offset in its word, 31 from a word's start."""
+    lid = get_local_id(0)
+    h = local_array(256, np.int16)
+    h[lid * 21 + 1] = lid
+    barrier(CLK_LOCAL_MEM_FENCE)
+    out[get_global_id(0)] = h[lid * 21 + 1]
+
+
 def _patterns_args(n=200):
     rng = np.random.default_rng(3)
     return (rng.standard_normal(n, dtype=np.float32), np.zeros(4 * n, np.float32), np.int32(n))
@@ -134,13 +162,15 @@ CASES = {
                                                            np.int32(12))),
     "row_steps": lambda: (row_steps, (16, 8), (8, 8), (np.arange(64, dtype=np.float32),
                                                         np.zeros(256, np.float32))),
+    "local_strides": lambda: (local_strides, (128,), (64,),
+                              (np.arange(128, dtype=np.float32), np.zeros(128, np.float32))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
 # How many accesses each case records as lane runs (the rest by lane).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
-        "tile_partial": 4, "row_steps": 4, "gemv": 6, "copy": 2, "matmul": 5}
+        "tile_partial": 4, "row_steps": 4, "local_strides": 10, "gemv": 6, "copy": 2, "matmul": 5}
 
 
 @pytest.fixture
@@ -190,6 +220,19 @@ def test_lane_runs_at_other_simd_widths(simd, fresh, monkeypatch):
     by_lane, _ = _report("patterns", False, False, monkeypatch, simd_width=simd)
     by_run, _ = _report("patterns", True, True, monkeypatch, simd_width=simd)
     assert by_run == by_lane
+
+
+def test_lane_runs_of_lanes_between_words(fresh, monkeypatch):
+    """Lanes apart by no whole number of words: their sub-groups' offsets in a word differ,
+    so a run is counted at once only when any offset keeps it within the banks."""
+    CASES["odd_halves"] = lambda: (odd_halves, (16,), (8,), (np.zeros(16, np.float32),))
+    try:
+        by_lane, _ = _report("odd_halves", False, False, monkeypatch, simd_width=4)
+        by_run, _ = _report("odd_halves", True, True, monkeypatch, simd_width=4)
+    finally:
+        del CASES["odd_halves"]
+    assert by_run == by_lane
+    assert by_lane.totals["local_bank_conflicts"] > 0
 
 
 def test_lane_runs_without_jit(fresh, monkeypatch):
