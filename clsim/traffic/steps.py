@@ -105,12 +105,8 @@ _once = numba.njit(error_model="numpy", nogil=True, inline="always")
 
 @jit
 def end(T, L, R, M):
-    """After a pass of a work-item loop: count and clear every pending step.
-
-    Step k of a sub-group is its lanes' k-th runs: read in place from ``L`` when every lane
-    ran it and the addresses are consecutive (the common case), else gathered into the scratch.
-    Slots logged as loop descriptors are counted by ``_loop_slot``.
-    """
+    """After a pass of a work-item loop: count and clear every pending step, slot by slot
+    (``_slot``)."""
     staged0, p0 = T[C_STAGED0], T[C_PEND0]
     for s in range(T[C_NSLOTS]):
         staged = T[staged0 + s]
@@ -124,7 +120,12 @@ def end(T, L, R, M):
 def _slot(T, L, R, M, s):
     """``end`` of slot ``s``: its own function, so that ``end``'s scan of the slots is a
     tight loop (inlined, the counting's registers were spilled and reloaded for every slot:
-    a fifth of softmax's step counting, whose passes leave most slots untouched)."""
+    a fifth of softmax's step counting, whose passes leave most slots untouched).
+
+    Step k of a sub-group is its lanes' k-th runs: read in place from ``L`` when every lane
+    ran it and the addresses are consecutive (the common case), else gathered into the scratch.
+    Slots logged as loop descriptors are counted by ``_loop_slot``.
+    """
     simd, cap, nl, x0 = T[C_SIMD], T[C_CAP], T[C_NL], T[C_X0]
     c0, p0 = T[C_CNT0], T[C_PEND0]
     staged = T[T[C_STAGED0] + s]
