@@ -94,7 +94,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 13
+RULES = 14
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -211,6 +211,20 @@ def _lane_run(T, M, R, s):
     is_global = T[row + S_SPACE] == SPACE_GLOBAL
     banks = T[C_BANKS]
     if _local_row_run(T, s):
+        return
+    if is_global and stride == nb and fy == (stop - 1) // lanes_per_row:
+        # Consecutive lanes in one row: each sub-group's part one run of sectors, the whole
+        # sub-groups' runs counted together (``coalesced_runs``; a copy's three accesses).
+        lo, q = first, first // simd
+        while lo < stop:
+            n = min(stop, q * simd + simd, nl) - lo
+            runs = (stop - lo) // simd if n == simd else 1
+            T[row + S_EXECS] += n * runs
+            T[row + S_STEPS] += runs
+            coalesced_runs(T, M, R, row, address + (lo - first) * nb, n * nb, n * nb, runs,
+                           kind)
+            lo, q = lo + n * runs, q + runs
+        T[x + L_END] = -1
         return
     for q in range(first // simd, (stop - 1) // simd + 1):
         lo, hi = max(first, q * simd), min(stop, q * simd + simd, nl)

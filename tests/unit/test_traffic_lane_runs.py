@@ -133,6 +133,15 @@ def local_strides(x, out):
 
 
 @kernel
+def late_lanes(x, y):
+    """Runs that start past lane 0 and end before the group's last lane."""
+    lid = get_local_id(0)
+    i = get_global_id(0)
+    if lid >= 3 and lid < 45:
+        y[i] = x[i] * 2.0
+
+
+@kernel
 def odd_halves(out):
     """int16 lanes 42 bytes apart from byte 2: at a sub-group of 4 their words span 32
     banks from the first lane's offset in its word, 31 from a word's start."""
@@ -164,13 +173,15 @@ CASES = {
                                                         np.zeros(256, np.float32))),
     "local_strides": lambda: (local_strides, (128,), (64,),
                               (np.arange(128, dtype=np.float32), np.zeros(128, np.float32))),
+    "late_lanes": lambda: (late_lanes, (128,), (64,),
+                           (np.arange(128, dtype=np.float32), np.zeros(128, np.float32))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
 # How many accesses each case records as lane runs (the rest by lane).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
-        "tile_partial": 4, "row_steps": 4, "local_strides": 10, "gemv": 6, "copy": 2, "matmul": 5}
+        "tile_partial": 4, "row_steps": 4, "local_strides": 10, "late_lanes": 2, "gemv": 6, "copy": 2, "matmul": 5}
 
 
 @pytest.fixture
