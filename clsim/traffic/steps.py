@@ -94,7 +94,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 14
+RULES = 15
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -103,7 +103,7 @@ RULES = 14
 _once = numba.njit(error_model="numpy", nogil=True, inline="always")
 
 
-@jit
+@_once
 def end(T, L, R, M):
     """After a pass of a work-item loop: count and clear every pending step, slot by slot
     (``_slot``)."""
