@@ -221,10 +221,18 @@ class LaneMajorFlow:
         with self.indented():
             saved = self._lane_storage(lp.lanes)
             self.start_in_order_pass()
+            prefix = None
+            if self.in_order_instruments():  # (they see the lanes that ran the body)
+                offsets = {id(node): "0" if offset is None else self._check_int(offset)
+                           for _buffer, offset, node in lp.accesses}
+                prefix = {"offsets": offsets, "count": m}
+                dispatch.lane_prefix(self.module.instruments, self, start=True, **prefix)
             try:
                 self._unchecked_lanes(m, lp.body)
             finally:
                 self.storage.update(saved)
+            if prefix is not None:
+                dispatch.lane_prefix(self.module.instruments, self, start=False, **prefix)
             if self.module.instruments:
                 self.module.on_region_end(self)
         self.emit("else:")

@@ -38,7 +38,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from clsim.instruments.events import AccessEvent, Emit, LaneLoopEvent, LoopEvent, SyncEvent
+from clsim.instruments.events import (
+    AccessEvent,
+    Emit,
+    LaneLoopEvent,
+    LanePrefixEvent,
+    LoopEvent,
+    SyncEvent,
+)
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,11 @@ class Instrument:
         """Emit code before (``event.start``) or after the trips of a work-item loop run
         lane-major (only under ``lane_loops``); its accesses reach ``on_access`` in between,
         once per trip and lane."""
+
+    def on_lane_prefix(self, event: LanePrefixEvent, out: Emit) -> None:
+        """Emit code before (``event.start``) or after the body of ``if lid < X`` run
+        lane-major (only under ``lane_loops``); its accesses reach ``on_access`` in between,
+        once per lane."""
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """Count arithmetic of ``kind`` (add, mul, fma, div, sqrt, int...): one operation of

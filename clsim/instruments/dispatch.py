@@ -144,6 +144,13 @@ def lane_loop(instruments, gen, *, node, var_type: str, start: bool, offsets: di
         inst.on_lane_loop(event, ev.Emit(gen))
 
 
+def lane_prefix(instruments, gen, *, start: bool, offsets: dict, count: str) -> None:
+    """Before or after the body of ``if lid < X`` run lane-major (``LanePrefixEvent``)."""
+    event = ev.LanePrefixEvent(start, offsets, count)
+    for inst in instruments:
+        inst.on_lane_prefix(event, ev.Emit(gen))
+
+
 def _trip_count(t: str, nargs: int) -> str:
     """Code of the iteration count of ``range(*t)`` (``t`` a tuple of ``nargs`` int64s), in
     plain arithmetic: Numba's ``len(range(*t))`` costs more than a short loop's body."""

@@ -129,6 +129,20 @@ class LaneLoopEvent:
 
 
 @dataclass(frozen=True)
+class LanePrefixEvent:
+    """A region ``if lid < X: <body>`` run lane-major (clsim/compiler/lane_emit.py): lanes
+    ``0 .. count - 1`` run the body, in work-item order, once each. Before the body
+    (``start``) and after it; its accesses reach ``on_access`` in between. Every access of
+    the body listed in ``offsets`` is ``buf[lid + P]`` on a 1-D array: ``offsets`` maps the
+    id of its ``ast.Subscript`` to the group-level code of ``P``; ``count`` is the code of
+    the lanes that run it, group-level and valid at both hook points."""
+
+    start: bool
+    offsets: Any
+    count: str
+
+
+@dataclass(frozen=True)
 class ArrayInfo:
     """A memory object of the kernel: a buffer parameter or a local/private array.
 

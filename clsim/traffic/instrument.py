@@ -34,7 +34,14 @@ import numpy as np
 
 from clsim.errors import InvalidArgumentError
 from clsim.instruments.base import Instrument, LaunchInfo
-from clsim.instruments.events import ONE_ITEM, AccessEvent, Emit, LaneLoopEvent, LoopEvent
+from clsim.instruments.events import (
+    ONE_ITEM,
+    AccessEvent,
+    Emit,
+    LaneLoopEvent,
+    LanePrefixEvent,
+    LoopEvent,
+)
 from clsim.profiles import DeviceProfile, load_profile
 from clsim.traffic import (
     arena,
@@ -44,7 +51,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 20  # of the generated code; part of the compile cache key
+VERSION = 21  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
@@ -152,6 +159,10 @@ class TrafficInstrument(Instrument):
         # those of them whose lanes' indices are kept in lane arrays: -> the call of
         # ``recorders.block`` that gives them to the run after the pass
         self._pass_blocks: dict[tuple[int, str], str] = {}
+        # ``if lid < X`` run lane-major (``on_lane_prefix``): its accesses' offsets and lane
+        # count, and the runs its accesses' lanes make, written after the body
+        self._prefix: LanePrefixEvent | None = None
+        self._prefix_runs: list[str] = []
         self._in_pass = False
         # the array parameters of the helper functions being emitted (innermost last), whose
         # buffer bases their prologue binds (``on_function_start``)
@@ -285,6 +296,34 @@ class TrafficInstrument(Instrument):
             lines.append(f"_trT[_trS1 + {_int(out, slot)}] = {_int(out, lay.STAGED_STRIDED)}")
             out.emit("\n".join(lines))
 
+    def on_lane_prefix(self, event: LanePrefixEvent, out: Emit) -> None:
+        """Before the body of ``if lid < X`` run lane-major: note its accesses at ``lid + P``
+        (``_record_lanes`` records them nowhere per lane); after it: write each one's lane
+        run for the pass at once, lanes ``0 .. count - 1`` at elements ``P + lid``, the run
+        ``recorders.block`` would make of their indices."""
+        if event.start:
+            self._prefix = event
+            return
+        self._prefix = None
+        for run in self._prefix_runs:
+            out.emit(run)
+        self._prefix_runs.clear()
+
+    def _prefix_run(self, out: Emit, event: AccessEvent, slot: int, base: str,
+                    isz: str) -> str | None:
+        """The code writing the lane run of an access of ``if lid < X`` run lane-major (see
+        ``on_lane_prefix``), or None when it is not one of its ``lid + P`` accesses."""
+        prefix = self._prefix
+        if prefix is None or id(event.node) not in prefix.offsets:
+            return None
+        x, m = lay.LANE_COLS * slot, prefix.count
+        nl = out.local_size[0] * out.local_size[1] * out.local_size[2]
+        columns = {lay.L_FIRST: "0", lay.L_END: m, lay.L_ORIGIN: prefix.offsets[id(event.node)],
+                   lay.L_STRIDE: f"1 if {m} > 1 else 0", lay.L_ROW_STRIDE: "0",
+                   lay.L_ROW: _int(out, nl), lay.L_BASE: base, lay.L_ISZ: isz}
+        return "\n".join([f"if {m} > 0:"] + [f"    _trT[_trX0 + {_int(out, x + column)}] = {code}"
+                                              for column, code in columns.items()])
+
     def _stage(self, out: Emit, access: AccessEvent, slot: int, last: list[str],
                prev: list[str], count: str) -> None:
         """After an execution of a loop: stage the lane's descriptor of one deferred access
@@ -402,6 +441,11 @@ class TrafficInstrument(Instrument):
         lx, ly = ("_lx", "_ly") if two_d else (lid, _int(out, 0))
         x = f"_trX0 + {_int(out, lay.LANE_COLS * slot)}"
         head = f"_trT, _trL, _trC0, _trP0, _trK, {_int(out, nl)}, {_int(out, slot)}"
+        if not two_d and lid == "_lid" and len(codes) == 1:
+            run = self._prefix_run(out, event, slot, base, isz)
+            if run is not None:
+                self._prefix_runs.append(run)
+                return codes
         if self.lane_blocks and not two_d and lid == "_lid":
             # 1-D: the lane's index kept in a lane array, given to the run after the pass
             # (``recorders.block``): a store per lane instead of a call

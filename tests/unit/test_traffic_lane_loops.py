@@ -141,6 +141,50 @@ def test_lane_major_loops_give_the_usual_report(case, fresh, monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+@kernel
+def prefixes(x, y, n):
+    """``if lid < X`` run lane-major: global loads and stores at ``lid + P``, X below the
+    group's size and past it."""
+    lid = get_local_id(0)
+    base = get_group_id(0) * 64
+    past = base + 3
+    barrier(CLK_GLOBAL_MEM_FENCE)
+    if lid < n:
+        y[lid + base] = x[lid + past] * 2.0
+    barrier(CLK_GLOBAL_MEM_FENCE)
+    if lid < 1000:
+        y[lid + base] = y[lid + base] + 1.0
+
+
+def test_lane_major_prefixes_give_the_usual_report(monkeypatch, request):
+    """The lanes of ``if lid < X`` make the pass's lane runs at once (``on_lane_prefix``):
+    the usual form's report, partial sub-groups and offsets included, at two simd widths."""
+    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, request.node.name, os.getpid()))
+    seen = []
+    hook = tr.TrafficInstrument.on_lane_prefix
+
+    def spy(self, event, out):
+        seen.extend(event.offsets.values() if event.start else ())
+        return hook(self, event, out)
+
+    monkeypatch.setattr(tr.TrafficInstrument, "on_lane_prefix", spy)
+    x = np.arange(140, dtype=np.float32)
+    CASES["prefixes"] = lambda: (prefixes, (128,), (64,),
+                                 (x, np.zeros(128, np.float32), np.int32(40)))
+    try:
+        for simd in (None, 16):
+            usual, out_a = _report("prefixes", False, monkeypatch, simd)
+            assert seen == []
+            lane_major, out_b = _report("prefixes", True, monkeypatch, simd)
+            assert len(seen) == 4, seen  # the y store and x load, the y load and store
+            seen.clear()
+            assert lane_major == usual
+            for a, b in zip(out_a, out_b, strict=True):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        del CASES["prefixes"]
+
+
 def test_lane_major_loops_at_another_simd_width(fresh, monkeypatch):
     """Steps of 16 lanes: a partial trip's edge falls inside other sub-groups."""
     usual, _ = _report("partial_trip", False, monkeypatch, simd=16)
