@@ -195,7 +195,8 @@ def coalesced_runs(T, M, R, row, first, length, step, runs, kind):
     """``coalesced`` of ``runs`` steps in order, step j covering ``length`` bytes from
     ``first + step * j`` (a sub-group of consecutive lanes through a strided loop). The
     counters, the stream's length and the buffer's footprint figures stay in locals (see
-    ``merged``): a GEMV's loop is 64 such steps per sub-group."""
+    ``merged``): a GEMV's loop is 64 such steps per sub-group. The footprint's lookup is
+    ``merged``'s written out again: in shared helpers the GEMV's traffic run was 9% slower."""
     ss, ls = T[C_SHIFTS], T[C_SHIFTS + 1]
     sb, lb = T[C_SECTOR], T[C_LINE]
     r, r_cap, lost = T[C_R_LEN], T[C_R_CAP], 0
