@@ -28,5 +28,5 @@ def _alive(value):
     return None
 
 
-__all__ = ["_alive", "_borrowed", "_bitcast_float32", "_bitcast_float64", "_bitcast_int32", "_bitcast_int64",
-           "_bitcast_uint32", "_bitcast_uint64"]
+__all__ = ["_alive", "_bitcast_float32", "_bitcast_float64", "_bitcast_int32", "_bitcast_int64",
+           "_bitcast_uint32", "_bitcast_uint64", "_borrowed"]

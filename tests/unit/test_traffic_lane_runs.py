@@ -181,7 +181,8 @@ CASES = {
 }
 # How many accesses each case records as lane runs (the rest by lane).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
-        "tile_partial": 4, "row_steps": 4, "local_strides": 10, "late_lanes": 2, "gemv": 6, "copy": 2, "matmul": 5}
+        "tile_partial": 4, "row_steps": 4, "local_strides": 10, "late_lanes": 2, "gemv": 6,
+        "copy": 2, "matmul": 5}
 
 
 @pytest.fixture
