@@ -94,7 +94,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 15
+RULES = 17
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -419,21 +419,34 @@ def _lanes_loop(T, M, R, row, A, base, stride, off, lo, hi, step, runs, nb, kind
         a = A[base + stride * lane] + off
         lo_a, hi_a = min(lo_a, a), max(hi_a, a)
         gaps += a != first + (lane - lo) * nb
-    if is_global and gaps == 0:
-        T[row + S_EXECS] += n * runs
-        T[row + S_STEPS] += runs
-        coalesced_runs(T, M, R, row, first, n * nb, step, runs, kind)
-        return
-    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
-    if not is_global and (banks <= 0 or (step % w == 0 and unit(hi_a + nb - 1, w, shift)
-                                         - unit(lo_a, w, shift) < banks)):
-        T[row + S_EXECS] += n * runs
-        T[row + S_STEPS] += runs
+    if _closed_lanes(T, M, R, row, first, lo_a, hi_a, gaps == 0, n, step, runs, nb, kind,
+                     is_global):
         return
     for j in range(runs):
         for lane in range(lo, hi):
             T[x0 + lane - lo] = A[base + stride * lane] + off + step * j
         gathered(T, M, R, row, x0, n, nb, kind, is_global)
+
+
+@_once
+def _closed_lanes(T, M, R, row, first, lowest, highest, consecutive, n, step, runs, nb, kind,
+                  is_global):
+    """``_lanes_loop``'s closed forms, for ``n`` lanes whose first addresses start at
+    ``first`` and lie within [lowest, highest], ``nb`` apart when ``consecutive``: global
+    lanes one run of sectors per step; local lanes conflict-free at run 0 stay so when the
+    step is a whole number of bank words. True when they counted the lanes' ``runs``."""
+    if is_global and consecutive:
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        coalesced_runs(T, M, R, row, first, n * nb, step, runs, kind)
+        return True
+    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
+    if not is_global and (banks <= 0 or (step % w == 0 and unit(highest + nb - 1, w, shift)
+                                         - unit(lowest, w, shift) < banks)):
+        T[row + S_EXECS] += n * runs
+        T[row + S_STEPS] += runs
+        return True
+    return False
 
 
 @inline
@@ -519,22 +532,14 @@ def _strided_runs(lane, span, stride, lanes):
 @inline
 def _strided_lanes(T, M, R, row, first, lane_b, lo, hi, step, runs, nb, kind, is_global):
     """``_lanes_loop`` of lanes ``lo..hi - 1`` whose first addresses are
-    ``first + lane_b * lane``: its closed forms decided from ``lane_b`` (consecutive global
-    lanes; local lanes within fewer words than banks), else the addresses written where
-    ``_walk`` keeps its cursors (free here). Writing them was a tenth of softmax's step
-    counting: the possibly negative index made LLVM scatter them."""
+    ``first + lane_b * lane``: its closed forms (``_closed_lanes``) decided from ``lane_b``,
+    else the addresses written where ``_walk`` keeps its cursors (free here). Writing them
+    was a tenth of softmax's step counting: the possibly negative index made LLVM scatter
+    them."""
     n = hi - lo
-    if is_global and (lane_b == nb or n == 1):
-        T[row + S_EXECS] += n * runs
-        T[row + S_STEPS] += runs
-        coalesced_runs(T, M, R, row, first + lane_b * lo, n * nb, step, runs, kind)
-        return
-    banks, w, shift = T[C_BANKS], T[C_BANK_WIDTH], T[C_SHIFTS + 2]
     a, z = first + lane_b * lo, first + lane_b * (hi - 1)
-    if not is_global and (banks <= 0 or (step % w == 0 and unit(max(a, z) + nb - 1, w, shift)
-                                         - unit(min(a, z), w, shift) < banks)):
-        T[row + S_EXECS] += n * runs
-        T[row + S_STEPS] += runs
+    if _closed_lanes(T, M, R, row, a, min(a, z), max(a, z), lane_b == nb or n == 1, n, step,
+                     runs, nb, kind, is_global):
         return
     xc = T[C_CNT0] - 2 * T[C_SIMD]
     for lane in range(lo, hi):
