@@ -345,12 +345,13 @@ def _take(key: tuple, size: int) -> tuple[np.ndarray, int]:
     return array, epoch
 
 
-def _sets(key: tuple, sets: int, ways: int) -> tuple[np.ndarray, int]:
-    """``sets`` rows of ``ways`` tags, LRU stamps and sector masks, flat, and the epoch: a
-    way holds a line of this launch only while its stamp is past the epoch (the launch's
-    clocks start there), so a kept state needs no clearing: the last launch's lines are
-    never found, and are the first evicted, as empty ways would be; which empty way a line
-    takes changes no count."""
+def _sets(key: tuple) -> tuple[np.ndarray, int]:
+    """The cache ``key`` = (name, sets, ways): its ``sets`` rows of ``ways`` tags, LRU
+    stamps and sector masks, flat, and the epoch: a way holds a line of this launch only
+    while its stamp is past the epoch (the launch's clocks start there), so a kept state
+    needs no clearing: the last launch's lines are never found, and are the first evicted,
+    as empty ways would be; which empty way a line takes changes no count."""
+    _, sets, ways = key
     return _take(key, sets * 3 * ways)
 
 
@@ -373,7 +374,7 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     sets1, ways1 = max(1, cfg.l1_bytes // cfg.line_bytes // cfg.l1_ways), cfg.l1_ways
     sets2, ways2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways), cfg.l2_ways
     key1, key2 = ("L1", cfg.compute_units * sets1, ways1), ("L2", sets2, ways2)
-    (c1, epoch1), (c2, epoch2) = _sets(key1, *key1[1:]), _sets(key2, *key2[1:])
+    (c1, epoch1), (c2, epoch2) = _sets(key1), _sets(key2)
     units = seg[:, 0] % cfg.compute_units
     by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
     unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
