@@ -150,25 +150,39 @@ def _set_of(line, sets):
 
 
 @_jit
-def _way(tags, first, ways, line, epoch):
-    """The way of ``tags[first:first + ways]`` holding ``line`` in this launch (its stamp,
-    ``ways`` entries on, past ``epoch``: see ``_sets``), or -1 (as an index of tags).
-    Without an early exit: the compares vectorise, and which way hits is random (a branch on
-    it mispredicts). Indices are unsigned: Numba fixes up every signed index for negative
-    values, which made the replays 1.6x slower."""
+def _find(c, row, ways, key, kshift):
+    """The position of the way holding ``key`` among the ``ways`` of the set at ``c[row:]``,
+    or -1. Without an early exit: the compares vectorise, and which way hits is random (a
+    branch on it mispredicts). Indices are unsigned: Numba fixes up every signed index for
+    negative values, which made the replays 1.6x slower."""
     found = np.int64(-1)
-    for k in range(np.uint64(first), np.uint64(first + ways)):
-        found = np.int64(k) if tags[k] == line and tags[k + ways] > epoch else found
+    for k in range(np.uint64(0), np.uint64(ways)):
+        found = np.int64(k) if c[np.uint64(row) + k] >> kshift == key else found
     return found
 
 
 @_jit
-def _lru(stamps, first, ways):
-    """The least recently used way of ``stamps[first:first + ways]`` (as an index of stamps).
-    Written without branches: which stamp is older is random, a branch on it mispredicts."""
-    victim, oldest = first, stamps[first]
-    for k in range(first + 1, first + ways):
-        s = stamps[k]
+def _to_front(c, row, p, ways, words):
+    """Make way ``p`` of the set at ``c[row:]`` its most recent (position 0), the ways before
+    it one on: the L2's sets keep their ways in the order they were last used, so the least
+    recent is the last (``_Layout``)."""
+    for r in range(words):
+        base = row + r * ways
+        moved = c[np.uint64(base + p)]
+        for k in range(p, 0, -1):
+            c[np.uint64(base + k)] = c[np.uint64(base + k - 1)]
+        c[np.uint64(base)] = moved
+
+
+@_jit
+def _oldest(c, row, ways, stamps, gshift, generation):
+    """The least recently used way of the set at ``c[row:]`` (its stamps ``stamps`` words
+    on), a way of an earlier ``generation`` (its key's bits from ``gshift`` on) first.
+    Without branches: which is older is random, a branch on it mispredicts."""
+    victim, oldest = 0, np.int64(1 << 62)
+    for k in range(ways):
+        ours = c[np.uint64(row + k)] >> gshift == generation
+        s = c[np.uint64(row + stamps + k)] if ours else -1
         victim = k if s < oldest else victim
         oldest = min(s, oldest)
     return victim
@@ -188,11 +202,12 @@ def _popcount(x):
 # are below 2 ** 47 and buffers below 2 ** 12.
 M_BUF, M_KIND = 48, 60
 _M_LINE = (1 << M_BUF) - 1
+ADDRESS_BITS = BUFFER_SHIFT + 12  # byte addresses lie below 2 ** 52
 
 
 @_jitp
 def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift, epoch):
+             spl_shift, sets2, ways2, sector_shift, lay1, lay2):
     """Every unit's L1 over its groups, in group order; units are independent, so blocks of
     them run in parallel. Each chunk that asks anything of the L2 (loads: the sectors the L1
     lacked; stores and atomics: all of them) goes on ``miss`` (a miss entry, above), block
@@ -200,16 +215,23 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
     misses is touched); ``span[j]``: where segment j's entries lie in ``miss``, and how
     many. A GEMV's L1 hits, most of its lookups, leave nothing for the L2 to read.
 
-    ``c1[3 * ways1 * (unit * sets1 + set):]`` holds the set's tags, LRU stamps and valid
-    sectors, as ``c2`` does for the L2. Indices are unsigned (see ``_way``)."""
+    ``c1[lay1[L_ROW] * (unit * sets1 + set):]`` holds the set's ways, then their LRU stamps
+    (``_Layout``; ``lay1``, ``lay2``: the L1s' and the L2's as arrays, ``L_*``). A unit's
+    clock starts at 0: the ways of earlier launches are told by their generation. Indices
+    are unsigned (see ``_find``)."""
     count_mask = (1 << (R_SHIFT - 2)) - 1
     spl = 1 << spl_shift
-    row3 = 3 * ways1
+    row1, words1, kshift1, low1, now1 = (lay1[L_ROW], lay1[L_WORDS], lay1[L_KSHIFT],
+                                         lay1[L_LOW], lay1[L_NOW])
+    masks1 = (words1 - 1) * ways1  # from a way's key word to its masks
+    stamps1 = words1 * ways1
+    line_bits = lay1[L_LINE_BITS]
+    row2 = lay2[L_ROW]
     for b in numba.prange(blocks.shape[0] - 1):
         c = unit_base[blocks[b]]
         for u in range(blocks[b], blocks[b + 1]):
-            base_u = u * sets1 * row3
-            clock = epoch
+            base_u = u * sets1 * row1
+            clock = 0
             for o in range(unit_start[u], unit_start[u + 1]):
                 j = by_unit[o]
                 row = RR[seg[j, 1]]
@@ -225,45 +247,53 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
                         top = min(last, line * spl + spl - 1)
                         mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
                         sector = top + 1
-                        clock += 1
                         if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
-                            base = base_u + _set_of(line, sets1) * row3
-                            w = _way(c1, base, ways1, line, epoch)
+                            base = base_u + _set_of(line, sets1) * row1
+                            p = _find(c1, base, ways1, now1 | line, kshift1)
+                            clock += 1
                             if kind == R_STORE:  # write-through, no allocation
-                                if w >= 0:
-                                    c1[np.uint64(w + ways1)] = clock
-                                    c1[np.uint64(w + 2 * ways1)] |= mask
+                                if p >= 0:
+                                    c1[np.uint64(base + stamps1 + p)] = clock
+                                    c1[np.uint64(base + masks1 + p)] |= mask
                             else:
-                                if w < 0:
-                                    w = _lru(c1, base + ways1, ways1) - ways1
-                                    c1[np.uint64(w)], c1[np.uint64(w + 2 * ways1)] = line, 0
-                                c1[np.uint64(w + ways1)] = clock
-                                valid = c1[np.uint64(w + 2 * ways1)]
-                                c1[np.uint64(w + 2 * ways1)] = valid | mask
+                                if p < 0:
+                                    p = _oldest(c1, base, ways1, stamps1, kshift1 + line_bits,
+                                                now1 >> line_bits)
+                                    c1[np.uint64(base + p)] = (now1 | line) << kshift1
+                                    c1[np.uint64(base + masks1 + p)] &= ~low1
+                                c1[np.uint64(base + stamps1 + p)] = clock
+                                valid = c1[np.uint64(base + masks1 + p)]
+                                c1[np.uint64(base + masks1 + p)] = valid | mask
                                 mask &= ~valid
                         if mask != 0:
                             miss[c, 0] = line | tag
-                            miss[c, 1] = mask | (_set_of(line, sets2) * 3 * ways2) << 32
+                            miss[c, 1] = mask | (_set_of(line, sets2) * row2) << 32
                             c += 1
                 span[j, 1] = c - span[j, 0]
 
 
 @_jit
-def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out, epoch):
+def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2):
     """The L2 over the L1s' misses (``_l1_pass``' entries, segment by segment in group
     order) for the sets whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring.
     Sets are independent and each keeps its lookups' order, so any split of the sets gives
     the same counts (``out``: read and written sectors per buffer).
 
-    ``c2[3 * ways2 * set:]`` holds the set's tags, then their LRU stamps, then their valid
-    sectors (low 32 bits) and dirty sectors (high 32 bits): one lookup touches one place of
-    memory (prefetched ``_AHEAD`` lookups earlier by a second cursor running ahead), where
-    four arrays cost four misses. The set lookups are small functions LLVM inlines; anything
-    passing arrays per call would cost reference counting.
+    ``c2[lay2[L_ROW] * set:]`` holds the set's ways, most recent first (``_Layout``). A
+    lookup touches those words only (prefetched ``_AHEAD`` lookups earlier by a second
+    cursor running ahead): on a GEMV the L2's lookups are cache misses of the host, and
+    their time goes with the bytes a set spans. The set lookups are small functions LLVM
+    inlines; anything passing arrays per call would cost reference counting.
     """
     read, write = out[0], out[1]
-    low = (1 << 32) - 1
-    clock = epoch
+    low32 = (1 << 32) - 1
+    spl = 1 << spl_shift
+    valid_bits = (1 << spl) - 1
+    row2, words2, kshift2, low2, now2 = (lay2[L_ROW], lay2[L_WORDS], lay2[L_KSHIFT],
+                                         lay2[L_LOW], lay2[L_NOW])
+    line_bits = lay2[L_LINE_BITS]
+    line_low = (1 << line_bits) - 1
+    masks2 = (words2 - 1) * ways2
     ja, ka = 0, _AHEAD - 1  # the look-ahead cursor: segment, entry in it
     for j in range(span.shape[0]):
         for c in range(span[j, 0], span[j, 0] + span[j, 1]):
@@ -274,85 +304,138 @@ def _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out, epoch):
             if ja < span.shape[0]:
                 ahead = miss[span[ja, 0] + ka, 1] >> 32
                 if lo <= ahead < hi:
-                    for part in range(ahead, ahead + 3 * ways2, 8):  # each 64-byte line
+                    for part in range(ahead, ahead + row2, 8):  # each 64-byte line
                         _prefetch(c2, part)
             packed = miss[np.uint64(c), 1]
-            mask, row = packed & low, packed >> 32
+            mask, row = packed & low32, packed >> 32
             if row < lo or row >= hi:
                 continue
             entry = miss[np.uint64(c), 0]
             line, buf, kind = entry & _M_LINE, (entry >> M_BUF) & 4095, entry >> M_KIND
-            clock += 1
-            w = _way(c2, row, ways2, line, epoch)
-            if w < 0:
-                w = _lru(c2, row + ways2, ways2) - ways2
-                old = c2[np.uint64(w + 2 * ways2)]
-                if c2[np.uint64(w + ways2)] > epoch and old >> 32 != 0:
-                    write[(c2[np.uint64(w)] << line_shift) >> BUFFER_SHIFT] += _popcount(
-                        old >> 32)
-                c2[np.uint64(w)], c2[np.uint64(w + 2 * ways2)] = line, 0
-            c2[np.uint64(w + ways2)] = clock
-            state = c2[np.uint64(w + 2 * ways2)]
+            p = _find(c2, row, ways2, now2 | line, kshift2)
+            if p < 0:
+                p = ways2 - 1
+                old = c2[np.uint64(row + p)] >> kshift2
+                dirty = (c2[np.uint64(row + masks2 + p)] >> spl) & valid_bits
+                if old >> line_bits == now2 >> line_bits and dirty != 0:
+                    write[((old & line_low) << line_shift) >> BUFFER_SHIFT] += _popcount(dirty)
+                _to_front(c2, row, p, ways2, words2)
+                c2[np.uint64(row)] = (now2 | line) << kshift2
+                c2[np.uint64(row + masks2)] &= ~low2
+            else:
+                _to_front(c2, row, p, ways2, words2)
+            word = c2[np.uint64(row + masks2)]
+            state = word & low2
             # Loads and atomics fetch what is missing, stores and atomics dirty.
             if kind != R_STORE:
-                read[buf] += _popcount(mask & ~state & low)
+                read[buf] += _popcount(mask & ~state & valid_bits)
             state |= mask
             if kind == R_STORE or kind == R_ATOMIC:
-                state |= mask << 32
-            c2[np.uint64(w + 2 * ways2)] = state
-    for w0 in range(lo, hi, 3 * ways2):  # write back what is still dirty
-        for w in range(w0, w0 + ways2):
-            if c2[w + ways2] > epoch and c2[w + 2 * ways2] >> 32 != 0:
-                write[(c2[w] << line_shift) >> BUFFER_SHIFT] += _popcount(c2[w + 2 * ways2] >> 32)
+                state |= mask << spl
+            c2[np.uint64(row + masks2)] = (word & ~low2) | state
+    for set_row in range(lo, hi, row2):  # write back what is still dirty
+        for k in range(ways2):
+            key = c2[set_row + k] >> kshift2
+            if key >> line_bits != now2 >> line_bits:
+                break  # the ways of this launch come first: the rest are older
+            dirty = (c2[set_row + masks2 + k] >> spl) & valid_bits
+            if dirty != 0:
+                write[((key & line_low) << line_shift) >> BUFFER_SHIFT] += _popcount(dirty)
 
 
-def _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, epoch, parts):
+def _l2_pass(miss, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2, parts):
     """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
     part reads the whole miss stream, but only its own sets' lookups (the cache misses that
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
     counts (parts, 2: read and written, buffers)."""
     out = np.zeros((parts, 2, nbuf), np.int64)
-    _l2_parts(miss, span, c2, sets2, ways2, line_shift, out, epoch)
+    _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2)
     return out
 
 
 @_jitp
-def _l2_parts(miss, span, c2, sets2, ways2, line_shift, out, epoch):
-    """``_l2_pass``'s parallel loop. Its arrays are allocated and summed outside: array
+def _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2):
+    """``_l2_pass``' parallel loop. Its arrays are allocated and summed outside: array
     expressions here made Numba's once-per-machine compile of it 5 s instead of 2."""
     parts = out.shape[0]
     per = (sets2 + parts - 1) // parts
+    row2 = lay2[L_ROW]
     for p in numba.prange(parts):
-        lo = min(p * per, sets2) * 3 * ways2
-        hi = min((p + 1) * per, sets2) * 3 * ways2
-        _l2_sets(miss, span, c2, ways2, line_shift, lo, hi, out[p], epoch)
+        lo = min(p * per, sets2) * row2
+        hi = min((p + 1) * per, sets2) * row2
+        _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out[p], lay2)
+
+
+# A layout as the replay reads it (``_Layout.array``, int64): words per set and per way, the
+# key's shift in its word, the masks' bits, this launch's generation above the line bits,
+# the line bits.
+L_ROW, L_WORDS, L_KSHIFT, L_LOW, L_NOW, L_LINE_BITS = range(6)
+GENERATION_BITS = 8  # the fewest a one-word way may leave; fewer, and a way takes two words
+generation_bits_max = 62  # tests lower it, to make the generations run out often
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How a cache's sets are stored. A way is a *key* (this launch's generation above the
+    line address, so a line of an earlier launch is never found) and its sector masks
+    (valid in the low ``spl`` bits, dirty in the next ``spl``): one int64 word, the key above
+    the masks, where they fit in 63 bits (every shipped profile: 45 line bits, 8 of masks,
+    10 of generation); else a row of keys, then a row of masks.
+
+    The L2 keeps each set's ways most recent first (``_to_front``): its least recent way is
+    its last, and a 16-way set is 128 bytes, two of the host's cache lines. With tags, LRU
+    stamps and masks in three rows it was 384 bytes, and a GEMV's L2 replay, its lookups
+    cache misses of the host, took 9 ms instead of 6. The ways of this launch stay ahead of
+    the older ones, so those are evicted first and never written back. The L1s' 4-way sets
+    keep LRU stamps in a row after the words (``_oldest``, 64 bytes a set, in the host's
+    cache while a unit replays): moving their ways cost more than the stamps' bytes (the
+    GEMV's L1 replay 5.6 ms, stamped 4.6 ms, three rows 5.1 ms)."""
+
+    words: int
+    kshift: int
+    line_bits: int
+    generation_bits: int
+    low: int
+
+    @classmethod
+    def of(cls, spl_shift: int, line_shift: int) -> _Layout:
+        masks = 2 << spl_shift
+        # Lines are below 2 ** 47 (sectors, in a stream entry) and 2 ** 52 (byte addresses).
+        line_bits = min(ADDRESS_BITS - line_shift, 47 - spl_shift)
+        words = 1 if masks + line_bits + GENERATION_BITS <= 63 else 2
+        kshift = masks if words == 1 else 0
+        low = -1 if masks == 64 else (1 << masks) - 1
+        return cls(words, kshift, line_bits, min(63 - kshift - line_bits,
+                                                   generation_bits_max), low)
+
+    def array(self, ways: int, generation: int, stamped: bool) -> np.ndarray:
+        """The layout for the replay (``L_*``) of a cache of ``ways`` ways, LRU stamps after
+        each set's words if ``stamped``."""
+        return np.array([(self.words + stamped) * ways, self.words, self.kshift, self.low,
+                         generation << self.line_bits, self.line_bits], np.int64)
 
 
 # The last launch's cache states and miss buffer, kept for the next launch: an h200's L1s
-# and L2 take 16 MB, whose page faults (fresh) or clearing (kept) cost 0.7-2 ms a launch,
+# and L2 take 5 MB, whose page faults (fresh) or clearing (kept) cost 0.7-2 ms a launch,
 # a fifth of vector_add's replay. A launch running beside another finds them taken and
 # makes its own.
 _kept: dict[tuple, tuple[np.ndarray, int]] = {}
 KEEP_MISS_BYTES = 64 << 20  # a larger miss buffer is not kept
 
 
-def _take(key: tuple, size: int) -> tuple[np.ndarray, int]:
-    """A kept int64 array of ``size`` entries under ``key`` and its epoch, or fresh zeros
-    (epoch 0)."""
-    array, epoch = _kept.pop(key, (None, 0))
+def _sets(key: tuple, layout: _Layout, row: int) -> tuple[np.ndarray, int]:
+    """The cache ``key`` = (name, sets, ways) stored as ``layout``, ``row`` words a set: its
+    sets' words, flat, and this launch's generation. A kept state needs no clearing: its
+    ways are of earlier generations. When the generations run out it is cleared, and they
+    start again at 1."""
+    size = key[1] * row
+    array, generation = _kept.pop((*key, layout), (None, 0))
     if array is None or array.size != size:
-        return np.zeros(max(size, 1), np.int64), 0
-    return array, epoch
-
-
-def _sets(key: tuple) -> tuple[np.ndarray, int]:
-    """The cache ``key`` = (name, sets, ways): its ``sets`` rows of ``ways`` tags, LRU
-    stamps and sector masks, flat, and the epoch: a way holds a line of this launch only
-    while its stamp is past the epoch (the launch's clocks start there), so a kept state
-    needs no clearing: the last launch's lines are never found, and are the first evicted,
-    as empty ways would be; which empty way a line takes changes no count."""
-    _, sets, ways = key
-    return _take(key, sets * 3 * ways)
+        return np.zeros(max(size, 1), np.int64), 1
+    if generation >> layout.generation_bits:
+        array.fill(0)
+        generation = 1
+    return array, generation
 
 
 def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> CacheResult:
@@ -373,8 +456,10 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     seg = seg[np.argsort(seg[:, 0], kind="stable")]
     sets1, ways1 = max(1, cfg.l1_bytes // cfg.line_bytes // cfg.l1_ways), cfg.l1_ways
     sets2, ways2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways), cfg.l2_ways
+    layout = _Layout.of(spl_shift, line_shift)
     key1, key2 = ("L1", cfg.compute_units * sets1, ways1), ("L2", sets2, ways2)
-    (c1, epoch1), (c2, epoch2) = _sets(key1), _sets(key2)
+    (c1, generation1), (c2, generation2) = (_sets(key1, layout, (layout.words + 1) * ways1),
+                                            _sets(key2, layout, layout.words * ways2))
     units = seg[:, 0] % cfg.compute_units
     by_unit = np.argsort(units, kind="stable")  # each unit's segments, in group order
     unit_start = np.searchsorted(units[by_unit], np.arange(cfg.compute_units + 1))
@@ -389,15 +474,14 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
         miss_buffer = np.empty(2 * int(chunks[-1]), np.int64)
     miss = miss_buffer[:2 * int(chunks[-1])].reshape(-1, 2)
     span = np.empty((seg.shape[0], 2), np.int64)
+    lay1, lay2 = layout.array(ways1, generation1, True), layout.array(ways2, generation2, False)
     _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift, epoch1)
+             spl_shift, sets2, ways2, sector_shift, lay1, lay2)
     parts = min(numba.get_num_threads(), sets2)
-    read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, nbuf, epoch2,
+    read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2,
                            parts).sum(axis=0)
-    # Every stamp of this launch is below the next epoch: a clock counts at most a lookup
-    # per chunk.
-    _kept[key1] = (c1, epoch1 + int(chunks[-1]) + 1)
-    _kept[key2] = (c2, epoch2 + int(chunks[-1]) + 1)
+    _kept[(*key1, layout)] = (c1, generation1 + 1)
+    _kept[(*key2, layout)] = (c2, generation2 + 1)
     if miss_buffer.nbytes <= KEEP_MISS_BYTES:
         _kept[("miss",)] = (miss_buffer, 0)
     return CacheResult(requested.sum(axis=0), read, write)

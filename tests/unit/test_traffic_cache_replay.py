@@ -109,9 +109,28 @@ def test_replay_matches_one_lookup_at_a_time(seed, l2_bytes):
     """Random streams of loads, stores and atomics over three buffers, 2 KiB 2-way L1s on
     three units and a 4-way L2: every figure equals the reference's; and some lines were
     evicted dirty, so the write-backs were exercised."""
-    cfg = cache.CacheConfig(compute_units=3, l1_bytes=2048, l1_ways=2, l2_bytes=l2_bytes,
-                            l2_ways=4, sector_bytes=32, line_bytes=128)
-    RR, lens = _streams(np.random.default_rng(seed))
+    _check(seed, cache.CacheConfig(compute_units=3, l1_bytes=2048, l1_ways=2,
+                                   l2_bytes=l2_bytes, l2_ways=4, sector_bytes=32,
+                                   line_bytes=128))
+
+
+@pytest.mark.parametrize(("sector_bytes", "line_bytes", "words"),
+                         [(64, 64, 1), (32, 512, 2), (32, 1024, 2)])
+@pytest.mark.parametrize("seed", range(2))
+def test_replay_of_other_line_shapes(seed, sector_bytes, line_bytes, words):
+    """Lines of one sector, and of 16 and 32: their masks no longer fit beside the line
+    address in one word, so a way takes two (``cache._Layout``), and the dirty mask of 32
+    sectors reaches the word's sign bit."""
+    assert cache._Layout.of((line_bytes // sector_bytes).bit_length() - 1,
+                            line_bytes.bit_length() - 1).words == words
+    _check(seed, cache.CacheConfig(compute_units=3, l1_bytes=4 * line_bytes, l1_ways=2,
+                                   l2_bytes=24 * line_bytes, l2_ways=4,
+                                   sector_bytes=sector_bytes, line_bytes=line_bytes),
+           sector_bytes)
+
+
+def _check(seed, cfg, sector_bytes=32):
+    RR, lens = _streams(np.random.default_rng(seed), sector_bytes=sector_bytes)
     got = cache.simulate(RR, lens, cfg, 4)
     requested, read, write = _reference(RR, lens, cfg, 4)
     assert got.requested.tolist() == requested.tolist()
