@@ -71,6 +71,7 @@ class ProvenPlan:
     loops: list = field(default_factory=list)  # For nodes whose variable is a Var
     ctx: list = field(default_factory=list)  # context privates scanned for their range
     accesses: list = field(default_factory=list)  # (buffer, [[Term] per dimension])
+    terms: dict = field(default_factory=dict)  # id(Subscript) -> its [[Term] per dimension]
 
 
 class _Refuse(Exception):
@@ -221,6 +222,7 @@ class _Walker:
             self.expr(ix)
             dims.append(self.affine(ix))
         self.plan.accesses.append((n.value.id, dims))
+        self.plan.terms[id(n)] = dims
 
     # -- affine forms ---------------------------------------------------------------------
     def affine(self, node) -> list[Term]:

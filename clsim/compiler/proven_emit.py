@@ -15,6 +15,7 @@ import numpy as np
 from clsim.compiler import proven
 from clsim.compiler.emit_expr import constant_value
 from clsim.compiler.proven import ProvenPlan, Var
+from clsim.instruments import dispatch
 
 _LIMIT = 2 ** 31  # the proof's bound on magnitudes (helpers._proof_term)
 
@@ -89,9 +90,15 @@ class ProvenFlow:
         kept = self.module.instruments if unrecorded is None else []
         saved, self.module.instruments = self.module.instruments, kept
         try:
+            grid = None
             if kept:
                 self.start_in_order_pass()
+                if self.in_order_instruments():
+                    grid = {"forms": self._grid_forms(pp, item.stmts)}
+                    dispatch.lane_grid(kept, self, start=True, **grid)
             self._unchecked_lanes_2d(item.stmts)
+            if grid is not None:
+                dispatch.lane_grid(kept, self, start=False, **grid)
             if kept:
                 self.module.on_region_end(self)
         finally:
@@ -118,6 +125,35 @@ class ProvenFlow:
                     self.stmts_wi(stmts)
         finally:
             self.bounds_checks, self.proven_indices = saved
+
+    def _grid_forms(self, pp: ProvenPlan, stmts) -> dict:
+        """``LaneGridEvent.forms``: the accesses of the region's top-level statements whose
+        every index is affine in the local and global ids alone, each index as group-level
+        codes of its value at local id (0, 0) and its steps along ``_lx`` and ``_ly``."""
+        top = {id(n) for s in stmts if isinstance(s, ast.Assign | ast.AugAssign | ast.Expr)
+               for n in ast.walk(s) if isinstance(n, ast.Subscript)}
+        forms = {}
+        for node_id, dims in pp.terms.items():
+            if node_id in top and all(t.var is None or t.var.kind in ("lid", "gid")
+                                      for terms in dims for t in terms):
+                forms[node_id] = tuple(self._grid_form(terms) for terms in dims)
+        return forms
+
+    def _grid_form(self, terms) -> tuple[str, str, str]:
+        origin, steps = [], ([], [])
+        for term in terms:
+            product = " * ".join([self.module.const(term.sign, "int64")]
+                                 + [self._check_int(f) for f in term.factors])
+            if term.var is None:
+                origin.append(product)
+                continue
+            steps[term.var.key].append(product)
+            if term.var.kind == "gid":  # the group's first global id
+                axis = _AXES[term.var.key]
+                origin.append(f"{product} * (_g{axis} * _E{term.var.key} + _O{term.var.key})")
+        zero = self.module.const(0, "int64")
+        return tuple(f"({' + '.join(parts)})" if parts else zero
+                     for parts in (origin, *steps))
 
     def _inside_at_compile_time(self, buffer: str, dim: int, terms) -> bool:
         """Whether index ``terms`` of a local array's ``dim`` is known to be inside it

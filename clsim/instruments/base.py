@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 from clsim.instruments.events import (
     AccessEvent,
     Emit,
+    LaneGridEvent,
     LaneLoopEvent,
     LanePrefixEvent,
     LoopEvent,
@@ -185,6 +186,11 @@ class Instrument:
         """Emit code before (``event.start``) or after the body of ``if lid < X`` run
         lane-major (only under ``lane_loops``); its accesses reach ``on_access`` in between,
         once per lane."""
+
+    def on_lane_grid(self, event: LaneGridEvent, out: Emit) -> None:
+        """Emit code before (``event.start``) or after the lane loops of a 2-D region proven
+        in range, for instruments that see it in work-item order; its accesses reach
+        ``on_access`` in between, once per lane."""
 
     def on_flops(self, kind: str, dtype: str, count: str | None, out: Emit) -> None:
         """Count arithmetic of ``kind`` (add, mul, fma, div, sqrt, int...): one operation of

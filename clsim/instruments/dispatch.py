@@ -151,6 +151,13 @@ def lane_prefix(instruments, gen, *, start: bool, offsets: dict, count: str) -> 
         inst.on_lane_prefix(event, ev.Emit(gen))
 
 
+def lane_grid(instruments, gen, *, start: bool, forms: dict) -> None:
+    """Before or after the lane loops of a proven 2-D region (``LaneGridEvent``)."""
+    event = ev.LaneGridEvent(start, forms)
+    for inst in instruments:
+        inst.on_lane_grid(event, ev.Emit(gen))
+
+
 def _trip_count(t: str, nargs: int) -> str:
     """Code of the iteration count of ``range(*t)`` (``t`` a tuple of ``nargs`` int64s), in
     plain arithmetic: Numba's ``len(range(*t))`` costs more than a short loop's body."""

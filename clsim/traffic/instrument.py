@@ -38,6 +38,7 @@ from clsim.instruments.events import (
     ONE_ITEM,
     AccessEvent,
     Emit,
+    LaneGridEvent,
     LaneLoopEvent,
     LanePrefixEvent,
     LoopEvent,
@@ -51,7 +52,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 21  # of the generated code; part of the compile cache key
+VERSION = 22  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
@@ -163,6 +164,10 @@ class TrafficInstrument(Instrument):
         # count, and the runs its accesses' lanes make, written after the body
         self._prefix: LanePrefixEvent | None = None
         self._prefix_runs: list[str] = []
+        # a proven 2-D region's lane loops (``on_lane_grid``): its accesses' affine forms in
+        # the lane ids, and the lane runs they make, written after the loops
+        self._grid: LaneGridEvent | None = None
+        self._grid_runs: list[str] = []
         self._in_pass = False
         # the array parameters of the helper functions being emitted (innermost last), whose
         # buffer bases their prologue binds (``on_function_start``)
@@ -309,6 +314,37 @@ class TrafficInstrument(Instrument):
             out.emit(run)
         self._prefix_runs.clear()
 
+    def on_lane_grid(self, event: LaneGridEvent, out: Emit) -> None:
+        """Before the lane loops of a proven 2-D region: note its accesses affine in the
+        lane ids (``_record_lanes`` records them nowhere per lane); after them: write each
+        one's lane run for the pass at once, the run ``recorders.lane`` and ``lanes`` make
+        of lanes ``0 .. _NL - 1`` in work-item order at such elements."""
+        if event.start:
+            self._grid = event
+            return
+        self._grid = None
+        for run in self._grid_runs:
+            out.emit(run)
+        self._grid_runs.clear()
+
+    def _grid_run(self, out: Emit, event: AccessEvent, slot: int, base: str,
+                  isz: str) -> str | None:
+        """The code writing the lane run of an access of a proven 2-D region's lane loops
+        (see ``on_lane_grid``), or None when it is not affine in the lane ids. (Lane by
+        lane, a group one lane wide or high leaves its run's stride or row stride 0: they
+        multiply only zeros there, and the step counter counts the same either way.)"""
+        grid = self._grid
+        if grid is None or id(event.node) not in grid.forms:
+            return None
+        origin, along_x, along_y = (_linear(out, event, list(codes))
+                                    for codes in zip(*grid.forms[id(event.node)], strict=True))
+        x = lay.LANE_COLS * slot
+        columns = {lay.L_FIRST: "0", lay.L_END: "_NL", lay.L_ORIGIN: origin,
+                   lay.L_STRIDE: along_x, lay.L_ROW_STRIDE: along_y,
+                   lay.L_ROW: "_L0", lay.L_BASE: base, lay.L_ISZ: isz}
+        return "\n".join(f"_trT[_trX0 + {_int(out, x + column)}] = {code}"
+                         for column, code in columns.items())
+
     def _prefix_run(self, out: Emit, event: AccessEvent, slot: int, base: str,
                     isz: str) -> str | None:
         """The code writing the lane run of an access of ``if lid < X`` run lane-major (see
@@ -441,6 +477,11 @@ class TrafficInstrument(Instrument):
         lx, ly = ("_lx", "_ly") if two_d else (lid, _int(out, 0))
         x = f"_trX0 + {_int(out, lay.LANE_COLS * slot)}"
         head = f"_trT, _trL, _trC0, _trP0, _trK, {_int(out, nl)}, {_int(out, slot)}"
+        if two_d:
+            run = self._grid_run(out, event, slot, base, isz)
+            if run is not None:
+                self._grid_runs.append(run)
+                return codes
         if not two_d and lid == "_lid" and len(codes) == 1:
             run = self._prefix_run(out, event, slot, base, isz)
             if run is not None:

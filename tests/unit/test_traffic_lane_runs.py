@@ -102,6 +102,19 @@ def tile_copy(a, out, w):
 
 
 @kernel
+def guarded_tile(a, out):
+    """A region proven in range whose lanes skip one access (``if``) and run the others."""
+    g = get_group_id(0)
+    t = local_array((8, 8), np.float32)
+    t[get_local_id(1), get_local_id(0)] = a[get_local_id(1) * 8 + get_local_id(0)]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    v = t[get_local_id(0), get_local_id(1)]
+    if get_local_id(0) < 3:
+        v += a[64 + get_local_id(1) * 8 + get_local_id(0)]
+    out[g * 64 + get_local_id(1) * 8 + get_local_id(0)] = v
+
+
+@kernel
 def row_steps(a, out):
     """Global runs across rows of a 2-D group: rows that overlap, descend, touch, and lie
     apart (the whole rows of a sub-group are counted as segments only when they ascend
@@ -175,14 +188,21 @@ CASES = {
                               (np.arange(128, dtype=np.float32), np.zeros(128, np.float32))),
     "late_lanes": lambda: (late_lanes, (128,), (64,),
                            (np.arange(128, dtype=np.float32), np.zeros(128, np.float32))),
+    # groups one lane wide and one lane high at the ends (a 9 x 9 range of 8 x 8 groups)
+    "tile_thin": lambda: (tile_copy, (9, 9), (8, 8), (np.arange(81, dtype=np.float32),
+                                                       np.zeros(81, np.float32), np.int32(9))),
+    "guarded": lambda: (guarded_tile, (16, 8), (8, 8), (np.arange(128, dtype=np.float32),
+                                                         np.zeros(128, np.float32))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
 }
-# How many accesses each case records as lane runs (the rest by lane).
+# How many accesses each case records as lane runs (the rest by lane); of those, how many
+# a 2-D region proven in range writes at once after its lane loops (``on_lane_grid``).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
-        "tile_partial": 4, "row_steps": 4, "local_strides": 10, "late_lanes": 2, "gemv": 6,
+        "tile_partial": 4, "tile_thin": 4, "guarded": 5, "row_steps": 4, "local_strides": 10, "late_lanes": 2, "gemv": 6,
         "copy": 2, "matmul": 5}
+GRID = {"guarded": 2, "two_d": 2, "tile_partial": 2, "tile_thin": 2, "row_steps": 4, "matmul": 5}
 
 
 @pytest.fixture
@@ -201,6 +221,15 @@ def fresh(monkeypatch, request):
         return codes
 
     monkeypatch.setattr(tr.TrafficInstrument, "_record_lanes", spy)
+    grid_run = tr.TrafficInstrument._grid_run
+
+    def grid_spy(self, out, event, *args):
+        run = grid_run(self, out, event, *args)
+        if run is not None:
+            seen.append(("grid", event.site.id))
+        return run
+
+    monkeypatch.setattr(tr.TrafficInstrument, "_grid_run", grid_spy)
     return seen
 
 
@@ -220,8 +249,10 @@ def test_lane_runs_give_the_per_lane_report(case, fresh, monkeypatch):
     by_lane, out_a = _report(case, False, False, monkeypatch)
     assert fresh == []
     by_run, out_b = _report(case, True, True, monkeypatch)
-    assert len(set(fresh)) == RUNS[case], fresh
     assert by_run == by_lane
+    grid = {entry for entry in fresh if entry[0] == "grid"}
+    assert len(set(fresh) - grid) == RUNS[case], fresh
+    assert len(grid) == GRID.get(case, 0)
     for a, b in zip(out_a, out_b, strict=True):
         np.testing.assert_array_equal(a, b)
 
