@@ -127,30 +127,54 @@ class ProvenFlow:
             self.bounds_checks, self.proven_indices = saved
 
     def _grid_forms(self, pp: ProvenPlan, stmts) -> dict:
-        """``LaneGridEvent.forms``: the accesses of the region's top-level statements whose
-        every index is affine in the local and global ids alone, each index as group-level
-        codes of its value at local id (0, 0) and its steps along ``_lx`` and ``_ly``."""
-        top = {id(n) for s in stmts if isinstance(s, ast.Assign | ast.AugAssign | ast.Expr)
-               for n in ast.walk(s) if isinstance(n, ast.Subscript)}
+        """``LaneGridEvent.forms``: the accesses of the region's top-level statements, and
+        of the top-level statements of its top-level loops, whose every index is affine in
+        the local and global ids alone (and that loop's variable), each index as group-level
+        codes of its value at local id (0, 0) (and the loop's first iteration) and its steps
+        along ``_lx``, ``_ly`` (and the loop's iterations)."""
+        simple = ast.Assign | ast.AugAssign | ast.Expr
+        places = [(s, None) for s in stmts if isinstance(s, simple)]
+        places += [(b, s) for s in stmts if isinstance(s, ast.For) and s in pp.loops
+                   for b in s.body if isinstance(b, simple)]
         forms = {}
-        for node_id, dims in pp.terms.items():
-            if node_id in top and all(t.var is None or t.var.kind in ("lid", "gid")
-                                      for terms in dims for t in terms):
-                forms[node_id] = tuple(self._grid_form(terms) for terms in dims)
+        for stmt, loop in places:
+            for n in ast.walk(stmt):
+                dims = pp.terms.get(id(n)) if isinstance(n, ast.Subscript) else None
+                if dims is None or not all(
+                        t.var is None or t.var.kind in ("lid", "gid") or t.var.key is loop
+                        for terms in dims for t in terms):
+                    continue
+                start, step, runs = self._grid_trips(loop) if loop is not None else (
+                    None, None, None)
+                forms[id(n)] = (tuple(self._grid_form(terms, start, step) for terms in dims),
+                                None if loop is None else id(loop), runs)
         return forms
 
-    def _grid_form(self, terms) -> tuple[str, str, str]:
-        origin, steps = [], ([], [])
+    def _grid_trips(self, loop: ast.For) -> tuple[str, str, str]:
+        """Group-level codes of a uniform ``range`` loop's first value, step and trips."""
+        args = [self._check_int(a) for a in loop.iter.args]
+        zero, one = self.module.const(0, "int64"), self.module.const(1, "int64")
+        start, stop, step = ([zero, *args, one] if len(args) == 1 else
+                             [*args, one] if len(args) == 2 else args)
+        return start, step, f"max(({stop} - {start} + {step} - 1) // {step}, 0)"
+
+    def _grid_form(self, terms, start: str | None, step: str | None
+                   ) -> tuple[str, str, str, str]:
+        origin, steps = [], ([], [], [])
         for term in terms:
             product = " * ".join([self.module.const(term.sign, "int64")]
                                  + [self._check_int(f) for f in term.factors])
             if term.var is None:
                 origin.append(product)
-                continue
-            steps[term.var.key].append(product)
-            if term.var.kind == "gid":  # the group's first global id
-                axis = _AXES[term.var.key]
-                origin.append(f"{product} * (_g{axis} * _E{term.var.key} + _O{term.var.key})")
+            elif term.var.kind == "loop":  # the loop's first value, then its step a trip
+                origin.append(f"{product} * {start}")
+                steps[2].append(f"{product} * {step}")
+            else:
+                steps[term.var.key].append(product)
+                if term.var.kind == "gid":  # the group's first global id
+                    axis = _AXES[term.var.key]
+                    origin.append(
+                        f"{product} * (_g{axis} * _E{term.var.key} + _O{term.var.key})")
         zero = self.module.const(0, "int64")
         return tuple(f"({' + '.join(parts)})" if parts else zero
                      for parts in (origin, *steps))

@@ -147,12 +147,16 @@ class LaneGridEvent:
     """A region of a 2-D group proven in range (clsim/compiler/proven_emit.py), run as
     ``for _ly in range(_L1): for _lx in range(_L0):``, every lane once, in work-item order.
     Before its loops (``start``) and after them; its accesses reach ``on_access`` in
-    between, once per lane. ``forms`` maps the id of each ``ast.Subscript`` of the region's
-    top-level statements whose every index is affine in the local and global ids alone to
-    its indices, one ``(origin, x, y)`` per dimension: group-level codes, valid at both
-    hook points, of the index at local id (0, 0) and its steps along ``_lx`` and ``_ly``.
-    Such an access runs once for every lane unless its statement skips it (``and``/``or``,
-    ``a if c else b``)."""
+    between, once per lane (and iteration). ``forms`` maps the id of an ``ast.Subscript``
+    whose every index is affine in the local and global ids alone to ``(indices, None,
+    None)``, where the access is in a top-level statement of the region; and to
+    ``(indices, id(loop), trips)`` where it is in a top-level statement of a top-level
+    ``for`` over a uniform ``range`` and its indices are affine in that loop's variable as
+    well. ``indices`` holds one ``(origin, x, y, trip)`` per dimension: group-level codes,
+    valid at both hook points, of the index at local id (0, 0) in the loop's first
+    iteration and its steps along ``_lx``, ``_ly`` and the loop's iterations (``trips`` of
+    them: its code). Such an access runs once for every lane (and iteration) unless its
+    statement skips it (``and``/``or``, ``a if c else b``)."""
 
     start: bool
     forms: Any

@@ -52,7 +52,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 22  # of the generated code; part of the compile cache key
+VERSION = 23  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
@@ -269,11 +269,15 @@ class TrafficInstrument(Instrument):
                 if self.per_loop else None
             self._loops.append(loop)
             if loop is not None:
+                if self._grid is not None:
+                    loop.grid = {node: form for node, form in self._grid.forms.items()
+                                 if form[1] == id(event.node)}
                 out.emit(loop.init_lines())
             return
         loop = self._loops.pop()
         for access, slot, last, prev in loop.deferred if loop is not None else ():
-            self._stage(out, access, slot, last, prev, event.count)
+            if last is not None:  # (None: the group stages it, ``_grid_loop``)
+                self._stage(out, access, slot, last, prev, event.count)
 
     def on_lane_loop(self, event: LaneLoopEvent, out: Emit) -> None:
         """Before the trips of a loop run lane-major: find its affine accesses as ``on_loop``
@@ -334,16 +338,33 @@ class TrafficInstrument(Instrument):
         lane, a group one lane wide or high leaves its run's stride or row stride 0: they
         multiply only zeros there, and the step counter counts the same either way.)"""
         grid = self._grid
-        if grid is None or id(event.node) not in grid.forms:
+        form = grid.forms.get(id(event.node)) if grid is not None else None
+        if form is None or form[1] is not None:
             return None
-        origin, along_x, along_y = (_linear(out, event, list(codes))
-                                    for codes in zip(*grid.forms[id(event.node)], strict=True))
+        origin, along_x, along_y, _ = (_linear(out, event, list(codes))
+                                       for codes in zip(*form[0], strict=True))
         x = lay.LANE_COLS * slot
         columns = {lay.L_FIRST: "0", lay.L_END: "_NL", lay.L_ORIGIN: origin,
                    lay.L_STRIDE: along_x, lay.L_ROW_STRIDE: along_y,
                    lay.L_ROW: "_L0", lay.L_BASE: base, lay.L_ISZ: isz}
         return "\n".join(f"_trT[_trX0 + {_int(out, x + column)}] = {code}"
                          for column, code in columns.items())
+
+    def _grid_loop(self, out: Emit, event: AccessEvent, slot: int, form) -> str:
+        """The code staging, for the group, an access of a loop every lane of a proven 2-D
+        region runs alike (``on_lane_grid``; layout.py ``GRID``): what each lane's
+        descriptor would stage after its own loop, from the access's affine form."""
+        isz = _int(out, np.dtype(event.dtype).itemsize)
+        base = _int(out, 0) if event.site.space == "local" else self._buffer(out, event)
+        origin, along_x, along_y, trip = (_linear(out, event, list(codes))
+                                          for codes in zip(*form[0], strict=True))
+        columns = {lay.G_ORIGIN: f"{base} + {origin} * {isz}", lay.G_X: f"{along_x} * {isz}",
+                   lay.G_Y: f"{along_y} * {isz}", lay.G_STEP: f"{trip} * {isz}",
+                   lay.G_TRIPS: form[2], lay.G_ROW: "_L0"}
+        lines = [f"_trY = _trT[{lay.C_STRIDED0}] + {_int(out, lay.STRIDED_COLS * slot)}"]
+        lines += [f"_trT[_trY + {column}] = {code}" for column, code in columns.items()]
+        lines.append(f"_trT[_trS1 + {_int(out, slot)}] = {_int(out, lay.STAGED_GRID)}")
+        return "\n".join(lines)
 
     def _prefix_run(self, out: Emit, event: AccessEvent, slot: int, base: str,
                     isz: str) -> str | None:
@@ -402,6 +423,10 @@ class TrafficInstrument(Instrument):
         last, prev = loop.captures(node, event.kind)
         if len(last) != len(event.index):
             return None
+        if node in loop.grid:  # a proven 2-D region's loop: staged for the group after it
+            self._grid_runs.append(self._grid_loop(out, event, slot, loop.grid[node]))
+            loop.deferred.append((event, slot, None, None))
+            return event.index
         if loop.lanes is not None:  # lane-major trips: staged after them, for the group
             if id(event.node) not in loop.lanes.offsets or len(event.index) != 1:
                 return None

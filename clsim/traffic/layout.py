@@ -34,6 +34,10 @@ start the config holds:
   (``span = stop - U``, ``stride = step``), from byte ``first + l * lane`` on, ``step``
   bytes apart (flag ``STAGED_STRIDED``). That is what every lane's ``STAGE`` would hold,
   written once by the group; the step counter counts it as it would count those.
+  A loop every lane of a proven 2-D region runs alike, at indices affine in the lane ids
+  and the loop's variable, is staged there for the group as well (``G_*``, flag
+  ``STAGED_GRID``): lane (lx, ly) ran ``trips`` runs from byte ``origin + x * lx + y * ly``
+  on, ``step`` bytes apart.
 
 ``L`` (int64) holds ``L[slot, k // 8, lane, k % 8]``: the byte address of the lane's k-th run
 of the slot in the current pass (cap is a multiple of 8; ``k = cap`` is a dump for the runs
@@ -79,7 +83,8 @@ S_COLS = 13
 # A lane run's columns (elements while recorded, bytes once staged).
 (L_FIRST, L_END, L_ORIGIN, L_STRIDE, L_ROW_STRIDE, L_ROW, L_KEPT, L_BASE, L_ISZ) = range(9)
 LANE_COLS = 9
-STAGED_LOOP, STAGED_LANES, STAGED_GIVEN_UP, STAGED_STRIDED = 1, 2, 3, 4  # C_STAGED0 flags
+STAGED_LOOP, STAGED_LANES, STAGED_GIVEN_UP, STAGED_STRIDED, STAGED_GRID = 1, 2, 3, 4, 5
+# (the C_STAGED0 flags)
 # A lane's element in a group function's lane array of one access (``recorders.block``):
 # the lane has not run it in this pass.
 NOT_RUN = -(1 << 62)
@@ -89,6 +94,10 @@ D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 # lanes of the group.
 (T_FIRST, T_LANE, T_STEP, T_SPAN, T_STRIDE, T_LANES) = range(6)
 STRIDED_COLS = 6
+# A proven 2-D region's loop, in the same place (flag ``STAGED_GRID``): lane (0, 0)'s first
+# byte address, bytes between lanes along a row and between rows, bytes between runs, the
+# runs, lanes per row.
+(G_ORIGIN, G_X, G_Y, G_STEP, G_TRIPS, G_ROW) = range(6)
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 3
 

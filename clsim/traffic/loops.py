@@ -44,6 +44,9 @@ class AffineLoop:
     # run lane-major: its ``LaneLoopEvent`` (the deferred accesses are staged for the group
     # after the trips, as (event, slot) pairs)
     lanes: object = None
+    # run by every lane of a proven 2-D region alike: its accesses' ``LaneGridEvent`` forms
+    # (staged for the group after the region's lane loops)
+    grid: dict = field(default_factory=dict)
 
     def captures(self, node_id: int, kind: str) -> tuple[list[str], list[str]]:
         """Names of the locals holding an access's index codes in this iteration and the

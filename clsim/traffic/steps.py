@@ -48,6 +48,12 @@ from clsim.traffic.layout import (
     C_STRIDED0,
     C_X0,
     D_COLS,
+    G_ORIGIN,
+    G_ROW,
+    G_STEP,
+    G_TRIPS,
+    G_X,
+    G_Y,
     L_BASE,
     L_END,
     L_FIRST,
@@ -69,6 +75,7 @@ from clsim.traffic.layout import (
     S_STEPS,
     SPACE_GLOBAL,
     STAGED_GIVEN_UP,
+    STAGED_GRID,
     STAGED_LANES,
     STAGED_STRIDED,
     STRIDED_COLS,
@@ -94,7 +101,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 17
+RULES = 18
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -137,6 +144,8 @@ def _slot(T, L, R, M, s):
             _given_up(T, L, s)
         elif staged == STAGED_STRIDED:
             _strided_slot(T, M, R, s)
+        elif staged == STAGED_GRID:
+            _grid_slot(T, M, R, s)
         elif not _staged_slot(T, M, R, s):
             for lane in range(nl):
                 unstage(T, L, s * nl + lane)
@@ -521,6 +530,38 @@ def _strided_slot(T, M, R, s):
                     T[x0 + n] = first + lane_b * lane + step * k
                     n += 1
             gathered(T, M, R, row, x0, n, nb, kind, is_global)
+
+
+@_once
+def _grid_slot(T, M, R, s):
+    """Count slot ``s``'s loop run alike by every lane of a proven 2-D region (layout.py
+    ``G_*``) as ``_staged_slot`` counts the descriptors the lanes would have staged one by
+    one: per sub-group, its lanes' first addresses (written to the slot's staging rows,
+    which nothing staged in this pass) and their equal runs and step (``_lanes_loop``)."""
+    x = T[C_STRIDED0] + STRIDED_COLS * s
+    origin, along_x, along_y = T[x + G_ORIGIN], T[x + G_X], T[x + G_Y]
+    step, trips, lanes_per_row = T[x + G_STEP], T[x + G_TRIPS], T[x + G_ROW]
+    simd, nl = T[C_SIMD], T[C_NL]
+    stage = T[C_STAGE0] + 3 * s * nl
+    row = S0 + s * S_COLS
+    nb, kind = T[row + S_NBYTES], T[row + S_KIND]
+    is_global = T[row + S_SPACE] == SPACE_GLOBAL
+    T[row + S_AFFINE] = 1
+    if trips <= 0:
+        return
+    for q in range(T[C_NSG]):
+        lo, hi = q * simd, min(q * simd + simd, nl)
+        # The lanes' positions in their rows stepped along, not divided out per lane.
+        lx, v = lo % lanes_per_row, origin + along_x * (lo % lanes_per_row) + along_y * (
+            lo // lanes_per_row)
+        for lane in range(lo, hi):
+            T[stage + 3 * lane] = v
+            lx += 1
+            v += along_x
+            if lx == lanes_per_row:
+                lx = 0
+                v += along_y - along_x * lanes_per_row
+        _lanes_loop(T, M, R, row, T, stage, 3, 0, lo, hi, step, trips, nb, kind, is_global)
 
 
 @inline

@@ -115,6 +115,29 @@ def guarded_tile(a, out):
 
 
 @kernel
+def grid_loops(a, b, out, lo, hi):
+    """Loops every lane of a proven 2-D region runs alike, at indices affine in the lane
+    ids and the loop's variable: from a start past 0 by 3 (four trips, not a whole number),
+    in a tile's rows, its columns, a global row and a global column (of a buffer no other
+    access reads: its footprint tells each lane's elements); and a loop of no trips."""
+    t = local_array((16, 16), np.float32)
+    t[get_local_id(1), get_local_id(0)] = a[get_global_id(1) * 16 + get_global_id(0)]
+    t[get_local_id(1), get_local_id(0) + 8] = 2.0
+    t[get_local_id(1) + 8, get_local_id(0)] = 1.0
+    t[get_local_id(1) + 8, get_local_id(0) + 8] = 3.0
+    barrier(CLK_LOCAL_MEM_FENCE)
+    lx = get_local_id(0)
+    ly = get_local_id(1)
+    row = get_global_id(1)
+    acc = np.float32(0)
+    for k in range(lo, hi, 3):
+        acc += t[ly, k] * t[k, lx] + a[row * 16 + k] + b[k * 16 + lx]
+    for k in range(hi, lo):
+        acc += t[lx, k]
+    out[row * 8 + get_global_id(0)] = acc
+
+
+@kernel
 def row_steps(a, out):
     """Global runs across rows of a 2-D group: rows that overlap, descend, touch, and lie
     apart (the whole rows of a sub-group are counted as segments only when they ascend
@@ -193,6 +216,10 @@ CASES = {
                                                        np.zeros(81, np.float32), np.int32(9))),
     "guarded": lambda: (guarded_tile, (16, 8), (8, 8), (np.arange(128, dtype=np.float32),
                                                          np.zeros(128, np.float32))),
+    "grid_loops": lambda: (grid_loops, (8, 16), (8, 8), (np.arange(256, dtype=np.float32),
+                                                          np.ones(256, np.float32),
+                                                          np.zeros(128, np.float32),
+                                                          np.int64(2), np.int64(13))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
@@ -200,9 +227,12 @@ CASES = {
 # How many accesses each case records as lane runs (the rest by lane); of those, how many
 # a 2-D region proven in range writes at once after its lane loops (``on_lane_grid``).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
-        "tile_partial": 4, "tile_thin": 4, "guarded": 5, "row_steps": 4, "local_strides": 10, "late_lanes": 2, "gemv": 6,
-        "copy": 2, "matmul": 5}
-GRID = {"guarded": 2, "two_d": 2, "tile_partial": 2, "tile_thin": 2, "row_steps": 4, "matmul": 5}
+        "tile_partial": 4, "tile_thin": 4, "guarded": 5, "grid_loops": 6, "row_steps": 4,
+        "local_strides": 10, "late_lanes": 2, "gemv": 6, "copy": 2, "matmul": 5}
+GRID = {"grid_loops": 1, "guarded": 2, "two_d": 2, "tile_partial": 2, "tile_thin": 2,
+        "row_steps": 4, "matmul": 5}
+# and how many accesses of loops in such regions it stages for the group (``_grid_loop``)
+GRID_LOOPS = {"grid_loops": 5, "matmul": 2}
 
 
 @pytest.fixture
@@ -230,6 +260,13 @@ def fresh(monkeypatch, request):
         return run
 
     monkeypatch.setattr(tr.TrafficInstrument, "_grid_run", grid_spy)
+    grid_loop = tr.TrafficInstrument._grid_loop
+
+    def grid_loop_spy(self, out, event, *args):
+        seen.append(("grid loop", event.site.id))
+        return grid_loop(self, out, event, *args)
+
+    monkeypatch.setattr(tr.TrafficInstrument, "_grid_loop", grid_loop_spy)
     return seen
 
 
@@ -251,8 +288,10 @@ def test_lane_runs_give_the_per_lane_report(case, fresh, monkeypatch):
     by_run, out_b = _report(case, True, True, monkeypatch)
     assert by_run == by_lane
     grid = {entry for entry in fresh if entry[0] == "grid"}
-    assert len(set(fresh) - grid) == RUNS[case], fresh
+    grid_loops = {entry for entry in fresh if entry[0] == "grid loop"}
+    assert len(set(fresh) - grid - grid_loops) == RUNS[case], fresh
     assert len(grid) == GRID.get(case, 0)
+    assert len(grid_loops) == GRID_LOOPS.get(case, 0)
     for a, b in zip(out_a, out_b, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -263,6 +302,16 @@ def test_lane_runs_at_other_simd_widths(simd, fresh, monkeypatch):
     by_lane, _ = _report("patterns", False, False, monkeypatch, simd_width=simd)
     by_run, _ = _report("patterns", True, True, monkeypatch, simd_width=simd)
     assert by_run == by_lane
+
+
+@pytest.mark.parametrize("case", ["grid_loops", "matmul"])
+def test_grid_loops_at_a_simd_width_across_rows(case, fresh, monkeypatch):
+    """Sub-groups of 4 lanes start mid-row of an 8-wide group: a loop staged for the group
+    gives each sub-group's lanes from its first lane's place in its row."""
+    by_lane, _ = _report(case, False, False, monkeypatch, simd_width=4)
+    by_run, _ = _report(case, True, True, monkeypatch, simd_width=4)
+    assert by_run == by_lane
+    assert any(entry[0] == "grid loop" for entry in fresh)
 
 
 def test_lane_runs_of_lanes_between_words(fresh, monkeypatch):
