@@ -52,7 +52,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 23  # of the generated code; part of the compile cache key
+VERSION = 24  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).
@@ -366,6 +366,29 @@ class TrafficInstrument(Instrument):
         lines.append(f"_trT[_trS1 + {_int(out, slot)}] = {_int(out, lay.STAGED_GRID)}")
         return "\n".join(lines)
 
+    def _prefix_counted(self, out: Emit, event: AccessEvent, slot: int) -> str | None:
+        """The code counting at once an access of ``if lid < X`` run lane-major (see
+        ``on_lane_prefix``) into a local array whose sub-groups span fewer words than banks
+        whatever ``P``: what the step counter counts of its lane run
+        (``steps._local_row_run``), a step per sub-group of the lanes ``0 .. count - 1``. A
+        tree reduction's passes write no run and stage nothing. None when the access is not
+        one."""
+        prefix = self._prefix
+        if prefix is None or id(event.node) not in prefix.offsets or \
+                event.site.space != "local" or len(event.index) != 1:
+            return None
+        isz, device = np.dtype(event.dtype).itemsize, self.device
+        # ``_local_row_run``'s bound, for lanes one element apart from any offset ``P``
+        width = device.bank_width
+        offset = 0 if isz % width == 0 else width - 1
+        if device.banks > 0 and (offset + isz * device.simd_width - 1) // width >= device.banks:
+            return None
+        m, row = prefix.count, lay.S0 + slot * lay.S_COLS
+        return (f"if {m} > 0:\n"
+                f"    _trT[{_int(out, row + lay.S_EXECS)}] += {m}\n"
+                f"    _trT[{_int(out, row + lay.S_STEPS)}] += "
+                f"({m} - 1) // {_int(out, device.simd_width)} + 1")
+
     def _prefix_run(self, out: Emit, event: AccessEvent, slot: int, base: str,
                     isz: str) -> str | None:
         """The code writing the lane run of an access of ``if lid < X`` run lane-major (see
@@ -496,6 +519,10 @@ class TrafficInstrument(Instrument):
         # ``_L0``, not the compiled size: the last groups of a non-uniform range are narrower.
         two_d = lid == "_lid" and out.local_size[2] == 1 and min(out.local_size[:2]) > 1
         row = "_L0" if two_d else _int(out, nl)
+        counted = self._prefix_counted(out, event, slot) if lid == "_lid" else None
+        if counted is not None:
+            self._prefix_runs.append(counted)
+            return codes
         self._pass_runs[key] = slot
         self._inline_count += 1
         index = f"_trI{self._inline_count}"

@@ -101,7 +101,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 18
+RULES = 19
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -309,17 +309,25 @@ def _local_row_run(T, s):
         return False
     first, stop, lanes_per_row = T[x + L_FIRST], T[x + L_END], T[x + L_ROW]
     simd, nb, banks, w = T[C_SIMD], T[row + S_NBYTES], T[C_BANKS], T[C_BANK_WIDTH]
-    if first // lanes_per_row != (stop - 1) // lanes_per_row:
+    # Divisions only where needed: seven per call were a fifth of softmax's step counting
+    # (a tree reduction's passes). A 1-D group's lanes are one row; addresses are not
+    # negative, so a power-of-two bank width is a mask and a shift.
+    if stop > lanes_per_row and first // lanes_per_row != (stop - 1) // lanes_per_row:
         return False
     if banks > 0:
         # A sub-group's bytes span ``stride * (simd - 1) + nb`` at most; lanes a whole
         # number of words apart share their offset in a word, the first lane's.
-        stride = abs(T[x + L_STRIDE])
-        offset = T[x + L_ORIGIN] % w if stride % w == 0 else w - 1
-        if (offset + stride * (simd - 1) + nb - 1) // w >= banks:
+        stride, shift = abs(T[x + L_STRIDE]), T[C_SHIFTS + 2]
+        if shift >= 0:
+            offset = T[x + L_ORIGIN] & (w - 1) if stride & (w - 1) == 0 else w - 1
+            words = (offset + stride * (simd - 1) + nb - 1) >> shift
+        else:
+            offset = T[x + L_ORIGIN] % w if stride % w == 0 else w - 1
+            words = (offset + stride * (simd - 1) + nb - 1) // w
+        if words >= banks:
             return False
     T[row + S_EXECS] += stop - first
-    T[row + S_STEPS] += (stop - 1) // simd - first // simd + 1
+    T[row + S_STEPS] += (stop - 1) // simd + 1 - (first // simd if first > 0 else 0)
     T[x + L_END] = -1
     return True
 

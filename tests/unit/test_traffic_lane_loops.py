@@ -185,6 +185,60 @@ def test_lane_major_prefixes_give_the_usual_report(monkeypatch, request):
         del CASES["prefixes"]
 
 
+@kernel
+def local_prefixes(x, y, n):
+    """``if lid < X`` over local arrays at offsets: float32, float64 (two banks a lane) and
+    int16 (two lanes a word)."""
+    lid = get_local_id(0)
+    i = get_global_id(0)
+    f = local_array(80, np.float32)
+    d = local_array(80, np.float64)
+    h = local_array(80, np.int16)
+    f[lid] = x[i]
+    d[lid] = 1.0
+    h[lid] = 2
+    barrier(CLK_LOCAL_MEM_FENCE)
+    if lid < n:
+        f[lid] = f[lid + 3] + f[lid + 16] + d[lid + 1] + h[lid + 5]
+        d[lid] = d[lid] * 2.0
+        h[lid] = h[lid + 1]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[i] = f[lid] + d[lid] + h[lid]
+
+
+@pytest.mark.parametrize("simd", [None, 16, 64])
+def test_local_prefixes_counted_at_once(simd, monkeypatch, request):
+    """A local access of ``if lid < X`` run lane-major whose sub-groups cannot share a bank
+    is counted where it runs (``_prefix_counted``): the usual form's report. float32 and
+    int16 at simd 16 and 32 and float64 at 16 are; float64 at 32 and all at 64 (a
+    sub-group past the banks) keep their lane runs."""
+    monkeypatch.setattr(tr, "VERSION", (tr.VERSION, request.node.name, os.getpid()))
+    counted = []
+    hook = tr.TrafficInstrument._prefix_counted
+
+    def spy(self, out, event, slot):
+        code = hook(self, out, event, slot)
+        counted.extend([(event.buffer, event.kind)] if code is not None else [])
+        return code
+
+    monkeypatch.setattr(tr.TrafficInstrument, "_prefix_counted", spy)
+    CASES["local_prefixes"] = lambda: (local_prefixes, (128,), (64,),
+                                       (np.arange(128, dtype=np.float32),
+                                        np.zeros(128, np.float32), np.int32(40)))
+    try:
+        usual, out_a = _report("local_prefixes", False, monkeypatch, simd)
+        lane_major, out_b = _report("local_prefixes", True, monkeypatch, simd)
+    finally:
+        del CASES["local_prefixes"]
+    assert lane_major == usual
+    assert (usual.totals["local_bank_conflicts"] > 0) == (simd != 16)  # float64 at 32, 64
+    np.testing.assert_array_equal(out_a[-1], out_b[-1])
+    expected = {None: {("f", "load"), ("f", "store"), ("h", "load"), ("h", "store")},
+                16: {("f", "load"), ("f", "store"), ("d", "load"), ("d", "store"),
+                     ("h", "load"), ("h", "store")}, 64: set()}[simd]
+    assert set(counted) == expected
+
+
 def test_lane_major_loops_at_another_simd_width(fresh, monkeypatch):
     """Steps of 16 lanes: a partial trip's edge falls inside other sub-groups."""
     usual, _ = _report("partial_trip", False, monkeypatch, simd=16)
