@@ -277,17 +277,19 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
 
 
 @_jit
-def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2):
+def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2, order):
     """The L2 over the L1s' misses (``_l1_pass``' entries, segment by segment in group
     order) for the sets whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring.
     Sets are independent and each keeps its lookups' order, so any split of the sets gives
     the same counts (``out``: read and written sectors per buffer).
 
-    ``c2[lay2[L_ROW] * set:]`` holds the set's ways, most recent first (``_Layout``). A
-    lookup touches those words only (prefetched ``_AHEAD`` lookups earlier by a second
-    cursor running ahead): on a GEMV the L2's lookups are cache misses of the host, and
-    their time goes with the bytes a set spans. The set lookups are small functions LLVM
-    inlines; anything passing arrays per call would cost reference counting.
+    The entries of these sets are listed first, in order (``order``: room for all), without
+    a branch: skipping the others one by one mispredicted half of them, and the skipping
+    was as long as the lookups (a GEMV's 530K). ``c2[lay2[L_ROW] * set:]`` holds the set's
+    ways, most recent first (``_Layout``). A lookup touches those words only (prefetched
+    ``_AHEAD`` lookups earlier): on a GEMV the L2's lookups are cache misses of the host,
+    and their time goes with the bytes a set spans. The set lookups are small functions
+    Numba inlines; anything passing arrays per call would cost reference counting.
     """
     read, write = out[0], out[1]
     low32 = (1 << 32) - 1
@@ -298,45 +300,43 @@ def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2):
     line_bits = lay2[L_LINE_BITS]
     line_low = (1 << line_bits) - 1
     masks2 = (words2 - 1) * ways2
-    ja, ka = 0, _AHEAD - 1  # the look-ahead cursor: segment, entry in it
+    n = 0
     for j in range(span.shape[0]):
         for c in range(span[j, 0], span[j, 0] + span[j, 1]):
-            ka += 1
-            while ja < span.shape[0] and ka >= span[ja, 1]:
-                ka -= span[ja, 1]
-                ja += 1
-            if ja < span.shape[0]:
-                ahead = miss[span[ja, 0] + ka, 1] >> 32
-                if lo <= ahead < hi:
-                    for part in range(ahead, ahead + row2, 8):  # each 64-byte line
-                        _prefetch(c2, part)
-            packed = miss[np.uint64(c), 1]
-            mask, row = packed & low32, packed >> 32
-            if row < lo or row >= hi:
-                continue
-            entry = miss[np.uint64(c), 0]
-            line, buf, kind = entry & _M_LINE, (entry >> M_BUF) & 4095, entry >> M_KIND
-            p = _find(c2, row, ways2, now2 | line, kshift2)
-            if p < 0:
-                p = ways2 - 1
-                old = c2[np.uint64(row + p)] >> kshift2
-                dirty = (c2[np.uint64(row + masks2 + p)] >> spl) & valid_bits
-                if old >> line_bits == now2 >> line_bits and dirty != 0:
-                    write[((old & line_low) << line_shift) >> BUFFER_SHIFT] += _popcount(dirty)
-                _to_front(c2, row, p, ways2, words2)
-                c2[np.uint64(row)] = (now2 | line) << kshift2
-                c2[np.uint64(row + masks2)] &= ~low2
-            else:
-                _to_front(c2, row, p, ways2, words2)
-            word = c2[np.uint64(row + masks2)]
-            state = word & low2
-            # Loads and atomics fetch what is missing, stores and atomics dirty.
-            if kind != R_STORE:
-                read[buf] += _popcount(mask & ~state & valid_bits)
-            state |= mask
-            if kind == R_STORE or kind == R_ATOMIC:
-                state |= mask << spl
-            c2[np.uint64(row + masks2)] = (word & ~low2) | state
+            row = miss[np.uint64(c), 1] >> 32
+            order[np.uint64(n)] = c
+            n += (row >= lo) & (row < hi)
+    for k in range(n):
+        if k + _AHEAD < n:
+            ahead = miss[np.uint64(order[np.uint64(k + _AHEAD)]), 1] >> 32
+            for at in range(ahead, ahead + row2, 8):  # each 64-byte line
+                _prefetch(c2, at)
+        c = order[np.uint64(k)]
+        packed = miss[np.uint64(c), 1]
+        mask, row = packed & low32, packed >> 32
+        entry = miss[np.uint64(c), 0]
+        line, buf, kind = entry & _M_LINE, (entry >> M_BUF) & 4095, entry >> M_KIND
+        p = _find(c2, row, ways2, now2 | line, kshift2)
+        if p < 0:
+            p = ways2 - 1
+            old = c2[np.uint64(row + p)] >> kshift2
+            dirty = (c2[np.uint64(row + masks2 + p)] >> spl) & valid_bits
+            if old >> line_bits == now2 >> line_bits and dirty != 0:
+                write[((old & line_low) << line_shift) >> BUFFER_SHIFT] += _popcount(dirty)
+            _to_front(c2, row, p, ways2, words2)
+            c2[np.uint64(row)] = (now2 | line) << kshift2
+            c2[np.uint64(row + masks2)] &= ~low2
+        else:
+            _to_front(c2, row, p, ways2, words2)
+        word = c2[np.uint64(row + masks2)]
+        state = word & low2
+        # Loads and atomics fetch what is missing, stores and atomics dirty.
+        if kind != R_STORE:
+            read[buf] += _popcount(mask & ~state & valid_bits)
+        state |= mask
+        if kind == R_STORE or kind == R_ATOMIC:
+            state |= mask << spl
+        c2[np.uint64(row + masks2)] = (word & ~low2) | state
     for set_row in range(lo, hi, row2):  # write back what is still dirty
         for k in range(ways2):
             key = c2[set_row + k] >> kshift2
@@ -353,12 +353,19 @@ def _l2_pass(miss, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2, pa
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
     counts (parts, 2: read and written, buffers)."""
     out = np.zeros((parts, 2, nbuf), np.int64)
-    _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2)
+    size = parts * (miss.shape[0] + 1)
+    order = _kept.pop(("order",), (np.empty(0, np.int64), 0))[0]
+    if order.size < size:
+        order = np.empty(size, np.int64)
+    _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2,
+              order[:size].reshape(parts, -1))
+    if order.nbytes <= KEEP_MISS_BYTES:
+        _kept[("order",)] = (order, 0)
     return out
 
 
 @_jitp
-def _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2):
+def _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2, order):
     """``_l2_pass``' parallel loop. Its arrays are allocated and summed outside: array
     expressions here made Numba's once-per-machine compile of it 5 s instead of 2."""
     parts = out.shape[0]
@@ -367,7 +374,8 @@ def _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2):
     for p in numba.prange(parts):
         lo = min(p * per, sets2) * row2
         hi = min((p + 1) * per, sets2) * row2
-        _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out[p], lay2)
+        _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out[p], lay2,
+                 order[p])
 
 
 # A layout as the replay reads it (``_Layout.array``, int64): words per set and per way, the
@@ -419,10 +427,10 @@ class _Layout:
                          generation << self.line_bits, self.line_bits], np.int64)
 
 
-# The last launch's cache states and miss buffer, kept for the next launch: an h200's L1s
-# and L2 take 5 MB, whose page faults (fresh) or clearing (kept) cost 0.7-2 ms a launch,
-# a fifth of vector_add's replay. A launch running beside another finds them taken and
-# makes its own.
+# The last launch's cache states, miss buffer and L2 order lists, kept for the next launch:
+# an h200's L1s and L2 take 7.5 MB, whose page faults (fresh) or clearing (kept) cost
+# 0.7-2 ms a launch, a fifth of vector_add's replay. A launch running beside another finds
+# them taken and makes its own.
 _kept: dict[tuple, tuple[np.ndarray, int]] = {}
 KEEP_MISS_BYTES = 64 << 20  # a larger miss buffer is not kept
 
