@@ -70,15 +70,12 @@ _kept_flags: list[np.ndarray] = []
 
 
 def _flags(size: int) -> np.ndarray:
-    """Zeroed footprint flags (``M``): the last launch's, cleared, when their size fits. Fresh
-    zeros cost a page fault and the kernel's clearing of each page as the launch first sets a
-    flag there (softmax 1024^2: 4 MB, ~1 ms a launch); clearing pages already mapped costs
-    ~0.1 ms."""
+    """Zeroed footprint flags (``M``): the last launch's when their size fits, which ``read``
+    cleared. Fresh zeros cost a page fault and the kernel's clearing of each page as the
+    launch first sets a flag there (softmax 1024^2: 4 MB, ~1 ms a launch); clearing pages
+    already mapped costs ~0.1 ms."""
     kept = _take_kept(_kept_flags, (size,))
-    if kept is None:
-        return np.zeros(size, np.uint8)
-    kept[:] = 0
-    return kept
+    return np.zeros(size, np.uint8) if kept is None else kept
 
 
 def _untouched_zeros(rows: int, columns: int) -> np.ndarray:
@@ -157,9 +154,9 @@ def build(info, dev: Device) -> list[np.ndarray]:
     flags = 0
     for p, value in enumerate(info.values):
         if isinstance(value, np.ndarray) and value.ndim >= 1:  # an image's pixels: 2-D
-            args[p] = (flags, value.ctypes.data, value.size)
+            args[p, :3] = (flags, value.ctypes.data, value.size)
             flags += value.size
-    args[-1] = (flags, 0, 1)
+    args[-1, :3] = (flags, 0, 1)
     flags += 1
     b0 = lay.S0 + rows.size
     x0 = b0 + args.size
@@ -210,13 +207,22 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
     records, overflow = _records(info, rows, dev)
     reads, writes = {}, {}
     half, b0 = int(T[lay.C_M_WRITE]), int(T[lay.C_B0])
-    buffers = []
+    buffers, unset = [], []
     for p, (name, value) in enumerate(zip(info.params, info.values, strict=True)):
         if isinstance(value, np.ndarray) and value.ndim >= 1:
-            off = int(T[b0 + p * lay.B_COLS])
-            reads[name] = int(np.count_nonzero(M[off:off + value.size])) * value.itemsize
-            writes[name] = int(np.count_nonzero(M[half + off:half + off + value.size])) * (
-                value.itemsize)
+            # Only the flags a thread's step counter set may be set (``B_FLAGGED``): a GEMV
+            # 4096^2 never writes its matrix, whose 16 MB of write flags were counted and
+            # cleared every launch (1.1 ms).
+            b = b0 + p * lay.B_COLS
+            flagged = int(np.bitwise_or.reduce(TT[:, b + lay.B_FLAGGED]))
+            for counts, off, bit in ((reads, int(T[b]), lay.B_READ),
+                                     (writes, half + int(T[b]), lay.B_WRITTEN)):
+                if flagged & bit:
+                    counts[name] = int(np.count_nonzero(M[off:off + value.size])) * (
+                        value.itemsize)
+                else:
+                    counts[name] = 0
+                    unset.append((off, off + value.size))
             buffers.append((p, name))
     flops = {k: int(TT[:, lay.C_FLOPS + i].sum()) for i, k in enumerate(FLOP_KINDS)}
     if overflow:
@@ -227,7 +233,12 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
             RuntimeWarning, stacklevel=4)
     dram = _dram(info, TT, RR, dev, buffers)
     _keep_streams(RR, int(TT[:, lay.C_R_LEN].sum()))
-    if M.nbytes <= KEEP_FLAG_BYTES:
+    if M.nbytes <= KEEP_FLAG_BYTES:  # cleared for the next launch where any may be set
+        start = 0
+        for lo, hi in sorted(unset):
+            M[start:lo] = 0
+            start = max(start, hi)
+        M[start:] = 0
         _kept_flags[:] = [M]
     return TrafficReport(info.kernel, dev.simd_width, records, reads, writes, flops,
                          work_items=info.ndrange.work_items,

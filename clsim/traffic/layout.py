@@ -6,7 +6,9 @@ Four arrays, each with one row per Numba thread (so groups may run in parallel),
 start the config holds:
 
 * ``S0``: one row of ``S_COLS`` counters per counted access site (slot);
-* ``C_B0``: per kernel argument ``(first flag in M, data pointer, elements)``, then a dummy
+* ``C_B0``: per kernel argument ``(first flag in M, data pointer, elements, flagged)``
+  (flagged: ``B_READ`` and ``B_WRITTEN``, set as the step counter first flags one of its
+  elements read or written in a call), then a dummy
   row (one flag) for buffers no argument matches;
 * ``C_X0``: scratch for one step (addresses, words, per-bank counts);
 * ``C_CNT0``: ``CNT[slot, lane]``, how many times the lane ran the slot in the current pass of
@@ -99,7 +101,9 @@ STRIDED_COLS = 6
 # runs, lanes per row.
 (G_ORIGIN, G_X, G_Y, G_STEP, G_TRIPS, G_ROW) = range(6)
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
-B_COLS = 3
+B_COLS = 4
+B_FLAGGED = 3  # the column of a kernel argument's row: which of its flags may be set
+B_READ, B_WRITTEN = 1, 2
 
 # Read-modify-write atomics are R_ATOMIC; atomic_load (R_ATOMIC_LOAD) only reads, done in the
 # L2 like the others; atomic_store counts as a store. Their sites start as R_ATOMIC and the

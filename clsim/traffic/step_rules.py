@@ -19,6 +19,9 @@ import numpy as np
 from clsim.runtime.plain_calls import plain_calls
 from clsim.traffic.layout import (
     B_COLS,
+    B_FLAGGED,
+    B_READ,
+    B_WRITTEN,
     BUFFER_SHIFT,
     C_B0,
     C_BANK_WIDTH,
@@ -129,10 +132,18 @@ def _footprint(T, M, lo, hi, row, kind):
     isz, shift = T[row + S_ISZ], T[row + S_ISZ_SHIFT]  # a shift, not a division, per step
     e0 = min(max(unit(lo - base, isz, shift), 0), size - 1)
     e1 = min(max(unit(hi - base, isz, shift), 0), size - 1)
+    T[b + B_FLAGGED] |= _flagged(kind)
     if kind != R_STORE:  # loads and atomics read
         _mark(M, T[b] + e0, e1 - e0 + 1)
     if kind == R_STORE or kind == R_ATOMIC:
         _mark(M, T[C_M_WRITE] + T[b] + e0, e1 - e0 + 1)
+
+
+@inline
+def _flagged(kind):
+    """The ``B_FLAGGED`` bits of a step of ``kind``: what ``_footprint`` flags."""
+    return (B_READ if kind != R_STORE else 0) | (
+        B_WRITTEN if kind == R_STORE or kind == R_ATOMIC else 0)
 
 
 @jit
@@ -217,6 +228,8 @@ def coalesced_runs(T, M, R, row, first, length, step, runs, kind):
             p, base = q, q << BUFFER_SHIFT
             b = b0 + q * B_COLS
             flags, size = (T[b], T[b + 2]) if q >= 0 and b < x0 else (-1, 0)
+            if flags >= 0:
+                T[b + B_FLAGGED] |= _flagged(kind)
         if flags >= 0:
             e0 = min(max(unit(a - base, isz, shift), 0), size - 1)
             e1 = min(max(unit(last - base, isz, shift), 0), size - 1)
@@ -272,6 +285,8 @@ def merged(T, M, R, row, A, first, step, n, nb, kind):
                 p, base = q, q << BUFFER_SHIFT
                 b = b0 + q * B_COLS
                 flags, size = (T[b], T[b + 2]) if q >= 0 and b < x0 else (-1, 0)
+                if flags >= 0:
+                    T[b + B_FLAGGED] |= _flagged(kind)
             if flags >= 0:
                 e0 = min(max(unit(a - base, isz, shift), 0), size - 1)
                 e1 = min(max(unit(a + nb - 1 - base, isz, shift), 0), size - 1)

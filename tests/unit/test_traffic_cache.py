@@ -186,6 +186,25 @@ def test_the_footprint_flags_kept_for_the_next_launch_start_cleared():
     assert half.buffers["src"]["unique"] == 2 * n and half.buffers["dst"]["unique"] == 2 * n
 
 
+def test_only_the_flags_a_launch_set_are_counted_and_cleared():
+    """A buffer's read and write flags are counted, and cleared for the next launch, only
+    where the step counter flagged one of its elements so (``layout.B_FLAGGED``): a copy
+    leaves all the flags clear, and the copy back the other way, with the same flags
+    kept, counts only its own."""
+    from clsim.traffic import arena
+
+    kernel, global_size, local_size, (src, dst, n), _ = tk.copy_case(1 << 12)
+    arena._kept_flags.clear()
+    there = clsim.run(kernel, global_size, local_size, (src, dst, n), traffic=True).traffic
+    kept = arena._kept_flags[0]
+    assert not kept.any()
+    back = clsim.run(kernel, global_size, local_size, (dst, src, np.int32(n // 4)),
+                     traffic=True).traffic
+    assert arena._kept_flags[0] is kept and not kept.any()
+    assert there.buffers["src"]["unique"] == there.buffers["dst"]["unique"] == 4 * n
+    assert back.buffers["src"]["unique"] == back.buffers["dst"]["unique"] == n
+
+
 def test_a_kept_cache_state_counts_as_a_fresh_one():
     """The caches' state is kept for the next launch and not cleared: a line of the last
     launch is never found, its dirty sectors never written back. The same launch again (the
