@@ -93,7 +93,7 @@ class ProvenFlow:
             grid = None
             if kept:
                 self.start_in_order_pass()
-                if self.in_order_instruments():
+                if self.in_order_instruments() and dispatch.handle(kept, "on_lane_grid"):
                     grid = {"forms": self._grid_forms(pp, item.stmts)}
                     dispatch.lane_grid(kept, self, start=True, **grid)
             self._unchecked_lanes_2d(item.stmts)

@@ -151,6 +151,13 @@ def lane_prefix(instruments, gen, *, start: bool, offsets: dict, count: str) -> 
         inst.on_lane_prefix(event, ev.Emit(gen))
 
 
+def handle(instruments, hook: str) -> bool:
+    """Whether any of ``instruments`` does something at ``hook`` (overrides it): what only
+    it reads need not be worked out."""
+    return any(getattr(type(inst), hook) is not getattr(Instrument, hook)
+               for inst in instruments)
+
+
 def lane_grid(instruments, gen, *, start: bool, forms: dict) -> None:
     """Before or after the lane loops of a proven 2-D region (``LaneGridEvent``)."""
     event = ev.LaneGridEvent(start, forms)
