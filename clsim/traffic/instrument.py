@@ -96,6 +96,22 @@ def _overlapping(arrays: list) -> bool:
     return any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
 
 
+def _group_stage(out: Emit, slot: int, columns: dict[int, str], flag: int) -> str:
+    """The code staging a slot's loop for the group: its ``columns`` in the slot's row of
+    the ``STRIDED`` area (layout.py) and its staged flag."""
+    lines = [f"_trY = _trT[{lay.C_STRIDED0}] + {_int(out, lay.STRIDED_COLS * slot)}"]
+    lines += [f"_trT[_trY + {column}] = {code}" for column, code in columns.items()]
+    lines.append(f"_trT[_trS1 + {_int(out, slot)}] = {_int(out, flag)}")
+    return "\n".join(lines)
+
+
+def _emit_all(out: Emit, codes: list[str]) -> None:
+    """Emit the codes gathered for after a region's lanes, and forget them."""
+    for code in codes:
+        out.emit(code)
+    codes.clear()
+
+
 def _linear(out: Emit, event: AccessEvent, codes: list[str]) -> str:
     """The linear element index of a local access from its per-dimension index codes."""
     shape = event.shape or (0,) * len(codes)
@@ -300,36 +316,25 @@ class TrafficInstrument(Instrument):
             # Nothing staged the slot before in this pass: a slot is one access, taken once
             # per loop (``_defer``), and the pass ends with the region.
             columns = [first, isz, f"{event.stride} * {isz}", event.span, event.stride, "_NL"]
-            lines = [f"_trY = _trT[{lay.C_STRIDED0}] + {_int(out, lay.STRIDED_COLS * slot)}"]
-            lines += [f"_trT[_trY + {k}] = {code}" for k, code in enumerate(columns)]
-            lines.append(f"_trT[_trS1 + {_int(out, slot)}] = {_int(out, lay.STAGED_STRIDED)}")
-            out.emit("\n".join(lines))
+            out.emit(_group_stage(out, slot, dict(enumerate(columns)), lay.STAGED_STRIDED))
 
     def on_lane_prefix(self, event: LanePrefixEvent, out: Emit) -> None:
         """Before the body of ``if lid < X`` run lane-major: note its accesses at ``lid + P``
         (``_record_lanes`` records them nowhere per lane); after it: write each one's lane
         run for the pass at once, lanes ``0 .. count - 1`` at elements ``P + lid``, the run
         ``recorders.block`` would make of their indices."""
-        if event.start:
-            self._prefix = event
-            return
-        self._prefix = None
-        for run in self._prefix_runs:
-            out.emit(run)
-        self._prefix_runs.clear()
+        self._prefix = event if event.start else None
+        if not event.start:
+            _emit_all(out, self._prefix_runs)
 
     def on_lane_grid(self, event: LaneGridEvent, out: Emit) -> None:
         """Before the lane loops of a proven 2-D region: note its accesses affine in the
         lane ids (``_record_lanes`` records them nowhere per lane); after them: write each
         one's lane run for the pass at once, the run ``recorders.lane`` and ``lanes`` make
         of lanes ``0 .. _NL - 1`` in work-item order at such elements."""
-        if event.start:
-            self._grid = event
-            return
-        self._grid = None
-        for run in self._grid_runs:
-            out.emit(run)
-        self._grid_runs.clear()
+        self._grid = event if event.start else None
+        if not event.start:
+            _emit_all(out, self._grid_runs)
 
     def _grid_run(self, out: Emit, event: AccessEvent, slot: int, base: str,
                   isz: str) -> str | None:
@@ -361,10 +366,7 @@ class TrafficInstrument(Instrument):
         columns = {lay.G_ORIGIN: f"{base} + {origin} * {isz}", lay.G_X: f"{along_x} * {isz}",
                    lay.G_Y: f"{along_y} * {isz}", lay.G_STEP: f"{trip} * {isz}",
                    lay.G_TRIPS: form[2], lay.G_ROW: "_L0"}
-        lines = [f"_trY = _trT[{lay.C_STRIDED0}] + {_int(out, lay.STRIDED_COLS * slot)}"]
-        lines += [f"_trT[_trY + {column}] = {code}" for column, code in columns.items()]
-        lines.append(f"_trT[_trS1 + {_int(out, slot)}] = {_int(out, lay.STAGED_GRID)}")
-        return "\n".join(lines)
+        return _group_stage(out, slot, columns, lay.STAGED_GRID)
 
     def _prefix_counted(self, out: Emit, event: AccessEvent, slot: int) -> str | None:
         """The code counting at once an access of ``if lid < X`` run lane-major (see
