@@ -133,21 +133,19 @@ class ProvenFlow:
         codes of its value at local id (0, 0) (and the loop's first iteration) and its steps
         along ``_lx``, ``_ly`` (and the loop's iterations)."""
         simple = ast.Assign | ast.AugAssign | ast.Expr
-        places = [(s, None) for s in stmts if isinstance(s, simple)]
-        places += [(b, s) for s in stmts if isinstance(s, ast.For) and s in pp.loops
-                   for b in s.body if isinstance(b, simple)]
+        blocks = [(stmts, None, (None, None, None))]
+        blocks += [(s.body, s, self._grid_trips(s)) for s in stmts
+                   if isinstance(s, ast.For) and s in pp.loops]
         forms = {}
-        for stmt, loop in places:
-            for n in ast.walk(stmt):
+        for body, loop, (start, step, trips) in blocks:
+            for n in (n for stmt in body if isinstance(stmt, simple) for n in ast.walk(stmt)):
                 dims = pp.terms.get(id(n)) if isinstance(n, ast.Subscript) else None
                 if dims is None or not all(
                         t.var is None or t.var.kind in ("lid", "gid") or t.var.key is loop
                         for terms in dims for t in terms):
                     continue
-                start, step, runs = self._grid_trips(loop) if loop is not None else (
-                    None, None, None)
                 forms[id(n)] = (tuple(self._grid_form(terms, start, step) for terms in dims),
-                                None if loop is None else id(loop), runs)
+                                None if loop is None else id(loop), trips)
         return forms
 
     def _grid_trips(self, loop: ast.For) -> tuple[str, str, str]:
