@@ -170,11 +170,18 @@ def local_strides(x, out):
 
 @kernel
 def late_lanes(x, y):
-    """Runs that start past lane 0 and end before the group's last lane."""
+    """Runs that start past lane 0 and end before the group's last lane, in global memory
+    and (past the first sub-group) in local memory."""
     lid = get_local_id(0)
     i = get_global_id(0)
+    t = local_array(64, np.float32)
+    t[lid] = 0.0
     if lid >= 3 and lid < 45:
         y[i] = x[i] * 2.0
+    if lid >= 35:
+        t[lid] = x[i]
+    barrier(CLK_LOCAL_MEM_FENCE)
+    y[i] += t[lid]
 
 
 @kernel
@@ -228,7 +235,7 @@ CASES = {
 # a 2-D region proven in range writes at once after its lane loops (``on_lane_grid``).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
         "tile_partial": 4, "tile_thin": 4, "guarded": 5, "grid_loops": 6, "row_steps": 4,
-        "local_strides": 10, "late_lanes": 2, "gemv": 6, "copy": 2, "matmul": 5}
+        "local_strides": 10, "late_lanes": 8, "gemv": 6, "copy": 2, "matmul": 5}
 GRID = {"grid_loops": 1, "guarded": 2, "two_d": 2, "tile_partial": 2, "tile_thin": 2,
         "row_steps": 4, "matmul": 5}
 # and how many accesses of loops in such regions it stages for the group (``_grid_loop``)
