@@ -219,18 +219,27 @@ def test_a_kept_cache_state_counts_as_a_fresh_one():
     cases = (lambda: tk.gemv_case(64, 4096), lambda: tk.copy_case(1 << 14),
              lambda: tk.copy_case(1 << 10))
     for profile in (small, l1_holds_x):
-        def figures(case, profile=profile):
-            report = _run(case(), profile)
-            return report.buffers, report.dram_read_bytes, report.dram_write_bytes
-
-        fresh = []
-        for case in cases:
-            cache._kept.clear()
-            fresh.append(figures(case))
+        fresh = _fresh_figures(cases, profile)
         for case, want in zip((*cases, *cases), (*fresh, *fresh), strict=True):
             # kept, not fresh
             assert any(key[:3] == ("L2", 16384 // 128 // 4, 4) for key in cache._kept)
-            assert figures(case) == want
+            assert _figures(case, profile) == want
+
+
+def _figures(case, profile):
+    report = _run(case(), profile)
+    return report.buffers, report.dram_read_bytes, report.dram_write_bytes
+
+
+def _fresh_figures(cases, profile) -> list:
+    """Each case's figures from fresh cache states."""
+    import clsim.traffic.cache as cache
+
+    fresh = []
+    for case in cases:
+        cache._kept.clear()
+        fresh.append(_figures(case, profile))
+    return fresh
 
 
 @pytest.mark.parametrize("generation_bits", [1, 2])
@@ -243,17 +252,9 @@ def test_a_cache_state_cleared_when_its_generations_run_out(monkeypatch, generat
     monkeypatch.setattr(cache, "generation_bits_max", generation_bits)
     small = _profile(compute_units=4, l1_bytes=2048, l1_ways=4, l2_bytes=16384, l2_ways=4)
     cases = (lambda: tk.gemv_case(64, 4096), lambda: tk.copy_case(1 << 10))
-
-    def figures(case):
-        report = _run(case(), small)
-        return report.buffers, report.dram_read_bytes, report.dram_write_bytes
-
-    fresh = []
-    for case in cases:
-        cache._kept.clear()
-        fresh.append(figures(case))
+    fresh = _fresh_figures(cases, small)
     generations = []
     for case, want in zip(cases * 4, fresh * 4, strict=True):
-        assert figures(case) == want
+        assert _figures(case, small) == want
         generations.append(next(g for key, (_, g) in cache._kept.items() if key[0] == "L2"))
     assert 1 << generation_bits in generations  # ran out at least once
