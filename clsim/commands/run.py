@@ -14,12 +14,13 @@ as one line.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import clsim
-from clsim.commands import first_run
+from clsim.commands import first_run, specs
 from clsim.commands import options as opt
-from clsim.commands import specs
 from clsim.commands.checks_beside import WHAT as BESIDE
 from clsim.commands.checks_beside import ChecksBeside
 from clsim.commands.progress import RunProgress
@@ -93,6 +94,33 @@ def _max_errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float,
 
 
 def main(args) -> int:
+    started = _process_seconds()  # Python's start and the imports, before this command
+    code = _main_checked(args)
+    _print_wall(started)
+    return code
+
+
+def _process_seconds() -> float | None:
+    """Seconds since this process started, from the kernel's clock (Linux ``/proc``), or
+    None where that is not known."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22
+            return float(uptime.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _print_wall(started: float | None) -> None:
+    """The whole wait, which the compile seconds above are only part of: a first run also
+    starts Python and imports numpy, Numba and clsim (about a second)."""
+    now = _process_seconds()
+    if started is not None and now is not None:
+        print(f"  wall: {now:.2f} s from the process's start to this line, of it {started:.2f} s "
+              f"before the command (Python's start, the imports of clsim, numpy and Numba)")
+
+
+def _main_checked(args) -> int:
     if args.explain_speed:  # the same command, minus this option, in a remark-printing child
         from clsim.explain_speed import print_explained
         return print_explained(["-m", "clsim.cli", *_same_command(args)])

@@ -49,6 +49,13 @@ def test_a_cold_run_counts_both_variants_in_its_compile_line(tmp_path):
     assert line, proc.stdout
     assert float(line[1]) > 0 and float(line[2]) > 0
     assert "traffic of vector_add" in proc.stdout  # the child's traffic report arrived
+    # The whole wait, of which the compile is a part, and the start before the command.
+    wall = re.search(r"  wall: ([\d.]+) s from the process's start to this line, of it "
+                     r"([\d.]+) s before the command \(Python's start, the imports of clsim, "
+                     r"numpy and Numba\)\n", proc.stdout)
+    assert wall, proc.stdout
+    assert 0 < float(wall[2]) < float(wall[1])
+    assert float(wall[1]) >= max(float(line[1]), float(line[2])) + float(wall[2])
     if float(line[2]) > progress._COMPILE_NOTE_AFTER_S + 0.5:
         # Where no test has compiled the traffic helpers yet, the note names them too.
         assert any(re.fullmatch(r"clsim: compiling vector_add with traffic counting( and "
