@@ -149,15 +149,16 @@ def build(info, dev: Device) -> list[np.ndarray]:
     cap = int(np.clip(STEP_BUFFER_BYTES // (threads * ns * nl * 8), MIN_CAP, MAX_CAP))
     cap = cap // 8 * 8  # whole blocks of 8 runs, then a block for the dump (layout.py)
     rows, max_words = _site_rows(info, slots, dev)
-    # One row per kernel argument, then a dummy row (one flag) for unknown buffers.
+    # One row per kernel argument, then a dummy row (one flag) for unknown buffers; each
+    # buffer's flags from a whole block on (layout.py ``M``).
     args = np.zeros((len(info.values) + 1, lay.B_COLS), np.int64)
     flags = 0
     for p, value in enumerate(info.values):
         if isinstance(value, np.ndarray) and value.ndim >= 1:  # an image's pixels: 2-D
             args[p, :3] = (flags, value.ctypes.data, value.size)
-            flags += value.size
+            flags += _whole_blocks(value.size)
     args[-1, :3] = (flags, 0, 1)
-    flags += 1
+    flags += _whole_blocks(1)
     b0 = lay.S0 + rows.size
     x0 = b0 + args.size
     # Scratch: gathered lanes, sorted words, per-bank counts, then 2 cursors per lane.
@@ -191,7 +192,12 @@ def build(info, dev: Device) -> list[np.ndarray]:
     # Zeroed memory from the OS: untouched pages of the logs and streams are never committed.
     LL = _untouched_zeros(threads, ns * (cap + 8) * nl)
     RR = _streams(threads, max(1, int(T[lay.C_R_CAP])))
-    return [TT, _flags(2 * flags), LL, RR]
+    return [TT, _flags(2 * flags + 2 * flags // lay.FOOTPRINT_BLOCK), LL, RR]
+
+
+def _whole_blocks(elements: int) -> int:
+    """``elements`` rounded up to whole footprint blocks (layout.py ``M``)."""
+    return -(-elements // lay.FOOTPRINT_BLOCK) * lay.FOOTPRINT_BLOCK
 
 
 def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
@@ -215,14 +221,12 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
             # cleared every launch (1.1 ms).
             b = b0 + p * lay.B_COLS
             flagged = int(np.bitwise_or.reduce(TT[:, b + lay.B_FLAGGED]))
-            for counts, off, bit in ((reads, int(T[b]), lay.B_READ),
-                                     (writes, half + int(T[b]), lay.B_WRITTEN)):
-                if flagged & bit:
-                    counts[name] = int(np.count_nonzero(M[off:off + value.size])) * (
-                        value.itemsize)
-                else:
-                    counts[name] = 0
-                    unset.append((off, off + value.size))
+            for counts, off, read in ((reads, int(T[b]), True),
+                                      (writes, half + int(T[b]), False)):
+                bits = flagged >> (0 if read else 1)  # a write's bits: the read's, shifted
+                elements, blocks = bits & lay.B_READ, bits & lay.B_READ_BLOCKS
+                counts[name] = _footprint(M, off, value.size, 2 * half, elements, blocks,
+                                          unset) * value.itemsize
             buffers.append((p, name))
     flops = {k: int(TT[:, lay.C_FLOPS + i].sum()) for i, k in enumerate(FLOP_KINDS)}
     if overflow:
@@ -244,6 +248,26 @@ def read(info, state: list[np.ndarray], dev: Device) -> TrafficReport:
                          work_items=info.ndrange.work_items,
                          work_groups=info.ndrange.total_groups, sector_bytes=dev.sector_bytes,
                          line_bytes=dev.line_bytes, **dram)
+
+
+def _footprint(M, first: int, size: int, blocks0: int, elements: int, blocks: int,
+               unset: list) -> int:
+    """How many of the ``size`` elements whose flags are ``M[first:first + size]`` are set,
+    by their own flag or their block's (layout.py ``M``; ``elements`` and ``blocks``: whether
+    any of either may be set). The ranges that cannot be set go on ``unset`` (not cleared)."""
+    n_blocks = _whole_blocks(size) // lay.FOOTPRINT_BLOCK
+    lo = blocks0 + first // lay.FOOTPRINT_BLOCK
+    if not elements:
+        unset.append((first, first + size))
+    if not blocks:
+        unset.append((lo, lo + n_blocks))
+        return int(np.count_nonzero(M[first:first + size])) if elements else 0
+    # Only whole blocks within the buffer have block flags (a step's range is clamped to it).
+    whole = np.count_nonzero(M[lo:lo + n_blocks]) * lay.FOOTPRINT_BLOCK
+    if not elements:
+        return int(whole)
+    per_block = M[first:first + n_blocks * lay.FOOTPRINT_BLOCK].reshape(n_blocks, -1)
+    return int(whole + np.count_nonzero(per_block[M[lo:lo + n_blocks] == 0]))
 
 
 def _dram(info, TT, RR, dev: Device, buffers) -> dict:

@@ -7,9 +7,9 @@ start the config holds:
 
 * ``S0``: one row of ``S_COLS`` counters per counted access site (slot);
 * ``C_B0``: per kernel argument ``(first flag in M, data pointer, elements, flagged)``
-  (flagged: ``B_READ`` and ``B_WRITTEN``, set as the step counter first flags one of its
-  elements read or written in a call), then a dummy
-  row (one flag) for buffers no argument matches;
+  (flagged: ``B_READ``, ``B_WRITTEN`` and their ``_BLOCKS``, set as the step counter sets
+  one of its element or block flags, ``M``), then a dummy row (one flag) for buffers no
+  argument matches;
 * ``C_X0``: scratch for one step (addresses, words, per-bank counts);
 * ``C_CNT0``: ``CNT[slot, lane]``, how many times the lane ran the slot in the current pass of
   the work-item loop (cleared when the pass is counted);
@@ -58,8 +58,13 @@ number of runs), the lane's counter counting entries.
 Global byte addresses carry the buffer's argument index above ``BUFFER_SHIFT``.
 
 ``M`` (uint8, shared by all threads: it is only ever set to 1) holds one read flag per element
-of every global buffer, then (from ``C_M_WRITE``) one write flag per element. ``end`` sets them
-from the steps' addresses (the buffer is in the address), not the recorders.
+of every global buffer, then (from ``C_M_WRITE``) one write flag per element, then (from
+``2 * C_M_WRITE``) one *block flag* per ``FOOTPRINT_BLOCK`` flags of the two: a step covering
+a whole block of elements sets its block flag, not the block's element flags (a GEMV's
+matrix rows are 1 MB of block flags, not 16 MB of element flags to set, count and clear).
+Each buffer's flags start at a multiple of ``FOOTPRINT_BLOCK``, so a block is one buffer's.
+An element was read (written) if its flag or its block's is set. ``end`` sets them from
+the steps' addresses (the buffer is in the address), not the recorders.
 """
 
 # Config and counters.
@@ -103,7 +108,11 @@ STRIDED_COLS = 6
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 4
 B_FLAGGED = 3  # the column of a kernel argument's row: which of its flags may be set
-B_READ, B_WRITTEN = 1, 2
+# Its bits: element flags read and written, block flags read and written (a write's bit is
+# the read's shifted by one).
+B_READ, B_WRITTEN, B_READ_BLOCKS, B_WRITTEN_BLOCKS = 1, 2, 4, 8
+FOOTPRINT_BLOCK_SHIFT = 4
+FOOTPRINT_BLOCK = 1 << FOOTPRINT_BLOCK_SHIFT  # element flags per block flag (``M``)
 
 # Read-modify-write atomics are R_ATOMIC; atomic_load (R_ATOMIC_LOAD) only reads, done in the
 # L2 like the others; atomic_store counts as a store. Their sites start as R_ATOMIC and the

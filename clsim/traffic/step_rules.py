@@ -21,7 +21,7 @@ from clsim.traffic.layout import (
     B_COLS,
     B_FLAGGED,
     B_READ,
-    B_WRITTEN,
+    B_READ_BLOCKS,
     BUFFER_SHIFT,
     C_B0,
     C_BANK_WIDTH,
@@ -35,6 +35,8 @@ from clsim.traffic.layout import (
     C_SHIFTS,
     C_SIMD,
     C_X0,
+    FOOTPRINT_BLOCK,
+    FOOTPRINT_BLOCK_SHIFT,
     R_ATOMIC,
     R_MAX_RUN,
     R_SHIFT,
@@ -106,16 +108,51 @@ def _mark(M, first, count):
 
 
 @inline
-def _flag(M, first, count):
-    """``_mark`` of a scattered lane's elements: one element (the usual case) is flagged
-    without setting up ``_mark``'s loops, which took a fifth of a GEMV's scattered steps
-    (6.9 -> 5.8-6.1 ns per lane). A ``return`` inside ``_mark`` for it made them slower."""
+def _mark_range(M, blocks, first, count):
+    """Flag the elements whose flags are ``M[first:first + count]``: the whole blocks among
+    them by their block flags (``M[blocks + first // FOOTPRINT_BLOCK]``, layout.py), the rest
+    one by one. A GEMV's sub-group step is two block flags, not 32 element flags: setting
+    them, then counting and clearing them, was a sixth of its traffic run. Returns the
+    ``B_FLAGGED`` bits of a read of what it set (a write's are these shifted by one)."""
+    end = first + count
+    lo, hi = (first + FOOTPRINT_BLOCK - 1) >> FOOTPRINT_BLOCK_SHIFT, end >> FOOTPRINT_BLOCK_SHIFT
+    if hi <= lo:  # no whole block
+        _mark(M, first, count)
+        return B_READ
+    _mark(M, blocks + lo, hi - lo)
+    head, tail = (lo << FOOTPRINT_BLOCK_SHIFT) - first, end - (hi << FOOTPRINT_BLOCK_SHIFT)
+    if head == 0 and tail == 0:
+        return B_READ_BLOCKS
+    _mark(M, first, head)
+    _mark(M, hi << FOOTPRINT_BLOCK_SHIFT, tail)
+    return B_READ | B_READ_BLOCKS
+
+
+@inline
+def _mark_strided(M, first, count, step, runs):
+    """Set the flags ``M[first + step * j:][:count]`` for j below ``runs`` (a GEMV's sub-group
+    through its loop: two block flags a step), each read first (see ``_mark``). Written
+    out, not ``_mark`` per run: LLVM made its store loop a call of ``memset``."""
+    u, v = np.uint64(first), np.uint64(step)
+    for j in range(np.uint64(runs)):
+        for i in range(np.uint64(count)):
+            k = u + v * j + i
+            if M[k] == 0:
+                M[k] = 1
+
+
+@inline
+def _flag(M, blocks, first, count):
+    """``_mark_range`` of a scattered lane's elements: one element (the usual case) is
+    flagged without setting up ``_mark``'s loops, which took a fifth of a GEMV's scattered
+    steps (6.9 -> 5.8-6.1 ns per lane). A ``return`` inside ``_mark`` for it made them
+    slower."""
     if count == 1:
         u = np.uint64(first)
         if M[u] == 0:
             M[u] = 1
-    else:
-        _mark(M, first, count)
+        return B_READ
+    return _mark_range(M, blocks, first, count)
 
 
 @inline
@@ -132,18 +169,13 @@ def _footprint(T, M, lo, hi, row, kind):
     isz, shift = T[row + S_ISZ], T[row + S_ISZ_SHIFT]  # a shift, not a division, per step
     e0 = min(max(unit(lo - base, isz, shift), 0), size - 1)
     e1 = min(max(unit(hi - base, isz, shift), 0), size - 1)
-    T[b + B_FLAGGED] |= _flagged(kind)
+    m_write = T[C_M_WRITE]
+    used = 0
     if kind != R_STORE:  # loads and atomics read
-        _mark(M, T[b] + e0, e1 - e0 + 1)
+        used |= _mark_range(M, 2 * m_write, T[b] + e0, e1 - e0 + 1)
     if kind == R_STORE or kind == R_ATOMIC:
-        _mark(M, T[C_M_WRITE] + T[b] + e0, e1 - e0 + 1)
-
-
-@inline
-def _flagged(kind):
-    """The ``B_FLAGGED`` bits of a step of ``kind``: what ``_footprint`` flags."""
-    return (B_READ if kind != R_STORE else 0) | (
-        B_WRITTEN if kind == R_STORE or kind == R_ATOMIC else 0)
+        used |= _mark_range(M, 2 * m_write, m_write + T[b] + e0, e1 - e0 + 1) << 1
+    T[b + B_FLAGGED] |= used
 
 
 @jit
@@ -207,13 +239,18 @@ def coalesced_runs(T, M, R, row, first, length, step, runs, kind):
     ``first + step * j`` (a sub-group of consecutive lanes through a strided loop). The
     counters, the stream's length and the buffer's footprint figures stay in locals (see
     ``merged``): a GEMV's loop is 64 such steps per sub-group. The footprint's lookup is
-    ``merged``'s written out again: in shared helpers the GEMV's traffic run was 9% slower."""
+    ``merged``'s written out again: in shared helpers the GEMV's traffic run was 9% slower.
+    Steps a whole number of lines apart within one buffer are counted in closed form
+    (``_line_strided_runs``)."""
+    if _line_strided_runs(T, M, R, row, first, length, step, runs, kind):
+        return
     ss, ls = T[C_SHIFTS], T[C_SHIFTS + 1]
     sb, lb = T[C_SECTOR], T[C_LINE]
     r, r_cap, lost = T[C_R_LEN], T[C_R_CAP], 0
     b0, x0, m_write = T[C_B0], T[C_X0], T[C_M_WRITE]
     isz, shift = T[row + S_ISZ], T[row + S_ISZ_SHIFT]
     p, base, flags, size = np.int64(-1), np.int64(0), np.int64(-1), np.int64(0)
+    b, used = np.int64(0), np.int64(0)  # the buffer's row, the flags set there (B_FLAGGED)
     sectors, lines = 0, 0
     for j in range(runs):
         a = first + step * j
@@ -225,22 +262,77 @@ def coalesced_runs(T, M, R, row, first, length, step, runs, kind):
         r, lost = _emit_at(R, r, r_cap, lost, s0, count, kind)
         q = (a + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT  # _footprint's flags
         if q != p:
-            p, base = q, q << BUFFER_SHIFT
+            if used:
+                T[b + B_FLAGGED] |= used
+            p, base, used = q, q << BUFFER_SHIFT, 0
             b = b0 + q * B_COLS
             flags, size = (T[b], T[b + 2]) if q >= 0 and b < x0 else (-1, 0)
-            if flags >= 0:
-                T[b + B_FLAGGED] |= _flagged(kind)
         if flags >= 0:
             e0 = min(max(unit(a - base, isz, shift), 0), size - 1)
             e1 = min(max(unit(last - base, isz, shift), 0), size - 1)
             if kind != R_STORE:  # loads and atomics read
-                _mark(M, flags + e0, e1 - e0 + 1)
+                used |= _mark_range(M, 2 * m_write, flags + e0, e1 - e0 + 1)
             if kind == R_STORE or kind == R_ATOMIC:
-                _mark(M, m_write + flags + e0, e1 - e0 + 1)
+                used |= _mark_range(M, 2 * m_write, m_write + flags + e0, e1 - e0 + 1) << 1
+    if used:
+        T[b + B_FLAGGED] |= used
     T[C_R_LEN] = r
     T[C_R_LOST] += lost
     T[row + S_SECTORS] += sectors
     T[row + S_LINES] += lines
+
+
+@inline
+def _line_strided_runs(T, M, R, row, first, length, step, runs, kind):
+    """``coalesced_runs`` when its steps lie a whole number of lines apart (so each covers
+    as many sectors and lines as the first), in one buffer, within its elements (no
+    clamping), each one stream entry with room for all: the counts multiplied out, the
+    entries written in a loop of their own, the elements' flags one range when the steps
+    leave no gap between them. True when it counted them, else nothing is counted. The
+    general loop's lookups and clamps per step were half of a GEMV's step counting."""
+    ss, ls, isz_shift = T[C_SHIFTS], T[C_SHIFTS + 1], T[row + S_ISZ_SHIFT]
+    if runs < 2 or ss < 0 or ls < 0 or isz_shift < 0 or step & (T[C_LINE] - 1) != 0 or (
+            step & ((1 << isz_shift) - 1) != 0):  # an element wider than a line
+        return False
+    s0 = first >> ss
+    count = ((first + length - 1) >> ss) - s0 + 1
+    r = T[C_R_LEN]
+    if count > R_MAX_RUN or r + runs > T[C_R_CAP]:
+        return False
+    lowest, highest = min(first, first + step * (runs - 1)), max(first, first + step * (
+        runs - 1)) + length - 1
+    q = (lowest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
+    b = T[C_B0] + q * B_COLS
+    if q < 0 or b >= T[C_X0] or q != (highest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT:
+        return False
+    base, flags, size = q << BUFFER_SHIFT, T[b], T[b + 2]
+    e0, e_last = (lowest - base) >> isz_shift, (highest - base) >> isz_shift
+    if lowest < base or e_last >= size:
+        return False
+    T[row + S_SECTORS] += count * runs
+    T[row + S_LINES] += (((first + length - 1) >> ls) - (first >> ls) + 1) * runs
+    sector_step = step >> ss
+    entry = (s0 << R_SHIFT) | (count << 2) | kind
+    for j in range(runs):
+        R[np.uint64(r + j)] = entry + ((sector_step * j) << R_SHIFT)
+    T[C_R_LEN] = r + runs
+    m_write, used = T[C_M_WRITE], 0
+    n = ((first + length - 1 - base) >> isz_shift) - ((first - base) >> isz_shift) + 1
+    e_step = abs(step) >> isz_shift
+    for write in range(2):  # loads and atomics read, stores and atomics write
+        if (kind != R_STORE) if write == 0 else (kind == R_STORE or kind == R_ATOMIC):
+            at = flags + e0 + write * m_write
+            if e_step <= n:  # no gaps: one range
+                used |= _mark_range(M, 2 * m_write, at, e_last - e0 + 1) << write
+            elif (at | n | e_step) & (FOOTPRINT_BLOCK - 1) == 0:  # whole blocks each
+                _mark_strided(M, 2 * m_write + (at >> FOOTPRINT_BLOCK_SHIFT),
+                              n >> FOOTPRINT_BLOCK_SHIFT, e_step >> FOOTPRINT_BLOCK_SHIFT, runs)
+                used |= B_READ_BLOCKS << write
+            else:
+                for j in range(runs):
+                    used |= _mark_range(M, 2 * m_write, at + e_step * j, n) << write
+    T[b + B_FLAGGED] |= used
+    return True
 
 
 @inline
@@ -275,6 +367,7 @@ def merged(T, M, R, row, A, first, step, n, nb, kind):
     b0, x0, m_write = T[C_B0], T[C_X0], T[C_M_WRITE]
     isz, shift = T[row + S_ISZ], T[row + S_ISZ_SHIFT]
     p, base, flags, size = np.int64(-1), np.int64(0), np.int64(-1), np.int64(0)
+    b, used = np.int64(0), np.int64(0)  # the buffer's row, the flags set there (B_FLAGGED)
     run0, run_end, prev_line = np.int64(-1), np.int64(-2), np.int64(-1)
     sectors, lines, prev = 0, 0, np.int64(0)
     for j in range(n):
@@ -282,18 +375,18 @@ def merged(T, M, R, row, A, first, step, n, nb, kind):
         if j == 0 or a != prev:  # _footprint's flags, the buffer's figures kept
             q = (a + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
             if q != p:
-                p, base = q, q << BUFFER_SHIFT
+                if used:
+                    T[b + B_FLAGGED] |= used
+                p, base, used = q, q << BUFFER_SHIFT, 0
                 b = b0 + q * B_COLS
                 flags, size = (T[b], T[b + 2]) if q >= 0 and b < x0 else (-1, 0)
-                if flags >= 0:
-                    T[b + B_FLAGGED] |= _flagged(kind)
             if flags >= 0:
                 e0 = min(max(unit(a - base, isz, shift), 0), size - 1)
                 e1 = min(max(unit(a + nb - 1 - base, isz, shift), 0), size - 1)
                 if kind != R_STORE:  # loads and atomics read
-                    _flag(M, flags + e0, e1 - e0 + 1)
+                    used |= _flag(M, 2 * m_write, flags + e0, e1 - e0 + 1)
                 if kind == R_STORE or kind == R_ATOMIC:
-                    _flag(M, m_write + flags + e0, e1 - e0 + 1)
+                    used |= _flag(M, 2 * m_write, m_write + flags + e0, e1 - e0 + 1) << 1
         prev = a
         fs, es = unit(a, sb, ss), unit(a + nb - 1, sb, ss)
         fl, el = unit(a, lb, ls), unit(a + nb - 1, lb, ls)
@@ -310,6 +403,8 @@ def merged(T, M, R, row, A, first, step, n, nb, kind):
         run_end = es
     if run0 >= 0:
         r, lost = _emit_at(R, r, r_cap, lost, run0, run_end - run0 + 1, kind)
+    if used:
+        T[b + B_FLAGGED] |= used
     T[C_R_LEN] = r
     T[C_R_LOST] += lost
     T[row + S_SECTORS] += sectors

@@ -1,0 +1,93 @@
+"""The unique footprint and the closed-form steps of strided loops, against plain Python.
+
+A step covering whole blocks of 16 elements flags them by block, the rest element by element
+(``clsim.traffic.layout``, ``M``); a buffer read both ways must count each element once. A
+sub-group's steps through a loop whose stride is a whole number of lines are counted in closed
+form (``step_rules._line_strided_runs``): executions, steps, sectors and lines must be those
+of the rules applied run by run (docs/traffic-model.md).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import clsim
+from clsim import get_global_id, get_local_id, get_local_size, kernel
+
+F32 = np.float32
+SECTOR, LINE = 32, 128  # the default profile's
+
+
+@kernel
+def strided_sums(a, idx, out, off, n):
+    gid = get_global_id(0)
+    lid = get_local_id(0)
+    acc = F32(0.0)
+    for c in range(lid, n, get_local_size(0)):
+        acc += a[off + c]  # LOOP_LOAD
+    acc += a[idx[gid]]
+    out[off + gid] = acc
+
+
+def _line_of(marker: str) -> int:
+    """The line of this file holding ``marker`` (sites are reported by file and line)."""
+    source = inspect.getsource(inspect.getmodule(_line_of)).splitlines()
+    return 1 + next(i for i, text in enumerate(source) if marker in text and "#" in text)
+
+
+def _loop_model(off: int, n: int, local: int, groups: int, simd: int) -> tuple:
+    """Executions, steps, sectors and lines of the loop's load, run by run: step t of a
+    sub-group is its lanes' trip t, the lanes below ``n`` in it."""
+    execs = steps = sectors = lines = 0
+    for _ in range(groups):
+        for sg0 in range(0, local, simd):
+            for trip in range(-(-n // local)):
+                elements = [off + c for c in range(trip * local + sg0,
+                                                   trip * local + min(sg0 + simd, local))
+                            if c < n]
+                if not elements:
+                    continue
+                execs += len(elements)
+                steps += 1
+                sectors += len({4 * e // SECTOR for e in elements})
+                lines += len({4 * e // LINE for e in elements})
+    return execs, steps, sectors, lines
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_footprint_and_strided_steps_match_the_rules(data):
+    """Block flags beside element flags in one buffer (a strided loop's whole blocks, a
+    gather's single elements, inside and outside them), a buffer ending mid-block, runs
+    starting mid-block: each element read or written counts once, and the loop's steps are
+    those of the rules."""
+    local = data.draw(st.sampled_from([32, 64, 96]), label="local")
+    simd = data.draw(st.sampled_from([8, 16, 32]), label="simd")
+    groups = data.draw(st.integers(1, 3), label="groups")
+    off = data.draw(st.integers(0, 40), label="off")
+    n = data.draw(st.integers(0, 300), label="n")
+    extra = data.draw(st.integers(0, 20), label="extra")
+    size = max(off + n, off + local * groups) + extra
+    gathered = local * groups
+    idx = np.asarray(data.draw(st.lists(st.integers(0, size - 1), min_size=gathered,
+                                        max_size=gathered)), np.int32)
+    a = np.arange(size, dtype=F32)
+    out = np.zeros(size, F32)
+    r = clsim.run(strided_sums, (gathered,), (local,), (a, idx, out, np.int32(off),
+                                                        np.int32(n)),
+                  traffic=True, simd_width=simd).traffic
+    read = {off + c for c in range(n)} | {int(i) for i in idx}
+    assert r.unique_read_bytes["a"] == 4 * len(read)
+    assert r.unique_read_bytes["idx"] == 4 * gathered
+    assert r.unique_write_bytes["out"] == 4 * gathered
+    assert r.unique_write_bytes["a"] == r.unique_read_bytes["out"] == 0
+    loop = [s for s in r.sites if s["buffer"] == "a" and s["line"] == _line_of("LOOP_LOAD")]
+    assert loop or n == 0
+    want = _loop_model(off, n, local, groups, simd)
+    got = (sum(s["executions"] for s in loop), sum(s["steps"] for s in loop),
+           sum(s["sectors"] for s in loop), sum(s["lines"] for s in loop))
+    assert got == want
