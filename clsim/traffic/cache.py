@@ -30,7 +30,17 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_LOAD, R_SHIFT, R_STORE
+from clsim.traffic.layout import (
+    BUFFER_SHIFT,
+    R_ATOMIC,
+    R_COUNT_SHIFT,
+    R_LOAD,
+    R_MAX_RUN,
+    R_MAX_STEP,
+    R_RUNS_SHIFT,
+    R_SHIFT,
+    R_STORE,
+)
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 _jitp = numba.njit(cache=True, error_model="numpy", nogil=True, parallel=True)
@@ -116,30 +126,48 @@ def _segments(RR, lens, row_start, spl_shift, sector_shift, out, requested):
     threads' streams, thread t's from ``row_start[t]`` (rows are independent: one per
     parallel thread); a chunk is a step's sectors within one line, one L1 lookup.
     ``requested[t]``: the sectors thread t's steps ask for, per buffer."""
-    count_mask = (1 << (R_SHIFT - 2)) - 1
     for t in numba.prange(RR.shape[0]):
         # Sums in locals, stored when they change: a store per entry to one place makes each
         # entry wait for the last one's.
         j, chunks, buf, sectors = row_start[t] - 1, 0, 0, 0
-        for i in range(lens[t]):
+        i = 0
+        while i < lens[t]:
             e = RR[t, i]
             if e < 0:
                 if j >= row_start[t]:
                     out[j, 3], out[j, 4] = i, chunks
                 j += 1
                 out[j, 0], out[j, 1], out[j, 2], chunks = -e - 1, t, i + 1, 0
-            elif j >= row_start[t]:
-                sector = e >> R_SHIFT
-                count = (e >> 2) & count_mask
-                chunks += ((sector + count - 1) >> spl_shift) - (sector >> spl_shift) + 1
+                i += 1
+                continue
+            sector, count, runs, _, words = _entry(RR[t], i)
+            i += words
+            if j >= row_start[t]:
+                # A repeated entry's runs lie whole lines apart: as many chunks each.
+                chunks += (((sector + count - 1) >> spl_shift) - (sector >> spl_shift) + 1
+                           ) * runs
                 b = (sector << sector_shift) >> BUFFER_SHIFT
                 if b != buf:
                     requested[t, buf] += sectors
                     buf, sectors = b, 0
-                sectors += count
+                sectors += count * runs
         if j >= row_start[t]:
             out[j, 3], out[j, 4] = lens[t], chunks
         requested[t, buf] += sectors
+
+
+@_inline
+def _entry(row, i):
+    """The stream entry at ``row[i]`` (not a group's start; layout.py ``R``): its first
+    sector, sectors per run, runs, sectors from one run to the next and words (a plain
+    entry is one run of one word; a repeated entry is two words)."""
+    e = row[np.uint64(i)]
+    sector, count = e >> R_SHIFT, (e >> 2) & R_MAX_RUN
+    if count != 0:
+        return sector, count, np.int64(1), np.int64(0), np.int64(1)
+    more = row[np.uint64(i + 1)]
+    return (sector, (more >> R_COUNT_SHIFT) & R_MAX_RUN, more >> R_RUNS_SHIFT,
+            more & R_MAX_STEP, np.int64(2))
 
 
 @_jit
@@ -210,20 +238,20 @@ ADDRESS_BITS = BUFFER_SHIFT + 12  # byte addresses lie below 2 ** 52
 
 
 @_jitp
-def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift, lay1, lay2):
+def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, rows, span, c1, sets1,
+             ways1, spl_shift, sets2, ways2, sector_shift, lay1, lay2):
     """Every unit's L1 over its groups, in group order; units are independent, so blocks of
     them run in parallel. Each chunk that asks anything of the L2 (loads: the sectors the L1
     lacked; stores and atomics: all of them) goes on ``miss`` (a miss entry, above), block
     b's one after another from ``unit_base[blocks[b]]`` (so only as much memory as there are
     misses is touched); ``span[j]``: where segment j's entries lie in ``miss``, and how
     many. A GEMV's L1 hits, most of its lookups, leave nothing for the L2 to read.
+    ``rows[c]``: entry c's L2 row again, for the L2 parts' scans (``_l2_sets``).
 
     ``c1[lay1[L_ROW] * (unit * sets1 + set):]`` holds the set's ways, then their LRU stamps
     (``_Layout``; ``lay1``, ``lay2``: the L1s' and the L2's as arrays, ``L_*``). A unit's
     clock starts at 0: the ways of earlier launches are told by their generation. Indices
     are unsigned (see ``_find``)."""
-    count_mask = (1 << (R_SHIFT - 2)) - 1
     spl = 1 << spl_shift
     row1, words1, kshift1, low1, now1 = (lay1[L_ROW], lay1[L_WORDS], lay1[L_KSHIFT],
                                          lay1[L_LOW], lay1[L_NOW])
@@ -240,44 +268,49 @@ def _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, se
                 j = by_unit[o]
                 row = RR[seg[j, 1]]
                 span[j, 0] = c
-                for i in range(np.uint64(seg[j, 2]), np.uint64(seg[j, 3])):
-                    e = row[i]
-                    kind = e & 3
-                    sector = e >> R_SHIFT
-                    last = sector + ((e >> 2) & count_mask) - 1
-                    tag = ((sector << sector_shift) >> BUFFER_SHIFT) << M_BUF | kind << M_KIND
-                    while sector <= last:
-                        line = sector >> spl_shift
-                        top = min(last, line * spl + spl - 1)
-                        mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
-                        sector = top + 1
-                        if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
-                            base = base_u + _set_of(line, sets1) * row1
-                            p = _find(c1, base, ways1, now1 | line, kshift1)
-                            clock += 1
-                            if kind == R_STORE:  # write-through, no allocation
-                                if p >= 0:
+                i = seg[j, 2]
+                while i < seg[j, 3]:
+                    kind = row[np.uint64(i)] & 3
+                    first, count, runs, step, words = _entry(row, i)
+                    i += words
+                    tag = ((first << sector_shift) >> BUFFER_SHIFT) << M_BUF | kind << M_KIND
+                    for r in range(runs):
+                        sector = first + step * r
+                        last = sector + count - 1
+                        while sector <= last:
+                            line = sector >> spl_shift
+                            top = min(last, line * spl + spl - 1)
+                            mask = ((1 << (top - sector + 1)) - 1) << (sector - line * spl)
+                            sector = top + 1
+                            if kind == R_LOAD or kind == R_STORE:  # atomics are done in the L2
+                                base = base_u + _set_of(line, sets1) * row1
+                                p = _find(c1, base, ways1, now1 | line, kshift1)
+                                clock += 1
+                                if kind == R_STORE:  # write-through, no allocation
+                                    if p >= 0:
+                                        c1[np.uint64(base + stamps1 + p)] = clock
+                                        c1[np.uint64(base + masks1 + p)] |= mask
+                                else:
+                                    if p < 0:
+                                        p = _oldest(c1, base, ways1, stamps1, kshift1 + line_bits,
+                                                    now1 >> line_bits)
+                                        c1[np.uint64(base + p)] = (now1 | line) << kshift1
+                                        c1[np.uint64(base + masks1 + p)] &= ~low1
                                     c1[np.uint64(base + stamps1 + p)] = clock
-                                    c1[np.uint64(base + masks1 + p)] |= mask
-                            else:
-                                if p < 0:
-                                    p = _oldest(c1, base, ways1, stamps1, kshift1 + line_bits,
-                                                now1 >> line_bits)
-                                    c1[np.uint64(base + p)] = (now1 | line) << kshift1
-                                    c1[np.uint64(base + masks1 + p)] &= ~low1
-                                c1[np.uint64(base + stamps1 + p)] = clock
-                                valid = c1[np.uint64(base + masks1 + p)]
-                                c1[np.uint64(base + masks1 + p)] = valid | mask
-                                mask &= ~valid
-                        if mask != 0:
-                            miss[c, 0] = line | tag
-                            miss[c, 1] = mask | (_set_of(line, sets2) * row2) << 32
-                            c += 1
+                                    valid = c1[np.uint64(base + masks1 + p)]
+                                    c1[np.uint64(base + masks1 + p)] = valid | mask
+                                    mask &= ~valid
+                            if mask != 0:
+                                at = _set_of(line, sets2) * row2
+                                miss[c, 0] = line | tag
+                                miss[c, 1] = mask | at << 32
+                                rows[c] = at
+                                c += 1
                 span[j, 1] = c - span[j, 0]
 
 
 @_jit
-def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2, order):
+def _l2_sets(miss, rows, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2, order):
     """The L2 over the L1s' misses (``_l1_pass``' entries, segment by segment in group
     order) for the sets whose rows lie in ``[lo, hi)`` of ``c2``; see the module docstring.
     Sets are independent and each keeps its lookups' order, so any split of the sets gives
@@ -285,9 +318,10 @@ def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2, or
 
     The entries of these sets are listed first, in order (``order``: room for all), without
     a branch: skipping the others one by one mispredicted half of them, and the skipping
-    was as long as the lookups (a GEMV's 530K). ``c2[lay2[L_ROW] * set:]`` holds the set's
-    ways, most recent first (``_Layout``). A lookup touches those words only (prefetched
-    ``_AHEAD`` lookups earlier): on a GEMV the L2's lookups are cache misses of the host,
+    was as long as the lookups (a GEMV's 530K). They are told from ``rows`` (4 bytes an
+    entry; from the miss entries' 16 bytes, a GEMV's L2 took 0.2 ms more of its 4).
+    ``c2[lay2[L_ROW] * set:]`` holds the set's ways, most recent first (``_Layout``). A
+    lookup touches those words only (prefetched ``_AHEAD`` lookups earlier): on a GEMV the L2's lookups are cache misses of the host,
     and their time goes with the bytes a set spans. The set lookups are small functions
     Numba inlines; anything passing arrays per call would cost reference counting.
     """
@@ -303,12 +337,12 @@ def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2, or
     n = 0
     for j in range(span.shape[0]):
         for c in range(span[j, 0], span[j, 0] + span[j, 1]):
-            row = miss[np.uint64(c), 1] >> 32
+            row = rows[np.uint64(c)]
             order[np.uint64(n)] = c
             n += (row >= lo) & (row < hi)
     for k in range(n):
         if k + _AHEAD < n:
-            ahead = miss[np.uint64(order[np.uint64(k + _AHEAD)]), 1] >> 32
+            ahead = np.int64(rows[np.uint64(order[np.uint64(k + _AHEAD)])])
             for at in range(ahead, ahead + row2, 8):  # each 64-byte line
                 _prefetch(c2, at)
         c = order[np.uint64(k)]
@@ -347,7 +381,7 @@ def _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out, lay2, or
                 write[((key & line_low) << line_shift) >> BUFFER_SHIFT] += _popcount(dirty)
 
 
-def _l2_pass(miss, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2, parts):
+def _l2_pass(miss, rows, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2, parts):
     """The L2 replay with its sets split into ``parts`` ranges replayed in parallel: every
     part reads the whole miss stream, but only its own sets' lookups (the cache misses that
     dominate) are done, so a GEMV's replay no longer runs on one core. Returns each part's
@@ -357,7 +391,7 @@ def _l2_pass(miss, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2, pa
     order = _kept.pop(("order",), (np.empty(0, np.int64), 0))[0]
     if order.size < size:
         order = np.empty(size, np.int64)
-    _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2,
+    _l2_parts(miss, rows, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2,
               order[:size].reshape(parts, -1))
     if order.nbytes <= KEEP_MISS_BYTES:
         _kept[("order",)] = (order, 0)
@@ -365,7 +399,7 @@ def _l2_pass(miss, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2, pa
 
 
 @_jitp
-def _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2, order):
+def _l2_parts(miss, rows, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2, order):
     """``_l2_pass``' parallel loop. Its arrays are allocated and summed outside: array
     expressions here made Numba's once-per-machine compile of it 5 s instead of 2."""
     parts = out.shape[0]
@@ -374,7 +408,7 @@ def _l2_parts(miss, span, c2, sets2, ways2, line_shift, spl_shift, out, lay2, or
     for p in numba.prange(parts):
         lo = min(p * per, sets2) * row2
         hi = min((p + 1) * per, sets2) * row2
-        _l2_sets(miss, span, c2, ways2, line_shift, spl_shift, lo, hi, out[p], lay2,
+        _l2_sets(miss, rows, span, c2, ways2, line_shift, spl_shift, lo, hi, out[p], lay2,
                  order[p])
 
 
@@ -481,17 +515,21 @@ def simulate(RR: np.ndarray, lens: np.ndarray, cfg: CacheConfig, nbuf: int) -> C
     unit_base = chunks[unit_start]
     threads = max(1, min(numba.get_num_threads(), cfg.compute_units))
     blocks = np.arange(threads + 1) * cfg.compute_units // threads
+    # The miss entries, then their L2 rows as int32 (``_l1_pass``).
+    most = int(chunks[-1])
+    size = 2 * most + (most + 1) // 2
     miss_buffer = _kept.pop(("miss",), (np.empty(0, np.int64), 0))[0]
-    if miss_buffer.size < 2 * int(chunks[-1]):
-        miss_buffer = np.empty(2 * int(chunks[-1]), np.int64)
-    miss = miss_buffer[:2 * int(chunks[-1])].reshape(-1, 2)
+    if miss_buffer.size < size:
+        miss_buffer = np.empty(size, np.int64)
+    miss = miss_buffer[:2 * most].reshape(-1, 2)
+    rows = miss_buffer[2 * most:size].view(np.int32)[:most]
     span = np.empty((seg.shape[0], 2), np.int64)
     lay1, lay2 = layout.array(ways1, generation1, True), layout.array(ways2, generation2, False)
-    _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, span, c1, sets1, ways1,
-             spl_shift, sets2, ways2, sector_shift, lay1, lay2)
+    _l1_pass(RR, seg, by_unit, unit_start, blocks, unit_base, miss, rows, span, c1, sets1,
+             ways1, spl_shift, sets2, ways2, sector_shift, lay1, lay2)
     parts = min(numba.get_num_threads(), sets2)
-    read, write = _l2_pass(miss, span, c2, sets2, ways2, line_shift, spl_shift, nbuf, lay2,
-                           parts).sum(axis=0)
+    read, write = _l2_pass(miss, rows, span, c2, sets2, ways2, line_shift, spl_shift, nbuf,
+                           lay2, parts).sum(axis=0)
     _kept[(*key1, layout)] = (c1, generation1 + 1)
     _kept[(*key2, layout)] = (c2, generation2 + 1)
     if miss_buffer.nbytes <= KEEP_MISS_BYTES:

@@ -54,7 +54,12 @@ number of runs), the lane's counter counting entries.
 ``R`` (int64) is the thread's sector stream, what the cache model replays after the launch:
 ``-(group + 1)`` starts a group, then one entry per run of consecutive sectors of one step:
 ``sector << R_SHIFT | count << 2 | kind`` (kind: ``R_LOAD``, ``R_STORE``, ``R_ATOMIC``,
-``R_ATOMIC_LOAD``).
+``R_ATOMIC_LOAD``). A sub-group's steps through a loop, each as many sectors a whole number
+of lines after the last (``step_rules._line_strided_runs``), are one *repeated entry* of two
+words: ``sector << R_SHIFT | kind`` (count 0, which no other entry has), then
+``runs << R_RUNS_SHIFT | count << R_COUNT_SHIFT | step`` (step in sectors, from 0 to
+``R_MAX_STEP``): run j covers ``count`` sectors from ``sector + step * j``, as ``runs``
+entries would. A GEMV's matrix and vector are 64 runs a sub-group: one entry, not 64.
 Global byte addresses carry the buffer's argument index above ``BUFFER_SHIFT``.
 
 ``M`` (uint8, shared by all threads: it is only ever set to 1) holds one read flag per element
@@ -120,4 +125,10 @@ FOOTPRINT_BLOCK = 1 << FOOTPRINT_BLOCK_SHIFT  # element flags per block flag (``
 R_LOAD, R_STORE, R_ATOMIC, R_ATOMIC_LOAD = 0, 1, 2, 3
 R_SHIFT = 16  # a stream entry's count field holds up to 2**14 - 1 sectors
 R_MAX_RUN = (1 << (R_SHIFT - 2)) - 1
+# A repeated entry's second word: runs (up to R_MAX_RUNS), sectors of a run, sectors from one
+# run to the next (up to R_MAX_STEP).
+R_COUNT_SHIFT = 22
+R_RUNS_SHIFT = R_COUNT_SHIFT + R_SHIFT - 2
+R_MAX_STEP = (1 << R_COUNT_SHIFT) - 1
+R_MAX_RUNS = (1 << (63 - R_RUNS_SHIFT)) - 1
 BUFFER_SHIFT = 40  # byte address = argument index << BUFFER_SHIFT | offset in the buffer

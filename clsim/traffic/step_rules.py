@@ -38,7 +38,11 @@ from clsim.traffic.layout import (
     FOOTPRINT_BLOCK,
     FOOTPRINT_BLOCK_SHIFT,
     R_ATOMIC,
+    R_COUNT_SHIFT,
     R_MAX_RUN,
+    R_MAX_RUNS,
+    R_MAX_STEP,
+    R_RUNS_SHIFT,
     R_SHIFT,
     R_STORE,
     S_EXECS,
@@ -288,8 +292,9 @@ def _line_strided_runs(T, M, R, row, first, length, step, runs, kind):
     as many sectors and lines as the first), in one buffer, within its elements (no
     clamping), each one stream entry with room for all: the counts multiplied out, the
     entries written in a loop of their own, the elements' flags one range when the steps
-    leave no gap between them. True when it counted them, else nothing is counted. The
-    general loop's lookups and clamps per step were half of a GEMV's step counting."""
+    leave no gap between them; the stream gets one repeated entry (layout.py ``R``). True
+    when it counted them, else nothing is counted. The general loop's lookups and clamps
+    per step were half of a GEMV's step counting."""
     ss, ls, isz_shift = T[C_SHIFTS], T[C_SHIFTS + 1], T[row + S_ISZ_SHIFT]
     if runs < 2 or ss < 0 or ls < 0 or isz_shift < 0 or step & (T[C_LINE] - 1) != 0 or (
             step & ((1 << isz_shift) - 1) != 0):  # an element wider than a line
@@ -312,10 +317,15 @@ def _line_strided_runs(T, M, R, row, first, length, step, runs, kind):
     T[row + S_SECTORS] += count * runs
     T[row + S_LINES] += (((first + length - 1) >> ls) - (first >> ls) + 1) * runs
     sector_step = step >> ss
-    entry = (s0 << R_SHIFT) | (count << 2) | kind
-    for j in range(runs):
-        R[np.uint64(r + j)] = entry + ((sector_step * j) << R_SHIFT)
-    T[C_R_LEN] = r + runs
+    if 0 <= sector_step <= R_MAX_STEP and runs <= R_MAX_RUNS:  # one repeated entry
+        R[np.uint64(r)] = (s0 << R_SHIFT) | kind
+        R[np.uint64(r + 1)] = (runs << R_RUNS_SHIFT) | (count << R_COUNT_SHIFT) | sector_step
+        T[C_R_LEN] = r + 2
+    else:
+        entry = (s0 << R_SHIFT) | (count << 2) | kind
+        for j in range(runs):
+            R[np.uint64(r + j)] = entry + ((sector_step * j) << R_SHIFT)
+        T[C_R_LEN] = r + runs
     m_write, used = T[C_M_WRITE], 0
     n = ((first + length - 1 - base) >> isz_shift) - ((first - base) >> isz_shift) + 1
     e_step = abs(step) >> isz_shift

@@ -101,7 +101,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 23
+RULES = 24
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function

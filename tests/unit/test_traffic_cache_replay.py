@@ -17,13 +17,22 @@ import numpy as np
 import pytest
 
 from clsim.traffic import cache
-from clsim.traffic.layout import BUFFER_SHIFT, R_ATOMIC, R_LOAD, R_SHIFT, R_STORE
+from clsim.traffic.layout import (
+    BUFFER_SHIFT,
+    R_ATOMIC,
+    R_COUNT_SHIFT,
+    R_LOAD,
+    R_MAX_STEP,
+    R_RUNS_SHIFT,
+    R_SHIFT,
+    R_STORE,
+)
 
 
-def _streams(rng, threads=2, groups=40, buffers=3, sector_bytes=32):
+def _streams(rng, threads=2, groups=40, buffers=3, sector_bytes=32, line_sectors=4):
     """Sector streams as the step counter writes them: per thread a row of group marks
     ``-(g + 1)``, each followed by that group's entries ``sector << R_SHIFT | count << 2 |
-    kind``."""
+    kind``, and repeated entries (two words: runs whole lines apart, layout.py ``R``)."""
     rows = [[] for _ in range(threads)]
     for g in rng.permutation(groups):
         row = rows[rng.integers(threads)]
@@ -33,7 +42,12 @@ def _streams(rng, threads=2, groups=40, buffers=3, sector_bytes=32):
             sector = (buf << BUFFER_SHIFT) // sector_bytes + int(rng.integers(0, 400))
             count = int(rng.choice([1, 1, 1, 2, 4, 5, 9]))
             kind = int(rng.choice([R_LOAD, R_LOAD, R_LOAD, R_STORE, R_ATOMIC, 3]))
-            row.append(sector << R_SHIFT | count << 2 | kind)
+            if rng.random() < 0.8:
+                row.append(sector << R_SHIFT | count << 2 | kind)
+                continue
+            runs, step = int(rng.integers(1, 9)), line_sectors * int(rng.integers(0, 5))
+            row += [sector << R_SHIFT | kind,
+                    runs << R_RUNS_SHIFT | count << R_COUNT_SHIFT | step]
     lens = np.array([len(r) for r in rows], np.int64)
     RR = np.zeros((threads, int(lens.max()) + 5), np.int64)  # room past the ends, unread
     for t, row in enumerate(rows):
@@ -60,12 +74,22 @@ def _reference(RR, lens, cfg, nbuf):
     sets1 = max(1, cfg.l1_bytes // cfg.line_bytes // cfg.l1_ways)
     sets2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways)
     segments = []
+    count_mask = (1 << (R_SHIFT - 2)) - 1
     for t in range(RR.shape[0]):
-        for e in RR[t, :lens[t]].tolist():
+        row, i = RR[t, :lens[t]].tolist(), 0
+        while i < len(row):
+            e = row[i]
             if e < 0:
                 segments.append((-e - 1, []))
+            elif e >> 2 & count_mask == 0:  # a repeated entry: its runs one by one
+                more = row[i + 1]
+                count, step = (more >> R_COUNT_SHIFT) & count_mask, more & R_MAX_STEP
+                segments[-1][1].extend(e + ((step * j) << R_SHIFT | count << 2)
+                                       for j in range(more >> R_RUNS_SHIFT))
+                i += 1
             else:
                 segments[-1][1].append(e)
+            i += 1
     segments.sort(key=lambda s: s[0])
     requested, read, write = (np.zeros(nbuf, np.int64) for _ in range(3))
     l1 = {}
@@ -73,7 +97,7 @@ def _reference(RR, lens, cfg, nbuf):
     for group, entries in segments:
         unit = group % cfg.compute_units
         for e in entries:
-            kind, sector, count = e & 3, e >> R_SHIFT, (e >> 2) & ((1 << (R_SHIFT - 2)) - 1)
+            kind, sector, count = e & 3, e >> R_SHIFT, (e >> 2) & count_mask
             buf = (sector << sector_shift) >> BUFFER_SHIFT
             requested[buf] += count
             for s in range(sector, sector + count):  # one sector at a time
@@ -130,7 +154,8 @@ def test_replay_of_other_line_shapes(seed, sector_bytes, line_bytes, words):
 
 
 def _check(seed, cfg, sector_bytes=32):
-    RR, lens = _streams(np.random.default_rng(seed), sector_bytes=sector_bytes)
+    RR, lens = _streams(np.random.default_rng(seed), sector_bytes=sector_bytes,
+                        line_sectors=cfg.line_bytes // cfg.sector_bytes)
     got = cache.simulate(RR, lens, cfg, 4)
     requested, read, write = _reference(RR, lens, cfg, 4)
     assert got.requested.tolist() == requested.tolist()
