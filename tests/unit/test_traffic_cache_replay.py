@@ -16,6 +16,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
+import clsim
 from clsim.traffic import cache
 from clsim.traffic.layout import (
     BUFFER_SHIFT,
@@ -67,6 +68,29 @@ def _lookup(sets, line, ways):
     return sets[line], old[0], old[1]
 
 
+_COUNT_MASK = (1 << (R_SHIFT - 2)) - 1
+
+
+def _groups(row: list) -> list:
+    """(group, its entries) of one thread's stream, a repeated entry written out as its
+    runs' plain entries (layout.py ``R``)."""
+    groups, i = [], 0
+    while i < len(row):
+        e = row[i]
+        if e < 0:
+            groups.append((-e - 1, []))
+        elif e >> 2 & _COUNT_MASK == 0:
+            more = row[i + 1]
+            count, step = (more >> R_COUNT_SHIFT) & _COUNT_MASK, more & R_MAX_STEP
+            groups[-1][1].extend(e + ((step * j) << R_SHIFT | count << 2)
+                                 for j in range(more >> R_RUNS_SHIFT))
+            i += 1
+        else:
+            groups[-1][1].append(e)
+        i += 1
+    return groups
+
+
 def _reference(RR, lens, cfg, nbuf):
     sector_shift = cfg.sector_bytes.bit_length() - 1
     line_shift = cfg.line_bytes.bit_length() - 1
@@ -74,22 +98,8 @@ def _reference(RR, lens, cfg, nbuf):
     sets1 = max(1, cfg.l1_bytes // cfg.line_bytes // cfg.l1_ways)
     sets2 = max(1, cfg.l2_bytes // cfg.line_bytes // cfg.l2_ways)
     segments = []
-    count_mask = (1 << (R_SHIFT - 2)) - 1
     for t in range(RR.shape[0]):
-        row, i = RR[t, :lens[t]].tolist(), 0
-        while i < len(row):
-            e = row[i]
-            if e < 0:
-                segments.append((-e - 1, []))
-            elif e >> 2 & count_mask == 0:  # a repeated entry: its runs one by one
-                more = row[i + 1]
-                count, step = (more >> R_COUNT_SHIFT) & count_mask, more & R_MAX_STEP
-                segments[-1][1].extend(e + ((step * j) << R_SHIFT | count << 2)
-                                       for j in range(more >> R_RUNS_SHIFT))
-                i += 1
-            else:
-                segments[-1][1].append(e)
-            i += 1
+        segments += _groups(RR[t, :lens[t]].tolist())
     segments.sort(key=lambda s: s[0])
     requested, read, write = (np.zeros(nbuf, np.int64) for _ in range(3))
     l1 = {}
@@ -97,7 +107,7 @@ def _reference(RR, lens, cfg, nbuf):
     for group, entries in segments:
         unit = group % cfg.compute_units
         for e in entries:
-            kind, sector, count = e & 3, e >> R_SHIFT, (e >> 2) & count_mask
+            kind, sector, count = e & 3, e >> R_SHIFT, (e >> 2) & _COUNT_MASK
             buf = (sector << sector_shift) >> BUFFER_SHIFT
             requested[buf] += count
             for s in range(sector, sector + count):  # one sector at a time
@@ -162,3 +172,32 @@ def _check(seed, cfg, sector_bytes=32):
     assert got.dram_read.tolist() == read.tolist()
     assert got.dram_write.tolist() == write.tolist()
     assert write.sum() > 0 and read.sum() < requested.sum()  # write-backs, and some hits
+
+
+def test_a_gemv_stream_holds_each_step_once_in_order():
+    """The step counter's stream of a GEMV (tests/bench/traffic_kernels.py, 64 lanes a row,
+    sub-groups of 32): per group its row of the matrix, then the vector, each sub-group's
+    16 runs of 4 sectors in loop order (one repeated entry), then lane 0's store."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import traffic_kernels as tk
+
+    from clsim.traffic import arena
+
+    kernel, global_size, local_size, args, _ = tk.gemv_case(4, 1024)
+    arena._kept_streams.clear()  # fresh zeros: a kept stream holds older entries past ours
+    clsim.run(kernel, global_size, local_size, args, traffic=True, parallel=False)
+    RR = arena._kept_streams[0]
+    length = int(np.flatnonzero(RR[0])[-1]) + 1
+    base = [(p << BUFFER_SHIFT) >> 5 for p in range(3)]  # the buffers' first sectors
+
+    def runs(first):
+        return [(first + 8 * t) << R_SHIFT | 4 << 2 | R_LOAD for t in range(16)]
+
+    want = [(g, [*runs(base[0] + 128 * g), *runs(base[0] + 128 * g + 4), *runs(base[1]),
+                 *runs(base[1] + 4), (base[2] + (4 * g >> 5)) << R_SHIFT | 1 << 2 | R_STORE])
+            for g in range(4)]
+    assert _groups(RR[0, :length].tolist()) == want
+    assert length == 4 * 10  # a group's mark, four repeated entries and the store
