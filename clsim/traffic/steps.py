@@ -29,6 +29,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from clsim.traffic.layout import (
+    BUFFER_SHIFT,
     C_BANK_WIDTH,
     C_BANKS,
     C_CAP,
@@ -101,7 +102,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 24
+RULES = 25
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -191,6 +192,8 @@ def _slot(T, L, R, M, s):
                     else:  # ascending already: merged where the log holds them
                         merged(T, M, R, row, L, first, 8, n, nb, kind)
                     continue
+                if _row_segments(T, M, R, row, L, first, n, nb, kind):
+                    continue
             n = 0
             for lane in range(lo, hi):  # the lanes that ran it, in lane order
                 if T[cs + lane] > k:
@@ -202,6 +205,38 @@ def _slot(T, L, R, M, s):
             T[lane] = 0
         if lost > 0:
             lost_runs(T, row, lost, nb)
+
+
+@_once
+def _row_segments(T, M, R, row, L, first, n, nb, kind):
+    """One global step whose ``n`` lanes (addresses ``L[first]``, ``L[first + 8]``, ...) are
+    equal runs of consecutive elements, each run past the end of the last and within one
+    buffer (a sub-group over two rows of a 16 x 16 group's tile): counted by ``merged`` over
+    the runs, the lanes' sectors, lines, stream entries and flags, with its figures for the
+    lanes (True); else nothing is counted (False). Lane by lane, ``merged`` and its flags
+    were three quarters of a tiled matmul's traffic run when its loads were logged per
+    lane (``a[i] if c else 0.0``)."""
+    u = np.uint64(first)
+    a0 = L[u]
+    per = 1
+    while per < n and L[u + np.uint64(per << 3)] == a0 + per * nb:
+        per += 1
+    if per == n or n % per != 0:
+        return False
+    width, x0, end = per * nb, T[C_X0], np.int64(-1)
+    half = np.int64(1) << (BUFFER_SHIFT - 1)
+    for r in range(n // per):
+        at = first + ((r * per) << 3)
+        start = L[np.uint64(at)]
+        if start < end or lane_gaps(L, at, per, nb) != 0 or (
+                (start + half) >> BUFFER_SHIFT != (start + width - 1 + half) >> BUFFER_SHIFT):
+            return False
+        T[x0 + r] = start
+        end = start + width
+    T[row + S_EXECS] += n
+    T[row + S_STEPS] += 1
+    merged(T, M, R, row, T, x0, 1, n // per, width, kind)
+    return True
 
 
 @_once

@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import clsim
-from clsim import get_global_id, get_local_id, get_local_size, kernel
+from clsim import get_global_id, get_global_size, get_local_id, get_local_size, kernel
 
 F32 = np.float32
 SECTOR, LINE = 32, 128  # the default profile's
@@ -91,3 +91,56 @@ def test_footprint_and_strided_steps_match_the_rules(local, simd, groups, off, n
     got = (sum(s["executions"] for s in loop), sum(s["steps"] for s in loop),
            sum(s["sectors"] for s in loop), sum(s["lines"] for s in loop))
     assert got == want
+
+
+@kernel
+def guarded_tile(a, out, pitch, limit, jitter):
+    gx = get_global_id(0)
+    gy = get_global_id(1)
+    i = gy * pitch + gx + jitter * (gy % 2) * (gx % 2)
+    v = a[i] if gx < limit else F32(0.0)  # GUARDED_LOAD
+    out[gy * get_global_size(0) + gx] = v
+
+
+@settings(max_examples=40, deadline=None)
+@given(local=st.sampled_from([(16, 16), (8, 4), (4, 8), (16, 2)]),
+       groups=st.sampled_from([(1, 1), (2, 1), (1, 2), (2, 3)]),
+       simd=st.sampled_from([8, 16, 32]), extra=st.integers(-6, 9),
+       cut=st.integers(0, 6), jitter=st.sampled_from([0, 0, 1]))
+@example(local=(16, 16), groups=(2, 2), simd=32, extra=3, cut=0, jitter=0)  # two rows
+@example(local=(16, 16), groups=(1, 1), simd=32, extra=-4, cut=0, jitter=0)  # overlapping
+@example(local=(16, 16), groups=(1, 1), simd=32, extra=2, cut=0, jitter=1)  # a row not
+def test_guarded_loads_of_a_tile_count_as_their_lanes(local, groups, simd, extra, cut,
+                                                      jitter):
+    """A 2-D group's guarded loads (``a[i] if c else 0``, logged lane by lane): a sub-group
+    over several rows of consecutive lanes is counted by its rows (``steps._row_segments``),
+    rows overlapping, a row of lanes not consecutive or lanes missing the usual way;
+    steps, sectors, lines and the footprint are the rules' applied lane by lane."""
+    width, height = local[0] * groups[0], local[1] * groups[1]
+    pitch = max(width + extra, 1)
+    limit = width - cut
+    size = pitch * (height - 1) + width + 1
+    a = np.arange(size, dtype=F32)
+    out = np.zeros(width * height, F32)
+    r = clsim.run(guarded_tile, (width, height), local,
+                  (a, out, np.int32(pitch), np.int32(limit), np.int32(jitter)),
+                  traffic=True, simd_width=simd).traffic
+    execs = steps = sectors = lines = 0
+    read = set()
+    for gy0 in range(0, height, local[1]):
+        for gx0 in range(0, width, local[0]):
+            lanes = [(gx0 + lid % local[0], gy0 + lid // local[0])
+                     for lid in range(local[0] * local[1])]
+            for q in range(0, len(lanes), simd):
+                elements = [y * pitch + x + jitter * (y % 2) * (x % 2)
+                            for x, y in lanes[q:q + simd] if x < limit]
+                if elements:
+                    execs, steps = execs + len(elements), steps + 1
+                    sectors += len({4 * e // SECTOR for e in elements})
+                    lines += len({4 * e // LINE for e in elements})
+                    read |= set(elements)
+    load = [s for s in r.sites if s["buffer"] == "a" and s["line"] == _line_of("GUARDED_LOAD")]
+    assert (sum(s["executions"] for s in load), sum(s["steps"] for s in load),
+            sum(s["sectors"] for s in load), sum(s["lines"] for s in load)) == (
+        execs, steps, sectors, lines)
+    assert r.unique_read_bytes["a"] == 4 * len(read)
