@@ -103,13 +103,14 @@ def guarded_tile(a, out, pitch, limit, jitter):
 
 
 @settings(max_examples=40, deadline=None)
-@given(local=st.sampled_from([(16, 16), (8, 4), (4, 8), (16, 2)]),
+@given(local=st.sampled_from([(16, 16), (8, 4), (4, 8), (16, 2), (12, 4)]),
        groups=st.sampled_from([(1, 1), (2, 1), (1, 2), (2, 3)]),
        simd=st.sampled_from([8, 16, 32]), extra=st.integers(-6, 9),
        cut=st.integers(0, 6), jitter=st.sampled_from([0, 0, 1]))
 @example(local=(16, 16), groups=(2, 2), simd=32, extra=3, cut=0, jitter=0)  # two rows
 @example(local=(16, 16), groups=(1, 1), simd=32, extra=-4, cut=0, jitter=0)  # overlapping
 @example(local=(16, 16), groups=(1, 1), simd=32, extra=2, cut=0, jitter=1)  # a row not
+@example(local=(12, 4), groups=(1, 1), simd=32, extra=2, cut=0, jitter=0)  # a part row
 def test_guarded_loads_of_a_tile_count_as_their_lanes(local, groups, simd, extra, cut,
                                                       jitter):
     """A 2-D group's guarded loads (``a[i] if c else 0``, logged lane by lane): a sub-group
