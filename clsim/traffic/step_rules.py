@@ -346,6 +346,57 @@ def _line_strided_runs(T, M, R, row, first, length, step, runs, kind):
 
 
 @inline
+def spaced_runs(T, M, R, row, first, n, spacing, step, runs, nb, kind):
+    """``runs`` global steps of ``n`` lanes ``spacing`` bytes apart, lane i of step j at
+    ``first + step * j + spacing * i``, when each lane's access lies in a sector and a line
+    of its own, no two sectors adjacent (so ``merged`` would give each lane a run of one
+    sector), all in one buffer within its elements, with room on the stream: each step one
+    repeated entry (layout.py ``R``), its lanes' flags set in one strided loop. True when
+    it counted them, else nothing is counted. A Q4_0 GEMV's lanes read x a block (128
+    bytes) apart, and lane by lane those steps were most of its traffic run."""
+    ss, sb, isz_shift = T[C_SHIFTS], T[C_SECTOR], T[row + S_ISZ_SHIFT]
+    if n < 2 or runs < 1 or ss < 0 or isz_shift < 0 or nb > sb or nb & (nb - 1) != 0:
+        return False
+    if spacing < T[C_LINE] or spacing < 2 * sb or (first | step | spacing) & (nb - 1) != 0:
+        return False  # (aligned to its width, an access stays within its sector)
+    lane_step = spacing >> ss
+    r = T[C_R_LEN]
+    if spacing & (sb - 1) != 0 or lane_step > R_MAX_STEP or n > R_MAX_RUNS or (
+            r + 2 * runs > T[C_R_CAP]):
+        return False
+    lowest = first + min(0, step * (runs - 1))
+    highest = first + max(0, step * (runs - 1)) + spacing * (n - 1) + nb - 1
+    q = (lowest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
+    b = T[C_B0] + q * B_COLS
+    if q < 0 or b >= T[C_X0] or q != (highest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT:
+        return False
+    base, flags, size = q << BUFFER_SHIFT, T[b], T[b + 2]
+    if lowest < base or (highest - base) >> isz_shift >= size:
+        return False
+    T[row + S_EXECS] += n * runs
+    T[row + S_STEPS] += runs
+    T[row + S_SECTORS] += n * runs
+    T[row + S_LINES] += n * runs
+    more = (n << R_RUNS_SHIFT) | (1 << R_COUNT_SHIFT) | lane_step
+    m_write, used = T[C_M_WRITE], 0
+    elements, e_spacing = nb >> isz_shift, spacing >> isz_shift
+    for j in range(runs):
+        a = first + step * j
+        R[np.uint64(r + 2 * j)] = ((a >> ss) << R_SHIFT) | kind
+        R[np.uint64(r + 2 * j + 1)] = more
+        e = flags + ((a - base) >> isz_shift)
+        if kind != R_STORE:  # loads and atomics read
+            _mark_strided(M, e, elements, e_spacing, n)
+            used |= B_READ
+        if kind == R_STORE or kind == R_ATOMIC:
+            _mark_strided(M, m_write + e, elements, e_spacing, n)
+            used |= B_READ << 1
+    T[C_R_LEN] = r + 2 * runs
+    T[b + B_FLAGGED] |= used
+    return True
+
+
+@inline
 def _global_step(T, M, R, row, A, first, n, nb, kind):
     """Sectors and lines of one global step whose lanes are not consecutive
     (``A[first:first + n]``, the lanes' addresses), its sectors on the stream and its

@@ -98,11 +98,12 @@ from clsim.traffic.step_rules import (
     lane_span,
     lost_runs,
     merged,
+    spaced_runs,
     unit,
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 25
+RULES = 27
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -184,6 +185,8 @@ def _slot(T, L, R, M, s):
                 first = at + (lo << 3)
                 d = L[first + 8] - L[first] if n > 1 else nb
                 if d >= 0 and lane_gaps(L, first, n, d) == 0:
+                    if d != nb and spaced_runs(T, M, R, row, L[first], n, d, 0, 1, nb, kind):
+                        continue
                     T[row + S_EXECS] += n
                     T[row + S_STEPS] += 1
                     if d == nb:  # consecutive: one run of sectors
@@ -466,13 +469,18 @@ def _lanes_loop(T, M, R, row, A, base, stride, off, lo, hi, step, runs, nb, kind
     run by run."""
     x0, n = T[C_X0], hi - lo
     first = A[base + stride * lo] + off
-    lo_a, hi_a, gaps = first, first, 0
+    spacing = A[base + stride * (lo + 1)] + off - first if n > 1 else 0
+    lo_a, hi_a, gaps, spaced = first, first, 0, 0
     for lane in range(lo, hi):
         a = A[base + stride * lane] + off
         lo_a, hi_a = min(lo_a, a), max(hi_a, a)
         gaps += a != first + (lane - lo) * nb
+        spaced += a != first + (lane - lo) * spacing
     if _closed_lanes(T, M, R, row, first, lo_a, hi_a, gaps == 0, n, step, runs, nb, kind,
                      is_global):
+        return
+    if is_global and spaced == 0 and spaced_runs(T, M, R, row, first, n, spacing, step, runs,
+                                                 nb, kind):
         return
     for j in range(runs):
         for lane in range(lo, hi):

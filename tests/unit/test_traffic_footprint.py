@@ -145,3 +145,59 @@ def test_guarded_loads_of_a_tile_count_as_their_lanes(local, groups, simd, extra
             sum(s["sectors"] for s in load), sum(s["lines"] for s in load)) == (
         execs, steps, sectors, lines)
     assert r.unique_read_bytes["a"] == 4 * len(read)
+
+
+@kernel
+def spaced_lanes(a, out, stride, reps, limit):
+    gid = get_global_id(0)
+    acc = a[gid * stride] if gid < limit else F32(0.0)  # SPACED_GUARDED
+    for k in range(reps):
+        acc += a[gid * stride + k + 1]  # SPACED_LOOP
+        out[gid * stride + k] = acc  # SPACED_STORE
+
+
+def _site_figures(report, marker: str) -> tuple:
+    found = [s for s in report.sites if s["line"] == _line_of(marker)]
+    return tuple(sum(s[f] for s in found) for f in ("executions", "steps", "sectors", "lines"))
+
+
+def _step_figures(steps: list) -> tuple:
+    """Executions, steps, sectors and lines of sub-group steps given as their elements."""
+    steps = [s for s in steps if s]
+    return (sum(len(s) for s in steps), len(steps),
+            sum(len({4 * e // SECTOR for e in s}) for s in steps),
+            sum(len({4 * e // LINE for e in s}) for s in steps))
+
+
+@settings(max_examples=40, deadline=None)
+@given(stride=st.sampled_from([1, 8, 32, 33, 64]), reps=st.integers(0, 5),
+       local=st.sampled_from([32, 64]), groups=st.integers(1, 3),
+       simd=st.sampled_from([8, 16, 32]), cut=st.integers(0, 40))
+@example(stride=32, reps=4, local=64, groups=2, simd=32, cut=0)  # a block apart: closed form
+def test_lanes_a_line_or_more_apart_count_as_their_lanes(stride, reps, local, groups, simd,
+                                                         cut):
+    """Lanes reading and writing elements ``stride`` apart, logged one run at a time (a
+    guarded load) and as loop descriptors: 32 and 64 elements apart (a line or more, whole
+    sectors) their steps are counted in closed form (``step_rules.spaced_runs``), else as
+    before; steps, sectors, lines and the footprint are the rules' lane by lane."""
+    n = local * groups
+    limit = n - cut
+    a = np.arange(n * stride + reps + 2, dtype=F32)
+    out = np.zeros(n * stride + reps + 2, F32)
+    r = clsim.run(spaced_lanes, (n,), (local,), (a, out, np.int32(stride), np.int32(reps),
+                                                 np.int32(limit)),
+                  traffic=True, simd_width=simd).traffic
+    sub_groups = [range(g + q, min(g + q + simd, g + local))
+                  for g in range(0, n, local) for q in range(0, local, simd)]
+    guarded = [[i * stride for i in lanes if i < limit] for lanes in sub_groups]
+    loop = [[i * stride + k + 1 for i in lanes] for lanes in sub_groups for k in range(reps)]
+    store = [[i * stride + k for i in lanes] for lanes in sub_groups for k in range(reps)]
+    assert _site_figures(r, "SPACED_GUARDED") == _step_figures(guarded)
+    assert _site_figures(r, "SPACED_LOOP") == _step_figures(loop)
+    assert _site_figures(r, "SPACED_STORE") == _step_figures(store)
+    assert r.unique_read_bytes["a"] == 4 * len({e for s in guarded + loop for e in s})
+    assert r.unique_write_bytes["out"] == 4 * len({e for s in store for e in s})
+    # The cache model was handed every sector (the stream's entries, repeated or not).
+    for buffer in ("a", "out"):
+        assert r.buffers[buffer]["uncached"] == SECTOR * sum(
+            s["sectors"] for s in r.sites if s["buffer"] == buffer)
