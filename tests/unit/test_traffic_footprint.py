@@ -170,10 +170,11 @@ def _step_figures(steps: list) -> tuple:
 
 
 @settings(max_examples=40, deadline=None)
-@given(stride=st.sampled_from([1, 8, 32, 33, 64]), reps=st.integers(0, 5),
+@given(stride=st.sampled_from([1, 8, 16, 32, 33, 64]), reps=st.integers(0, 12),
        local=st.sampled_from([32, 64]), groups=st.integers(1, 3),
        simd=st.sampled_from([8, 16, 32]), cut=st.integers(0, 40))
-@example(stride=32, reps=4, local=64, groups=2, simd=32, cut=0)  # a block apart: closed form
+@example(stride=32, reps=10, local=64, groups=2, simd=32, cut=0)  # a block apart: closed form
+@example(stride=16, reps=2, local=32, groups=1, simd=32, cut=0)  # two lanes a line
 def test_lanes_a_line_or_more_apart_count_as_their_lanes(stride, reps, local, groups, simd,
                                                          cut):
     """Lanes reading and writing elements ``stride`` apart, logged one run at a time (a
@@ -197,7 +198,10 @@ def test_lanes_a_line_or_more_apart_count_as_their_lanes(stride, reps, local, gr
     assert _site_figures(r, "SPACED_STORE") == _step_figures(store)
     assert r.unique_read_bytes["a"] == 4 * len({e for s in guarded + loop for e in s})
     assert r.unique_write_bytes["out"] == 4 * len({e for s in store for e in s})
-    # The cache model was handed every sector (the stream's entries, repeated or not).
-    for buffer in ("a", "out"):
+    # The cache model was handed every sector (the stream's entries, repeated or not), and
+    # the right ones: the buffers fit in its caches, so DRAM sees each sector once.
+    for buffer, steps in (("a", guarded + loop), ("out", store)):
         assert r.buffers[buffer]["uncached"] == SECTOR * sum(
             s["sectors"] for s in r.sites if s["buffer"] == buffer)
+        assert r.buffers[buffer]["dram"] == SECTOR * len({4 * e // SECTOR for s in steps
+                                                          for e in s})
