@@ -52,7 +52,7 @@ from clsim.traffic import (
 from clsim.traffic import layout as lay
 from clsim.traffic.model import FLOP_KINDS
 
-VERSION = 25  # of the generated code; part of the compile cache key
+VERSION = 26  # of the generated code; part of the compile cache key
 
 # Names the generated module imports (see ``imports``): the thread id, the step counter and
 # the shared recorders (``clsim.traffic.recorders``).

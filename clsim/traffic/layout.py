@@ -105,11 +105,15 @@ D_COLS = 3  # a descriptor's entries in the lane log: first address, step, runs
 # lanes and between runs, elements from lane 0's first to the end, elements per run,
 # lanes of the group.
 (T_FIRST, T_LANE, T_STEP, T_SPAN, T_STRIDE, T_LANES) = range(6)
-STRIDED_COLS = 6
+STRIDED_COLS = 15
 # A proven 2-D region's loop, in the same place (flag ``STAGED_GRID``): lane (0, 0)'s first
 # byte address, bytes between lanes along a row and between rows, bytes between runs, the
 # runs, lanes per row.
 (G_ORIGIN, G_X, G_Y, G_STEP, G_TRIPS, G_ROW) = range(6)
+# A local grid loop's last counts (``steps._grid_slot``): its six columns above as counted
+# (trips plus 1: a zero row matches nothing), then the executions, steps and bank replays
+# they added.
+G_MEMO = 6
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 4
 B_FLAGGED = 3  # the column of a kernel argument's row: which of its flags may be set

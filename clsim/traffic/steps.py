@@ -49,6 +49,7 @@ from clsim.traffic.layout import (
     C_STRIDED0,
     C_X0,
     D_COLS,
+    G_MEMO,
     G_ORIGIN,
     G_ROW,
     G_STEP,
@@ -72,6 +73,7 @@ from clsim.traffic.layout import (
     S_KIND,
     S_LOST,
     S_NBYTES,
+    S_REPLAYS,
     S_SPACE,
     S_STEPS,
     SPACE_GLOBAL,
@@ -103,7 +105,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 27
+RULES = 28
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -588,7 +590,9 @@ def _grid_slot(T, M, R, s):
     """Count slot ``s``'s loop run alike by every lane of a proven 2-D region (layout.py
     ``G_*``) as ``_staged_slot`` counts the descriptors the lanes would have staged one by
     one: per sub-group, its lanes' first addresses (written to the slot's staging rows,
-    which nothing staged in this pass) and their equal runs and step (``_lanes_loop``)."""
+    which nothing staged in this pass) and their equal runs and step (``_lanes_loop``).
+    A local loop's counts are kept (``G_MEMO``) and added again when its next pass runs it
+    alike (a tiled matmul's inner loop, every tile: a fifth of its traffic run)."""
     x = T[C_STRIDED0] + STRIDED_COLS * s
     origin, along_x, along_y = T[x + G_ORIGIN], T[x + G_X], T[x + G_Y]
     step, trips, lanes_per_row = T[x + G_STEP], T[x + G_TRIPS], T[x + G_ROW]
@@ -600,6 +604,17 @@ def _grid_slot(T, M, R, s):
     T[row + S_AFFINE] = 1
     if trips <= 0:
         return
+    memo = x + G_MEMO
+    if not is_global:  # a local loop's counts depend on its columns alone
+        same = T[memo + G_TRIPS] == trips + 1
+        for c in (G_ORIGIN, G_X, G_Y, G_STEP, G_ROW):
+            same = same and T[memo + c] == T[x + c]
+        if same:
+            T[row + S_EXECS] += T[memo + 6]
+            T[row + S_STEPS] += T[memo + 7]
+            T[row + S_REPLAYS] += T[memo + 8]
+            return
+        execs, steps, replays = T[row + S_EXECS], T[row + S_STEPS], T[row + S_REPLAYS]
     for q in range(T[C_NSG]):
         lo, hi = q * simd, min(q * simd + simd, nl)
         # The lanes' positions in their rows stepped along, not divided out per lane.
@@ -613,6 +628,13 @@ def _grid_slot(T, M, R, s):
                 lx = 0
                 v += along_y - along_x * lanes_per_row
         _lanes_loop(T, M, R, row, T, stage, 3, 0, lo, hi, step, trips, nb, kind, is_global)
+    if not is_global:
+        for c in (G_ORIGIN, G_X, G_Y, G_STEP, G_ROW):
+            T[memo + c] = T[x + c]
+        T[memo + G_TRIPS] = trips + 1
+        T[memo + 6] = T[row + S_EXECS] - execs
+        T[memo + 7] = T[row + S_STEPS] - steps
+        T[memo + 8] = T[row + S_REPLAYS] - replays
 
 
 @inline

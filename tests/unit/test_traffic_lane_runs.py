@@ -138,6 +138,27 @@ def grid_loops(a, b, out, lo, hi):
 
 
 @kernel
+def grid_passes(a, out, n):
+    """A loop over a local tile in every pass of an outer loop, its trips and its first
+    element changing from pass to pass (a kept count of the last pass must not be reused,
+    ``steps._grid_slot``), and alike in the passes of each group."""
+    t = local_array((16, 16), np.float32)
+    ly = get_local_id(1)
+    lx = get_local_id(0)
+    t[ly, lx] = a[get_global_id(1) * 16 + get_global_id(0)]
+    t[ly + 8, lx] = 1.0
+    t[ly, lx + 8] = 2.0
+    t[ly + 8, lx + 8] = 3.0
+    barrier(CLK_LOCAL_MEM_FENCE)
+    acc = np.float32(0)
+    for j in range(n):
+        for k in range(j + 1):
+            acc += t[ly, k + j] * t[k * 2, lx]
+        barrier(CLK_LOCAL_MEM_FENCE)
+    out[get_global_id(1) * 16 + get_global_id(0)] = acc
+
+
+@kernel
 def row_steps(a, out):
     """Global runs across rows of a 2-D group: rows that overlap, descend, touch, and lie
     apart (the whole rows of a sub-group are counted as segments only when they ascend
@@ -227,6 +248,9 @@ CASES = {
                                                           np.ones(256, np.float32),
                                                           np.zeros(128, np.float32),
                                                           np.int64(2), np.int64(13))),
+    "grid_passes": lambda: (grid_passes, (16, 16), (8, 8), (np.arange(256, dtype=np.float32),
+                                                            np.zeros(256, np.float32),
+                                                            np.int64(6))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
@@ -235,11 +259,12 @@ CASES = {
 # a 2-D region proven in range writes at once after its lane loops (``on_lane_grid``).
 RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit": 4, "two_d": 4,
         "tile_partial": 4, "tile_thin": 4, "guarded": 5, "grid_loops": 6, "row_steps": 4,
-        "local_strides": 10, "late_lanes": 8, "gemv": 6, "copy": 2, "matmul": 5}
+        "local_strides": 10, "late_lanes": 8, "gemv": 6, "copy": 2, "matmul": 5,
+        "grid_passes": 6}
 GRID = {"grid_loops": 1, "guarded": 2, "two_d": 2, "tile_partial": 2, "tile_thin": 2,
-        "row_steps": 4, "matmul": 5}
+        "row_steps": 4, "matmul": 5, "grid_passes": 1}
 # and how many accesses of loops in such regions it stages for the group (``_grid_loop``)
-GRID_LOOPS = {"grid_loops": 5, "matmul": 2}
+GRID_LOOPS = {"grid_loops": 5, "matmul": 2, "grid_passes": 2}
 
 
 @pytest.fixture
