@@ -139,9 +139,10 @@ def grid_loops(a, b, out, lo, hi):
 
 @kernel
 def grid_passes(a, out, n):
-    """A loop over a local tile in every pass of an outer loop, its trips and its first
-    element changing from pass to pass (a kept count of the last pass must not be reused,
-    ``steps._grid_slot``), and alike in the passes of each group."""
+    """Loops over a local tile in every pass of an outer loop: one alike in every pass (each
+    adds the counts the last kept, ``steps._grid_slot``), one whose trips and first element
+    change from pass to pass (the kept counts must not be reused); an access of each has
+    its lanes in one bank (replays)."""
     t = local_array((16, 16), np.float32)
     ly = get_local_id(1)
     lx = get_local_id(0)
@@ -152,8 +153,11 @@ def grid_passes(a, out, n):
     barrier(CLK_LOCAL_MEM_FENCE)
     acc = np.float32(0)
     for j in range(n):
+        for k in range(3):
+            acc += t[ly, k] * t[lx * 2, k]
+        barrier(CLK_LOCAL_MEM_FENCE)
         for k in range(j + 1):
-            acc += t[ly, k + j] * t[k * 2, lx]
+            acc += t[ly, k + j] * t[lx * 2, k]
         barrier(CLK_LOCAL_MEM_FENCE)
     out[get_global_id(1) * 16 + get_global_id(0)] = acc
 
@@ -250,7 +254,7 @@ CASES = {
                                                           np.int64(2), np.int64(13))),
     "grid_passes": lambda: (grid_passes, (16, 16), (8, 8), (np.arange(256, dtype=np.float32),
                                                             np.zeros(256, np.float32),
-                                                            np.int64(6))),
+                                                            np.int64(7))),
     "gemv": lambda: tk.gemv_case(8, 256)[:4],
     "matmul": lambda: tk.matmul_case(48)[:4],
     "copy": lambda: tk.copy_case(1000, 64)[:4],
@@ -264,7 +268,7 @@ RUNS = {"patterns": 13, "patterns_80": 13, "patterns_partial": 13, "early_exit":
 GRID = {"grid_loops": 1, "guarded": 2, "two_d": 2, "tile_partial": 2, "tile_thin": 2,
         "row_steps": 4, "matmul": 5, "grid_passes": 1}
 # and how many accesses of loops in such regions it stages for the group (``_grid_loop``)
-GRID_LOOPS = {"grid_loops": 5, "matmul": 2, "grid_passes": 2}
+GRID_LOOPS = {"grid_loops": 5, "matmul": 2, "grid_passes": 4}
 
 
 @pytest.fixture
