@@ -110,10 +110,11 @@ STRIDED_COLS = 15
 # byte address, bytes between lanes along a row and between rows, bytes between runs, the
 # runs, lanes per row.
 (G_ORIGIN, G_X, G_Y, G_STEP, G_TRIPS, G_ROW) = range(6)
-# A local grid loop's last counts (``steps._grid_slot``): its six columns above as counted
-# (trips plus 1: a zero row matches nothing), then the executions, steps and bank replays
-# they added.
+# A local grid loop's last counts (``steps._grid_slot``), from column G_MEMO on: its six
+# columns above as counted (trips plus 1: a zero row matches nothing), then the executions,
+# steps and bank replays they added.
 G_MEMO = 6
+G_EXECS, G_STEPS, G_REPLAYS = 6, 7, 8
 SPACE_GLOBAL, SPACE_LOCAL = 1, 2
 B_COLS = 4
 B_FLAGGED = 3  # the column of a kernel argument's row: which of its flags may be set

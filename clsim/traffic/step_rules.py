@@ -115,8 +115,8 @@ def _mark(M, first, count):
 def _mark_range(M, blocks, first, count):
     """Flag the elements whose flags are ``M[first:first + count]``: the whole blocks among
     them by their block flags (``M[blocks + first // FOOTPRINT_BLOCK]``, layout.py), the rest
-    one by one. A GEMV's sub-group step is two block flags, not 32 element flags: setting
-    them, then counting and clearing them, was a sixth of its traffic run. Returns the
+    one by one. A GEMV's sub-group step is two block flags, not 32 element flags (its
+    matrix 1 MB of flags a launch to set, count and clear, not 16 MB). Returns the
     ``B_FLAGGED`` bits of a read of what it set (a write's are these shifted by one)."""
     end = first + count
     lo, hi = (first + FOOTPRINT_BLOCK - 1) >> FOOTPRINT_BLOCK_SHIFT, end >> FOOTPRINT_BLOCK_SHIFT
@@ -353,7 +353,7 @@ def spaced_runs(T, M, R, row, first, n, spacing, step, runs, nb, kind):
     sector), all in one buffer within its elements, with room on the stream: each step one
     repeated entry (layout.py ``R``), its lanes' flags set in one strided loop. True when
     it counted them, else nothing is counted. A Q4_0 GEMV's lanes read x a block (128
-    bytes) apart, and lane by lane those steps were most of its traffic run."""
+    bytes) apart: merged lane by lane, those steps were a quarter of its traffic run."""
     ss, sb, isz_shift = T[C_SHIFTS], T[C_SECTOR], T[row + S_ISZ_SHIFT]
     if n < 2 or runs < 1 or ss < 0 or isz_shift < 0 or nb > sb or nb & (nb - 1) != 0:
         return False

@@ -49,10 +49,13 @@ from clsim.traffic.layout import (
     C_STRIDED0,
     C_X0,
     D_COLS,
+    G_EXECS,
     G_MEMO,
     G_ORIGIN,
+    G_REPLAYS,
     G_ROW,
     G_STEP,
+    G_STEPS,
     G_TRIPS,
     G_X,
     G_Y,
@@ -105,7 +108,7 @@ from clsim.traffic.step_rules import (
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 28
+RULES = 29
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -218,9 +221,9 @@ def _row_segments(T, M, R, row, L, first, n, nb, kind):
     equal runs of consecutive elements, each run past the end of the last and within one
     buffer (a sub-group over two rows of a 16 x 16 group's tile): counted by ``merged`` over
     the runs, the lanes' sectors, lines, stream entries and flags, with its figures for the
-    lanes (True); else nothing is counted (False). Lane by lane, ``merged`` and its flags
-    were three quarters of a tiled matmul's traffic run when its loads were logged per
-    lane (``a[i] if c else 0.0``)."""
+    lanes (True); else nothing is counted (False). Merged lane by lane, a tiled matmul's
+    guarded tile loads (``a[i] if c else 0.0``, logged per lane) took a third of its
+    traffic run."""
     u = np.uint64(first)
     a0 = L[u]
     per = 1
@@ -592,7 +595,7 @@ def _grid_slot(T, M, R, s):
     one: per sub-group, its lanes' first addresses (written to the slot's staging rows,
     which nothing staged in this pass) and their equal runs and step (``_lanes_loop``).
     A local loop's counts are kept (``G_MEMO``) and added again when its next pass runs it
-    alike (a tiled matmul's inner loop, every tile: a fifth of its traffic run)."""
+    alike (a tiled matmul's inner loop, every tile: a sixth of its traffic run)."""
     x = T[C_STRIDED0] + STRIDED_COLS * s
     origin, along_x, along_y = T[x + G_ORIGIN], T[x + G_X], T[x + G_Y]
     step, trips, lanes_per_row = T[x + G_STEP], T[x + G_TRIPS], T[x + G_ROW]
@@ -610,9 +613,9 @@ def _grid_slot(T, M, R, s):
         for c in (G_ORIGIN, G_X, G_Y, G_STEP, G_ROW):
             same = same and T[memo + c] == T[x + c]
         if same:
-            T[row + S_EXECS] += T[memo + 6]
-            T[row + S_STEPS] += T[memo + 7]
-            T[row + S_REPLAYS] += T[memo + 8]
+            T[row + S_EXECS] += T[memo + G_EXECS]
+            T[row + S_STEPS] += T[memo + G_STEPS]
+            T[row + S_REPLAYS] += T[memo + G_REPLAYS]
             return
         execs, steps, replays = T[row + S_EXECS], T[row + S_STEPS], T[row + S_REPLAYS]
     for q in range(T[C_NSG]):
@@ -632,9 +635,9 @@ def _grid_slot(T, M, R, s):
         for c in (G_ORIGIN, G_X, G_Y, G_STEP, G_ROW):
             T[memo + c] = T[x + c]
         T[memo + G_TRIPS] = trips + 1
-        T[memo + 6] = T[row + S_EXECS] - execs
-        T[memo + 7] = T[row + S_STEPS] - steps
-        T[memo + 8] = T[row + S_REPLAYS] - replays
+        T[memo + G_EXECS] = T[row + S_EXECS] - execs
+        T[memo + G_STEPS] = T[row + S_STEPS] - steps
+        T[memo + G_REPLAYS] = T[row + S_REPLAYS] - replays
 
 
 @inline
