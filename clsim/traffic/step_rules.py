@@ -397,6 +397,50 @@ def spaced_runs(T, M, R, row, first, n, spacing, step, runs, nb, kind):
 
 
 @inline
+def near_lanes(T, M, R, row, first, n, spacing, nb, kind):
+    """One global step of ``n`` lanes ``spacing`` bytes apart from ``first``, each reading or
+    writing ``nb`` bytes, whole elements, with gaps between them shorter than a sector
+    (``nb < spacing <= sector``), all in one buffer within its elements: its sectors and
+    lines are one run from the first lane's to the last's, as ``merged`` finds them, one
+    stream entry; the lanes' elements flagged in a strided loop. True when it counted them
+    (with the step's executions and steps), else nothing is counted. A Q4_0 block's fields
+    read by consecutive blocks (18 bytes apart) were merged lane by lane."""
+    ss, ls, isz_shift = T[C_SHIFTS], T[C_SHIFTS + 1], T[row + S_ISZ_SHIFT]
+    if n < 2 or ss < 0 or ls < 0 or isz_shift < 0 or spacing <= nb or spacing > T[C_SECTOR]:
+        return False
+    if ((first | spacing | nb) & ((1 << isz_shift) - 1)) != 0:  # whole elements
+        return False
+    last = first + spacing * (n - 1) + nb - 1
+    q = (first + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
+    b = T[C_B0] + q * B_COLS
+    if q < 0 or b >= T[C_X0] or q != (last + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT:
+        return False
+    base, flags, size = q << BUFFER_SHIFT, T[b], T[b + 2]
+    if first < base or (last - base) >> isz_shift >= size:
+        return False
+    T[row + S_EXECS] += n
+    T[row + S_STEPS] += 1
+    s0 = first >> ss
+    count = (last >> ss) - s0 + 1
+    T[row + S_SECTORS] += count
+    T[row + S_LINES] += (last >> ls) - (first >> ls) + 1
+    r, lost = _emit_at(R, T[C_R_LEN], T[C_R_CAP], 0, s0, count, kind)
+    T[C_R_LEN] = r
+    T[C_R_LOST] += lost
+    e, elements, e_spacing = flags + ((first - base) >> isz_shift), nb >> isz_shift, (
+        spacing >> isz_shift)
+    used = 0
+    if kind != R_STORE:  # loads and atomics read
+        _mark_strided(M, e, elements, e_spacing, n)
+        used |= B_READ
+    if kind == R_STORE or kind == R_ATOMIC:
+        _mark_strided(M, T[C_M_WRITE] + e, elements, e_spacing, n)
+        used |= B_READ << 1
+    T[b + B_FLAGGED] |= used
+    return True
+
+
+@inline
 def _global_step(T, M, R, row, A, first, n, nb, kind):
     """Sectors and lines of one global step whose lanes are not consecutive
     (``A[first:first + n]``, the lanes' addresses), its sectors on the stream and its

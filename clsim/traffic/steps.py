@@ -103,12 +103,13 @@ from clsim.traffic.step_rules import (
     lane_span,
     lost_runs,
     merged,
+    near_lanes,
     spaced_runs,
     unit,
 )
 
 # The step rules' revision compiled into ``native`` (see the module docstring).
-RULES = 29
+RULES = 31
 
 # Rules with one call site are inlined by Numba into their caller, typed there once: compiled
 # on their own, each was also optimised and compiled to machine code again in every function
@@ -190,7 +191,8 @@ def _slot(T, L, R, M, s):
                 first = at + (lo << 3)
                 d = L[first + 8] - L[first] if n > 1 else nb
                 if d >= 0 and lane_gaps(L, first, n, d) == 0:
-                    if d != nb and spaced_runs(T, M, R, row, L[first], n, d, 0, 1, nb, kind):
+                    if d != nb and (spaced_runs(T, M, R, row, L[first], n, d, 0, 1, nb, kind)
+                                    or near_lanes(T, M, R, row, L[first], n, d, nb, kind)):
                         continue
                     T[row + S_EXECS] += n
                     T[row + S_STEPS] += 1

@@ -170,7 +170,7 @@ def _step_figures(steps: list) -> tuple:
 
 
 @settings(max_examples=40, deadline=None)
-@given(stride=st.sampled_from([1, 8, 16, 32, 33, 64]), reps=st.integers(0, 12),
+@given(stride=st.sampled_from([1, 2, 3, 8, 16, 32, 33, 64]), reps=st.integers(0, 12),
        local=st.sampled_from([32, 64]), groups=st.integers(1, 3),
        simd=st.sampled_from([8, 16, 32]), cut=st.integers(0, 40))
 @example(stride=32, reps=10, local=64, groups=2, simd=32, cut=0)  # a block apart: closed form
@@ -179,7 +179,8 @@ def test_lanes_a_line_or_more_apart_count_as_their_lanes(stride, reps, local, gr
                                                          cut):
     """Lanes reading and writing elements ``stride`` apart, logged one run at a time (a
     guarded load) and as loop descriptors: 32 and 64 elements apart (a line or more, whole
-    sectors) their steps are counted in closed form (``step_rules.spaced_runs``), else as
+    sectors) their steps are counted in closed form (``step_rules.spaced_runs``), 2, 3 and 8
+    apart (gaps shorter than a sector) the guarded load's too (``near_lanes``), else as
     before; steps, sectors, lines and the footprint are the rules' lane by lane."""
     n = local * groups
     limit = n - cut
@@ -205,3 +206,35 @@ def test_lanes_a_line_or_more_apart_count_as_their_lanes(stride, reps, local, gr
             s["sectors"] for s in r.sites if s["buffer"] == buffer)
         assert r.buffers[buffer]["dram"] == SECTOR * len({4 * e // SECTOR for s in steps
                                                           for e in s})
+
+
+@kernel
+def bytes_apart(q, out, stride, limit):
+    gid = get_global_id(0)
+    out[gid] = F32(q[gid * stride + 2]) if gid < limit else F32(0.0)  # BYTES_APART
+
+
+@settings(max_examples=30, deadline=None)
+@given(stride=st.integers(1, 40), local=st.sampled_from([32, 64]), groups=st.integers(1, 2),
+       simd=st.sampled_from([8, 32]), cut=st.integers(0, 20))
+@example(stride=18, local=32, groups=2, simd=32, cut=0)  # a Q4_0 block's quant bytes
+def test_bytes_read_by_lanes_apart_count_as_their_lanes(stride, local, groups, simd, cut):
+    """Single bytes read by lanes ``stride`` bytes apart (a field of consecutive 18-byte
+    blocks): gaps shorter than a sector make one run of sectors a step with each lane's byte
+    flagged (``step_rules.near_lanes``), longer ones as before."""
+    n = local * groups
+    limit = n - cut
+    q = np.arange(n * stride + 3, dtype=np.uint8)
+    out = np.zeros(n, F32)
+    r = clsim.run(bytes_apart, (n,), (local,), (q, out, np.int32(stride), np.int32(limit)),
+                  traffic=True, simd_width=simd).traffic
+    steps = [[i * stride + 2 for i in range(g + s, min(g + s + simd, g + local)) if i < limit]
+             for g in range(0, n, local) for s in range(0, local, simd)]
+    steps = [s for s in steps if s]
+    found = [s for s in r.sites if s["line"] == _line_of("BYTES_APART") and s["buffer"] == "q"]
+    assert tuple(sum(s[f] for s in found) for f in ("executions", "steps", "sectors", "lines")) \
+        == (sum(len(s) for s in steps), len(steps),
+            sum(len({e // SECTOR for e in s}) for s in steps),
+            sum(len({e // LINE for e in s}) for s in steps))
+    assert r.unique_read_bytes["q"] == len({e for s in steps for e in s})
+    assert r.buffers["q"]["dram"] == SECTOR * len({e // SECTOR for s in steps for e in s})
