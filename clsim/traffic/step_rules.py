@@ -287,6 +287,22 @@ def coalesced_runs(T, M, R, row, first, length, step, runs, kind):
 
 
 @inline
+def _one_buffer(T, lowest, highest, isz_shift):
+    """(the kernel argument's row, its buffer's base address) of the buffer holding bytes
+    [lowest, highest] whole and within its elements (``isz_shift``: log2 of the element
+    size); (-1, 0) when they reach past it or lie in no argument's buffer. The closed forms
+    need it: the general rules clamp such indices element by element."""
+    q = (lowest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
+    b = T[C_B0] + q * B_COLS
+    if q < 0 or b >= T[C_X0] or q != (highest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT:
+        return np.int64(-1), np.int64(0)
+    base = q << BUFFER_SHIFT
+    if lowest < base or (highest - base) >> isz_shift >= T[b + 2]:
+        return np.int64(-1), np.int64(0)
+    return b, base
+
+
+@inline
 def _line_strided_runs(T, M, R, row, first, length, step, runs, kind):
     """``coalesced_runs`` when its steps lie a whole number of lines apart (so each covers
     as many sectors and lines as the first), in one buffer, within its elements (no
@@ -306,14 +322,11 @@ def _line_strided_runs(T, M, R, row, first, length, step, runs, kind):
         return False
     lowest, highest = min(first, first + step * (runs - 1)), max(first, first + step * (
         runs - 1)) + length - 1
-    q = (lowest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
-    b = T[C_B0] + q * B_COLS
-    if q < 0 or b >= T[C_X0] or q != (highest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT:
+    b, base = _one_buffer(T, lowest, highest, isz_shift)
+    if b < 0:
         return False
-    base, flags, size = q << BUFFER_SHIFT, T[b], T[b + 2]
+    flags = T[b]
     e0, e_last = (lowest - base) >> isz_shift, (highest - base) >> isz_shift
-    if lowest < base or e_last >= size:
-        return False
     T[row + S_SECTORS] += count * runs
     T[row + S_LINES] += (((first + length - 1) >> ls) - (first >> ls) + 1) * runs
     sector_step = step >> ss
@@ -366,13 +379,10 @@ def spaced_runs(T, M, R, row, first, n, spacing, step, runs, nb, kind):
         return False
     lowest = first + min(0, step * (runs - 1))
     highest = first + max(0, step * (runs - 1)) + spacing * (n - 1) + nb - 1
-    q = (lowest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
-    b = T[C_B0] + q * B_COLS
-    if q < 0 or b >= T[C_X0] or q != (highest + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT:
+    b, base = _one_buffer(T, lowest, highest, isz_shift)
+    if b < 0:
         return False
-    base, flags, size = q << BUFFER_SHIFT, T[b], T[b + 2]
-    if lowest < base or (highest - base) >> isz_shift >= size:
-        return False
+    flags = T[b]
     T[row + S_EXECS] += n * runs
     T[row + S_STEPS] += runs
     T[row + S_SECTORS] += n * runs
@@ -411,13 +421,10 @@ def near_lanes(T, M, R, row, first, n, spacing, nb, kind):
     if ((first | spacing | nb) & ((1 << isz_shift) - 1)) != 0:  # whole elements
         return False
     last = first + spacing * (n - 1) + nb - 1
-    q = (first + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT
-    b = T[C_B0] + q * B_COLS
-    if q < 0 or b >= T[C_X0] or q != (last + (1 << (BUFFER_SHIFT - 1))) >> BUFFER_SHIFT:
+    b, base = _one_buffer(T, first, last, isz_shift)
+    if b < 0:
         return False
-    base, flags, size = q << BUFFER_SHIFT, T[b], T[b + 2]
-    if first < base or (last - base) >> isz_shift >= size:
-        return False
+    flags = T[b]
     T[row + S_EXECS] += n
     T[row + S_STEPS] += 1
     s0 = first >> ss
